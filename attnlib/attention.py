@@ -1,0 +1,305 @@
+"""Attention in one equation, and the transformer blocks built from it.
+
+Every chapter of the book is a call of :func:`attention`: choose how queries are compared
+with keys (the *score*), how a row of scores becomes weights (the *normalizer*), and which
+keys each query may see (the *mask*). Tokens are rows: ``q`` is ``(..., n_q, d)``, ``k`` is
+``(..., n_k, d)``, ``v`` is ``(..., n_k, d_v)``, and the weights are indexed
+``[query, key]``. The papers put tokens in columns; their coefficient matrix ``C`` is our
+``weights.T``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Callable, NamedTuple, Union
+
+import torch
+from torch import nn
+
+from .utils import as_tensor, check_int, check_positive
+
+__all__ = [
+    "AttentionResult",
+    "attention",
+    "register_normalizer",
+    "SCORES",
+    "MultiHeadAttention",
+    "TransformerEncoderLayer",
+]
+
+
+class AttentionResult(NamedTuple):
+    """What :func:`attention` returns: the outputs ``(..., n_q, d_v)`` and the weights ``(..., n_q, n_k)``."""
+
+    output: torch.Tensor
+    weights: torch.Tensor
+
+
+def _dot(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return q @ k.transpose(-2, -1)
+
+
+def _neg_sq_dist(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    # -||q - k||^2 / 2 expanded, so that memory stays O(n_q n_k) rather than O(n_q n_k d).
+    sq = (q * q).sum(-1, keepdim=True) - 2 * _dot(q, k) + (k * k).sum(-1).unsqueeze(-2)
+    return -0.5 * sq.clamp_min(0)
+
+
+def _neg_l1(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    q = q.expand(*batch, *q.shape[-2:])
+    k = k.expand(*batch, *k.shape[-2:])
+    return -torch.cdist(q, k, p=1)
+
+
+#: The built-in scores, before division by the temperature. With ``temperature=t``:
+#: ``dot`` is ``q·k / t``; ``scaled_dot`` the same with ``t = sqrt(d)`` by default (Eq. 2 of
+#: the self-expression paper); ``neg_sq_dist`` is ``-||q-k||² / (2t)``, the Gaussian kernel of
+#: Eq. (6) with ``t = σ²``; ``neg_l1`` is ``-||q-k||₁ / t``, the Laplace kernel.
+SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
+    "dot": _dot,
+    "scaled_dot": _dot,
+    "neg_sq_dist": _neg_sq_dist,
+    "neg_l1": _neg_l1,
+}
+
+
+def _masked_softmax(scores: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(scores, dim=-1)
+
+
+def _no_normalizer(scores: torch.Tensor) -> torch.Tensor:
+    # Masked keys arrive as -inf; un-normalised weights give them zero weight instead.
+    return scores.masked_fill(torch.isneginf(scores), 0.0)
+
+
+_NORMALIZERS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "softmax": _masked_softmax,
+    "none": _no_normalizer,
+}
+# Names that another module of attnlib registers when it is imported.
+_LAZY_NORMALIZERS = {"sparsemax": "attnlib.normalizers", "entmax": "attnlib.normalizers"}
+
+
+def register_normalizer(name: str, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
+    """Make ``attention(..., normalizer=name)`` use ``fn``.
+
+    ``fn`` maps scores ``(..., n_q, n_k)``, with ``-inf`` at masked keys, to weights of the
+    same shape, normalising along the last dimension and giving masked keys zero weight.
+    """
+    _NORMALIZERS[name] = fn
+
+
+def _resolve_normalizer(normalizer) -> Callable[[torch.Tensor], torch.Tensor]:
+    if callable(normalizer):
+        return normalizer
+    if normalizer not in _NORMALIZERS and normalizer in _LAZY_NORMALIZERS:
+        importlib.import_module(_LAZY_NORMALIZERS[normalizer])
+    if normalizer not in _NORMALIZERS:
+        known = sorted(set(_NORMALIZERS) | set(_LAZY_NORMALIZERS))
+        raise ValueError(f"normalizer must be a callable or one of {known}, got {normalizer!r}")
+    return _NORMALIZERS[normalizer]
+
+
+def _resolve_score(score):
+    if callable(score):
+        return score
+    if score not in SCORES:
+        raise ValueError(f"score must be a callable or one of {sorted(SCORES)}, got {score!r}")
+    return SCORES[score]
+
+
+def _check_mask(mask, scores: torch.Tensor) -> torch.Tensor:
+    mask = torch.as_tensor(mask, device=scores.device)
+    if mask.dtype != torch.bool:
+        raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+    try:
+        mask = mask.expand(scores.shape)
+    except RuntimeError as err:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape {tuple(scores.shape)}"
+        ) from err
+    if not mask.any(-1).all():
+        raise ValueError("mask leaves a query row with no key to attend to")
+    return mask
+
+
+Score = Union[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
+Normalizer = Union[str, Callable[[torch.Tensor], torch.Tensor]]
+
+
+def attention(
+    q,
+    k,
+    v,
+    *,
+    score: Score = "scaled_dot",
+    normalizer: Normalizer = "softmax",
+    mask=None,
+    temperature: float | None = None,
+) -> AttentionResult:
+    """Attention: compare queries with keys, normalise each row, average the values.
+
+    ``weights = normalizer(score(q, k) / temperature)`` with masked keys excluded, and
+    ``output = weights @ v``.
+
+    Parameters
+    ----------
+    q : tensor or array-like, shape (..., n_q, d)
+        Queries, one per row.
+    k : tensor or array-like, shape (..., n_k, d)
+        Keys, one per row.
+    v : tensor or array-like, shape (..., n_k, d_v)
+        Values, one per key.
+    score : {"scaled_dot", "dot", "neg_sq_dist", "neg_l1"} or callable
+        How a query is compared with a key (see :data:`SCORES`). A callable maps
+        ``(q, k)`` to scores of shape ``(..., n_q, n_k)``.
+    normalizer : {"softmax", "sparsemax", "entmax", "none"} or callable
+        How a row of scores becomes weights; ``"none"`` uses the scores themselves.
+    mask : bool tensor, broadcastable to (..., n_q, n_k), optional
+        True where the query may attend to the key. Every query needs at least one key.
+    temperature : float, optional
+        Positive divisor of the scores; ``sqrt(d)`` for ``"scaled_dot"`` and 1 otherwise.
+
+    Returns
+    -------
+    AttentionResult
+        ``output`` of shape ``(..., n_q, d_v)`` and ``weights`` of shape ``(..., n_q, n_k)``.
+
+    Implements
+    ----------
+    Eqs. (1)-(2) of the self-expression paper (Z = V C with C = softmax(KᵀQ/√d)), in rows;
+    Eq. (1) of Vaswani et al. (2017).
+    """
+    q = as_tensor(q, "q", min_ndim=2)
+    k = as_tensor(k, "k", min_ndim=2, dtype=q.dtype, device=q.device)
+    v = as_tensor(v, "v", min_ndim=2, dtype=q.dtype, device=q.device)
+    if not callable(score) and q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must have the same feature size, got {q.shape[-1]} and {k.shape[-1]}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have the same number of tokens, got {k.shape[-2]} and {v.shape[-2]}")
+    score_fn, normalize = _resolve_score(score), _resolve_normalizer(normalizer)
+    if temperature is None:
+        temperature = math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
+    temperature = check_positive(temperature, "temperature")
+
+    scores = score_fn(q, k) / temperature
+    if mask is not None:
+        scores = scores.masked_fill(~_check_mask(mask, scores), float("-inf"))
+    weights = normalize(scores)
+    return AttentionResult(weights @ v, weights)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with learned query, key, value and output projections.
+
+    Each of ``num_heads`` heads attends in its own ``embed_dim // num_heads``-dimensional
+    subspace; the heads' outputs are concatenated and projected back.
+
+    Parameters
+    ----------
+    embed_dim : int
+        Size of the query tokens and of the output.
+    num_heads : int
+        Number of heads; must divide ``embed_dim``.
+    kdim, vdim : int, optional
+        Sizes of the key and value tokens (default ``embed_dim``).
+    bias : bool
+        Whether the four projections have biases.
+    score, normalizer : see :func:`attention`.
+
+    Implements
+    ----------
+    Eqs. (3)-(4) of the self-expression paper with several heads (§2.1), as in
+    Vaswani et al. (2017), §3.2.2.
+    """
+
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int = 1,
+        *,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        bias: bool = True,
+        score: Score = "scaled_dot",
+        normalizer: Normalizer = "softmax",
+    ):
+        super().__init__()
+        embed_dim = check_int(embed_dim, "embed_dim")
+        num_heads = check_int(num_heads, "num_heads")
+        if embed_dim % num_heads:
+            raise ValueError(f"num_heads ({num_heads}) must divide embed_dim ({embed_dim})")
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.head_dim = embed_dim // num_heads
+        self.score, self.normalizer = score, normalizer
+        self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.k_proj = nn.Linear(kdim or embed_dim, embed_dim, bias=bias)
+        self.v_proj = nn.Linear(vdim or embed_dim, embed_dim, bias=bias)
+        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        # (..., n, embed_dim) -> (..., heads, n, head_dim)
+        return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(-3, -2)
+
+    def forward(self, query, key=None, value=None, *, mask=None) -> AttentionResult:
+        """Attend from ``query`` ``(..., n_q, embed_dim)`` to ``key``/``value`` (default: ``query``).
+
+        ``mask`` (True = may attend) broadcasts to ``(..., num_heads, n_q, n_k)``. Returns the
+        output ``(..., n_q, embed_dim)`` and the per-head weights ``(..., num_heads, n_q, n_k)``.
+        """
+        query = as_tensor(query, "query", min_ndim=2)
+        key = query if key is None else as_tensor(key, "key", min_ndim=2)
+        value = key if value is None else as_tensor(value, "value", min_ndim=2)
+        if query.shape[-1] != self.q_proj.in_features:
+            raise ValueError(f"query must have {self.q_proj.in_features} features, got {query.shape[-1]}")
+        q, k, v = (self._split_heads(p(x)) for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
+        out, weights = attention(q, k, v, score=self.score, normalizer=self.normalizer, mask=mask)
+        return AttentionResult(self.out_proj(out.transpose(-3, -2).flatten(-2)), weights)
+
+
+class TransformerEncoderLayer(nn.Module):
+    """One transformer encoder block: attention, residual, layer norm, MLP, residual, layer norm.
+
+    Parameters
+    ----------
+    d_model : int
+        Token size.
+    num_heads : int
+        Heads of the self-attention.
+    dim_feedforward : int
+        Hidden size of the two-layer MLP.
+    activation : callable
+        The MLP's non-linearity (ReLU by default).
+    score, normalizer : see :func:`attention`.
+
+    Implements
+    ----------
+    The encoder of §2.1 and Figure 1 of the self-expression paper (post-norm, as in
+    Vaswani et al., 2017).
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int = 1,
+        dim_feedforward: int | None = None,
+        *,
+        activation: Callable[[torch.Tensor], torch.Tensor] = torch.relu,
+        score: Score = "scaled_dot",
+        normalizer: Normalizer = "softmax",
+    ):
+        super().__init__()
+        dim_feedforward = check_int(dim_feedforward or 4 * d_model, "dim_feedforward")
+        self.self_attn = MultiHeadAttention(d_model, num_heads, score=score, normalizer=normalizer)
+        self.linear1 = nn.Linear(d_model, dim_feedforward)
+        self.linear2 = nn.Linear(dim_feedforward, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.activation = activation
+
+    def forward(self, x, *, mask=None) -> torch.Tensor:
+        """Transform tokens ``x`` of shape ``(..., n, d_model)``; ``mask`` as in :class:`MultiHeadAttention`."""
+        x = self.norm1(x + self.self_attn(x, mask=mask).output)
+        return self.norm2(x + self.linear2(self.activation(self.linear1(x))))

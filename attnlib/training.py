@@ -1,0 +1,102 @@
+"""The one small training loop that every chapter which trains shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from itertools import cycle
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from .utils import check_int, check_positive, get_device
+
+__all__ = ["train", "to_device"]
+
+
+def to_device(batch, device):
+    """Move a tensor, or a tuple/list/dict of tensors, to ``device``."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {key: to_device(x, device) for key, x in batch.items()}
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(to_device(x, device) for x in batch)
+    return batch
+
+
+def train(
+    model: nn.Module,
+    loss_fn: Callable[[nn.Module, object], torch.Tensor],
+    batches: Callable[[int], object] | Iterable,
+    *,
+    n_steps: int,
+    lr: float = 1e-2,
+    weight_decay: float = 0.0,
+    optimizer: type[torch.optim.Optimizer] = torch.optim.Adam,
+    clip_grad_norm: float | None = None,
+    seed: int | None = 0,
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    desc: str = "training",
+) -> list[float]:
+    """Train ``model`` for ``n_steps`` optimiser steps and return the loss of every step.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Moved to ``device`` and left in training mode.
+    loss_fn : callable
+        ``loss_fn(model, batch)`` returns a scalar loss.
+    batches : callable or iterable
+        Either ``batches(step)`` returning a batch (a fresh sample per step, for generated
+        tasks), or an iterable of batches cycled through (a DataLoader, a list, or a single
+        full batch in a one-element list).
+    n_steps : int
+        Number of optimiser steps.
+    lr, weight_decay : float
+        Learning rate and decoupled weight decay of the optimiser.
+    optimizer : torch.optim.Optimizer subclass
+        Adam by default.
+    clip_grad_norm : float, optional
+        Clip the gradient's global norm to this value.
+    seed : int, optional
+        Seeds PyTorch's generator before training (None leaves it alone).
+    device : optional
+        Defaults to :func:`attnlib.utils.get_device`.
+    progress : bool
+        Show a tqdm progress bar with the running loss.
+
+    Returns
+    -------
+    list of float
+        The training loss at every step.
+    """
+    n_steps = check_int(n_steps, "n_steps")
+    lr = check_positive(lr, "lr")
+    if seed is not None:
+        torch.manual_seed(seed)
+    device = get_device(device)
+    model.to(device).train()
+    opt = optimizer(model.parameters(), lr=lr, weight_decay=weight_decay)
+    if callable(batches):
+        next_batch = batches
+    else:
+        stream = cycle(batches)
+        next_batch = lambda step: next(stream)  # noqa: E731
+    history: list[float] = []
+    bar = tqdm(range(n_steps), desc=desc, disable=not progress, mininterval=0.5)
+    for step in bar:
+        batch = to_device(next_batch(step), device)
+        loss = loss_fn(model, batch)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"the loss became {loss.item()} at step {step}; lower the learning rate")
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip_grad_norm is not None:
+            nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
+        opt.step()
+        history.append(loss.item())
+        if step % 10 == 0 or step == n_steps - 1:
+            bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
+    return history

@@ -1,0 +1,122 @@
+"""Small shared helpers: seeding, devices and input validation.
+
+Every public function of attnlib validates its inputs with the helpers below, so that bad
+input fails early with a ``ValueError`` that names the argument and says what was expected.
+"""
+
+from __future__ import annotations
+
+import numbers
+import random
+
+import numpy as np
+import torch
+
+__all__ = [
+    "set_seed",
+    "get_device",
+    "as_tensor",
+    "as_float_array",
+    "check_positive",
+    "check_in_range",
+    "check_int",
+]
+
+
+def set_seed(seed: int = 0) -> None:
+    """Seed Python's, NumPy's and PyTorch's generators so that a chapter is reproducible."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def get_device(prefer: str | None = None) -> torch.device:
+    """The device to compute on: ``prefer`` if given, else CUDA when present, else the CPU."""
+    if prefer is not None:
+        return torch.device(prefer)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def as_tensor(
+    x,
+    name: str,
+    *,
+    min_ndim: int = 1,
+    ndim: int | None = None,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+    allow_inf: bool = False,
+) -> torch.Tensor:
+    """Convert an array-like to a floating tensor and check it.
+
+    Tensors keep their device and floating dtype; array-likes and integer tensors become
+    ``torch.get_default_dtype()`` (float32 unless changed). Raises ``ValueError`` naming
+    ``name`` when the array is empty, has the wrong number of dimensions or holds NaN (or
+    infinities, unless ``allow_inf``).
+    """
+    if isinstance(x, torch.Tensor):
+        t = x
+    else:
+        try:
+            t = torch.as_tensor(np.asarray(x))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"{name} must be array-like of numbers, got {type(x).__name__}") from err
+    if dtype is not None or not t.is_floating_point():
+        t = t.to(dtype or torch.get_default_dtype())
+    if device is not None:
+        t = t.to(device)
+    if ndim is not None and t.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
+    if t.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {tuple(t.shape)}")
+    if t.numel() == 0:
+        raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
+    bad = torch.isnan(t) if allow_inf else ~torch.isfinite(t)
+    if bad.any():
+        raise ValueError(f"{name} contains {'NaN' if allow_inf else 'NaN or infinite'} values")
+    return t
+
+
+def as_float_array(X, name: str = "X", *, ndim: int = 2, min_samples: int = 1) -> np.ndarray:
+    """Check a NumPy-style input (``(n_samples, n_features)`` by default) and return float64.
+
+    Raises ``ValueError`` naming ``name`` for the wrong number of dimensions, too few
+    samples, or non-finite values.
+    """
+    try:
+        A = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be array-like of numbers") from err
+    if A.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {A.shape}")
+    if A.size == 0 or A.shape[0] < min_samples:
+        raise ValueError(f"{name} must have at least {min_samples} samples, got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return A
+
+
+def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float if it is a finite positive number, else raise ``ValueError``."""
+    ok = isinstance(value, numbers.Real) and np.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        what = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{name} must be a finite {what} number, got {value!r}")
+    return float(value)
+
+
+def check_in_range(value, name: str, low: float, high: float) -> float:
+    """Return ``value`` as a float if ``low <= value <= high``, else raise ``ValueError``."""
+    if not (isinstance(value, numbers.Real) and low <= value <= high):
+        raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """Return ``value`` if it is an integer in ``[minimum, maximum]``, else raise ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum or (
+        maximum is not None and value > maximum
+    ):
+        upper = "" if maximum is None else f" and at most {maximum}"
+        raise ValueError(f"{name} must be an integer at least {minimum}{upper}, got {value!r}")
+    return int(value)

@@ -1,0 +1,114 @@
+"""Keep the chapters' notebooks consistent: stamp the setup cell, strip outputs.
+
+The repository URL lives in ``_config.yml`` alone; every chapter's first code cell is
+rendered from it here, so moving the repository is a one-line change plus ``make stamp``.
+
+    python book/notebook_tools.py stamp   # rewrite every setup cell from _config.yml
+    python book/notebook_tools.py strip   # remove outputs and execution counts
+    python book/notebook_tools.py check   # exit 1 if a notebook is stale or has outputs
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SETUP_TAGS = ["setup", "hide-input"]
+
+SETUP_TEMPLATE = '''\
+# Setup, stamped from _config.yml by book/notebook_tools.py (edit the template there, not here).
+import sys
+
+if "google.colab" in sys.modules:  # in Colab, install attnlib from the book's repository, once
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("attnlib") is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{install_spec}"], check=True)
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+import attnlib
+from attnlib.plotting import use_book_style
+from attnlib.utils import get_device, set_seed
+
+set_seed(0)
+use_book_style()
+device = get_device()
+print(f"attnlib {{attnlib.__version__}}, torch {{torch.__version__}}, device: {{device}}")'''
+
+
+def install_spec(config_path: Path = ROOT / "_config.yml") -> str:
+    """The pip requirement that installs attnlib from the book's repository and branch."""
+    repo = yaml.safe_load(config_path.read_text())["repository"]
+    return f"attnlib @ git+{repo['url'].rstrip('/')}.git@{repo.get('branch', 'main')}"
+
+
+def setup_cell_source(spec: str | None = None) -> str:
+    """The setup cell's code, installing ``spec`` (default: from ``_config.yml``) in Colab."""
+    return SETUP_TEMPLATE.format(install_spec=spec or install_spec())
+
+
+def chapter_notebooks() -> list[Path]:
+    """Every notebook of the book (``book/*.ipynb``), sorted by name."""
+    return sorted((ROOT / "book").glob("*.ipynb"))
+
+
+def _setup_cell(nb: dict) -> dict:
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    if not code:
+        raise ValueError("the notebook has no code cell to hold the setup")
+    return code[0]
+
+
+def _source(cell: dict) -> str:
+    src = cell["source"]
+    return "".join(src) if isinstance(src, list) else src
+
+
+def problems(path: Path) -> list[str]:
+    """What is wrong with a committed notebook: a stale setup cell, outputs left in."""
+    nb = json.loads(path.read_text())
+    found = []
+    cell = _setup_cell(nb)
+    if _source(cell) != setup_cell_source() or cell.get("metadata", {}).get("tags") != SETUP_TAGS:
+        found.append(f"{path.name}: the setup cell is stale (run `make stamp`)")
+    if any(c.get("outputs") or c.get("execution_count") for c in nb["cells"] if c["cell_type"] == "code"):
+        found.append(f"{path.name}: outputs are committed (run `make strip`)")
+    return found
+
+
+def _rewrite(path: Path, stamp: bool) -> None:
+    nb = json.loads(path.read_text())
+    if stamp:
+        cell = _setup_cell(nb)
+        cell["source"] = setup_cell_source()
+        cell.setdefault("metadata", {})["tags"] = SETUP_TAGS
+    for c in nb["cells"]:
+        if c["cell_type"] == "code":
+            c["outputs"], c["execution_count"] = [], None
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def main(argv: list[str]) -> int:
+    command = argv[1] if len(argv) > 1 else "check"
+    if command in ("stamp", "strip"):
+        for path in chapter_notebooks():
+            _rewrite(path, stamp=command == "stamp")
+        return 0
+    if command == "check":
+        found = [p for path in chapter_notebooks() for p in problems(path)]
+        print("\n".join(found) or "every notebook is stamped and stripped")
+        return 1 if found else 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
