@@ -1,0 +1,277 @@
+"""Tests of attnlib.normalizers against the entmax package, PyTorch, SciPy and NumPy restatements."""
+
+import entmax as E
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from attnlib.attention import attention
+from attnlib.normalizers import (
+    entmax,
+    exp_beta,
+    fenchel_young_loss,
+    log_beta,
+    softmax,
+    sparsemax,
+    tsallis_entropy,
+)
+
+F64 = torch.float64
+NEG_INF = float("-inf")
+
+
+def reference(x, alpha, dim=-1):
+    """The entmax package's map for index ``alpha`` (an independent, sort/bisection-based code)."""
+    if alpha == 1:
+        return torch.softmax(x, dim)
+    if alpha == 2:
+        return E.sparsemax(x, dim)
+    if alpha == 1.5:
+        return E.entmax15(x, dim)
+    return E.entmax_bisect(x, alpha, dim, n_iter=100)
+
+
+def ours(x, alpha, dim=-1):
+    return sparsemax(x, dim) if alpha == 2 else entmax(x, alpha, dim)
+
+
+def project_simplex(v):
+    """Euclidean projection onto the simplex by sorting (Held, Wolfe & Crowder), in NumPy."""
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1
+    k = np.nonzero(u - css / np.arange(1, len(v) + 1) > 0)[0][-1]
+    return np.maximum(v - css[k] / (k + 1), 0)
+
+
+def adversarial_rows():
+    rng = np.random.default_rng(0)
+    rows = [rng.normal(size=(6, 9)) * s for s in (1e-8, 1e-3, 1, 10, 1e3, 1e6)]
+    rows += [np.zeros((2, 5)), np.ones((1, 1)), np.array([[3.0, 3.0, 3.0, -1.0, 3.0]]), np.array([[1.0, 1.0, 0.5, 0.5]])]
+    rows += [np.round(rng.normal(size=(4, 30)), 1)]  # many ties
+    return [torch.tensor(r, dtype=F64) for r in rows]
+
+
+ALPHAS = [1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0]
+
+
+@pytest.mark.parametrize("alpha", ALPHAS)
+def test_agrees_with_entmax_package_on_adversarial_inputs(alpha):
+    for x in adversarial_rows():
+        torch.testing.assert_close(ours(x, alpha), reference(x, alpha), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0, 3.0])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_any_dim_agrees_with_package(alpha, dim):
+    x = torch.randn(5, 6, 7, dtype=F64) * 3
+    torch.testing.assert_close(ours(x, alpha, dim), reference(x, alpha, dim), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 1.25, 2.0])
+def test_masked_keys_get_zero_weight_and_the_rest_matches(alpha):
+    x = torch.randn(4, 8, dtype=F64)
+    keep = torch.tensor([True, False, True, True, False, True, False, True])
+    p = ours(x.masked_fill(~keep, NEG_INF), alpha)
+    assert (p[:, ~keep] == 0).all()
+    torch.testing.assert_close(p[:, keep], reference(x[:, keep], alpha), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("fn", [softmax, sparsemax, entmax, lambda x: entmax(x, 1.25), lambda x: entmax(x, 3.0)])
+def test_fully_masked_row_nan_and_inf_raise(fn):
+    x = torch.randn(3, 4)
+    x[1] = NEG_INF
+    with pytest.raises(ValueError, match="-inf"):
+        fn(x)
+    with pytest.raises(ValueError, match="NaN"):
+        fn(torch.tensor([[0.0, float("nan")]]))
+    with pytest.raises(ValueError, match="inf"):
+        fn(torch.tensor([[0.0, float("inf")]]))
+
+
+def test_bad_arguments_raise():
+    x = torch.randn(3, 4)
+    for fn in (softmax, sparsemax, entmax):
+        with pytest.raises(ValueError, match="dim"):
+            fn(x, dim=2)
+        with pytest.raises(ValueError, match="x"):
+            fn(torch.tensor(1.0))
+        with pytest.raises(ValueError, match="x"):
+            fn(torch.zeros(0))
+    with pytest.raises(ValueError, match="alpha"):
+        entmax(x, alpha=0.5)
+    with pytest.raises(ValueError, match="alpha"):
+        entmax(x, alpha=torch.tensor([1.5, 1.5, 1.5, 1.5]))  # size 4 along the normalised dim
+    with pytest.raises(ValueError, match="alpha"):
+        entmax(x, alpha=torch.tensor(1.0))
+
+
+def test_array_likes_are_accepted():
+    np.testing.assert_allclose(sparsemax([[1.0, 0.0, 3.0]]).numpy(), [[0.0, 0.0, 1.0]])
+
+
+# ----------------------------------------------------------------------------- gradients
+@pytest.mark.parametrize("alpha", [1.0, 1.25, 1.5, 2.0, 2.5])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_gradcheck_in_x(alpha, dim):
+    x = (torch.randn(4, 5, dtype=F64) * 2).requires_grad_()
+    assert torch.autograd.gradcheck(lambda x: ours(x, alpha, dim), (x,))
+
+
+@pytest.mark.parametrize("alpha", [1.3, 1.5, 1.8, 2.4])
+def test_gradcheck_in_alpha_scalar_and_per_row(alpha):
+    x = (torch.randn(3, 6, dtype=F64) * 2).requires_grad_()
+    a = torch.tensor(alpha, dtype=F64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, a: entmax(x, a), (x, a))
+    rows = torch.tensor([[alpha], [1.2], [2.0]], dtype=F64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, a: entmax(x, a), (x, rows))
+
+
+def test_alpha_gradient_matches_entmax_bisect():
+    x = torch.randn(4, 7, dtype=F64)
+    w = torch.randn(4, 7, dtype=F64)
+    a1 = torch.tensor(1.4, dtype=F64, requires_grad=True)
+    a2 = torch.tensor(1.4, dtype=F64, requires_grad=True)
+    (entmax(x, a1) * w).sum().backward()
+    (E.entmax_bisect(x, a2, -1, n_iter=100) * w).sum().backward()
+    torch.testing.assert_close(a1.grad, a2.grad, atol=1e-6, rtol=1e-6)
+
+
+def test_sparsemax_jacobian_is_diag_s_minus_ssT_over_support_size():
+    x = torch.tensor([1.0, 0.8, 0.1, -2.0], dtype=F64)
+    J = torch.autograd.functional.jacobian(sparsemax, x)
+    s = (sparsemax(x) > 0).to(F64)
+    torch.testing.assert_close(J, torch.diag(s) - torch.outer(s, s) / s.sum())
+
+
+# ----------------------------------------------------------------------------- dtypes
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 1.25, 2.0])
+def test_low_precision_keeps_dtype_and_is_close(dtype, alpha):
+    x64 = torch.randn(6, 20, dtype=F64)
+    x = x64.to(dtype).requires_grad_()
+    p = ours(x, alpha)
+    assert p.dtype == dtype
+    tol = {torch.float16: 2e-3, torch.bfloat16: 1e-2, torch.float32: 1e-5}[dtype]
+    torch.testing.assert_close(p.to(F64), reference(x.detach().to(F64), alpha), atol=tol, rtol=0)
+    p.sum().backward()
+    assert x.grad.dtype == dtype and torch.isfinite(x.grad).all()
+
+
+# ----------------------------------------------------------------------------- properties
+rows = arrays(np.float64, st.integers(1, 12), elements=st.floats(-50, 50, allow_nan=False))
+alphas = st.sampled_from([1.0, 1.2, 1.5, 2.0, 2.7])
+
+
+@settings(max_examples=40, deadline=None)
+@given(v=rows, alpha=alphas, shift=st.floats(-100, 100))
+def test_simplex_and_shift_invariance(v, alpha, shift):
+    x = torch.tensor(v)
+    p = ours(x, alpha)
+    assert (p >= 0).all()
+    torch.testing.assert_close(p.sum(), torch.tensor(1.0, dtype=F64))
+    torch.testing.assert_close(ours(x + shift, alpha), p, atol=1e-7, rtol=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(v=rows, alpha=alphas, seed=st.integers(0, 2**16))
+def test_permutation_equivariance(v, alpha, seed):
+    x = torch.tensor(v)
+    perm = torch.from_numpy(np.random.default_rng(seed).permutation(len(v)))
+    torch.testing.assert_close(ours(x[perm], alpha), ours(x, alpha)[perm], atol=1e-9, rtol=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(v=rows)
+def test_sparsemax_is_euclidean_projection_onto_simplex(v):
+    np.testing.assert_allclose(sparsemax(torch.tensor(v)).numpy(), project_simplex(v), atol=1e-9)
+
+
+def test_alpha_to_one_approaches_softmax():
+    x = torch.randn(5, 10, dtype=F64)
+    gaps = [(entmax(x, 1 + eps) - torch.softmax(x, -1)).abs().max().item() for eps in (1e-1, 1e-2, 1e-3)]
+    assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 1e-3
+
+
+def test_larger_alpha_is_sparser():
+    x = torch.randn(50, 30, dtype=F64)
+    support = [(entmax(x, a) > 0).sum().item() for a in (1.1, 1.5, 2.0, 3.0)]
+    assert support == sorted(support, reverse=True) and support[-1] < support[0]
+
+
+# ----------------------------------------------------------------------------- attention
+@pytest.mark.parametrize("name,fn", [("sparsemax", sparsemax), ("entmax", entmax)])
+def test_registered_in_attention(name, fn):
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 2)
+    mask = torch.tensor([True, True, False, True, True])
+    out, w = attention(q, k, v, normalizer=name, mask=mask)
+    expected = fn((q @ k.transpose(-2, -1) / 2).masked_fill(~mask, NEG_INF))
+    torch.testing.assert_close(w, expected)
+    assert (w[..., 2] == 0).all()
+    torch.testing.assert_close(out, w @ v)
+
+
+# ----------------------------------------------------------------------------- Tsallis and losses
+def test_tsallis_entropy_against_scipy_and_formula():
+    p = torch.tensor([[0.5, 0.25, 0.25, 0.0], [1.0, 0.0, 0.0, 0.0]], dtype=F64)
+    np.testing.assert_allclose(tsallis_entropy(p, 1.0).numpy(), scipy.stats.entropy(p.numpy(), axis=1))
+    np.testing.assert_allclose(tsallis_entropy(p, 2.0).numpy(), [(1 - 0.375) / 2, 0.0])
+    # α = 2 on the uniform: (1 - 1/n) / 2; continuity at α = 1.
+    np.testing.assert_allclose(tsallis_entropy(p, 1 + 1e-6).numpy(), tsallis_entropy(p, 1.0).numpy(), atol=1e-5)
+    with pytest.raises(ValueError, match="p"):
+        tsallis_entropy([-0.1, 1.1])
+    with pytest.raises(ValueError, match="alpha"):
+        tsallis_entropy(p, 0.5)
+
+
+def test_exp_and_log_beta():
+    u = torch.linspace(-3, 3, 61, dtype=F64)
+    torch.testing.assert_close(exp_beta(u, 1.0), u.exp())
+    torch.testing.assert_close(log_beta(u.exp(), 1.0), u)
+    for beta in (0.0, 0.5, 0.75):
+        e = exp_beta(u, beta)
+        pos = e > 0
+        torch.testing.assert_close(log_beta(e[pos], beta), u[pos])
+        np.testing.assert_allclose(e.numpy(), np.maximum(1 + (1 - beta) * u.numpy(), 0) ** (1 / (1 - beta)))
+    torch.testing.assert_close(exp_beta(u, 0.0), (1 + u).clamp_min(0))  # β = 0: sparsemax's ReLU
+    with pytest.raises(ValueError, match="u"):
+        log_beta([-1.0], 0.5)
+    with pytest.raises(ValueError, match="beta"):
+        exp_beta([1.0], float("nan"))
+
+
+def test_entmax_is_beta_exponential_of_shifted_scores():
+    x = torch.randn(7, dtype=F64)
+    p = entmax(x, 1.5)
+    # Eq. (7): p = exp_{2-α}(x - A) for the scalar A that normalises; read A off the top entry.
+    A = x.max() - log_beta(p.max(), 0.5)
+    torch.testing.assert_close(exp_beta(x - A, 0.5), p)
+
+
+@pytest.mark.parametrize(
+    "alpha,ref",
+    [(1.0, None), (1.5, E.entmax15_loss), (2.0, E.sparsemax_loss), (1.25, lambda x, y: E.entmax_bisect_loss(x, y, 1.25, 100))],
+)
+def test_fenchel_young_loss_against_references(alpha, ref):
+    x = torch.randn(6, 5, dtype=F64, requires_grad=True)
+    y = torch.tensor([0, 3, 1, 4, 2, 2])
+    loss = fenchel_young_loss(x, y, alpha, reduction="none")
+    expected = torch.nn.functional.cross_entropy(x, y, reduction="none") if ref is None else ref(x, y)
+    torch.testing.assert_close(loss, expected, atol=1e-6, rtol=1e-6)
+    assert (loss >= 0).all()
+    loss.sum().backward()
+    torch.testing.assert_close(x.grad, ours(x.detach(), alpha) - torch.nn.functional.one_hot(y, 5).to(F64))
+
+
+def test_fenchel_young_loss_zero_at_own_prediction_and_bad_inputs():
+    x = torch.randn(3, 4, dtype=F64)
+    assert fenchel_young_loss(x, entmax(x, 1.5), 1.5).abs() < 1e-12
+    with pytest.raises(ValueError, match="target"):
+        fenchel_young_loss(x, torch.tensor([0, 4, 1]))
+    with pytest.raises(ValueError, match="target"):
+        fenchel_young_loss(x, torch.ones(3, 5))
+    with pytest.raises(ValueError, match="reduction"):
+        fenchel_young_loss(x, torch.tensor([0, 1, 1]), reduction="max")
