@@ -1,0 +1,275 @@
+"""Tests of attnlib.kernel_regression against independent restatements (NumPy, SciPy, scikit-learn, PyTorch)."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.spatial.distance import cdist
+from sklearn.base import clone
+from sklearn.metrics.pairwise import laplacian_kernel, rbf_kernel
+from sklearn.model_selection import cross_val_score
+from sklearn.neighbors import KNeighborsRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from attnlib.kernel_regression import (
+    KERNELS,
+    MetricNadarayaWatson,
+    NadarayaWatson,
+    loo_predictions,
+    nadaraya_watson,
+    nadaraya_watson_streaming,
+)
+
+
+def make_data(n=40, n_query=9, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, (n, d))
+    y = np.sin(3 * x[:, 0]) + 0.1 * rng.standard_normal(n)
+    return rng.uniform(-1, 1, (n_query, d)), x, y
+
+
+def numpy_kernel(name, xq, xt, h):
+    """Kernel matrices written out from their textbook definitions."""
+    if name == "gaussian":
+        return rbf_kernel(xq, xt, gamma=1 / (2 * h**2))
+    if name == "laplace":
+        return laplacian_kernel(xq, xt, gamma=1 / h)
+    u = cdist(xq, xt) / h
+    if name == "epanechnikov":
+        return np.maximum(0, 1 - u**2)
+    return (u <= 1).astype(float)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_matches_textbook_formula(kernel):
+    xq, xt, y = make_data()
+    K = numpy_kernel(kernel, xq, xt, 0.6)
+    pred, weights = nadaraya_watson(torch.from_numpy(xq), torch.from_numpy(xt), torch.from_numpy(y), kernel=kernel, bandwidth=0.6)
+    np.testing.assert_allclose(weights.numpy(), K / K.sum(1, keepdims=True), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(pred.numpy(), K @ y / K.sum(1), rtol=1e-10)
+    assert pred.dtype == torch.float64 and pred.shape == (9,)
+
+
+def test_callable_kernel_and_vector_targets():
+    xq, xt, y = make_data(d=3)
+    Y = np.stack([y, y**2], 1)
+    cauchy = lambda q, k: 1 / (1 + torch.cdist(q, k) ** 2)  # noqa: E731
+    pred, _ = nadaraya_watson(torch.tensor(xq, dtype=torch.float32), xt, Y, kernel=cauchy, bandwidth=0.5)
+    K = 1 / (1 + (cdist(xq, xt) / 0.5) ** 2)
+    np.testing.assert_allclose(pred.numpy(), K @ Y / K.sum(1, keepdims=True), rtol=1e-5)
+    assert pred.shape == (9, 2) and pred.dtype == torch.float32
+
+
+def test_one_dimensional_inputs_are_points():
+    xq, xt, y = make_data(d=1)
+    a, _ = nadaraya_watson(xq[:, 0], xt[:, 0], y, bandwidth=0.3)
+    b, _ = nadaraya_watson(xq, xt, y, bandwidth=0.3)
+    torch.testing.assert_close(a, b)
+
+
+def test_gaussian_is_scaled_dot_attention_on_the_sphere():
+    """Eq. (7): on unit vectors the Gaussian kernel is softmax(x·x_j / σ²), computed here by PyTorch."""
+    xq, xt, y = make_data(d=4)
+    xq, xt = (torch.from_numpy(a / np.linalg.norm(a, axis=1, keepdims=True)) for a in (xq, xt))
+    sigma = 0.7
+    ref = F.scaled_dot_product_attention(xq, xt, torch.from_numpy(y)[:, None], scale=1 / sigma**2)[:, 0]
+    torch.testing.assert_close(nadaraya_watson(xq, xt, y, bandwidth=sigma)[0], ref)
+
+
+def test_limits_nearest_neighbour_and_mean():
+    xq, xt, y = make_data()
+    knn = KNeighborsRegressor(n_neighbors=1).fit(xt, y).predict(xq)
+    np.testing.assert_allclose(nadaraya_watson(xq, xt, y, bandwidth=1e-3)[0].numpy(), knn, rtol=1e-5)
+    np.testing.assert_allclose(nadaraya_watson(xq, xt, y, bandwidth=1e4)[0].numpy(), np.full(9, y.mean()), rtol=1e-4)
+
+
+def test_compact_kernel_without_neighbours_raises():
+    xq, xt, y = make_data()
+    for kernel in ("epanechnikov", "boxcar"):
+        with pytest.raises(ValueError, match="support"):
+            nadaraya_watson(xq + 10, xt, y, kernel=kernel, bandwidth=0.5)
+        with pytest.raises(ValueError, match="support"):
+            nadaraya_watson_streaming(xq + 10, xt, y, kernel=kernel, bandwidth=0.5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    n_query=st.integers(1, 20),
+    d=st.integers(1, 5),
+    chunk=st.integers(1, 17),
+    query_chunk=st.integers(1, 7),
+    kernel=st.sampled_from(["gaussian", "laplace", "epanechnikov"]),
+    seed=st.integers(0, 10_000),
+)
+def test_streaming_equals_dense(n, n_query, d, chunk, query_chunk, kernel, seed):
+    rng = np.random.default_rng(seed)
+    xq, xt = rng.normal(size=(n_query, d)), rng.normal(size=(n, d)) + 3.0
+    y = rng.normal(size=(n, 2))
+    h = 10.0 if kernel == "epanechnikov" else float(rng.uniform(0.05, 3))
+    dense, _ = nadaraya_watson(xq, xt, y, kernel=kernel, bandwidth=h)
+    stream = nadaraya_watson_streaming(xq, xt, y, kernel=kernel, bandwidth=h, chunk_size=chunk, query_chunk_size=query_chunk)
+    np.testing.assert_allclose(stream.numpy(), dense.numpy(), rtol=1e-5, atol=1e-8)
+
+
+def test_streaming_equals_pytorch_sdpa_on_augmented_vectors():
+    """-|x - x_j|²/(2σ²) = [x, 1]·[x_j, -|x_j|²/2] / σ² - |x|²/(2σ²); the last term cancels in PyTorch's softmax."""
+    rng = np.random.default_rng(1)
+    xq, xt, y = (torch.from_numpy(a) for a in (rng.normal(size=(30, 3)), rng.normal(size=(500, 3)), rng.normal(size=(500, 1))))
+    sigma = 0.4
+    q = torch.cat([xq, torch.ones(30, 1, dtype=xq.dtype)], 1)
+    k = torch.cat([xt, -0.5 * (xt**2).sum(1, keepdim=True)], 1)
+    ref = F.scaled_dot_product_attention(q, k, y, scale=1 / sigma**2)
+    torch.testing.assert_close(nadaraya_watson_streaming(xq, xt, y, bandwidth=sigma, chunk_size=64), ref)
+
+
+def test_streaming_far_query_is_finite():
+    """A query far from every training point is still predicted (by its nearest neighbour), never NaN."""
+    xt = torch.linspace(0, 1, 50)[:, None]
+    y = xt[:, 0] ** 2
+    pred = nadaraya_watson_streaming(torch.tensor([[100.0]]), xt, y, bandwidth=0.01)
+    torch.testing.assert_close(pred, y[-1:])
+
+
+@settings(max_examples=20, deadline=None)
+@given(shift=st.floats(-50, 50), seed=st.integers(0, 1000))
+def test_translation_invariance(shift, seed):
+    xq, xt, y = make_data(seed=seed)
+    a, _ = nadaraya_watson(xq, xt, y, bandwidth=0.5)
+    b, _ = nadaraya_watson(xq + shift, xt + shift, y, bandwidth=0.5)
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-9)
+
+
+def test_gradcheck_float64():
+    xq, xt, y = (torch.from_numpy(a).requires_grad_() for a in make_data(n=8, n_query=3))
+    for kernel in ("gaussian", "epanechnikov"):
+        fn = lambda q, x, v: nadaraya_watson(q, x, v, kernel=kernel, bandwidth=2.0)[0]  # noqa: E731
+        assert torch.autograd.gradcheck(fn, (xq, xt, y))
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "boxcar"])
+def test_loo_equals_refitting(kernel):
+    _, xt, y = make_data(n=25)
+    explicit = [
+        nadaraya_watson(xt[i : i + 1], np.delete(xt, i, 0), np.delete(y, i), kernel=kernel, bandwidth=0.8)[0].item()
+        for i in range(len(y))
+    ]
+    np.testing.assert_allclose(loo_predictions(xt, y, kernel=kernel, bandwidth=0.8).numpy(), explicit, rtol=1e-10)
+
+
+def test_loo_bandwidth_is_the_grid_minimiser():
+    _, X, y = make_data(n=60, d=1)
+    grid = np.geomspace(0.01, 2, 12)
+    model = NadarayaWatson(bandwidths=grid).fit(X, y)
+    errors = [np.mean([(refit_prediction(X, y, h, i) - y[i]) ** 2 for i in range(len(y))]) for h in grid]
+    np.testing.assert_allclose(model.loo_mse_, errors, rtol=1e-8)
+    assert model.bandwidth_ == grid[np.argmin(errors)]
+
+
+def refit_prediction(X, y, h, i):
+    K = rbf_kernel(X[i : i + 1], np.delete(X, i, 0), gamma=1 / (2 * h**2))[0]
+    return K @ np.delete(y, i) / K.sum()
+
+
+def test_estimator_predicts_like_the_function_and_works_with_sklearn():
+    xq, X, y = make_data(n=80, d=2)
+    model = NadarayaWatson(bandwidth=0.3, chunk_size=7).fit(X, y)
+    np.testing.assert_allclose(model.predict(xq), nadaraya_watson(xq, X, y, bandwidth=0.3)[0].numpy(), rtol=1e-10)
+    assert clone(model).get_params()["bandwidth"] == 0.3
+    scores = cross_val_score(make_pipeline(StandardScaler(), NadarayaWatson()), X, y, cv=3)
+    assert np.all(scores > 0.5)
+
+
+def test_compact_kernel_loo_skips_bandwidths_without_neighbours():
+    X = np.array([[0.0], [0.1], [0.2], [5.0], [5.1]])
+    y = np.arange(5.0)
+    model = NadarayaWatson(kernel="boxcar", bandwidths=[0.01, 0.15, 10.0]).fit(X, y)
+    assert np.isinf(model.loo_mse_[0]) and np.isfinite(model.loo_mse_[1:]).all()
+    with pytest.raises(ValueError, match="bandwidths"):
+        NadarayaWatson(kernel="boxcar", bandwidths=[0.01]).fit(X, y)
+
+
+def test_metric_learning_finds_the_relevant_direction():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 5))
+    y = np.sin(2 * X[:, 0])
+    Xq = rng.normal(size=(100, 5))
+    iso = NadarayaWatson().fit(X, y)
+    metric = MetricNadarayaWatson(n_steps=50, lr=0.05, progress=False).fit(X, y)
+    assert metric.loss_history_[-1] < metric.loss_history_[0]
+    assert metric.score(Xq, np.sin(2 * Xq[:, 0])) > iso.score(Xq, np.sin(2 * Xq[:, 0])) + 0.2
+    M = metric.metric_
+    np.testing.assert_allclose(M, M.T)
+    assert np.argmax(np.diag(M)) == 0
+    low = MetricNadarayaWatson(n_components=2, n_steps=5, progress=False, batch_size=32).fit(X, y)
+    assert low.W_.shape == (2, 5) and low.predict(Xq).shape == (100,)
+
+
+@pytest.mark.parametrize("fn", [nadaraya_watson, nadaraya_watson_streaming])
+def test_bad_inputs(fn):
+    xq, xt, y = make_data()
+    with pytest.raises(ValueError, match="features"):
+        fn(xq[:, :1], xt, y)
+    with pytest.raises(ValueError, match="y_train"):
+        fn(xq, xt, y[:-1])
+    with pytest.raises(ValueError, match="bandwidth"):
+        fn(xq, xt, y, bandwidth=0.0)
+    with pytest.raises(ValueError, match="bandwidth"):
+        fn(xq, xt, y, bandwidth=-1.0)
+    with pytest.raises(ValueError, match="x_train"):
+        fn(xq, np.zeros((0, 2)), np.zeros(0))
+    bad = xt.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="x_train"):
+        fn(xq, bad, y)
+    with pytest.raises(ValueError, match="kernel"):
+        fn(xq, xt, y, kernel="triangle")
+    with pytest.raises(ValueError, match="kernel"):
+        fn(xq, xt, y, kernel=lambda q, k: -torch.ones(len(q), len(k), dtype=q.dtype))
+    with pytest.raises(ValueError, match="x_query"):
+        fn(np.zeros((2, 2, 2)), xt, y)
+
+
+def test_bad_inputs_streaming_chunks_and_loo():
+    xq, xt, y = make_data()
+    with pytest.raises(ValueError, match="chunk_size"):
+        nadaraya_watson_streaming(xq, xt, y, chunk_size=0)
+    with pytest.raises(ValueError, match="query_chunk_size"):
+        nadaraya_watson_streaming(xq, xt, y, query_chunk_size=1.5)
+    with pytest.raises(ValueError, match="at least 2"):
+        loo_predictions(xt[:1], y[:1])
+    with pytest.raises(ValueError, match="bandwidth"):
+        loo_predictions(xt, y, bandwidth=float("nan"))
+
+
+@pytest.mark.parametrize("Model", [NadarayaWatson, MetricNadarayaWatson])
+def test_estimators_bad_inputs(Model):
+    _, X, y = make_data()
+    kw = {"n_steps": 2, "progress": False} if Model is MetricNadarayaWatson else {}
+    with pytest.raises(ValueError, match="y"):
+        Model(**kw).fit(X, y[:-1])
+    with pytest.raises(ValueError, match="X"):
+        Model(**kw).fit(np.where(X > 0.9, np.nan, X), y)
+    with pytest.raises(ValueError, match="X"):
+        Model(**kw).fit(np.zeros((0, 2)), np.zeros(0))
+    with pytest.raises(ValueError):  # NotFittedError is a ValueError
+        Model(**kw).predict(X)
+    with pytest.raises(ValueError, match="features"):
+        Model(**kw).fit(X, y).predict(X[:, :1])
+
+
+def test_estimator_bad_hyperparameters():
+    _, X, y = make_data()
+    with pytest.raises(ValueError, match="bandwidth"):
+        NadarayaWatson(bandwidth=0).fit(X, y)
+    with pytest.raises(ValueError, match="bandwidths"):
+        NadarayaWatson(bandwidths=[0.1, -1]).fit(X, y)
+    with pytest.raises(ValueError, match="kernel"):
+        NadarayaWatson(kernel="tricube").fit(X, y)
+    with pytest.raises(ValueError, match="n_components"):
+        MetricNadarayaWatson(n_components=3, progress=False).fit(X, y)
+    with pytest.raises(ValueError, match="n_steps"):
+        MetricNadarayaWatson(n_steps=0, progress=False).fit(X, y)
