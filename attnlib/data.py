@@ -12,7 +12,14 @@ import torch
 
 from .utils import check_int, check_positive
 
-__all__ = ["TranslationPairs", "shuffled_translation", "CaptionedImages", "captioned_images"]
+__all__ = [
+    "TranslationPairs",
+    "shuffled_translation",
+    "CaptionedImages",
+    "captioned_images",
+    "UnionOfSubspaces",
+    "union_of_subspaces",
+]
 
 
 class TranslationPairs(NamedTuple):
@@ -22,6 +29,10 @@ class TranslationPairs(NamedTuple):
     tgt: torch.Tensor  # (n_pairs, length, dim): target-language word embeddings, shuffled
     perm: torch.Tensor  # (n_pairs, length): where each source word's translation sits
     src_words: torch.Tensor  # (n_pairs, length): word ids of the source sentence
+
+    def take(self, index) -> "TranslationPairs":
+        """The pairs selected by ``index`` (a slice, or integer indices), e.g. a test split."""
+        return TranslationPairs(*(field[index] for field in self))
 
 
 def shuffled_translation(
@@ -66,6 +77,10 @@ class CaptionedImages(NamedTuple):
     word_ids: torch.Tensor  # (n, 2 * n_objects)
     target: torch.Tensor  # (n, 2 * n_objects)
     vocabulary: tuple[str, ...]
+
+    def take(self, index) -> "CaptionedImages":
+        """The pairs selected by ``index`` (a slice, or integer indices), e.g. a test split."""
+        return CaptionedImages(*(field[index] for field in self[:-1]), self.vocabulary)
 
 
 def _draw(image: np.ndarray, shape: str, colour, r0: int, c0: int, side: int) -> None:
@@ -117,3 +132,37 @@ def captioned_images(
             target[b, 2 * j : 2 * j + 2] = i
     as_t = lambda a: torch.as_tensor(a, dtype=torch.get_default_dtype())  # noqa: E731
     return CaptionedImages(images, boxes, as_t(features), torch.as_tensor(word_ids), torch.as_tensor(target), vocabulary)
+
+
+class UnionOfSubspaces(NamedTuple):
+    """Points drawn from a union of linear subspaces: ``X[i]`` lies (near) subspace ``labels[i]``."""
+
+    X: np.ndarray  # (n_subspaces * n_per_subspace, ambient_dim), unit-norm rows
+    labels: np.ndarray  # (n_samples,) subspace index of each point
+    bases: np.ndarray  # (n_subspaces, ambient_dim, dim) orthonormal bases
+
+
+def union_of_subspaces(
+    n_subspaces: int = 5,
+    dim: int = 6,
+    ambient_dim: int = 9,
+    n_per_subspace: int = 100,
+    noise: float = 0.0,
+    seed: int = 0,
+) -> UnionOfSubspaces:
+    """Unit-norm points on random subspaces, as in the synthetic protocol of You et al. (2016).
+
+    Each subspace has a uniformly random orthonormal basis; each point is a standard Gaussian
+    combination of its basis vectors, plus isotropic noise of standard deviation ``noise``,
+    scaled to unit norm. Points are grouped by subspace (labels sorted).
+    """
+    n_subspaces, n_per = check_int(n_subspaces, "n_subspaces"), check_int(n_per_subspace, "n_per_subspace")
+    ambient_dim = check_int(ambient_dim, "ambient_dim")
+    dim = check_int(dim, "dim", maximum=ambient_dim)
+    noise = check_positive(noise, "noise", allow_zero=True)
+    rng = np.random.default_rng(seed)
+    bases = np.linalg.qr(rng.standard_normal((n_subspaces, ambient_dim, dim)))[0]
+    X = np.einsum("sDd,snd->snD", bases, rng.standard_normal((n_subspaces, n_per, dim))).reshape(-1, ambient_dim)
+    X += noise * rng.standard_normal(X.shape)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return UnionOfSubspaces(X, np.repeat(np.arange(n_subspaces), n_per), bases)

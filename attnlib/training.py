@@ -20,6 +20,8 @@ def to_device(batch, device):
         return batch.to(device)
     if isinstance(batch, dict):
         return {key: to_device(x, device) for key, x in batch.items()}
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a NamedTuple takes its fields positionally
+        return type(batch)(*(to_device(x, device) for x in batch))
     if isinstance(batch, (tuple, list)):
         return type(batch)(to_device(x, device) for x in batch)
     return batch

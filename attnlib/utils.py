@@ -49,16 +49,18 @@ def as_tensor(
 ) -> torch.Tensor:
     """Convert an array-like to a floating tensor and check it.
 
-    Tensors keep their device and floating dtype; array-likes and integer tensors become
-    ``torch.get_default_dtype()`` (float32 unless changed). Raises ``ValueError`` naming
-    ``name`` when the array is empty, has the wrong number of dimensions or holds NaN (or
-    infinities, unless ``allow_inf``).
+    Tensors and floating NumPy arrays keep their dtype (and tensors their device); lists,
+    integer data and other array-likes become ``torch.get_default_dtype()`` (float32 unless
+    changed). Raises ``ValueError`` naming ``name`` when the array is not numeric, is empty,
+    has the wrong number of dimensions or holds NaN (or infinities, unless ``allow_inf``).
     """
     if isinstance(x, torch.Tensor):
         t = x
+    elif isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
+        t = torch.from_numpy(x)
     else:
         try:
-            t = torch.as_tensor(np.asarray(x))
+            t = torch.as_tensor(np.asarray(x, dtype=np.float64), dtype=torch.get_default_dtype())
         except (TypeError, ValueError) as err:
             raise ValueError(f"{name} must be array-like of numbers, got {type(x).__name__}") from err
     if dtype is not None or not t.is_floating_point():

@@ -1,0 +1,195 @@
+"""attnlib.attention against PyTorch's own attention, and its handling of bad input."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from attnlib import MultiHeadAttention, TransformerEncoderLayer, attention
+from attnlib.attention import register_normalizer
+
+TOL = dict(rtol=0, atol=1e-10)
+
+
+def qkv(*batch, n_q=5, n_k=7, d=8, d_v=3, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(*batch, n, m, generator=g, dtype=dtype) for n, m in ((n_q, d), (n_k, d), (n_k, d_v)))
+
+
+@pytest.mark.parametrize("batch", [(), (3,), (2, 4)])
+def test_equals_torch_scaled_dot_product_attention(batch):
+    q, k, v = qkv(*batch)
+    out, w = attention(q, k, v)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), **TOL)
+    torch.testing.assert_close(w.sum(-1), torch.ones(*batch, 5, dtype=torch.float64), **TOL)
+
+
+def test_mask_equals_torch_and_zeroes_weights():
+    q, k, v = qkv(2)
+    mask = torch.rand(5, 7, generator=torch.Generator().manual_seed(1)) > 0.5
+    mask[:, 0] = True
+    out, w = attention(q, k, v, mask=mask)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), **TOL)
+    assert (w[:, ~mask] == 0).all()
+
+
+def test_batch_dimensions_broadcast():
+    q, _, _ = qkv(4, 3)
+    _, k, v = qkv(3)  # keys shared across the leading batch dimension
+    out, w = attention(q, k, v)
+    assert out.shape == (4, 3, 5, 3) and w.shape == (4, 3, 5, 7)
+    torch.testing.assert_close(out[2], attention(q[2], k, v).output, **TOL)
+
+
+def test_scores_match_their_kernels():
+    q, k, v = qkv()
+    sq = torch.cdist(q, k) ** 2
+    w = attention(q, k, v, score="neg_sq_dist", temperature=0.7).weights
+    torch.testing.assert_close(w, torch.softmax(-sq / 1.4, -1), **TOL)
+    w = attention(q, k, v, score="neg_l1", temperature=2.0).weights
+    torch.testing.assert_close(w, torch.softmax(-torch.cdist(q, k, p=1) / 2, -1), **TOL)
+    w = attention(q, k, v, score="dot").weights
+    torch.testing.assert_close(w, torch.softmax(q @ k.T, -1), **TOL)
+    w = attention(q, k, v, score=lambda a, b: -(a.sum(-1, keepdim=True) - b.sum(-1)) ** 2).weights
+    torch.testing.assert_close(w, torch.softmax(-((q.sum(-1)[:, None] - k.sum(-1)[None]) ** 2), -1), **TOL)
+
+
+def test_unit_norm_gaussian_kernel_is_dot_product_attention():
+    """Eq. (7) of the self-expression paper: on the unit sphere the Gaussian kernel is softmax(q·k/σ²)."""
+    q, k, v = qkv()
+    q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
+    torch.testing.assert_close(
+        attention(q, k, v, score="neg_sq_dist", temperature=0.3).output,
+        attention(q, k, v, score="dot", temperature=0.3).output,
+        **TOL,
+    )
+
+
+def test_none_and_callable_normalizers():
+    q, k, v = qkv()
+    mask = torch.ones(5, 7, dtype=torch.bool).tril()
+    w = attention(q, k, v, score="dot", normalizer="none", mask=mask).weights
+    torch.testing.assert_close(w, (q @ k.T) * mask, **TOL)
+    relu_norm = lambda s: torch.relu(s) / torch.relu(s).sum(-1, keepdim=True).clamp_min(1e-12)  # noqa: E731
+    w = attention(q, k, v, normalizer=relu_norm).weights
+    torch.testing.assert_close(w, relu_norm(q @ k.T / math.sqrt(8)), **TOL)
+
+
+def test_registered_normalizer_is_used():
+    register_normalizer("test-uniform", lambda s: torch.ones_like(s) / s.shape[-1])
+    q, k, v = qkv()
+    torch.testing.assert_close(attention(q, k, v, normalizer="test-uniform").output, v.mean(0).expand(5, 3), **TOL)
+
+
+def test_gradients_match_torch():
+    q, k, v = (t.requires_grad_() for t in qkv(2))
+    mask = torch.ones(5, 7, dtype=torch.bool).tril(2)
+    ours = torch.autograd.grad(attention(q, k, v, mask=mask).output.square().sum(), (q, k, v))
+    theirs = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, attn_mask=mask).square().sum(), (q, k, v))
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b, **TOL)
+    assert torch.autograd.gradcheck(lambda q, k, v: attention(q, k, v, score="neg_sq_dist").output, (q, k, v))
+
+
+def test_keeps_dtype_and_accepts_array_likes():
+    out, w = attention([[1, 1, 1], [0, 1, 0]], [[1.0, 0, 0], [0, 1, 0]], [[1, 0], [0, 1]])
+    assert out.dtype == torch.get_default_dtype() and w.shape == (2, 2)
+    assert attention(np.ones((2, 3)), np.eye(3), np.eye(3)).output.dtype == torch.float64
+    q, k, v = qkv(dtype=torch.float32)
+    assert attention(q, k, v).output.dtype == torch.float32
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_q=st.integers(1, 6), n_k=st.integers(1, 6), d=st.integers(1, 5), t=st.floats(0.05, 20), seed=st.integers(0, 999))
+def test_rows_are_probability_vectors_and_outputs_convex(n_q, n_k, d, t, seed):
+    q, k, v = qkv(n_q=n_q, n_k=n_k, d=d, d_v=2, seed=seed)
+    out, w = attention(q, k, v, score="neg_sq_dist", temperature=t)
+    assert (w >= 0).all()
+    torch.testing.assert_close(w.sum(-1), torch.ones(n_q, dtype=torch.float64))
+    assert (out <= v.max(0).values + 1e-12).all() and (out >= v.min(0).values - 1e-12).all()
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(q=torch.randn(5)), "q must have at least 2"),
+        (dict(k=torch.randn(7, 4)), "same feature size"),
+        (dict(v=torch.randn(6, 3)), "same number of tokens"),
+        (dict(q=torch.randn(0, 8)), "q must not be empty"),
+        (dict(k=torch.full((7, 8), float("nan"))), "k contains NaN"),
+        (dict(v=torch.full((7, 3), float("inf"))), "v contains NaN or infinite"),
+        (dict(temperature=0.0), "temperature must be a finite positive"),
+        (dict(temperature=-1.0), "temperature"),
+        (dict(score="cosine"), "score must be"),
+        (dict(normalizer="argmax"), "normalizer must be"),
+        (dict(mask=torch.ones(5, 7)), "mask must be boolean"),
+        (dict(mask=torch.ones(4, 7, dtype=torch.bool)), "does not broadcast"),
+        (dict(mask=torch.zeros(5, 7, dtype=torch.bool)), "no key to attend"),
+        (dict(q=[["a", "b"]]), "q must be array-like"),
+    ],
+)
+def test_bad_input_raises_clear_value_error(kwargs, message):
+    q, k, v = qkv(dtype=torch.float32)
+    args = dict(q=q, k=k, v=v) | kwargs
+    with pytest.raises(ValueError, match=message):
+        attention(args.pop("q"), args.pop("k"), args.pop("v"), **args)
+
+
+def test_one_fully_masked_row_raises():
+    q, k, v = qkv()
+    mask = torch.ones(5, 7, dtype=torch.bool)
+    mask[3] = False
+    with pytest.raises(ValueError, match="no key to attend"):
+        attention(q, k, v, mask=mask)
+
+
+def _copy_into_torch_mha(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+    with torch.no_grad():
+        theirs.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
+        theirs.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
+        theirs.out_proj.load_state_dict(ours.out_proj.state_dict())
+
+
+@pytest.mark.usefixtures("float64")
+@pytest.mark.parametrize("num_heads", [1, 2, 4])
+def test_multihead_equals_torch(num_heads):
+    ours, theirs = MultiHeadAttention(8, num_heads), nn.MultiheadAttention(8, num_heads, batch_first=True)
+    _copy_into_torch_mha(ours, theirs)
+    x, y = torch.randn(3, 5, 8), torch.randn(3, 6, 8)
+    mask = torch.ones(5, 6, dtype=torch.bool).tril(1)
+    out, w = ours(x, y, mask=mask)
+    ref_out, ref_w = theirs(x, y, y, attn_mask=~mask, average_attn_weights=False)
+    torch.testing.assert_close(out, ref_out, **TOL)
+    torch.testing.assert_close(w, ref_w, **TOL)
+    g_ours = torch.autograd.grad(out.sum(), ours.q_proj.weight)[0]
+    g_theirs = torch.autograd.grad(ref_out.sum(), theirs.in_proj_weight)[0][:8]
+    torch.testing.assert_close(g_ours, g_theirs, **TOL)
+
+
+@pytest.mark.usefixtures("float64")
+def test_encoder_layer_equals_torch():
+    ours = TransformerEncoderLayer(8, num_heads=2, dim_feedforward=16)
+    theirs = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    _copy_into_torch_mha(ours.self_attn, theirs.self_attn)
+    for name in ("linear1", "linear2", "norm1", "norm2"):
+        getattr(theirs, name).load_state_dict(getattr(ours, name).state_dict())
+    theirs.eval()  # disables PyTorch's fast path differences; dropout is 0 anyway
+    x = torch.randn(2, 6, 8)
+    mask = torch.ones(6, 6, dtype=torch.bool).tril()
+    torch.testing.assert_close(ours(x, mask=mask), theirs(x, src_mask=~mask), **TOL)
+
+
+def test_multihead_bad_input():
+    with pytest.raises(ValueError, match="must divide"):
+        MultiHeadAttention(10, 3)
+    with pytest.raises(ValueError, match="embed_dim"):
+        MultiHeadAttention(0, 1)
+    with pytest.raises(ValueError, match="query must have 8 features"):
+        MultiHeadAttention(8, 2)(torch.randn(2, 4, 6))
+    with pytest.raises(ValueError, match="query contains NaN"):
+        MultiHeadAttention(8, 2)(torch.full((2, 4, 8), float("nan")))

@@ -1,0 +1,81 @@
+"""The chapters follow the house rules: stamped, stripped, listed in the table of contents,
+ending with a summary and executable exercises. (nbmake executes them; test_site builds them.)"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "book"))
+import notebook_tools  # noqa: E402
+
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+TOC_FILES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part["chapters"]]
+NOTEBOOKS = notebook_tools.chapter_notebooks()
+
+
+def _cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+def _text(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def test_there_are_chapters():
+    assert any(p.name.startswith("01_") for p in NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_is_stamped_and_stripped(path):
+    assert notebook_tools.problems(path) == []
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_chapter_anatomy(path):
+    cells = _cells(path)
+    assert cells[0]["cell_type"] == "markdown" and _text(cells[0]).startswith("# "), "a title first"
+    assert cells[1]["cell_type"] == "code" and "setup" in cells[1]["metadata"]["tags"], "then the setup cell"
+    markdown = "\n".join(_text(c) for c in cells if c["cell_type"] == "markdown")
+    assert "## Summary" in markdown and "## Exercises" in markdown
+    exercises = re.findall(r":label: (ex-[\w-]+)", markdown)
+    solutions = re.findall(r"\{solution-start\} (ex-[\w-]+)", markdown)
+    assert len(exercises) >= 4 and sorted(exercises) == sorted(solutions), "at least 4 exercises, each solved"
+    assert markdown.index("## Summary") < markdown.index("## Exercises")
+
+
+def test_exercise_labels_are_unique_across_the_book():
+    labels = [
+        label
+        for path in NOTEBOOKS
+        for cell in _cells(path)
+        if cell["cell_type"] == "markdown"
+        for label in re.findall(r":label: ([\w-]+)", _text(cell))
+    ]
+    assert len(labels) == len(set(labels))
+
+
+def test_every_page_is_in_the_toc_and_exists():
+    pages = {str(p.relative_to(ROOT).with_suffix("")) for p in ROOT.glob("book/*") if p.suffix in (".ipynb", ".md")}
+    assert pages == set(TOC_FILES)
+
+
+def test_setup_cell_comes_from_the_config():
+    url, branch = CONFIG["repository"]["url"], CONFIG["repository"]["branch"]
+    assert branch == "main"
+    assert f"git+{url}.git@main" in notebook_tools.setup_cell_source()
+    assert "/tmp/attnlib.whl" in notebook_tools.setup_cell_source("/tmp/attnlib.whl")
+
+
+def test_book_configuration():
+    assert CONFIG["only_build_toc_files"] is True
+    assert CONFIG["execute"]["timeout"] >= 300 and CONFIG["execute"]["raise_on_error"] is True
+    assert {"amsmath", "dollarmath", "colon_fence"} <= set(CONFIG["parse"]["myst_enable_extensions"])
+    assert {"sphinx_proof", "sphinx_exercise", "sphinx_togglebutton"} <= set(CONFIG["sphinx"]["extra_extensions"])
+    assert CONFIG["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
+    assert "://" not in CONFIG["sphinx"]["config"]["mathjax_path"], "MathJax is served by the site itself"

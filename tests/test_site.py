@@ -1,0 +1,113 @@
+"""The website: built with every chapter executed, then opened in a real browser.
+
+The build runs once per test session (module fixture) with nitpicky warnings as errors and
+execution errors raised; every page is then served on loopback and opened in headless
+Chromium (Debian's, driven by Playwright): no console errors, math rendered, images loaded,
+Colab buttons pointing at the chapter's notebook on ``main``. Screenshots are written to
+``_build/screenshots`` for people to look at.
+"""
+
+import functools
+import http.server
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "_build" / "html"
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
+PAGES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part["chapters"]]
+
+
+@pytest.fixture(scope="module")
+def site():
+    """Build the whole book (every notebook executed) with warnings as errors."""
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    build = subprocess.run(
+        [str(jupyter_book), "build", str(ROOT), "--all", "-n", "-W", "--keep-going"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    log = build.stdout[-6000:] + build.stderr[-6000:]
+    assert build.returncode == 0, f"the book did not build cleanly:\n{log}"
+    return SITE
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    handler = functools.partial(QuietHandler, directory=str(site))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser():
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def test_site_has_every_page(site):
+    assert (site / "index.html").exists()
+    for page in PAGES:
+        assert (site / f"{page}.html").exists(), page
+    assert (site / "mathjax" / "tex-chtml.js").exists(), "MathJax is served by the site"
+
+
+def _open(browser, url, width=1280):
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    problems = []
+    page.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text}"))
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
+    page.goto(url, wait_until="networkidle")
+    return page, problems
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_in_browser(server, browser, name):
+    page, problems = _open(browser, f"{server}/{name}.html")
+    has_math = page.locator(".math").count() > 0
+    if has_math:
+        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30000)
+        page.evaluate("MathJax.startup.promise")
+        unrendered = page.locator(".math:not(:has(mjx-container))").count()
+        assert unrendered == 0, f"{unrendered} math elements were not typeset"
+        assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+    broken = page.evaluate("[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
+    assert broken == [], f"images that did not load: {broken}"
+    if (ROOT / f"{name}.ipynb").exists():
+        repo = CONFIG["repository"]["url"].removeprefix("https://github.com/")
+        colab = f"https://colab.research.google.com/github/{repo}/blob/main/{name}.ipynb"
+        assert page.locator(f'a[href="{colab}"]').count() == 1, f"no Colab button to {colab}"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{Path(name).name}.png"), full_page=True)
+    page.close()
+    assert problems == [], "\n".join(problems)

@@ -1,0 +1,57 @@
+from collections import namedtuple
+
+import pytest
+import torch
+from torch import nn
+
+from attnlib.training import to_device, train
+
+
+def _regression(seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(200, 3, generator=g)
+    return X, X @ torch.tensor([1.0, -2.0, 0.5]) + 0.3
+
+
+def _mse(model, batch):
+    X, y = batch
+    return nn.functional.mse_loss(model(X).squeeze(-1), y)
+
+
+def test_train_fits_a_linear_model_against_least_squares():
+    X, y = _regression()
+    model = nn.Linear(3, 1)
+    history = train(model, _mse, [(X, y)], n_steps=400, lr=0.05, progress=False)
+    assert len(history) == 400 and history[-1] < 1e-3 * history[0]
+    A = torch.cat([X, torch.ones(200, 1)], 1)
+    ref = torch.linalg.lstsq(A, y[:, None]).solution.squeeze()
+    torch.testing.assert_close(torch.cat([model.weight.squeeze(), model.bias]).detach(), ref, atol=1e-3, rtol=0)
+
+
+def test_train_is_seeded_and_accepts_a_batch_function():
+    X, y = _regression()
+
+    def run():
+        torch.manual_seed(1)
+        model = nn.Linear(3, 1)
+        return train(model, _mse, lambda step: (X[step % 10 :: 10], y[step % 10 :: 10]), n_steps=20, progress=False)
+
+    assert run() == run()
+
+
+def test_train_rejects_divergence_and_bad_arguments():
+    X, y = _regression()
+    with pytest.raises(FloatingPointError, match="lower the learning rate"):
+        train(nn.Linear(3, 1), lambda m, b: m(b[0]).sum() * float("inf"), [(X, y)], n_steps=2, progress=False)
+    with pytest.raises(ValueError, match="n_steps"):
+        train(nn.Linear(3, 1), _mse, [(X, y)], n_steps=0)
+    with pytest.raises(ValueError, match="lr"):
+        train(nn.Linear(3, 1), _mse, [(X, y)], n_steps=1, lr=-1)
+
+
+def test_to_device_handles_nested_batches():
+    Pair = namedtuple("Pair", "x y")
+    batch = {"x": torch.ones(2), "pair": (torch.zeros(1), [torch.ones(1)]), "name": "a", "nt": Pair(torch.ones(1), 2)}
+    moved = to_device(batch, "cpu")
+    assert moved["name"] == "a" and isinstance(moved["pair"], tuple) and isinstance(moved["pair"][1], list)
+    assert isinstance(moved["nt"], Pair) and moved["nt"].y == 2

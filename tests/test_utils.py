@@ -1,0 +1,71 @@
+import numpy as np
+import pytest
+import torch
+
+from attnlib.utils import as_float_array, as_tensor, check_in_range, check_int, check_positive, get_device, set_seed
+
+
+def test_set_seed_makes_every_generator_repeat():
+    set_seed(3)
+    a = (np.random.rand(), torch.rand(1).item())
+    set_seed(3)
+    assert (np.random.rand(), torch.rand(1).item()) == a
+
+
+def test_get_device():
+    assert get_device("cpu") == torch.device("cpu")
+    assert get_device().type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_as_tensor_dtypes_and_devices():
+    assert as_tensor([1, 2], "x").dtype == torch.get_default_dtype()
+    assert as_tensor(np.zeros(2, np.float64), "x").dtype == torch.float64
+    assert as_tensor(torch.zeros(2, dtype=torch.float16), "x").dtype == torch.float16
+    assert as_tensor(torch.zeros(2, dtype=torch.int64), "x").dtype == torch.get_default_dtype()
+    assert as_tensor([1.0], "x", dtype=torch.float64).dtype == torch.float64
+    assert torch.isinf(as_tensor([1.0, -np.inf], "x", allow_inf=True)).any()
+
+
+@pytest.mark.parametrize(
+    "x, kwargs, message",
+    [
+        ([], {}, "x must not be empty"),
+        ([1.0, np.nan], {}, "x contains NaN"),
+        ([1.0, np.inf], {}, "NaN or infinite"),
+        ([1.0, np.nan], {"allow_inf": True}, "x contains NaN"),
+        ([1.0], {"ndim": 2}, "must have 2 dimensions"),
+        ([1.0], {"min_ndim": 2}, "at least 2 dimensions"),
+        (["a"], {}, "array-like of numbers"),
+    ],
+)
+def test_as_tensor_rejects_bad_input(x, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        as_tensor(x, "x", **kwargs)
+
+
+def test_as_float_array():
+    A = as_float_array([[1, 2], [3, 4]])
+    assert A.dtype == np.float64 and A.shape == (2, 2)
+    for bad, message in [([1, 2], "2 dimensions"), (np.zeros((0, 3)), "at least 1 samples"), ([[np.nan]], "NaN")]:
+        with pytest.raises(ValueError, match=message):
+            as_float_array(bad)
+    with pytest.raises(ValueError, match="at least 3 samples"):
+        as_float_array(np.zeros((2, 2)), min_samples=3)
+
+
+def test_scalar_checks():
+    assert check_positive(2, "h") == 2.0 and check_positive(0, "h", allow_zero=True) == 0.0
+    assert check_in_range(0.5, "p", 0, 1) == 0.5 and check_int(3, "k", minimum=1, maximum=3) == 3
+    for call in (
+        lambda: check_positive(0, "h"),
+        lambda: check_positive(-1, "h", allow_zero=True),
+        lambda: check_positive(float("nan"), "h"),
+        lambda: check_positive("1", "h"),
+        lambda: check_in_range(2, "p", 0, 1),
+        lambda: check_int(2.5, "k"),
+        lambda: check_int(True, "k"),
+        lambda: check_int(0, "k"),
+        lambda: check_int(5, "k", maximum=4),
+    ):
+        with pytest.raises(ValueError):
+            call()
