@@ -1,0 +1,330 @@
+"""Tests of attnlib.symmetry: group elements, equivariance errors, knowledge attention."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import ortho_group
+
+from attnlib.attention import attention
+from attnlib.symmetry import (
+    KnowledgeAttention,
+    SequenceMLP,
+    equivariance_error,
+    fit_and_score,
+    householder,
+    knowledge_attention,
+    knowledge_task,
+    make_teacher,
+    random_orthogonal,
+    random_permutation,
+    relative_error,
+    sample_efficiency,
+)
+
+ROUND_OFF = 1e-12
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # The tensors here are tiny: on a busy machine, a second thread costs far more in
+    # synchronisation than it saves (a 4x4 QR went from 0.4 ms to 30 ms).
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+# ---------------------------------------------------------------- group elements
+
+
+@given(st.integers(1, 12), st.integers(0, 2**31 - 1))
+@settings(max_examples=10, deadline=None)
+def test_random_orthogonal_is_orthogonal(d, seed):
+    Q = random_orthogonal(d, gen(seed), dtype=torch.float64)
+    torch.testing.assert_close(Q @ Q.T, torch.eye(d, dtype=torch.float64))
+
+
+def test_random_orthogonal_is_haar_like_scipy():
+    # Haar measure: E[tr Q] = 0 and E[tr(Q)^2] = 1 for O(d); compare moments with SciPy's sampler.
+    d, m, g = 4, 1500, gen()
+    ours = torch.stack([random_orthogonal(d, g, dtype=torch.float64) for _ in range(m)]).numpy()
+    ref = ortho_group.rvs(d, size=m, random_state=0)
+    for sample in (ours, ref):
+        tr = np.trace(sample, axis1=1, axis2=2)
+        assert abs(tr.mean()) < 0.1 and abs((tr**2).mean() - 1) < 0.15
+    # Both determinants occur (the full orthogonal group, not only rotations).
+    dets = np.linalg.det(ours)
+    assert 0.4 < (dets > 0).mean() < 0.6
+
+
+def test_random_permutation_is_a_permutation_matrix():
+    P = random_permutation(7, gen(1))
+    assert set(P.sum(0).tolist()) == {1.0} and set(P.sum(1).tolist()) == {1.0}
+    X = torch.arange(7.0)[:, None]
+    assert sorted((P @ X).squeeze().tolist()) == X.squeeze().tolist()
+
+
+def test_householder_reflects_u_and_fixes_its_complement():
+    u = torch.tensor([1.0, 2.0, -1.0, 0.5], dtype=torch.float64)
+    H = householder(u)
+    w = torch.tensor([2.0, -1.0, 0.0, 0.0], dtype=torch.float64)  # w ⟂ u
+    torch.testing.assert_close(H @ u, -u)
+    torch.testing.assert_close(H @ w, w)
+    torch.testing.assert_close(H @ H.T, torch.eye(4, dtype=torch.float64))
+    # Plain NumPy restatement of I - 2 u uᵀ / ‖u‖².
+    un = u.numpy()
+    np.testing.assert_allclose(H.numpy(), np.eye(4) - 2 * np.outer(un, un) / un.dot(un))
+
+
+# ---------------------------------------------------------------- equivariance_error
+
+
+def test_equivariance_error_zero_for_gram_based_map_and_order_one_for_broken():
+    X = torch.randn(5, 8, dtype=torch.float64, generator=gen())
+
+    def equivariant(x):  # f(X) = g(XXᵀ) X with tokens in rows
+        return torch.softmax(x @ x.T, -1) @ x + (x @ x.T) @ x / 5
+
+    b = torch.randn(8, dtype=torch.float64, generator=gen(1))
+    assert equivariance_error(equivariant, X, generator=gen(2)) < ROUND_OFF
+    assert equivariance_error(lambda x: equivariant(x) + b, X, generator=gen(2)) > 0.1
+    assert equivariance_error(torch.tanh, X, generator=gen(2)) > 0.1  # entrywise maps are not
+
+
+def test_equivariance_error_with_knowledge_needs_z_to_rotate():
+    X = torch.randn(4, 6, dtype=torch.float64, generator=gen())
+    Z = torch.randn(3, 6, dtype=torch.float64, generator=gen(1))
+
+    def f(x, z):
+        return torch.softmax(x @ z.T @ z @ x.T, -1) @ x + (x @ z.T) @ z
+
+    assert equivariance_error(f, X, Z=Z, generator=gen(2)) < ROUND_OFF
+    assert equivariance_error(lambda x: f(x, Z), X, generator=gen(2)) > 0.1
+
+
+def test_permutation_error_matches_numpy_restatement():
+    X = torch.randn(5, 3, dtype=torch.float64, generator=gen())
+    cumsum = lambda x: torch.cumsum(x, -2)  # noqa: E731  order-dependent
+    err = equivariance_error(cumsum, X, group="permutation", n_trials=1, generator=gen(7))
+    P = random_permutation(5, gen(7), dtype=torch.float64).numpy()
+    Xn = X.numpy()
+    ref = np.linalg.norm(np.cumsum(P @ Xn, 0) - P @ np.cumsum(Xn, 0)) / np.linalg.norm(np.cumsum(Xn, 0))
+    assert err == pytest.approx(ref, rel=1e-12)
+    assert equivariance_error(lambda x: 2 * x, X, group="permutation") < ROUND_OFF
+
+
+# ---------------------------------------------------------------- knowledge_attention
+
+
+def test_quadratic_kernel_is_self_attention_with_z_of_stacked_wq_wk():
+    # Proposition 2 / Remark 3: Z = [W_Q; W_K] (rows), A = [[0, I], [0, 0]] gives softmax(Q Kᵀ/√d₁) X.
+    g = gen(3)
+    n, d, d1 = 6, 5, 3
+    X = torch.randn(n, d, dtype=torch.float64, generator=g)
+    WQ, WK = (torch.randn(d1, d, dtype=torch.float64, generator=g) for _ in range(2))
+    A = torch.zeros(2 * d1, 2 * d1, dtype=torch.float64)
+    A[:d1, d1:] = torch.eye(d1)
+    out, w = knowledge_attention(X, torch.cat([WQ, WK]), A, temperature=math.sqrt(d1))
+    ref = torch.nn.functional.scaled_dot_product_attention(X @ WQ.T, X @ WK.T, X)
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(w.sum(-1), torch.ones(n, dtype=torch.float64))
+
+
+def test_rbf_kernel_matches_numpy_gaussian_weights():
+    g = gen(4)
+    X = torch.randn(5, 4, dtype=torch.float64, generator=g)
+    Z = torch.randn(3, 4, dtype=torch.float64, generator=g)
+    out, w = knowledge_attention(X, Z, kernel="rbf", temperature=2.0)
+    Y = X.numpy() @ Z.numpy().T
+    sq = ((Y[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
+    K = np.exp(-sq / 4.0)
+    np.testing.assert_allclose(w.numpy(), K / K.sum(1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(out.numpy(), (K / K.sum(1, keepdims=True)) @ X.numpy(), rtol=1e-12)
+
+
+def test_higher_order_kernel_matches_numpy_restatement():
+    g = gen(5)
+    n, d, k = 4, 6, 3
+    X, Z = torch.randn(n, d, dtype=torch.float64, generator=g), torch.randn(k, d, dtype=torch.float64, generator=g)
+    A, C = torch.randn(k, k, dtype=torch.float64, generator=g), torch.randn(k, k, dtype=torch.float64, generator=g)
+    _, w = knowledge_attention(X, Z, A, kernel="higher_order", c=C, normalizer="none", temperature=1.0)
+    Y = X.numpy() @ Z.numpy().T
+    M = Y.T @ Y / n
+    np.testing.assert_allclose(w.numpy(), Y @ A.numpy() @ Y.T + Y @ M @ C.numpy() @ Y.T, rtol=1e-10)
+
+
+@pytest.mark.parametrize("kernel", ["quadratic", "rbf", "higher_order"])
+def test_knowledge_attention_is_equivariant_only_when_knowledge_rotates(kernel):
+    g = gen(6)
+    X, Z = torch.randn(5, 7, dtype=torch.float64, generator=g), torch.randn(3, 7, dtype=torch.float64, generator=g)
+    C = torch.randn(3, 3, dtype=torch.float64, generator=g)
+    f = lambda x, z: knowledge_attention(x, z, kernel=kernel, c=C)  # noqa: E731
+    assert equivariance_error(f, X, Z=Z, generator=gen(1)) < ROUND_OFF
+    assert equivariance_error(lambda x: f(x, Z), X, generator=gen(1)) > 1e-2
+    assert equivariance_error(lambda x: f(x, Z), X, group="permutation", generator=gen(1)) < ROUND_OFF
+
+
+def test_knowledge_attention_keeps_dtype_and_gradients_flow():
+    X = torch.randn(2, 4, 5, requires_grad=True)
+    Z = torch.randn(3, 5, requires_grad=True)
+    out = knowledge_attention(X, Z).output
+    assert out.dtype == torch.float32 and out.shape == (2, 4, 5)
+    out.sum().backward()
+    assert X.grad is not None and Z.grad is not None
+
+
+# ---------------------------------------------------------------- KnowledgeAttention
+
+
+@pytest.mark.parametrize("kernel", ["quadratic", "rbf", "higher_order"])
+def test_module_equivariances(kernel):
+    torch.manual_seed(0)
+    m = KnowledgeAttention(6, 3, num_heads=2, num_layers=2, kernel=kernel, residual=True).double()
+    if m.c is not None:
+        torch.nn.init.normal_(m.c)
+    X = torch.randn(5, 6, dtype=torch.float64, generator=gen())
+    Z = m.knowledge.detach()
+    assert equivariance_error(m, X, Z=Z, generator=gen(1)) < ROUND_OFF
+    assert equivariance_error(m, X, group="permutation", generator=gen(1)) < ROUND_OFF
+    assert equivariance_error(m, X, generator=gen(1)) > 1e-2  # knowledge held fixed
+
+
+def test_linear_value_breaks_orthogonal_but_not_permutation_equivariance():
+    torch.manual_seed(1)
+    m = KnowledgeAttention(6, 3, value="linear").double()
+    torch.nn.init.normal_(m.head_weight)
+    X = torch.randn(5, 6, dtype=torch.float64, generator=gen())
+    assert equivariance_error(m, X, Z=m.knowledge.detach(), generator=gen(1)) > 1e-2
+    assert equivariance_error(m, X, group="permutation", generator=gen(1)) < ROUND_OFF
+
+
+def test_module_equals_sum_of_heads_of_the_functional_form():
+    torch.manual_seed(2)
+    m = KnowledgeAttention(5, 2, num_heads=3).double()
+    X = torch.randn(4, 5, dtype=torch.float64, generator=gen())
+    heads = [knowledge_attention(X, m.knowledge[0, i], m.a[0, i]).output * m.head_weight[0, i] for i in range(3)]
+    torch.testing.assert_close(m(X), sum(heads))
+
+
+def test_one_layer_module_matches_attention_of_projected_tokens():
+    torch.manual_seed(3)
+    m = KnowledgeAttention(4, 3).double()
+    X = torch.randn(6, 4, dtype=torch.float64, generator=gen())
+    Y = X @ m.knowledge[0, 0].T
+    ref = attention(Y @ m.a[0, 0], Y, X, score="scaled_dot").output * m.head_weight[0, 0]
+    torch.testing.assert_close(m(X), ref)
+
+
+def test_module_gradcheck_float64():
+    torch.manual_seed(4)
+    m = KnowledgeAttention(3, 2, kernel="higher_order").double()
+    X = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x: m(x), (X,))
+
+
+# ---------------------------------------------------------------- experiment helpers
+
+
+def test_fit_and_score_learns_the_teacher_and_mlp_refuses_other_lengths():
+    teacher = make_teacher(4, 2, seed=0)
+    data = knowledge_task(teacher, 8, 5, seed=1)
+    tests = {"n5": knowledge_task(teacher, 16, 5, seed=2), "n9": knowledge_task(teacher, 16, 9, seed=3)}
+    torch.manual_seed(0)
+    scores = fit_and_score(KnowledgeAttention(4, 2), data, tests, n_steps=80, lr=3e-2)
+    assert scores["n5"] < 0.05 and scores["n9"] < 0.05
+    mlp_scores = fit_and_score(SequenceMLP(5, 4, hidden=8), data, tests, n_steps=2)
+    assert math.isnan(mlp_scores["n9"]) and not math.isnan(mlp_scores["n5"])
+
+
+def test_knowledge_task_targets_are_equivariant_with_knowledge():
+    teacher = make_teacher(5, 3, seed=0).double()
+    X, Y = knowledge_task(teacher, 3, 4, seed=0)
+    assert X.dtype == torch.float64 and Y.shape == (3, 4, 5)
+    assert equivariance_error(teacher, X, Z=teacher.knowledge, generator=gen()) < ROUND_OFF
+    _, Yn = knowledge_task(teacher, 3, 4, noise=0.5, seed=0)
+    assert 0.1 < (Yn - Y).std() < 1.0
+
+
+def test_relative_error_matches_definition():
+    x, y = torch.randn(3, 2, 2), torch.randn(3, 2, 2)
+    assert relative_error(lambda t: 0 * t, x, y) == pytest.approx(1.0)
+    assert relative_error(lambda t: y, x, y) == 0.0
+
+
+def test_sample_efficiency_rows():
+    rows = sample_efficiency([3], [0], embed_dim=4, length=3, n_knowledge=2, test_lengths=(3, 5),
+                             n_test=8, n_steps=2, progress=False)
+    assert [r["model"] for r in rows] == ["MLP", "KnowledgeAttention", "MultiHeadAttention"]
+    assert math.isnan(rows[0]["test_n5"]) and not math.isnan(rows[1]["test_n5"])
+    assert rows[1]["n_params"] == 2 * 4 + 2 * 2 + 1
+
+
+# ---------------------------------------------------------------- bad inputs
+
+
+def test_bad_inputs_raise_value_errors_naming_the_argument():
+    X, Z = torch.randn(4, 3), torch.randn(2, 3)
+    with pytest.raises(ValueError, match="d"):
+        random_orthogonal(0)
+    with pytest.raises(ValueError, match="n"):
+        random_permutation(-1)
+    with pytest.raises(ValueError, match="u"):
+        householder(torch.zeros(3))
+    with pytest.raises(ValueError, match="u"):
+        householder(torch.zeros(3, 3))
+    with pytest.raises(ValueError, match="f"):
+        equivariance_error("not callable", X)
+    with pytest.raises(ValueError, match="group"):
+        equivariance_error(lambda x: x, X, group="rotation")
+    with pytest.raises(ValueError, match="Z"):
+        equivariance_error(lambda x, z: x, X, Z=torch.randn(2, 5))
+    with pytest.raises(ValueError, match="n_trials"):
+        equivariance_error(lambda x: x, X, n_trials=0)
+    with pytest.raises(ValueError, match="X"):
+        equivariance_error(lambda x: x, torch.tensor([[float("nan")]]))
+    with pytest.raises(ValueError, match="relative error is undefined"):
+        equivariance_error(lambda x: 0 * x, X)
+    with pytest.raises(ValueError, match="kernel"):
+        knowledge_attention(X, Z, kernel="cubic")
+    with pytest.raises(ValueError, match="z"):
+        knowledge_attention(X, torch.randn(2, 4))
+    with pytest.raises(ValueError, match="a"):
+        knowledge_attention(X, Z, torch.eye(3))
+    with pytest.raises(ValueError, match="c is required"):
+        knowledge_attention(X, Z, kernel="higher_order")
+    with pytest.raises(ValueError, match="n_knowledge"):
+        KnowledgeAttention(3, 0)
+    with pytest.raises(ValueError, match="kernel"):
+        KnowledgeAttention(3, 2, kernel="cubic")
+    with pytest.raises(ValueError, match="value"):
+        KnowledgeAttention(3, 2, value="mlp")
+    with pytest.raises(ValueError, match="temperature"):
+        KnowledgeAttention(3, 2, temperature=-1.0)
+    with pytest.raises(ValueError, match="x"):
+        KnowledgeAttention(3, 2)(torch.randn(4, 5))
+    with pytest.raises(ValueError, match="knowledge"):
+        KnowledgeAttention(3, 2)(X, knowledge=torch.randn(2, 3))
+    with pytest.raises(ValueError, match="x"):
+        SequenceMLP(4, 3)(torch.randn(5, 3))
+    with pytest.raises(ValueError, match="hidden"):
+        SequenceMLP(4, 3, hidden=0)
+    with pytest.raises(ValueError, match="sharpness"):
+        make_teacher(3, 2, sharpness=0)
+    with pytest.raises(ValueError, match="noise"):
+        knowledge_task(make_teacher(3, 2), 2, 3, noise=-1.0)
+    with pytest.raises(ValueError, match="n_sequences"):
+        knowledge_task(make_teacher(3, 2), 0, 3)
+    with pytest.raises(ValueError, match="y"):
+        relative_error(lambda t: t, X, torch.randn(4, 2))
+    with pytest.raises(ValueError, match="sizes"):
+        sample_efficiency([0], [0], progress=False)
+    with pytest.raises(ValueError, match="n_steps"):
+        fit_and_score(KnowledgeAttention(3, 2), (torch.randn(2, 4, 3), torch.randn(2, 4, 3)), {}, n_steps=0)
