@@ -8,6 +8,8 @@ JB := $(VENV)/bin/jupyter-book
 MATHJAX := _mathjax/mathjax/tex-chtml.js
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_WORKERS ?= 2
+# Built pages show a training loop's final progress line, not every refresh (attnlib.training).
+export ATTNLIB_PROGRESS := summary
 
 .PHONY: book test serve setup browser stamp strip bench clean
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Iterable
 from itertools import cycle
 
@@ -11,7 +13,12 @@ from tqdm import tqdm
 
 from .utils import check_int, check_positive, get_device
 
-__all__ = ["train", "to_device"]
+__all__ = ["train", "to_device", "PROGRESS_ENV"]
+
+#: Set this environment variable to ``summary`` to replace the live progress bar by tqdm's
+#: final line, printed once. The Makefile does so for built pages, where every refresh of a
+#: live bar would otherwise become a line of output.
+PROGRESS_ENV = "ATTNLIB_PROGRESS"
 
 
 def to_device(batch, device):
@@ -67,7 +74,8 @@ def train(
     device : optional
         Defaults to :func:`attnlib.utils.get_device`.
     progress : bool
-        Show a tqdm progress bar with the running loss.
+        Show a tqdm progress bar with the running loss (or, when the environment variable
+        ``ATTNLIB_PROGRESS`` is ``summary``, only its final line).
 
     Returns
     -------
@@ -87,7 +95,9 @@ def train(
         stream = cycle(batches)
         next_batch = lambda step: next(stream)  # noqa: E731
     history: list[float] = []
-    bar = tqdm(range(n_steps), desc=desc, disable=not progress, mininterval=0.5)
+    summary_only = os.environ.get(PROGRESS_ENV) == "summary"
+    bar = tqdm(range(n_steps), desc=desc, disable=not progress or summary_only, mininterval=0.5)
+    start = time.perf_counter()
     for step in bar:
         batch = to_device(next_batch(step), device)
         loss = loss_fn(model, batch)
@@ -101,4 +111,7 @@ def train(
         history.append(loss.item())
         if step % 10 == 0 or step == n_steps - 1:
             bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
+    if progress and summary_only:
+        elapsed = time.perf_counter() - start
+        print(tqdm.format_meter(n_steps, n_steps, elapsed, prefix=desc, postfix=f"loss={history[-1]:.4g}"))
     return history

@@ -55,3 +55,13 @@ def test_to_device_handles_nested_batches():
     moved = to_device(batch, "cpu")
     assert moved["name"] == "a" and isinstance(moved["pair"], tuple) and isinstance(moved["pair"][1], list)
     assert isinstance(moved["nt"], Pair) and moved["nt"].y == 2
+
+
+def test_summary_mode_prints_one_final_line(monkeypatch, capsys):
+    X, y = _regression()
+    monkeypatch.setenv("ATTNLIB_PROGRESS", "summary")
+    history = train(nn.Linear(3, 1), _mse, [(X, y)], n_steps=25, desc="fitting")
+    out = capsys.readouterr()
+    lines = out.out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("fitting: 100%") and "25/25" in lines[0]
+    assert f"loss={history[-1]:.4g}" in lines[0] and out.err == ""
