@@ -69,12 +69,11 @@ def _row_max(z: torch.Tensor, name: str = "x") -> torch.Tensor:
 
 def _along_last(fn, x: torch.Tensor, dim: int, *args):
     """Apply ``fn`` (which works on the last dimension) along ``dim``."""
-    last = x.ndim - 1
-    if dim == last:
+    if dim == x.ndim - 1:
         return fn(x, *args)
-    return fn(x.movedim(dim, -1), *[a.movedim(dim, -1) if isinstance(a, torch.Tensor) else a for a in args]).movedim(
-        -1, dim
-    )
+    moved = [a.movedim(dim, -1) if isinstance(a, torch.Tensor) else a for a in args]
+    # Contiguous rows keep the reductions along the last dimension fast.
+    return fn(x.movedim(dim, -1).contiguous(), *moved).movedim(-1, dim)
 
 
 # ----------------------------------------------------------------------------- softmax
@@ -117,27 +116,130 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
     return _along_last(_Softmax.apply, x, dim)
 
 
-# ----------------------------------------------------------------------------- sparsemax
-def _sparsemax_threshold(z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Michelot's iteration: τ ← (Σ_{z>τ} z - 1) / |{z > τ}|, from τ = max z - 1 upwards."""
-    tau = _row_max(z) - 1
-    count = None
+# ----------------------------------------------------------------------------- threshold search
+# All the searches below work in x-space: p ∝ [x - t]₊^q with q = 1/(α-1). On a CPU the cost
+# is memory traffic, not arithmetic, so rows are processed in blocks of about _BLOCK elements
+# that stay in the L2 cache through all the iterations, the gap d = [x - t]₊ is written into
+# the output block in place, and the reductions are plain sums or 2-norms (the fast ones).
+_BLOCK = 1 << 18
+
+
+def _blocks(x: torch.Tensor):
+    """Row slices ``(start, stop)`` of the 2-D ``x``, each about ``_BLOCK`` elements."""
+    step = max(1, _BLOCK // x.shape[-1])
+    return [(i, min(i + step, x.shape[0])) for i in range(0, x.shape[0], step)]
+
+
+def _gap(x: torch.Tensor, t: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    return torch.sub(x, t, out=out).clamp_min_(0)
+
+
+def _power_sums(d: torch.Tensor, q: float, work: torch.Tensor | None):
+    """``(Σ d^q, Σ d^(q-1))`` along the last dimension for ``d ≥ 0`` (``0^0`` counted as 0); may overwrite ``d``."""
+    if q == 1:
+        total = d.sum(-1, keepdim=True)
+        return total, d.sign_().sum(-1, keepdim=True)
+    if q == 2:
+        return torch.linalg.vector_norm(d, 2, -1, keepdim=True).square(), d.sum(-1, keepdim=True)
+    if q == 4:
+        d2 = torch.square(d, out=work)
+        return torch.linalg.vector_norm(d2, 2, -1, keepdim=True).square(), d2.mul_(d).sum(-1, keepdim=True)
+    dq1 = torch.pow(d, q - 1, out=work)
+    s = dq1.sum(-1, keepdim=True)
+    return dq1.mul_(d).sum(-1, keepdim=True), s
+
+
+def _newton_threshold(
+    x: torch.Tensor, m: torch.Tensor, alpha: float, out: torch.Tensor, work: torch.Tensor | None
+) -> torch.Tensor:
+    """The threshold t of α-entmax for 1 < α ≤ 2 (Newton on ‖[(α-1)(x - t)]₊‖_q = 1, from below).
+
+    With ``d = [(α-1)(x - t)]₊``, ``N = Σ d^q`` and ``S = Σ d^{q-1}``, the update is
+    ``t += (N - N^{1-1/q}) / (S (α-1))``; at α = 2 (q = 1) it is Michelot's algorithm, which is
+    exact once the support stops changing. The gaps are scaled by α-1 (so that the largest is
+    at most 1 and ``d^q`` cannot overflow) except for q ∈ {1, 2, 4}, where the scale is
+    applied to the two sums instead, saving a pass.
+    """
+    am1 = alpha - 1
+    q = 1 / am1
+    small_q = q in (1, 2, 4)
+    t = m - q  # the row max m carries the largest weight, which is at most 1
+    tol = 4 * torch.finfo(x.dtype).eps
+    last_s = None
     for _ in range(_MAX_ITER):
-        d = (z - tau).clamp_min_(0)
-        new_count = torch.count_nonzero(d, dim=-1).unsqueeze(-1)
-        tau = tau + (d.sum(-1, keepdim=True) - 1) / new_count
-        if count is not None and torch.equal(new_count, count):
+        d = _gap(x, t, out)
+        n, s = _power_sums(d if small_q else d.mul_(am1), q, work)
+        if q == 1:
+            t += n.sub_(1).div_(s)
+            if last_s is not None and torch.equal(s, last_s):
+                break
+            last_s = s
+            continue
+        if small_q:
+            n, s = n.mul_(am1**q), s.mul_(am1 ** (q - 1))
+        step = n.sub_(n.pow(1 - am1)).div_(s)  # in units of (α-1) x
+        t += step.div(am1)
+        if (step <= tol * (1 + am1 * t.abs())).all():
             break
-        count = new_count
-    return tau, count
+    return t
 
 
+def _entmax_blocks(x: torch.Tensor, alpha: float) -> torch.Tensor:
+    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D ``x``, block by block."""
+    q = 1 / (alpha - 1)
+    out = torch.empty_like(x)
+    blocks = _blocks(x)
+    work = None if q in (1, 2) else torch.empty_like(x[: blocks[0][1]])
+    m = _row_max(x)
+    for i, j in blocks:
+        xb, ob = x[i:j], out[i:j]
+        d = _gap(xb, _newton_threshold(xb, m[i:j], alpha, ob, None if work is None else work[: j - i]), ob)
+        if q != 1:
+            d = d.square_() if q == 2 else d.square_().square_() if q == 4 else d.mul_(alpha - 1).pow_(q)
+            d.div_(d.sum(-1, keepdim=True))
+    return out
+
+
+def _jacobian_vector_blocks(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Tensor:
+    """``(Diag(s) - s sᵀ/1ᵀs) g`` per row with ``s = p^(2-α)`` (1 < α ≤ 2), block by block."""
+    grad = torch.empty_like(p)
+    blocks = _blocks(p)
+    work = torch.empty_like(p[: blocks[0][1]])
+    for i, j in blocks:
+        pb, gb, ob, sb = p[i:j], g[i:j], grad[i:j], work[: j - i]
+        if alpha == 2:
+            s = torch.sign(pb, out=sb)
+        else:
+            s = torch.sqrt(pb, out=sb) if alpha == 1.5 else torch.pow(pb, 2 - alpha, out=sb)
+        mean = torch.mul(gb, s, out=ob).sum(-1, keepdim=True) / s.sum(-1, keepdim=True)
+        ob.sub_(s.mul_(mean))
+    return grad
+
+
+def _bisect_entmax(x: torch.Tensor, alpha) -> torch.Tensor:
+    """α-entmax for any α > 1 (``alpha`` may be a per-row tensor) by bisection on τ in Σ [(α-1)x - τ]₊^q = 1."""
+    z = x * (alpha - 1)
+    q = 1 / (alpha - 1)
+    m = _row_max(z)
+    n = torch.isfinite(z).sum(-1, keepdim=True).to(z.dtype)
+    lo, hi = m - 1, m - n ** (-(alpha - 1))  # the largest weight lies in [1/n, 1]
+    for _ in range(64 if z.dtype == torch.float64 else 36):
+        mid = (lo + hi) / 2
+        too_low = torch.where(z > mid, (z - mid).clamp_min(0).pow(q), 0).sum(-1, keepdim=True) >= 1
+        lo, hi = torch.where(too_low, mid, lo), torch.where(too_low, hi, mid)
+    p = torch.where(z > lo, (z - lo).clamp_min(0).pow(q), 0)
+    return p / p.sum(-1, keepdim=True)
+
+
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    return x.contiguous().view(-1, x.shape[-1])
+
+
+# ----------------------------------------------------------------------------- sparsemax
 class _Sparsemax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        z = x.to(_compute_dtype(x))
-        tau, _ = _sparsemax_threshold(z)
-        p = (z - tau).clamp_min_(0)
+        p = _entmax_blocks(_rows(x.to(_compute_dtype(x))), 2.0).view(x.shape)
         ctx.save_for_backward(p)
         ctx.in_dtype = x.dtype
         return p.to(x.dtype)
@@ -145,10 +247,7 @@ class _Sparsemax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         (p,) = ctx.saved_tensors
-        support = p > 0
-        g = torch.where(support, g.to(p.dtype), 0)
-        mean = g.sum(-1, keepdim=True) / support.sum(-1, keepdim=True)
-        return torch.where(support, g - mean, 0).to(ctx.in_dtype)
+        return _jacobian_vector_blocks(_rows(p), _rows(g.to(p.dtype)), 2.0).view(p.shape).to(ctx.in_dtype)
 
 
 def sparsemax(x, dim: int = -1) -> torch.Tensor:
@@ -185,70 +284,18 @@ def sparsemax(x, dim: int = -1) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- entmax
-def _newton_threshold(z: torch.Tensor, p) -> torch.Tensor:
-    """Root of Σ [z - τ]₊^p = 1 for p ≥ 1, by Newton's method on the convex ‖[z - τ]₊‖_p = 1.
-
-    Started below the root, Newton's iterates on a convex decreasing function increase to
-    it without overshooting; the update is ``τ += (f - f^{1-1/p}) / Σ [z - τ]₊^{p-1}``.
-    """
-    tau = _row_max(z) - 1
-    tol = 4 * torch.finfo(z.dtype).eps
-    for _ in range(_MAX_ITER):
-        d = (z - tau).clamp_min_(0)
-        dpm1 = _pow(d, p - 1)
-        s = dpm1.sum(-1, keepdim=True)
-        f = (dpm1 * d).sum(-1, keepdim=True)
-        step = (f - f ** (1 - 1 / p)) / s
-        tau = tau + step
-        if (step <= tol * (1 + tau.abs())).all():
-            break
-    return tau
-
-
-def _bisect_threshold(z: torch.Tensor, p) -> torch.Tensor:
-    """Root of Σ [z - τ]₊^p = 1 by bisection, for any p > 0 (needed when p < 1, i.e. α > 2)."""
-    m = _row_max(z)
-    n = (z > -float("inf")).sum(-1, keepdim=True).to(z.dtype)
-    lo, hi = m - 1, m - n ** (-1 / p)  # the largest weight lies in [1/n, 1]
-    for _ in range(64 if z.dtype == torch.float64 else 36):
-        mid = (lo + hi) / 2
-        too_low = _pow((z - mid).clamp_min(0), p).sum(-1, keepdim=True) >= 1
-        lo, hi = torch.where(too_low, mid, lo), torch.where(too_low, hi, mid)
-    return lo
-
-
-def _pow(d: torch.Tensor, e):
-    """``d ** e`` for ``d ≥ 0``, with ``0 ** e = 0`` (also for e ≤ 0) and cheap small integer powers."""
-    if isinstance(e, float) and e.is_integer() and 0 < e <= 4:
-        out = d
-        for _ in range(int(e) - 1):
-            out = out * d
-        return out
-    if isinstance(e, float) and e == 0:
-        return (d > 0).to(d.dtype)
-    return torch.where(d > 0, d.pow(e), 0)
-
-
-def _entmax_forward(z: torch.Tensor, alpha) -> torch.Tensor:
-    """α-entmax of ``x = z`` along the last dimension (``alpha`` a float > 1 or a tensor)."""
-    am1 = alpha - 1
-    z = z * am1
-    p_exp = 1 / am1
-    if isinstance(alpha, torch.Tensor):
-        tau = _bisect_threshold(z, p_exp) if (alpha > 2).any() else _newton_threshold(z, p_exp)
-    else:
-        tau = _bisect_threshold(z, p_exp) if alpha > 2 else _newton_threshold(z, p_exp)
-    p = _pow((z - tau).clamp_min_(0), p_exp)
-    return p / p.sum(-1, keepdim=True)
-
-
 class _Entmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, alpha):
         cd = _compute_dtype(x)
-        a = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
-        p = _entmax_forward(x.to(cd), a)
-        ctx.alpha, ctx.in_dtype = a, x.dtype
+        if isinstance(alpha, torch.Tensor):
+            alpha = alpha.to(cd)
+            p = _bisect_entmax(x.to(cd), alpha)
+        elif alpha > 2:
+            p = _bisect_entmax(x.to(cd), alpha)
+        else:
+            p = _entmax_blocks(_rows(x.to(cd)), alpha).view(x.shape)
+        ctx.alpha, ctx.in_dtype = alpha, x.dtype
         ctx.save_for_backward(p)
         return p.to(x.dtype)
 
@@ -257,17 +304,19 @@ class _Entmax(torch.autograd.Function):
         (p,) = ctx.saved_tensors
         alpha = ctx.alpha
         g = g.to(p.dtype)
-        # On the support, dp/dx = Diag(s) - s sᵀ / 1ᵀs with s = p^(2-α) (Eq. 14).
-        s = _pow(p, 2 - alpha) if not isinstance(alpha, torch.Tensor) else torch.where(p > 0, p.pow(2 - alpha), 0)
-        s_sum = s.sum(-1, keepdim=True)
-        sg = s * g
-        grad_x = sg - s * (sg.sum(-1, keepdim=True) / s_sum)
+        if not isinstance(alpha, torch.Tensor) and alpha <= 2:
+            grad_x = _jacobian_vector_blocks(_rows(p), _rows(g), alpha).view(p.shape)
+        else:
+            s = torch.where(p > 0, p.pow(2 - alpha), 0)
+            sg = s * g
+            grad_x = sg - s * (sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True))
         grad_alpha = None
         if ctx.needs_input_grad[1]:
-            # dp/dα = q² (p - s/Σs) - q (p log p - (s/Σs) Σ p log p), q = 1/(α-1).
+            # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p), with q = 1/(α-1) and s̃ = s/Σs.
             q = 1 / (alpha - 1)
+            s = torch.where(p > 0, p.pow(2 - alpha), 0)
+            skew = s / s.sum(-1, keepdim=True)
             plogp = torch.special.xlogy(p, p)
-            skew = s / s_sum
             dp = q * q * (p - skew) - q * (plogp - skew * plogp.sum(-1, keepdim=True))
             grad_alpha = (g * dp).sum(-1, keepdim=True).sum_to_size(alpha.shape)
         return grad_x.to(ctx.in_dtype), grad_alpha

@@ -275,3 +275,13 @@ def test_fenchel_young_loss_zero_at_own_prediction_and_bad_inputs():
         fenchel_young_loss(x, torch.ones(3, 5))
     with pytest.raises(ValueError, match="reduction"):
         fenchel_young_loss(x, torch.tensor([0, 1, 1]), reduction="max")
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.5, 1.8, 2.0])
+def test_row_blocks_give_the_same_answer_and_gradient(alpha, monkeypatch):
+    import attnlib.normalizers as N
+
+    monkeypatch.setattr(N, "_BLOCK", 40)  # 2 rows of 17 per block, and a ragged last block
+    x = (torch.randn(3, 7, 17, dtype=F64) * 4).requires_grad_()
+    torch.testing.assert_close(ours(x, alpha), reference(x, alpha), atol=1e-6, rtol=0)
+    assert torch.autograd.gradcheck(lambda x: ours(x, alpha), (x,))
