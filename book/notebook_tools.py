@@ -29,6 +29,7 @@ if "google.colab" in sys.modules:  # in Colab, install attnlib from the book's r
 
     if importlib.util.find_spec("attnlib") is None:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{install_spec}"], check=True)
+        importlib.invalidate_caches()
 
 import matplotlib.pyplot as plt
 import numpy as np
