@@ -1,0 +1,795 @@
+"""Continuous attention: the weights are a density over time or space, the context an expectation.
+
+The score is a function ``f(t) = -(t - μ)ᵀ Σ⁻¹ (t - μ) / 2`` of a position ``t`` (a point of
+``[0, 1]`` for a document, of ``[0, 1]²`` for an image). Softmax (α = 1) turns it into a
+Gaussian density, sparsemax (α = 2) into a truncated parabola or paraboloid whose support is
+an interval or an ellipse. The values are a function ``V(t) = Bᵀ ψ(t)`` of N Gaussian radial
+basis functions ``ψ``, fitted to the discrete tokens by ridge regression, so the context
+vector ``E_p[V(t)] = Bᵀ r`` needs only ``r = E_p[ψ(t)]``, an N-vector computed here in closed
+form (or, for the 2-D truncated paraboloid, by one 1-D integral over the angle), with a
+backward pass given by the generalised covariance of Proposition 3 of Martins et al. (2020).
+
+Shapes follow the book's conventions: a batch of densities has ``mu`` of shape ``(batch,)``
+(1-D) or ``(batch, 2)`` (2-D) and returns ``r`` of shape ``(batch, N)``; tokens are rows, so
+the value coefficients ``B`` are ``(..., N, D)``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import numpy as np
+import torch
+from scipy.optimize import brentq
+from torch import nn
+from torch.special import ndtr
+
+from .utils import as_tensor, check_int, check_positive
+
+__all__ = [
+    "gaussian_pdf",
+    "truncated_parabola_pdf",
+    "triangular_pdf",
+    "location_scale_pdf",
+    "truncated_paraboloid_pdf",
+    "truncated_paraboloid_lambda",
+    "GaussianRBF",
+    "ridge_value_coefficients",
+    "continuous_attention_1d",
+    "continuous_attention_2d",
+    "generalized_covariance_1d",
+    "generalized_covariance_2d",
+    "ContinuousAttention1D",
+    "ContinuousAttention2D",
+    "ContinuousAttentionOutput",
+]
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _like(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
+    """``x`` as a tensor of ``like``'s dtype and device (Python floats converted directly, without a float32 detour)."""
+    if not isinstance(x, torch.Tensor) and np.ndim(x) == 0 and isinstance(x, (int, float, np.number)):
+        x = torch.tensor(float(x), dtype=like.dtype, device=like.device)
+    return as_tensor(x, name, min_ndim=min_ndim, dtype=like.dtype, device=like.device)
+
+
+def _positive(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
+    x = as_tensor(x, name, min_ndim=0) if like is None else _like(x, name, like)
+    if (x <= 0).any():
+        raise ValueError(f"{name} must be positive everywhere, got a minimum of {x.min().item():.3g}")
+    return x
+
+
+def _alpha(alpha) -> int:
+    if alpha not in (1, 2):
+        raise ValueError(f"alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated paraboloid), got {alpha!r}")
+    return int(alpha)
+
+
+def _spd(Sigma, name: str, d: int, like: torch.Tensor) -> torch.Tensor:
+    """Check a batch of ``d × d`` covariances; return their symmetric part."""
+    Sigma = as_tensor(Sigma, name, min_ndim=2, dtype=like.dtype, device=like.device)
+    if Sigma.shape[-2:] != (d, d):
+        raise ValueError(f"{name} must have shape (..., {d}, {d}), got {tuple(Sigma.shape)}")
+    Sigma = 0.5 * (Sigma + Sigma.transpose(-1, -2))
+    if (torch.linalg.cholesky_ex(Sigma).info != 0).any():
+        raise ValueError(f"{name} must be symmetric positive definite")
+    return Sigma
+
+
+# --------------------------------------------------------------------------- densities
+
+
+def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
+    """The Gaussian density ``N(t; μ, σ²)``, the continuous softmax of ``-(t-μ)²/(2σ²)``.
+
+    Parameters
+    ----------
+    t, mu, sigma2 : tensors or array-likes, broadcastable
+        Points, means and (positive) variances.
+
+    Returns
+    -------
+    tensor of the broadcast shape
+
+    Implements
+    ----------
+    Eq. (2) of the sparse-and-continuous attention paper with ``f(t) = -(t-μ)²/(2σ²)``.
+    """
+    t = as_tensor(t, "t", min_ndim=0)
+    mu = _like(mu, "mu", t)
+    sigma2 = _positive(sigma2, "sigma2", t)
+    return torch.exp(-0.5 * (t - mu) ** 2 / sigma2 - 0.5 * torch.log(sigma2) - _LOG_SQRT_2PI)
+
+
+def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
+    """The truncated parabola ``TP(t; μ, σ²) = [-(t-μ)²/(2σ²) - λ]₊``, the continuous sparsemax.
+
+    ``λ = -½ (3 / (2σ))^(2/3)`` makes it integrate to one; the support is
+    ``|t - μ| ≤ (3σ²/2)^(1/3)``.
+
+    Parameters
+    ----------
+    t, mu, sigma2 : tensors or array-likes, broadcastable
+        Points, means and (positive) scale parameters σ².
+
+    Returns
+    -------
+    tensor of the broadcast shape
+
+    Implements
+    ----------
+    Eq. (10) of the sparse-and-continuous attention paper.
+    """
+    t = as_tensor(t, "t", min_ndim=0)
+    mu = _like(mu, "mu", t)
+    sigma2 = _positive(sigma2, "sigma2", t)
+    lam = -0.5 * (1.5 / torch.sqrt(sigma2)) ** (2 / 3)
+    return torch.clamp(-((t - mu) ** 2) / (2 * sigma2) - lam, min=0)
+
+
+def triangular_pdf(t, mu, b) -> torch.Tensor:
+    """The triangular density ``[-λ - |t-μ|/b]₊`` with ``λ = -1/√b``: continuous sparsemax of a Laplace score.
+
+    Parameters
+    ----------
+    t, mu, b : tensors or array-likes, broadcastable
+        Points, locations and (positive) scales.
+
+    Returns
+    -------
+    tensor of the broadcast shape
+
+    Implements
+    ----------
+    Eq. (12) of the sparse-and-continuous attention paper.
+    """
+    t = as_tensor(t, "t", min_ndim=0)
+    mu = _like(mu, "mu", t)
+    b = _positive(b, "b", t)
+    return torch.clamp(1 / torch.sqrt(b) - (t - mu).abs() / b, min=0)
+
+
+def location_scale_pdf(t, mu, sigma, g: Callable, dg: Callable | None = None) -> torch.Tensor:
+    """Continuous sparsemax of the location-scale score ``f(t) = -g'(|t-μ|/σ)/σ``.
+
+    The density is ``[-λ - g'(|t-μ|/σ)/σ]₊`` with ``λ = -g'(a)/σ``, where ``a`` solves
+    ``a g'(a) - g(a) + g(0) = ½`` (found with :func:`scipy.optimize.brentq`). ``g(u) = u²/2``
+    gives the triangular density with ``b = σ²``, ``g(u) = u³/6`` the truncated parabola with
+    ``σ²_TP = σ³``.
+
+    Parameters
+    ----------
+    t, mu : tensors or array-likes, broadcastable
+        Points and locations.
+    sigma : float
+        Positive scale.
+    g : callable
+        Convex, continuously differentiable ``g: [0, ∞) → R`` acting on floats.
+    dg : callable, optional
+        Its derivative; a central finite difference of ``g`` by default.
+
+    Returns
+    -------
+    tensor of the broadcast shape of ``t`` and ``mu``
+
+    Implements
+    ----------
+    Eq. (13) of the sparse-and-continuous attention paper.
+    """
+    if not callable(g) or (dg is not None and not callable(dg)):
+        raise ValueError("g (and dg, if given) must be callables mapping a float to a float")
+    sigma = check_positive(sigma, "sigma")
+    t = as_tensor(t, "t", min_ndim=0)
+    mu = _like(mu, "mu", t)
+    if dg is None:
+        def dg(u):
+            h = 1e-6 * max(1.0, u)
+            return (g(u + h) - g(max(u - h, 0.0))) / (u + h - max(u - h, 0.0))
+
+    gap = lambda a: a * dg(a) - g(a) + g(0.0) - 0.5  # noqa: E731
+    hi = 1.0
+    while gap(hi) < 0:
+        hi *= 2
+        if hi > 1e12:
+            raise ValueError("a g'(a) - g(a) + g(0) = 1/2 has no solution: is g strongly convex?")
+    a = brentq(gap, 0.0, hi, xtol=1e-14)
+    u = ((t - mu).abs() / sigma).detach().cpu().numpy()
+    score = torch.as_tensor(np.vectorize(dg, otypes=[float])(u), dtype=t.dtype, device=t.device)
+    return torch.clamp((dg(a) - score) / sigma, min=0)
+
+
+def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
+    """The threshold ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))`` of an N-dimensional truncated paraboloid.
+
+    Implements
+    ----------
+    Eq. (11) of the sparse-and-continuous attention paper.
+    """
+    Sigma = as_tensor(Sigma, "Sigma", min_ndim=2)
+    d = Sigma.shape[-1]
+    Sigma = _spd(Sigma, "Sigma", d, Sigma)
+    log_det = torch.linalg.slogdet(2 * math.pi * Sigma).logabsdet
+    return -torch.exp((2 / (d + 2)) * (math.lgamma(d / 2 + 2) - 0.5 * log_det))
+
+
+def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
+    """The N-dimensional truncated paraboloid ``[-λ - ½(t-μ)ᵀΣ⁻¹(t-μ)]₊``, sparsemax counterpart of ``N(μ, Σ)``.
+
+    Parameters
+    ----------
+    t : tensor or array-like, shape (..., N)
+        Points.
+    mu : tensor or array-like, shape (..., N)
+        Means, broadcastable against ``t``.
+    Sigma : tensor or array-like, shape (..., N, N)
+        Symmetric positive definite shape matrices, broadcastable against ``t``.
+
+    Returns
+    -------
+    tensor of shape ``t.shape[:-1]`` (broadcast)
+
+    Implements
+    ----------
+    Eq. (11) of the sparse-and-continuous attention paper.
+    """
+    t = as_tensor(t, "t", min_ndim=1)
+    mu = as_tensor(mu, "mu", min_ndim=1, dtype=t.dtype, device=t.device)
+    d = t.shape[-1]
+    if mu.shape[-1] != d:
+        raise ValueError(f"mu must have {d} coordinates like t, got shape {tuple(mu.shape)}")
+    Sigma = _spd(Sigma, "Sigma", d, t)
+    x = (t - mu).unsqueeze(-1)
+    quad = (x * torch.linalg.solve(Sigma, x)).sum((-2, -1))
+    return torch.clamp(-truncated_paraboloid_lambda(Sigma) - 0.5 * quad, min=0)
+
+
+# --------------------------------------------------------------------------- value functions
+
+
+class GaussianRBF:
+    """N isotropic Gaussian radial basis functions ``ψ_j(t) = N(t; μ_j, σ_j² I)`` on ``R^d`` (d = 1 or 2).
+
+    Parameters
+    ----------
+    mu : array-like, shape (N,) or (N, d)
+        Centres.
+    sigma2 : float or array-like of shape (N,)
+        Positive variances.
+
+    Attributes
+    ----------
+    mu : tensor, shape (N,) in 1-D or (N, 2) in 2-D
+    sigma2 : tensor, shape (N,)
+    dim : int
+        1 or 2.
+    """
+
+    def __init__(self, mu, sigma2):
+        mu = as_tensor(mu, "mu", min_ndim=1)
+        if mu.ndim > 2 or (mu.ndim == 2 and mu.shape[1] not in (1, 2)):
+            raise ValueError(f"mu must have shape (N,) or (N, d) with d in (1, 2), got {tuple(mu.shape)}")
+        if mu.ndim == 2 and mu.shape[1] == 1:
+            mu = mu[:, 0]
+        sigma2 = _positive(sigma2, "sigma2", mu).expand(mu.shape[0]).clone()
+        self.mu, self.sigma2 = mu, sigma2
+        self.dim = 1 if mu.ndim == 1 else 2
+
+    def __len__(self) -> int:
+        return self.mu.shape[0]
+
+    def __repr__(self) -> str:
+        return f"GaussianRBF(N={len(self)}, dim={self.dim})"
+
+    @classmethod
+    def linspace(cls, n: int, sigmas=(0.1, 0.5), low: float = 0.0, high: float = 1.0) -> "GaussianRBF":
+        """``n`` 1-D functions: for each standard deviation in ``sigmas``, ``n // len(sigmas)`` centres evenly in ``[low, high]``."""
+        n = check_int(n, "n", minimum=len(sigmas))
+        per = [n // len(sigmas) + (i < n % len(sigmas)) for i in range(len(sigmas))]
+        mu = torch.cat([torch.linspace(low, high, k) for k in per])
+        sigma2 = torch.cat([torch.full((k,), float(s) ** 2) for k, s in zip(per, sigmas)])
+        return cls(mu, sigma2)
+
+    @classmethod
+    def grid(cls, n_side: int, sigma2: float = 1e-3, low: float = 0.0, high: float = 1.0) -> "GaussianRBF":
+        """``n_side²`` 2-D functions of variance ``sigma2`` with centres on a regular grid of ``[low, high]²``."""
+        n_side = check_int(n_side, "n_side")
+        axis = torch.linspace(low, high, n_side)
+        rows, cols = torch.meshgrid(axis, axis, indexing="ij")
+        return cls(torch.stack([rows.flatten(), cols.flatten()], -1), check_positive(sigma2, "sigma2"))
+
+    def params(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Centres and variances in ``like``'s dtype and device."""
+        return self.mu.to(like), self.sigma2.to(like)
+
+    def __call__(self, t) -> torch.Tensor:
+        """Evaluate every function at points ``t`` of shape ``(...,)`` (1-D) or ``(..., 2)``: returns ``(..., N)``."""
+        t = as_tensor(t, "t", min_ndim=0 if self.dim == 1 else 1)
+        mu, s2 = self.params(t)
+        if self.dim == 1:
+            sq, d = (t.unsqueeze(-1) - mu) ** 2, 1
+        else:
+            if t.shape[-1] != 2:
+                raise ValueError(f"t must have shape (..., 2) for a 2-D basis, got {tuple(t.shape)}")
+            sq, d = ((t.unsqueeze(-2) - mu) ** 2).sum(-1), 2
+        return torch.exp(-0.5 * sq / s2 - 0.5 * d * torch.log(2 * math.pi * s2))
+
+
+def _check_basis(basis, dim: int) -> GaussianRBF:
+    if not isinstance(basis, GaussianRBF):
+        raise ValueError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
+    if basis.dim != dim:
+        raise ValueError(f"basis must be {dim}-D for this function, got a {basis.dim}-D basis")
+    return basis
+
+
+def ridge_value_coefficients(H, positions, basis: GaussianRBF, lam: float = 1e-3) -> torch.Tensor:
+    """Fit the value function ``V(t) = Bᵀψ(t)`` to tokens ``H`` at ``positions`` by ridge regression.
+
+    With ``F[l, j] = ψ_j(t_l)`` (``L × N``), ``B = (FᵀF + λI)⁻¹ FᵀH``: the transpose of the
+    paper's ``B = H G`` with ``G = Fᵀ(FFᵀ + λI)⁻¹`` written for tokens in columns.
+
+    Parameters
+    ----------
+    H : tensor, shape (..., L, D)
+        Token representations, one per row.
+    positions : tensor, shape (L,) in 1-D or (L, 2) in 2-D
+        Where each token sits (``[0, 1]`` or ``[0, 1]²``).
+    basis : GaussianRBF
+        The N basis functions.
+    lam : float
+        Positive ridge penalty.
+
+    Returns
+    -------
+    tensor, shape (..., N, D)
+
+    Implements
+    ----------
+    Eq. (16) of the sparse-and-continuous attention paper.
+    """
+    H = as_tensor(H, "H", min_ndim=2)
+    if not isinstance(basis, GaussianRBF):
+        raise ValueError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
+    positions = as_tensor(positions, "positions", ndim=basis.dim, dtype=H.dtype, device=H.device)
+    if positions.shape[0] != H.shape[-2]:
+        raise ValueError(f"positions must have one row per token ({H.shape[-2]}), got {positions.shape[0]}")
+    lam = check_positive(lam, "lam")
+    F = basis(positions)
+    gram = F.T @ F + lam * torch.eye(F.shape[1], dtype=H.dtype, device=H.device)
+    G = torch.linalg.solve(gram, F.T)  # (N, L): depends on the positions only
+    return G @ H
+
+
+# --------------------------------------------------------------------------- 1-D closed forms
+
+
+def _ndtr_diff(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``Φ(b) - Φ(a)`` for ``a ≤ b``, subtracting in whichever tail keeps precision."""
+    upper = a > 0
+    return torch.where(upper, ndtr(-a) - ndtr(-b), ndtr(b) - ndtr(a))
+
+
+def _normal_pdf(z: torch.Tensor) -> torch.Tensor:
+    return torch.exp(-0.5 * z * z - _LOG_SQRT_2PI)
+
+
+def _interval_moments(lo, hi, m, s, kmax: int) -> list[torch.Tensor]:
+    """``∫_lo^hi x^k N(x; m, s²) dx`` for ``k = 0..kmax`` (≤ 3), from erf and the normal density at the ends."""
+    za, zb = (lo - m) / s, (hi - m) / s
+    pa, pb = _normal_pdf(za), _normal_pdf(zb)
+    J = [_ndtr_diff(za, zb), pa - pb]
+    J.append(J[0] + za * pa - zb * pb)
+    J.append(2 * J[1] + za * za * pa - zb * zb * pb)
+    binom = ((1,), (1, 1), (1, 2, 1), (1, 3, 3, 1))
+    return [sum(c * m ** (k - i) * s**i * J[i] for i, c in enumerate(binom[k])) for k in range(kmax + 1)]
+
+
+def _tp_radius(sigma2: torch.Tensor) -> torch.Tensor:
+    """Half-width ``a = (3σ²/2)^(1/3)`` of the truncated parabola's support."""
+    return (1.5 * sigma2) ** (1 / 3)
+
+
+def _forward_1d(mu, sigma2, c_mu, c_s2, alpha: int) -> torch.Tensor:
+    m = c_mu - mu.unsqueeze(-1)  # RBF centres relative to the density's mean
+    s2 = sigma2.unsqueeze(-1)
+    if alpha == 1:
+        var = s2 + c_s2
+        return torch.exp(-0.5 * m * m / var - 0.5 * torch.log(var) - _LOG_SQRT_2PI)
+    a = _tp_radius(s2)
+    M0, _, M2 = _interval_moments(-a, a, m, torch.sqrt(c_s2), 2)
+    return a * a / (2 * s2) * M0 - M2 / (2 * s2)
+
+
+def generalized_covariance_1d(mu, sigma2, basis: GaussianRBF, alpha: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(x², ψ)`` with ``x = t - μ``, each ``(batch, N)``.
+
+    For α = 1 the ordinary covariance under the Gaussian, from the product-of-Gaussians
+    moments of Algorithm 1; for α = 2 the 0-covariance, ``∫_supp φψ - ∫_supp φ ∫_supp ψ / |supp|``,
+    from Gaussian moments on the support interval. Centring ``φ = (t, t²)`` at μ changes
+    the Jacobian by a fixed linear map only (see :func:`continuous_attention_1d`).
+
+    Implements
+    ----------
+    Eq. (17) of the sparse-and-continuous attention paper, for Eq. (18).
+    """
+    mu, sigma2, basis, alpha = _check_1d(mu, sigma2, basis, alpha)
+    return _cov_1d(mu, sigma2, *basis.params(mu), alpha)
+
+
+def _cov_1d(mu, sigma2, c_mu, c_s2, alpha: int):
+    m = c_mu - mu.unsqueeze(-1)
+    s2 = sigma2.unsqueeze(-1)
+    if alpha == 1:
+        r = _forward_1d(mu, sigma2, c_mu, c_s2, 1)
+        var = s2 + c_s2
+        shift = s2 * m / var  # μ̃ - μ of the product density
+        post_var = s2 * c_s2 / var  # σ̃²
+        return r * shift, r * (post_var + shift * shift - s2)
+    a = _tp_radius(s2)
+    M0, M1, M2 = _interval_moments(-a, a, m, torch.sqrt(c_s2), 2)
+    return M1, M2 - a * a / 3 * M0
+
+
+class _ContinuousAttention1D(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, mu, sigma2, c_mu, c_s2, alpha):
+        ctx.save_for_backward(mu, sigma2, c_mu, c_s2)
+        ctx.alpha = alpha
+        return _forward_1d(mu, sigma2, c_mu, c_s2, alpha)
+
+    @staticmethod
+    def backward(ctx, grad_r):
+        mu, sigma2, c_mu, c_s2 = ctx.saved_tensors
+        cov_x, cov_xx = _cov_1d(mu, sigma2, c_mu, c_s2, ctx.alpha)
+        # θ = (μ/σ², -1/(2σ²)): chain rule from ∂r/∂θ = cov to (μ, σ²), in centred statistics.
+        grad_mu = (grad_r * cov_x).sum(-1) / sigma2
+        grad_s2 = (grad_r * cov_xx).sum(-1) / (2 * sigma2 * sigma2)
+        return grad_mu, grad_s2, None, None, None
+
+
+def _check_1d(mu, sigma2, basis, alpha):
+    mu = as_tensor(mu, "mu", ndim=1)
+    sigma2 = _positive(sigma2, "sigma2", mu)
+    if sigma2.shape != mu.shape:
+        raise ValueError(f"sigma2 must have the shape of mu {tuple(mu.shape)}, got {tuple(sigma2.shape)}")
+    return mu, sigma2, _check_basis(basis, 1), _alpha(alpha)
+
+
+def continuous_attention_1d(mu, sigma2, basis: GaussianRBF, alpha: int = 1) -> torch.Tensor:
+    """``r = E_p[ψ(t)]`` for a batch of 1-D Gaussians (α = 1) or truncated parabolas (α = 2).
+
+    The score is ``f(t) = -(t-μ)²/(2σ²)``, i.e. ``θ = (μ/σ², -1/(2σ²))`` on ``φ(t) = (t, t²)``.
+    The forward pass is closed form (a Gaussian convolution for α = 1; erf and the normal
+    density at the ends of the support for α = 2). The backward pass is Proposition 3:
+    ``∂r/∂θ = cov_{p,2-α}(φ, ψ)``, carried to ``∂r/∂μ = cov(x, ψ)/σ²`` and
+    ``∂r/∂σ² = cov(x², ψ)/(2σ⁴)`` with ``x = t - μ``.
+
+    Parameters
+    ----------
+    mu : tensor, shape (batch,)
+        Means (locations).
+    sigma2 : tensor, shape (batch,)
+        Positive variances (scale parameters for α = 2).
+    basis : GaussianRBF
+        N one-dimensional basis functions ψ.
+    alpha : {1, 2}
+        1 for continuous softmax, 2 for continuous sparsemax.
+
+    Returns
+    -------
+    tensor, shape (batch, N)
+
+    Implements
+    ----------
+    Eqs. (15) and (18) of the sparse-and-continuous attention paper (with Eqs. 10 and 17).
+    """
+    mu, sigma2, basis, alpha = _check_1d(mu, sigma2, basis, alpha)
+    return _ContinuousAttention1D.apply(mu, sigma2, *basis.params(mu), alpha)
+
+
+# --------------------------------------------------------------------------- 2-D
+
+
+def _inv2(S: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inverse and determinant of a batch of 2 × 2 matrices, by the adjugate."""
+    a, b, c, d = S[..., 0, 0], S[..., 0, 1], S[..., 1, 0], S[..., 1, 1]
+    det = a * d - b * c
+    adj = torch.stack([torch.stack([d, -b], -1), torch.stack([-c, a], -1)], -2)
+    return adj / det[..., None, None], det
+
+
+def _gauss_cov_2d(mu, Sigma, c_mu, c_s2):
+    """r, cov(x, ψ) and cov(xxᵀ, ψ) under N(μ, Σ), x = t - μ (Algorithm 1)."""
+    eye = torch.eye(2, dtype=mu.dtype, device=mu.device)
+    S = Sigma.unsqueeze(-3)  # (batch, 1, 2, 2)
+    A, det = _inv2(S + c_s2[:, None, None] * eye)  # (Σ + Σ_j)⁻¹, (batch, N, 2, 2)
+    delta = mu.unsqueeze(-2) - c_mu  # μ - μ_j
+    Ad = (A @ delta.unsqueeze(-1)).squeeze(-1)
+    r = torch.exp(-0.5 * (delta * Ad).sum(-1)) / (2 * math.pi * torch.sqrt(det))
+    # μ̃ - μ = -ΣAδ and Σ̃ = Σ - ΣAΣ: the product-of-Gaussians moments, written without Σ⁻¹.
+    shift = -(S @ Ad.unsqueeze(-1)).squeeze(-1)
+    post = S - S @ A @ S
+    cov_x = r.unsqueeze(-1) * shift
+    cov_xx = r[..., None, None] * (post + shift.unsqueeze(-1) * shift.unsqueeze(-2) - S)
+    return r, cov_x, cov_xx
+
+
+def _angles(n_angles: int, like: torch.Tensor) -> torch.Tensor:
+    w = torch.arange(n_angles, dtype=like.dtype, device=like.device) * (2 * math.pi / n_angles)
+    return torch.stack([torch.cos(w), torch.sin(w)], -1)  # (K, 2)
+
+
+def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
+    """∫_supp ψ, ∫_supp ‖u‖²ψ and (if asked) ∫_supp xψ, ∫_supp xxᵀψ for the 2-D truncated paraboloid.
+
+    With ``x = t - μ = L u`` (``Σ = LLᵀ``) the support is the disc ``‖u‖ ≤ R``. In polar
+    coordinates ``u = ρ e(ω)`` each RBF is a Gaussian in ρ along every ray, so the radial
+    integrals are closed form (interval moments) and only the angle is integrated
+    numerically, by the trapezoid rule, which converges geometrically for periodic functions.
+    """
+    Lc = torch.linalg.cholesky(Sigma)  # (batch, 2, 2)
+    det_L = Lc[:, 0, 0] * Lc[:, 1, 1]
+    c = torch.sqrt(1 / (math.pi * det_L))  # -λ of Eq. (11) with N = 2
+    R = torch.sqrt(2 * c)
+    v = _angles(n_angles, mu) @ Lc.transpose(-1, -2)  # (batch, K, 2): L e(ω)
+    delta = mu.unsqueeze(-2) - c_mu  # (batch, N, 2)
+    A = (v * v).sum(-1).unsqueeze(-2)  # (batch, 1, K)
+    Bq = delta @ v.transpose(-1, -2)  # (batch, N, K)
+    s2 = c_s2[:, None]
+    m, tau = -Bq / A, torch.sqrt(s2 / A)
+    # The ray's Gaussian exp(-‖δ + ρv‖²/(2s)) = exp(-(ρ-m)²/(2τ²)) × exp(-(‖δ‖² - Bq²/A)/(2s)).
+    resid = ((delta * delta).sum(-1, keepdim=True) - Bq * Bq / A).clamp_min(0)
+    scale = torch.exp(-0.5 * resid / s2) * tau / (s2 * math.sqrt(2 * math.pi))
+    kmax = 3
+    M = _interval_moments(torch.zeros_like(m), R[:, None, None], m, tau, kmax)
+    w = det_L[:, None, None] * (2 * math.pi / n_angles) * scale
+    I0 = (w * M[1]).sum(-1)
+    I2 = (w * M[3]).sum(-1)
+    if not need_cov:
+        return c, R, I0, I2, None, None
+    Ix = (w * M[2]) @ v
+    Ixx = torch.einsum("bnk,bki,bkj->bnij", w * M[3], v, v)
+    return c, R, I0, I2, Ix, Ixx
+
+
+def _forward_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int):
+    if alpha == 1:
+        return _gauss_cov_2d(mu, Sigma, c_mu, c_s2)[0]
+    c, _, I0, I2, _, _ = _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles, need_cov=False)
+    return c[:, None] * I0 - 0.5 * I2
+
+
+def _cov_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int):
+    if alpha == 1:
+        return _gauss_cov_2d(mu, Sigma, c_mu, c_s2)[1:]
+    _, R, I0, _, Ix, Ixx = _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles, need_cov=True)
+    # The 0-covariance subtracts the uniform-on-the-ellipse moments: ∫x = 0, ∫xxᵀ/|supp| = R²Σ/4.
+    return Ix, Ixx - (R * R / 4)[:, None, None, None] * Sigma.unsqueeze(-3) * I0[..., None, None]
+
+
+class _ContinuousAttention2D(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, mu, Sigma, c_mu, c_s2, alpha, n_angles):
+        ctx.save_for_backward(mu, Sigma, c_mu, c_s2)
+        ctx.alpha, ctx.n_angles = alpha, n_angles
+        return _forward_2d(mu, Sigma, c_mu, c_s2, alpha, n_angles)
+
+    @staticmethod
+    def backward(ctx, grad_r):
+        mu, Sigma, c_mu, c_s2 = ctx.saved_tensors
+        cov_x, cov_xx = _cov_2d(mu, Sigma, c_mu, c_s2, ctx.alpha, ctx.n_angles)
+        P, _ = _inv2(Sigma)
+        # θ = (Σ⁻¹μ, -½Σ⁻¹): ∂r/∂μ = Σ⁻¹cov(x, ψ), ∂r/∂Σ = ½Σ⁻¹cov(xxᵀ, ψ)Σ⁻¹ (centred statistics).
+        g_x = (grad_r.unsqueeze(-1) * cov_x).sum(-2)
+        g_xx = (grad_r[..., None, None] * cov_xx).sum(-3)
+        grad_mu = (P @ g_x.unsqueeze(-1)).squeeze(-1)
+        grad_Sigma = 0.5 * P @ g_xx @ P
+        return grad_mu, grad_Sigma, None, None, None, None
+
+
+def _check_2d(mu, Sigma, basis, alpha, n_angles):
+    mu = as_tensor(mu, "mu", ndim=2)
+    if mu.shape[1] != 2:
+        raise ValueError(f"mu must have shape (batch, 2), got {tuple(mu.shape)}")
+    Sigma = _spd(Sigma, "Sigma", 2, mu)
+    if Sigma.shape != (mu.shape[0], 2, 2):
+        raise ValueError(f"Sigma must have shape ({mu.shape[0]}, 2, 2), got {tuple(Sigma.shape)}")
+    return mu, Sigma, _check_basis(basis, 2), _alpha(alpha), check_int(n_angles, "n_angles", minimum=8)
+
+
+def generalized_covariance_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 96):
+    """``cov_{p,2-α}(x, ψ)`` ``(batch, N, 2)`` and ``cov_{p,2-α}(xxᵀ, ψ)`` ``(batch, N, 2, 2)``, ``x = t - μ``.
+
+    Implements
+    ----------
+    Eq. (17) of the sparse-and-continuous attention paper; Algorithm 1 for α = 1.
+    """
+    mu, Sigma, basis, alpha, n_angles = _check_2d(mu, Sigma, basis, alpha, n_angles)
+    return _cov_2d(mu, Sigma, *basis.params(mu), alpha, n_angles)
+
+
+def continuous_attention_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 96) -> torch.Tensor:
+    """``r = E_p[ψ(t)]`` for a batch of 2-D Gaussians (α = 1) or truncated paraboloids (α = 2).
+
+    The score is ``f(t) = -½(t-μ)ᵀΣ⁻¹(t-μ)``. For α = 1 both passes are closed form
+    (Algorithm 1: products of Gaussians). For α = 2 the support is an ellipse; in polar
+    coordinates of the whitened plane the radial integrals are closed form, and the angle is
+    integrated with an ``n_angles``-point trapezoid rule. The backward pass is Proposition 3,
+    ``∂r/∂θ = cov_{p,2-α}(φ, ψ)`` with ``φ(t) = (t, vec(ttᵀ))``, carried to μ and Σ.
+
+    Parameters
+    ----------
+    mu : tensor, shape (batch, 2)
+        Centres.
+    Sigma : tensor, shape (batch, 2, 2)
+        Symmetric positive definite shape matrices (the symmetric part is used).
+    basis : GaussianRBF
+        N two-dimensional basis functions ψ.
+    alpha : {1, 2}
+        1 for continuous softmax, 2 for continuous sparsemax.
+    n_angles : int
+        Angular nodes for α = 2 (ignored for α = 1).
+
+    Returns
+    -------
+    tensor, shape (batch, N)
+
+    Implements
+    ----------
+    Eqs. (11), (15), (17)-(18) and Algorithm 1 of the sparse-and-continuous attention paper.
+    """
+    mu, Sigma, basis, alpha, n_angles = _check_2d(mu, Sigma, basis, alpha, n_angles)
+    return _ContinuousAttention2D.apply(mu, Sigma, *basis.params(mu), alpha, n_angles)
+
+
+# --------------------------------------------------------------------------- modules
+
+
+class ContinuousAttentionOutput(NamedTuple):
+    """What the continuous-attention modules return."""
+
+    context: torch.Tensor  # (batch, D): E_p[V(t)]
+    mu: torch.Tensor  # (batch,) or (batch, 2)
+    sigma2: torch.Tensor  # (batch,) in 1-D, Σ (batch, 2, 2) in 2-D
+    r: torch.Tensor  # (batch, N): E_p[ψ(t)]
+
+
+class _ContinuousAttention(nn.Module):
+    def __init__(self, basis: GaussianRBF, dim: int, in_features, alpha, lam, min_var, n_params):
+        super().__init__()
+        self.basis = _check_basis(basis, dim)
+        self.alpha = _alpha(alpha)
+        self.lam = check_positive(lam, "lam")
+        self.min_var = check_positive(min_var, "min_var")
+        self.head = None if in_features is None else nn.Linear(check_int(in_features, "in_features"), n_params)
+
+    def _inputs(self, H, positions, weights):
+        H = as_tensor(H, "H", ndim=3)
+        if (weights is None) == (self.head is None):
+            raise ValueError("pass weights (moment matching) if and only if the module was built without in_features")
+        if weights is not None:
+            weights = as_tensor(weights, "weights", ndim=2, dtype=H.dtype, device=H.device)
+            if weights.shape != H.shape[:2]:
+                raise ValueError(f"weights must have shape {tuple(H.shape[:2])}, got {tuple(weights.shape)}")
+        elif H.shape[-1] != self.head.in_features:
+            raise ValueError(f"H must have {self.head.in_features} features, got {H.shape[-1]}")
+        return H, as_tensor(positions, "positions", ndim=self.basis.dim, dtype=H.dtype, device=H.device), weights
+
+    def _context(self, H, positions, r):
+        B = ridge_value_coefficients(H, positions, self.basis, self.lam)
+        return (r.unsqueeze(-2) @ B).squeeze(-2)
+
+
+class ContinuousAttention1D(_ContinuousAttention):
+    """Continuous attention over a sequence placed on ``[0, 1]``.
+
+    The density's ``(μ, σ²)`` come either from an encoder summary (``in_features`` given:
+    ``μ = sigmoid(w₁ᵀv)``, ``σ² = softplus(w₂ᵀv)`` with ``v`` the max-pool of the tokens) or,
+    in the *combined* variant, from discrete attention weights by moment matching
+    (``μ = E_w[t]``, ``σ² = E_w[t²] - μ²``). The values are the tokens fitted by ridge
+    regression on the basis, and the context is ``Bᵀ r`` with ``r`` from
+    :func:`continuous_attention_1d`.
+
+    Parameters
+    ----------
+    basis : GaussianRBF
+        1-D basis of N functions.
+    in_features : int, optional
+        Token size D for the encoder variant; None for moment matching.
+    alpha : {1, 2}
+        Continuous softmax or sparsemax.
+    lam : float
+        Ridge penalty of Eq. (16).
+    min_var : float
+        Floor added to σ² so the density never collapses to a point.
+
+    Implements
+    ----------
+    §3.1 and the continuous and combined document-classification models of §4 of the
+    sparse-and-continuous attention paper.
+    """
+
+    def __init__(self, basis: GaussianRBF, in_features: int | None = None, *, alpha: int = 1, lam: float = 1e-3, min_var: float = 1e-4):
+        super().__init__(basis, 1, in_features, alpha, lam, min_var, 2)
+
+    def forward(self, H, weights=None) -> ContinuousAttentionOutput:
+        """Attend over tokens ``H`` ``(batch, L, D)`` at evenly spaced positions of ``[0, 1]``.
+
+        ``weights`` ``(batch, L)``: discrete attention to moment-match (combined variant).
+        """
+        H = as_tensor(H, "H", ndim=3)
+        positions = torch.linspace(0, 1, H.shape[1], dtype=H.dtype, device=H.device)
+        H, positions, weights = self._inputs(H, positions, weights)
+        if weights is None:
+            a, b = self.head(H.amax(1)).unbind(-1)
+            mu, var = torch.sigmoid(a), nn.functional.softplus(b)
+        else:
+            mu = weights @ positions
+            var = (weights @ positions**2 - mu**2).clamp_min(0)
+        sigma2 = var + self.min_var
+        r = continuous_attention_1d(mu, sigma2, self.basis, self.alpha)
+        return ContinuousAttentionOutput(self._context(H, positions, r), mu, sigma2, r)
+
+
+class ContinuousAttention2D(_ContinuousAttention):
+    """Continuous attention over an image's grid of feature vectors placed on ``[0, 1]²``.
+
+    As :class:`ContinuousAttention1D`, with ``μ = sigmoid(W₁v)`` and ``Σ = LLᵀ + min_var·I``
+    from a Cholesky factor with softplus diagonal (encoder variant), or ``μ`` and ``Σ`` the
+    mean and covariance of discrete attention over the grid cells (combined variant).
+
+    Parameters
+    ----------
+    basis : GaussianRBF
+        2-D basis of N functions.
+    in_features, alpha, lam, min_var : as in :class:`ContinuousAttention1D`.
+    n_angles : int
+        Angular nodes for α = 2.
+
+    Implements
+    ----------
+    §3.1 and the 2-D (visual question answering) models of §4 of the sparse-and-continuous
+    attention paper.
+    """
+
+    def __init__(
+        self, basis: GaussianRBF, in_features: int | None = None, *, alpha: int = 1, lam: float = 1e-3, min_var: float = 1e-4, n_angles: int = 96
+    ):
+        super().__init__(basis, 2, in_features, alpha, lam, min_var, 5)
+        self.n_angles = check_int(n_angles, "n_angles", minimum=8)
+
+    @staticmethod
+    def grid_positions(height: int, width: int, dtype=None, device=None) -> torch.Tensor:
+        """Cell centres of a ``height × width`` grid in ``[0, 1]²``, row-major, as ``(row, col)``: ``(height·width, 2)``."""
+        rows = (torch.arange(height, dtype=dtype, device=device) + 0.5) / height
+        cols = (torch.arange(width, dtype=dtype, device=device) + 0.5) / width
+        return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(-1, 2)
+
+    def forward(self, H, weights=None) -> ContinuousAttentionOutput:
+        """Attend over a feature map ``H`` ``(batch, height, width, D)``.
+
+        ``weights`` ``(batch, height·width)``: discrete attention to moment-match (combined variant).
+        """
+        H = as_tensor(H, "H", ndim=4)
+        positions = self.grid_positions(H.shape[1], H.shape[2], H.dtype, H.device)
+        H, positions, weights = self._inputs(H.flatten(1, 2), positions, weights)
+        eye = torch.eye(2, dtype=H.dtype, device=H.device)
+        if weights is None:
+            p = self.head(H.amax(1))
+            mu = torch.sigmoid(p[:, :2])
+            d1, d2 = nn.functional.softplus(p[:, 2]), nn.functional.softplus(p[:, 3])
+            Lc = torch.stack([torch.stack([d1, torch.zeros_like(d1)], -1), torch.stack([p[:, 4], d2], -1)], -2)
+            cov = Lc @ Lc.transpose(-1, -2)
+        else:
+            mu = weights @ positions
+            centred = positions - mu.unsqueeze(-2)
+            cov = torch.einsum("bl,bli,blj->bij", weights, centred, centred)
+        Sigma = cov + self.min_var * eye
+        r = continuous_attention_2d(mu, Sigma, self.basis, self.alpha, self.n_angles)
+        return ContinuousAttentionOutput(self._context(H, positions, r), mu, Sigma, r)

@@ -1,0 +1,333 @@
+"""Tests of attnlib.continuous against SciPy quadrature, entmax's discrete sparsemax and autograd."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from entmax import sparsemax
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate, stats
+
+from attnlib.continuous import (
+    ContinuousAttention1D,
+    ContinuousAttention2D,
+    GaussianRBF,
+    continuous_attention_1d,
+    continuous_attention_2d,
+    gaussian_pdf,
+    generalized_covariance_1d,
+    location_scale_pdf,
+    ridge_value_coefficients,
+    triangular_pdf,
+    truncated_parabola_pdf,
+    truncated_paraboloid_pdf,
+)
+
+D64 = torch.float64
+
+
+def _t(x):
+    return torch.as_tensor(x, dtype=D64)
+
+
+# ------------------------------------------------------------------ plain NumPy restatements
+
+
+def np_tp(t, mu, s2):
+    lam = -0.5 * (1.5 / np.sqrt(s2)) ** (2 / 3)
+    return max(-((t - mu) ** 2) / (2 * s2) - lam, 0.0)
+
+
+def np_paraboloid(x, y, mu, S):
+    d = np.array([x, y]) - mu
+    lam = -(math.gamma(3) / np.sqrt(np.linalg.det(2 * np.pi * S))) ** 0.5
+    return max(-lam - 0.5 * d @ np.linalg.solve(S, d), 0.0)
+
+
+def np_normal(t, m, s2):
+    return np.exp(-((t - m) ** 2) / (2 * s2)) / np.sqrt(2 * np.pi * s2)
+
+
+def np_rbf(x, c, s2):
+    x, c = np.atleast_1d(x), np.atleast_1d(c)
+    return stats.multivariate_normal(c, s2 * np.eye(len(c))).pdf(x)
+
+
+BASIS_1D = GaussianRBF(_t([0.1, 0.45, 0.9]), _t([0.01, 0.04, 0.25]))
+BASIS_2D = GaussianRBF(_t([[0.2, 0.3], [0.5, 0.5], [0.8, 0.4]]), _t([0.01, 0.02, 0.05]))
+MU_1D, S2_1D = _t([0.3, 0.7]), _t([0.02, 0.1])
+MU_2D = _t([[0.4, 0.5], [0.6, 0.3]])
+SIGMA_2D = _t([[[0.05, 0.01], [0.01, 0.02]], [[0.03, -0.01], [-0.01, 0.04]]])
+
+
+# ------------------------------------------------------------------ densities
+
+
+@pytest.mark.parametrize("s2", [0.01, 0.3, 2.0])
+def test_1d_densities_integrate_to_one(s2):
+    for pdf in (gaussian_pdf, truncated_parabola_pdf, triangular_pdf):
+        f = lambda t: pdf(_t(t), _t(0.2), _t(s2)).item()  # noqa: E731
+        w = max(12 * s2**0.5, 2 * (1.5 * s2) ** (1 / 3))
+        ends = [0.2 - s2**0.5, 0.2 - (1.5 * s2) ** (1 / 3), 0.2, 0.2 + (1.5 * s2) ** (1 / 3), 0.2 + s2**0.5]
+        total, _ = integrate.quad(f, 0.2 - w, 0.2 + w, points=ends, limit=400, epsabs=1e-12)
+        assert total == pytest.approx(1, abs=1e-8)
+
+
+def test_truncated_parabola_matches_plain_formula_and_epanechnikov():
+    t = np.linspace(-2, 2, 41)
+    ours = truncated_parabola_pdf(_t(t), _t(0.1), _t(0.5)).numpy()
+    np.testing.assert_allclose(ours, [np_tp(x, 0.1, 0.5) for x in t], atol=1e-14)
+    # σ = √(2/3) gives the Epanechnikov kernel 3/4 (1 - t²) on [-1, 1].
+    epa = truncated_parabola_pdf(_t(t), _t(0.0), _t(2 / 3)).numpy()
+    np.testing.assert_allclose(epa, np.clip(0.75 * (1 - t**2), 0, None), atol=1e-14)
+
+
+def test_triangular_matches_scipy():
+    t = np.linspace(-3, 3, 61)
+    b = 0.7
+    ref = stats.triang(c=0.5, loc=0.4 - b**0.5, scale=2 * b**0.5).pdf(t)
+    np.testing.assert_allclose(triangular_pdf(_t(t), _t(0.4), _t(b)).numpy(), ref, atol=1e-12)
+
+
+def test_location_scale_recovers_triangular_and_truncated_parabola():
+    t = _t(np.linspace(-2, 2, 81))
+    sigma = 0.8
+    tri = location_scale_pdf(t, 0.3, sigma, g=lambda u: u**2 / 2, dg=lambda u: u)
+    torch.testing.assert_close(tri, triangular_pdf(t, _t(0.3), _t(sigma**2)), atol=1e-10, rtol=0)
+    tp = location_scale_pdf(t, 0.3, sigma, g=lambda u: u**3 / 6)  # derivative by finite differences
+    torch.testing.assert_close(tp, truncated_parabola_pdf(t, _t(0.3), _t(sigma**3)), atol=1e-6, rtol=0)
+    g = lambda u: u**2 / 2 + u**4  # noqa: E731 -- a family without a named closed form
+    x = np.linspace(-3, 3, 60001)
+    total = integrate.trapezoid(location_scale_pdf(_t(x), 0.0, 1.3, g, dg=lambda u: u + 4 * u**3).numpy(), x)
+    assert total == pytest.approx(1, abs=1e-6)
+
+
+def ellipse_dblquad(f, mu, S):
+    """∫ f(x, y) over the support ellipse of the truncated paraboloid TP(μ, S), with exact chord limits."""
+    P = np.linalg.inv(S)
+    R2 = 2 * (math.gamma(3) / np.sqrt(np.linalg.det(2 * np.pi * S))) ** 0.5
+    half = np.sqrt(R2 * S[0, 0])
+
+    def chord(x, sign):
+        dx = x - mu[0]
+        disc = max(P[0, 1] ** 2 * dx**2 - P[1, 1] * (P[0, 0] * dx**2 - R2), 0.0)
+        return mu[1] + (-P[0, 1] * dx + sign * np.sqrt(disc)) / P[1, 1]
+
+    return integrate.dblquad(f, mu[0] - half, mu[0] + half, lambda x: chord(x, -1), lambda x: chord(x, 1), epsabs=1e-12)[0]
+
+
+@pytest.mark.parametrize("S", [[[0.05, 0.01], [0.01, 0.02]], [[1.0, -0.4], [-0.4, 0.5]]])
+def test_truncated_paraboloid_integrates_to_one_and_matches_numpy(S):
+    S, mu = np.array(S), np.array([0.1, -0.2])
+    total = ellipse_dblquad(lambda y, x: np_paraboloid(x, y, mu, S), mu, S)
+    assert total == pytest.approx(1, abs=1e-8)
+    pts = mu + np.random.default_rng(0).normal(size=(20, 2)) * 2.5 * np.sqrt(S.diagonal())
+    ours = truncated_paraboloid_pdf(_t(pts), _t(mu), _t(S)).numpy()
+    np.testing.assert_allclose(ours, [np_paraboloid(x, y, mu, S) for x, y in pts], atol=1e-13)
+    assert (ours == 0).any() and (ours > 0).any()
+
+
+def test_paraboloid_in_one_dimension_is_the_truncated_parabola():
+    t = np.linspace(-1, 1, 21)
+    ours = truncated_paraboloid_pdf(_t(t[:, None]), _t([0.1]), _t([[0.2]]))
+    torch.testing.assert_close(ours, truncated_parabola_pdf(_t(t), _t(0.1), _t(0.2)))
+
+
+# ------------------------------------------------------------------ basis and values
+
+
+def test_rbf_matches_scipy_in_1d_and_2d():
+    t = np.linspace(-0.5, 1.5, 7)
+    np.testing.assert_allclose(
+        BASIS_1D(_t(t)).numpy(), np.stack([stats.norm(c, s**0.5).pdf(t) for c, s in zip([0.1, 0.45, 0.9], [0.01, 0.04, 0.25])], -1)
+    )
+    p = np.array([[0.3, 0.3], [0.9, 0.1]])
+    ref = np.stack([np_rbf(p, c, s) for c, s in zip(BASIS_2D.mu.numpy(), BASIS_2D.sigma2.numpy())], -1)
+    np.testing.assert_allclose(BASIS_2D(_t(p)).numpy(), ref)
+    assert len(GaussianRBF.linspace(64)) == 64 and GaussianRBF.grid(10).mu.shape == (100, 2)
+
+
+def test_ridge_coefficients_match_the_papers_formula_and_sklearn():
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(0)
+    H = rng.normal(size=(50, 4))
+    pos = np.linspace(0, 1, 50)
+    basis = GaussianRBF.linspace(8, sigmas=(0.1,))
+    B = ridge_value_coefficients(_t(H), _t(pos), basis, lam=0.1).numpy()  # (N, D)
+    F = basis(_t(pos)).numpy().T  # the paper's N × L
+    G = F.T @ np.linalg.inv(F @ F.T + 0.1 * np.eye(8))
+    np.testing.assert_allclose(B, (H.T @ G).T, atol=1e-10)
+    sk = Ridge(alpha=0.1, fit_intercept=False).fit(F.T, H)
+    np.testing.assert_allclose(B, sk.coef_.T, atol=1e-8)
+
+
+# ------------------------------------------------------------------ forward against quadrature
+
+
+@pytest.mark.parametrize("alpha", [1, 2])
+def test_1d_attention_matches_quad(alpha):
+    r = continuous_attention_1d(MU_1D, S2_1D, BASIS_1D, alpha)
+    for i, (m, s2) in enumerate(zip(MU_1D.tolist(), S2_1D.tolist())):
+        dens = (lambda t: np_normal(t, m, s2)) if alpha == 1 else (lambda t: np_tp(t, m, s2))
+        a = (1.5 * s2) ** (1 / 3) if alpha == 2 else 12 * s2**0.5
+        for j, (c, cs2) in enumerate(zip(BASIS_1D.mu.tolist(), BASIS_1D.sigma2.tolist())):
+            ref, _ = integrate.quad(lambda t: dens(t) * np_normal(t, c, cs2), m - a, m + a, epsabs=1e-13, limit=200)
+            assert r[i, j].item() == pytest.approx(ref, abs=1e-6, rel=1e-9)
+
+
+@pytest.mark.parametrize("alpha", [1, 2])
+def test_2d_attention_matches_dblquad(alpha):
+    r = continuous_attention_2d(MU_2D, SIGMA_2D, BASIS_2D, alpha, n_angles=128)
+    for i in range(2):
+        m, S = MU_2D[i].numpy(), SIGMA_2D[i].numpy()
+        P, det = np.linalg.inv(S), np.linalg.det(S)
+        for j in range(len(BASIS_2D)):
+            c, s2 = BASIS_2D.mu[j].numpy(), BASIS_2D.sigma2[j].item()
+            psi = lambda x, y: np.exp(-((x - c[0]) ** 2 + (y - c[1]) ** 2) / (2 * s2)) / (2 * np.pi * s2)  # noqa: E731
+            if alpha == 2:
+                ref = ellipse_dblquad(lambda y, x: np_paraboloid(x, y, m, S) * psi(x, y), m, S)
+            else:
+                gauss = lambda x, y: np.exp(  # noqa: E731
+                    -0.5 * (P[0, 0] * (x - m[0]) ** 2 + 2 * P[0, 1] * (x - m[0]) * (y - m[1]) + P[1, 1] * (y - m[1]) ** 2)
+                ) / (2 * np.pi * np.sqrt(det))
+                w = 8 * np.sqrt(S.diagonal())
+                ref = integrate.dblquad(lambda y, x: gauss(x, y) * psi(x, y), m[0] - w[0], m[0] + w[0], m[1] - w[1], m[1] + w[1], epsabs=1e-11)[0]
+            assert r[i, j].item() == pytest.approx(ref, abs=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(mu=st.floats(-1, 2), s2=st.floats(1e-3, 1.0), alpha=st.sampled_from([1, 2]))
+def test_weights_are_an_average_of_the_basis(mu, s2, alpha):
+    # r_j = E_p[ψ_j] lies between the smallest and largest value of ψ_j: check on a fine grid.
+    basis = GaussianRBF.linspace(6, sigmas=(0.2,))
+    r = continuous_attention_1d(_t([mu]), _t([s2]), basis, alpha)[0]
+    grid = basis(_t(np.linspace(mu - 20, mu + 20, 20001)))
+    assert (r >= 0).all() and (r <= grid.max(0).values + 1e-12).all()
+
+
+@pytest.mark.parametrize("alpha", [1, 2])
+def test_1d_attention_is_the_limit_of_discrete_attention_on_a_fine_grid(alpha):
+    # On a grid of step h, discrete softmax/sparsemax of h·f(t_i) (plus log h for softmax) gives weights ≈ h p(t_i).
+    h = 1e-4
+    t = _t(np.arange(-2, 3, h))
+    f = -((t - 0.4) ** 2) / (2 * 0.05)
+    w = torch.softmax(f + math.log(h), 0) if alpha == 1 else sparsemax(h * f, dim=0)
+    discrete = w @ BASIS_1D(t)
+    torch.testing.assert_close(discrete, continuous_attention_1d(_t([0.4]), _t([0.05]), BASIS_1D, alpha)[0], atol=1e-6, rtol=1e-5)
+
+
+# ------------------------------------------------------------------ backward: Proposition 3
+
+
+@pytest.mark.parametrize("alpha", [1, 2])
+def test_1d_backward_gradcheck(alpha):
+    mu = MU_1D.clone().requires_grad_()
+    s2 = S2_1D.clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda m, s: continuous_attention_1d(m, s, BASIS_1D, alpha), (mu, s2))
+
+
+@pytest.mark.parametrize("alpha", [1, 2])
+def test_2d_backward_gradcheck(alpha):
+    mu = MU_2D.clone().requires_grad_()
+    S = SIGMA_2D.clone().requires_grad_()
+    fn = lambda m, s: continuous_attention_2d(m, s, BASIS_2D, alpha, n_angles=64)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (mu, S), atol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [1, 2])
+def test_1d_backward_matches_autograd_through_quadrature(alpha):
+    # Autograd through a fine trapezoid rule whose nodes move with (μ, σ²): an independent Jacobian.
+    def by_quadrature(mu, s2):
+        half = (1.5 * s2) ** (1 / 3) if alpha == 2 else 12 * s2.sqrt()
+        t = mu[:, None] + half[:, None] * torch.linspace(-1, 1, 20001, dtype=D64)
+        dens = gaussian_pdf(t, mu[:, None], s2[:, None]) if alpha == 1 else truncated_parabola_pdf(t, mu[:, None], s2[:, None])
+        vals = dens.unsqueeze(-1) * BASIS_1D(t)
+        return torch.trapezoid(vals, t.unsqueeze(-1), dim=1)
+
+    jac_ours = torch.autograd.functional.jacobian(lambda m, s: continuous_attention_1d(m, s, BASIS_1D, alpha), (MU_1D, S2_1D))
+    jac_quad = torch.autograd.functional.jacobian(by_quadrature, (MU_1D, S2_1D))
+    for a, b in zip(jac_ours, jac_quad):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_covariance_of_gaussian_matches_quad():
+    cov_x, cov_xx = generalized_covariance_1d(MU_1D, S2_1D, BASIS_1D, alpha=1)
+    m, s2 = MU_1D[0].item(), S2_1D[0].item()
+    c, cs2 = BASIS_1D.mu[1].item(), BASIS_1D.sigma2[1].item()
+    psi = lambda t: np_normal(t, c, cs2)  # noqa: E731
+    p = lambda t: np_normal(t, m, s2)  # noqa: E731
+    E = lambda g: integrate.quad(lambda t: p(t) * g(t), m - 3, m + 3, epsabs=1e-13, limit=200)[0]  # noqa: E731
+    assert cov_x[0, 1].item() == pytest.approx(E(lambda t: (t - m) * psi(t)), abs=1e-8)
+    assert cov_xx[0, 1].item() == pytest.approx(E(lambda t: (t - m) ** 2 * psi(t)) - s2 * E(psi), abs=1e-8)
+
+
+def test_float32_in_float32_out():
+    r = continuous_attention_2d(MU_2D.float(), SIGMA_2D.float(), GaussianRBF.grid(3, 0.01), alpha=2)
+    assert r.dtype == torch.float32 and r.shape == (2, 9)
+    torch.testing.assert_close(r.double(), continuous_attention_2d(MU_2D, SIGMA_2D, GaussianRBF.grid(3, 0.01), alpha=2), atol=1e-4, rtol=1e-3)
+
+
+# ------------------------------------------------------------------ modules
+
+
+def test_modules_encoder_and_moment_matching():
+    torch.manual_seed(0)
+    H = torch.randn(3, 20, 5)
+    enc = ContinuousAttention1D(GaussianRBF.linspace(8), in_features=5, alpha=2)
+    out = enc(H)
+    assert out.context.shape == (3, 5) and ((out.mu > 0) & (out.mu < 1)).all() and (out.sigma2 > 0).all()
+    out.context.sum().backward()
+    assert enc.head.weight.grad is not None and torch.isfinite(enc.head.weight.grad).all()
+    # Moment matching a one-hot weight vector puts μ on that token's position.
+    w = torch.zeros(3, 20)
+    w[:, 5] = 1
+    mm = ContinuousAttention1D(GaussianRBF.linspace(8), alpha=1)(H, weights=w)
+    torch.testing.assert_close(mm.mu, torch.full((3,), 5 / 19))
+    img = torch.randn(2, 6, 6, 4)
+    out2 = ContinuousAttention2D(GaussianRBF.grid(4, 0.01), in_features=4, alpha=2)(img)
+    assert out2.context.shape == (2, 4) and out2.sigma2.shape == (2, 2, 2)
+    w2 = torch.softmax(torch.randn(2, 36), -1)
+    out3 = ContinuousAttention2D(GaussianRBF.grid(4, 0.01), alpha=1)(img, weights=w2)
+    pos = ContinuousAttention2D.grid_positions(6, 6)
+    torch.testing.assert_close(out3.mu, w2 @ pos)
+
+
+# ------------------------------------------------------------------ bad inputs
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="sigma2"):
+        gaussian_pdf(0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="sigma2"):
+        truncated_parabola_pdf(0.0, 0.0, -1.0)
+    with pytest.raises(ValueError, match="b"):
+        triangular_pdf(0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="sigma"):
+        location_scale_pdf(0.0, 0.0, 0.0, g=lambda u: u**2)
+    with pytest.raises(ValueError, match="g"):
+        location_scale_pdf(0.0, 0.0, 1.0, g=None)
+    with pytest.raises(ValueError, match="strongly convex"):
+        location_scale_pdf(0.0, 0.0, 1.0, g=lambda u: 0.0 * u)
+    with pytest.raises(ValueError, match="Sigma"):
+        truncated_paraboloid_pdf([0.0, 0.0], [0.0, 0.0], [[1.0, 2.0], [2.0, 1.0]])
+    with pytest.raises(ValueError, match="mu"):
+        GaussianRBF([], 0.1)
+    with pytest.raises(ValueError, match="sigma2"):
+        GaussianRBF([0.0, 1.0], 0.0)
+    with pytest.raises(ValueError, match="sigma2"):
+        continuous_attention_1d(MU_1D, _t([0.1, 0.0]), BASIS_1D)
+    with pytest.raises(ValueError, match="alpha"):
+        continuous_attention_1d(MU_1D, S2_1D, BASIS_1D, alpha=1.5)
+    with pytest.raises(ValueError, match="basis"):
+        continuous_attention_1d(MU_1D, S2_1D, BASIS_2D)
+    with pytest.raises(ValueError, match="Sigma"):
+        continuous_attention_2d(MU_2D, -SIGMA_2D, BASIS_2D)
+    with pytest.raises(ValueError, match="positions"):
+        ridge_value_coefficients(torch.randn(5, 3), torch.rand(4), BASIS_1D)
+    with pytest.raises(ValueError, match="lam"):
+        ridge_value_coefficients(torch.randn(5, 3), torch.rand(5), BASIS_1D, lam=0)
+    with pytest.raises(ValueError, match="weights"):
+        ContinuousAttention1D(BASIS_1D)(torch.randn(2, 5, 3))
