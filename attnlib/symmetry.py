@@ -24,7 +24,7 @@ from torch import nn
 
 import time
 
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .attention import AttentionResult, MultiHeadAttention, attention
 from .training import train
@@ -272,13 +272,10 @@ class KnowledgeAttention(nn.Module):
         Add each layer's input to its output.
     normalizer, temperature : see :func:`knowledge_attention`.
 
-    Attributes
-    ----------
-    knowledge : Parameter, shape (num_layers, num_heads, n_knowledge, embed_dim)
-    a : Parameter, shape (num_layers, num_heads, n_knowledge, n_knowledge)
-    c : Parameter of the same shape (``"higher_order"`` only)
-    head_weight : Parameter, shape (num_layers, num_heads), or
-        ``(num_layers, num_heads, embed_dim, embed_dim)`` for ``value="linear"``
+    The learned tensors are ``knowledge`` ``(num_layers, num_heads, n_knowledge, embed_dim)``,
+    ``a`` ``(num_layers, num_heads, n_knowledge, n_knowledge)``, ``c`` of the same shape
+    (``"higher_order"`` only) and ``head_weight`` ``(num_layers, num_heads)``, with two more
+    dimensions ``(embed_dim, embed_dim)`` for ``value="linear"``.
 
     Implements
     ----------
