@@ -2,9 +2,10 @@
 
 The build runs once per test session (module fixture) with nitpicky warnings as errors and
 execution errors raised; every page is then served on loopback and opened in headless
-Chromium (Debian's, driven by Playwright): no console errors, math rendered, images loaded,
-Colab buttons pointing at the chapter's notebook on ``main``. Screenshots are written to
-``_build/screenshots`` for people to look at.
+Chromium (Debian's, driven by Playwright) at desktop and phone widths: no console errors,
+math typeset, images loaded, no sideways scrolling, Colab buttons pointing at the chapter's
+notebook on ``main``; the search finds "sparsemax"; every internal link and anchor of the
+built site resolves. Screenshots are written to ``_build/screenshots`` for people to look at.
 """
 
 import functools
@@ -12,7 +13,9 @@ import http.server
 import subprocess
 import sys
 import threading
+from html.parser import HTMLParser
 from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlparse
 
 import pytest
 import yaml
@@ -81,6 +84,9 @@ def test_site_has_every_page(site):
     assert (site / "mathjax" / "tex-chtml.js").exists(), "MathJax is served by the site"
 
 
+WIDTHS = {"desktop": 1280, "phone": 390}
+
+
 def _open(browser, url, width=1280):
     page = browser.new_page(viewport={"width": width, "height": 900})
     problems = []
@@ -91,9 +97,10 @@ def _open(browser, url, width=1280):
     return page, problems
 
 
+@pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("name", PAGES)
-def test_page_in_browser(server, browser, name):
-    page, problems = _open(browser, f"{server}/{name}.html")
+def test_page_in_browser(server, browser, name, width):
+    page, problems = _open(browser, f"{server}/{name}.html", WIDTHS[width])
     has_math = page.locator(".math").count() > 0
     if has_math:
         page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30000)
@@ -103,11 +110,59 @@ def test_page_in_browser(server, browser, name):
         assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
     broken = page.evaluate("[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
     assert broken == [], f"images that did not load: {broken}"
+    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    assert overflow <= 1, f"the page scrolls sideways by {overflow}px at {WIDTHS[width]}px"
     if (ROOT / f"{name}.ipynb").exists():
         repo = CONFIG["repository"]["url"].removeprefix("https://github.com/")
         colab = f"https://colab.research.google.com/github/{repo}/blob/main/{name}.ipynb"
         assert page.locator(f'a[href="{colab}"]').count() == 1, f"no Colab button to {colab}"
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{Path(name).name}.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"{Path(name).name}-{width}.png"), full_page=width == "desktop")
     page.close()
     assert problems == [], "\n".join(problems)
+
+
+def test_search_finds_sparsemax(server, browser):
+    page, problems = _open(browser, f"{server}/search.html?q=sparsemax")
+    page.wait_for_selector("#search-results ul.search li", timeout=30000)
+    hits = page.locator("#search-results ul.search li a").all_inner_texts()
+    page.close()
+    assert any("Sparse attention" in hit for hit in hits), hits
+    assert problems == [], "\n".join(problems)
+
+
+class _Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links, self.ids = [], set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+        if tag == "a" and attrs.get("href"):
+            self.links.append(attrs["href"])
+
+
+def _parse(path: Path) -> _Links:
+    parser = _Links()
+    parser.feed(path.read_text(encoding="utf-8"))
+    return parser
+
+
+def test_every_internal_link_and_anchor_resolves(site):
+    pages = {p: _parse(p) for p in site.rglob("*.html") if "_static" not in p.parts}
+    dead = []
+    for page, parsed in pages.items():
+        for href in parsed.links:
+            if urlparse(href).scheme or href.startswith(("mailto:", "javascript:")):
+                continue
+            target, fragment = urldefrag(href)
+            path = (page.parent / unquote(target)).resolve() if target else page
+            if path.is_dir():
+                path = path / "index.html"
+            if not path.exists():
+                dead.append(f"{page.relative_to(site)} -> {href}")
+            elif fragment and path.suffix == ".html" and unquote(fragment) not in pages.get(path, _parse(path)).ids:
+                dead.append(f"{page.relative_to(site)} -> {href} (no such anchor)")
+    assert dead == [], "\n".join(dead)
