@@ -42,6 +42,13 @@ serve:
 test: setup browser
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbmake --nbmake-timeout=300 tests book
 
+# Every benchmark side by side with its peer; results land in benchmarks/results/ (committed)
+# and the book's benchmarks appendix shows them. `make bench QUICK=1` is the tiny smoke run.
+bench: setup
+	@for script in benchmarks/[a-z]*.py; do \
+		echo "== $$script"; $(PY) $$script $(if $(QUICK),--quick) || exit 1; \
+	done
+
 # Re-stamp every chapter's setup cell from _config.yml, and strip outputs before committing.
 stamp: $(VENV)/.installed
 	$(PY) book/notebook_tools.py stamp

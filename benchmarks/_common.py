@@ -1,0 +1,63 @@
+"""What every benchmark shares: the machine's description, timing, and where results go.
+
+Full runs write ``benchmarks/results/<name>.json`` (committed; the book's benchmarks appendix
+shows them). ``--quick`` runs (tiny sizes, what CI runs) write ``<name>.quick.json`` beside
+it, which git ignores, so a quick run never replaces the measured numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def parse_args(description: str) -> argparse.Namespace:
+    """The command line every benchmark takes: ``--quick`` for a smoke run at tiny sizes."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="tiny sizes; results go to <name>.quick.json")
+    return parser.parse_args()
+
+
+def machine(**versions: str) -> dict:
+    """Where the numbers were measured: platform, cores, threads and library versions."""
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        **versions,
+    }
+
+
+def median_seconds(fn, repeats: int = 5, warmup: int = 1) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def write_result(name: str, payload: dict, quick: bool) -> Path:
+    """Write ``payload`` (with the date and ``quick`` flag added) where it belongs; return the path."""
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / (f"{name}.quick.json" if quick else f"{name}.json")
+    payload = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "quick": quick, **payload}
+    path.write_text(json.dumps(payload, indent=1, default=float) + "\n")
+    return path
