@@ -197,6 +197,16 @@ def test_module_equivariances(kernel):
     assert equivariance_error(m, X, generator=gen(1)) > 1e-2  # knowledge held fixed
 
 
+@given(st.integers(1, 7), st.sampled_from(["quadratic", "rbf", "higher_order"]), st.integers(0, 2**31 - 1))
+@settings(max_examples=15, deadline=None)
+def test_module_is_permutation_and_knowledge_equivariant_for_any_length(n, kernel, seed):
+    torch.manual_seed(seed)
+    m = KnowledgeAttention(4, 2, num_heads=2, kernel=kernel).double()
+    X = torch.randn(n, 4, dtype=torch.float64, generator=gen(seed))
+    assert equivariance_error(m, X, group="permutation", n_trials=2, generator=gen(seed)) < ROUND_OFF
+    assert equivariance_error(m, X, Z=m.knowledge.detach(), n_trials=2, generator=gen(seed)) < ROUND_OFF
+
+
 def test_linear_value_breaks_orthogonal_but_not_permutation_equivariance():
     torch.manual_seed(1)
     m = KnowledgeAttention(6, 3, value="linear").double()
