@@ -7,32 +7,20 @@ training length and of lengths never seen in training. The chapter runs a small 
 this live and displays the committed result of the full run.
 
     python benchmarks/symmetry.py          # full sweep, writes benchmarks/results/symmetry.json
-    python benchmarks/symmetry.py --quick  # tiny sizes, for CI (< 30 s)
+    python benchmarks/symmetry.py --quick  # tiny sizes, for CI (< 30 s): symmetry.quick.json
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
-import os
-import platform
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
-import torch
+from _common import machine, parse_args, write_result
 
 from attnlib.symmetry import sample_efficiency
 
-RESULTS = Path(__file__).resolve().parent / "results" / "symmetry.json"
-
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sweep that finishes in seconds")
-    parser.add_argument("--out", type=Path, default=RESULTS)
-    args = parser.parse_args()
+    args = parse_args(__doc__.splitlines()[0])
     if args.quick:
         config = dict(sizes=[4, 16], seeds=[0], n_steps=30, n_test=64)
     else:
@@ -47,14 +35,7 @@ def main() -> None:
     print(ratio.to_string())
     result = {
         "benchmark": "symmetry: learning curves of MLP vs KnowledgeAttention vs MultiHeadAttention",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "cpu_count": os.cpu_count(),
-            "torch": torch.__version__,
-            "numpy": np.__version__,
-        },
-        "quick": args.quick,
+        "machine": machine(),
         "config": config,
         "rows": [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()} for r in rows],
         "targets": {
@@ -63,9 +44,7 @@ def main() -> None:
             "median_ratio_mha_over_ka": {str(k): float(v) for k, v in ratio.items()},
         },
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {args.out}")
+    print(f"wrote {write_result('symmetry', result, args.quick)}")
 
 
 if __name__ == "__main__":
