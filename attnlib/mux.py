@@ -125,9 +125,8 @@ def weekday_task(n: int, n_friends: int = 7, n_restaurants: int = 5, *, seed: in
     seed : int
         Seeds preferences, slot order, days, and the default rota.
     rota : sequence of int, optional
-        A permutation: ``rota[d]`` decides on day d. Default: drawn from ``seed`` (for the
-        same seed, every call agrees, so train and test sets share it when they share the seed
-        of the rota; pass it explicitly otherwise).
+        A permutation: ``rota[d]`` decides on day d. Default: a permutation drawn from
+        ``seed``; pass the rota explicitly to share it between sets drawn with different seeds.
 
     Returns
     -------
