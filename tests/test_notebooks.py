@@ -79,3 +79,9 @@ def test_book_configuration():
     assert {"sphinx_proof", "sphinx_exercise", "sphinx_togglebutton"} <= set(CONFIG["sphinx"]["extra_extensions"])
     assert CONFIG["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
     assert "://" not in CONFIG["sphinx"]["config"]["mathjax_path"], "MathJax is served by the site itself"
+
+
+def test_every_module_is_in_the_api_reference():
+    api = (ROOT / "book" / "api.md").read_text()
+    modules = sorted(p.stem for p in (ROOT / "attnlib").glob("*.py") if not p.stem.startswith("_"))
+    assert [m for m in modules if f".. automodule:: attnlib.{m}\n" not in api] == []
