@@ -1,0 +1,273 @@
+"""Tests of attnlib.subspace against scikit-learn, SciPy and plain NumPy restatements."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.cluster import SpectralClustering
+from sklearn.linear_model import Lasso
+
+from attnlib.data import union_of_subspaces
+from attnlib.subspace import (
+    SubspaceClustering,
+    UnrolledISTAAttention,
+    affinity,
+    clustering_accuracy,
+    self_expressive,
+    soft_threshold,
+    sparse_coding_attention,
+    spectral_clustering,
+    ssc_objective,
+)
+
+LAM = 0.05
+
+
+@pytest.fixture(scope="module")
+def small():
+    return union_of_subspaces(3, 2, 5, 12, seed=1)
+
+
+def sklearn_ssc(X, lam):
+    """SSC column by column with scikit-learn's Lasso; its objective is ours divided by D."""
+    N, D = X.shape
+    C = np.zeros((N, N))
+    for i in range(N):
+        others = np.arange(N) != i
+        model = Lasso(alpha=lam / D, fit_intercept=False, tol=1e-12, max_iter=200_000)
+        C[i, others] = model.fit(X[others].T, X[i]).coef_
+    return C
+
+
+@pytest.fixture(scope="module")
+def gauss():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 8))
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def sk_objective(small):
+    return ssc_objective(small.X, sklearn_ssc(small.X, LAM), LAM)
+
+
+@pytest.fixture(scope="module")
+def sk_objective_gauss(gauss):
+    return ssc_objective(gauss, sklearn_ssc(gauss, LAM), LAM)
+
+
+def test_union_of_subspaces():
+    d = union_of_subspaces(4, 3, 7, 10, seed=3)
+    assert d.X.shape == (40, 7) and d.labels.shape == (40,) and d.bases.shape == (4, 7, 3)
+    np.testing.assert_allclose(np.linalg.norm(d.X, axis=1), 1.0)
+    for s in range(4):  # each point lies in the span of its own basis
+        B = d.bases[s]
+        np.testing.assert_allclose(B.T @ B, np.eye(3), atol=1e-12)
+        P = d.X[d.labels == s]
+        np.testing.assert_allclose(P @ B @ B.T, P, atol=1e-12)
+    np.testing.assert_array_equal(union_of_subspaces(seed=5).X, union_of_subspaces(seed=5).X)
+    with pytest.raises(ValueError, match="dim"):
+        union_of_subspaces(2, 8, 5, 10)
+    with pytest.raises(ValueError, match="noise"):
+        union_of_subspaces(noise=-1.0)
+
+
+def test_lsr_closed_form_equals_svd_form_and_definition(small):
+    X, lam = small.X, 0.3
+    C = self_expressive(X, "lsr", lam)
+    np.testing.assert_allclose(C, self_expressive(X, "lsr", lam, form="svd"), atol=1e-12)
+    G = X @ X.T  # the paper's (XᵀX + λI)⁻¹XᵀX, in rows
+    np.testing.assert_allclose(C, np.linalg.solve(G + lam * np.eye(len(X)), G), atol=1e-10)
+
+
+def test_lsr_zero_diagonal_is_the_constrained_least_squares(small):
+    X, lam = small.X, 0.2
+    C = self_expressive(X, "lsr", lam, zero_diagonal=True)
+    np.testing.assert_allclose(np.diag(C), 0.0, atol=1e-12)
+    for i in (0, 7, 20):  # ridge regression of x_i on the other samples
+        others = np.arange(len(X)) != i
+        K = X[others]
+        ref = np.linalg.solve(K @ K.T + lam * np.eye(len(K)), K @ X[i])
+        np.testing.assert_allclose(C[i, others], ref, atol=1e-9)
+
+
+def test_lsr_tends_to_scaled_dot_product_like_one_over_lambda_squared(small):
+    X = small.X
+    errors = [np.abs(self_expressive(X, "lsr", lam) - X @ X.T / lam).max() for lam in (1e4, 1e5, 1e6)]
+    ratios = np.array(errors[:-1]) / np.array(errors[1:])
+    np.testing.assert_allclose(ratios, 100.0, rtol=0.02)  # Eq. (14): error = O(1/λ²)
+
+
+def test_lrsc_forms(small):
+    X, lam = small.X, 0.5
+    U, s, Vt = np.linalg.svd(X, full_matrices=False)
+    np.testing.assert_allclose(self_expressive(X, "lrsc", lam), (U * np.maximum(s - lam, 0)) @ U.T, atol=1e-12)
+    r = np.linalg.matrix_rank(X)
+    np.testing.assert_allclose(self_expressive(X, "lrsc", lam, form="noiseless"), U[:, :r] @ U[:, :r].T, atol=1e-10)
+    # the exact form minimises ½‖X − CX‖² + λ‖C‖_*: compare with singular-value thresholding by prox-gradient
+    C_exact = self_expressive(X, "lrsc", lam, form="exact")
+    G, L = X @ X.T, np.linalg.norm(X, 2) ** 2
+    C = np.zeros_like(G)
+    for _ in range(3000):
+        u, sv, vt = np.linalg.svd(C - (C @ G - G) / L)
+        C = (u * np.maximum(sv - lam / L, 0)) @ vt
+    np.testing.assert_allclose(C_exact, C, atol=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["ista", "fista", "admm"])
+@pytest.mark.parametrize("polish", [False, True])
+def test_ssc_reaches_the_sklearn_lasso_optimum(gauss, sk_objective_gauss, solver, polish):
+    X, ref = gauss, sk_objective_gauss
+    # plain ISTA converges slowly (sublinearly on degenerate rows): a looser certified gap
+    tol = 1e-6 if (solver == "ista" and not polish) else 1e-9
+    C, info = self_expressive(X, "ssc", LAM, solver=solver, polish=polish, tol=tol, max_iter=100_000, return_info=True)
+    assert info.converged and info.rel_gap <= tol
+    np.testing.assert_allclose(np.diag(C), 0.0)
+    obj = ssc_objective(X, C, LAM)
+    assert abs(obj - ref) <= 1e-6 * ref + 1e-12
+    assert obj <= ref * (1 + tol)
+
+
+def test_ssc_working_set_solves_the_full_problem(sk_objective, small):
+    X = small.X
+    C, info = self_expressive(X, "ssc", LAM, solver="fista", working_set=10, tol=1e-9, return_info=True)
+    assert sp.issparse(C) and info.converged
+    assert C.diagonal().max() == 0.0
+    assert abs(ssc_objective(X, C, LAM) - sk_objective) <= 1e-6 * sk_objective
+
+
+def test_ssc_per_sample_lambda_matches_sklearn(small):
+    X = small.X[:18]
+    lam = np.linspace(0.02, 0.1, len(X))
+    C = self_expressive(X, "ssc", lam, solver="fista", tol=1e-10)
+    for i in (0, 9, 17):
+        others = np.arange(len(X)) != i
+        ref = Lasso(alpha=lam[i] / X.shape[1], fit_intercept=False, tol=1e-12, max_iter=100_000).fit(X[others].T, X[i])
+        np.testing.assert_allclose(C[i, others], ref.coef_, atol=1e-5)
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.lists(st.floats(-5, 5), min_size=1, max_size=20), st.floats(0, 3))
+def test_soft_threshold_is_the_l1_prox(values, t):
+    x = np.array(values)
+    z = soft_threshold(x, t)
+    # brute-force prox of t|z| + ½(z − x)² on a grid around each point
+    grid = x[:, None] + np.linspace(-6, 6, 24001)[None]
+    ref = grid[np.arange(len(x)), np.argmin(t * np.abs(grid) + 0.5 * (grid - x[:, None]) ** 2, axis=1)]
+    np.testing.assert_allclose(z, ref, atol=1e-3)
+    torch.testing.assert_close(soft_threshold(torch.tensor(x), t), torch.tensor(z))
+
+
+def test_affinity_variants():
+    rng = np.random.default_rng(0)
+    C = rng.standard_normal((6, 6))
+    W = np.abs(C)
+    np.testing.assert_allclose(affinity(C), W + W.T)
+    Wn = W / W.sum(1, keepdims=True)
+    np.testing.assert_allclose(affinity(C, normalize="l1"), Wn + Wn.T)
+    top2 = np.where(W >= np.sort(W, 1)[:, -2:-1], W, 0)
+    np.testing.assert_allclose(affinity(C, keep=2), top2 + top2.T)
+    for norm in (None, "l2", "max"):  # sparse input gives the same matrix
+        np.testing.assert_allclose(affinity(sp.csr_matrix(C), normalize=norm, keep=3).toarray(), affinity(C, normalize=norm, keep=3))
+
+
+def test_spectral_clustering_matches_sklearn_and_accuracy_is_hungarian():
+    d = union_of_subspaces(3, 2, 6, 15, seed=2)
+    A = affinity(self_expressive(d.X, "ssc", 0.02, solver="fista", tol=1e-6))
+    labels = spectral_clustering(A, 3, random_state=1)
+    ref = SpectralClustering(3, affinity="precomputed", random_state=1).fit_predict(A)
+    np.testing.assert_array_equal(labels, ref)
+    assert clustering_accuracy(d.labels, labels) == 1.0
+    assert clustering_accuracy([0, 0, 1, 1, 2], [2, 2, 0, 0, 0]) == pytest.approx(0.8)
+    # brute force over all relabellings
+    from itertools import permutations
+
+    rng = np.random.default_rng(0)
+    t, p = rng.integers(0, 3, 30), rng.integers(0, 3, 30)
+    best = max(np.mean(np.array(perm)[p] == t) for perm in permutations(range(3)))
+    assert clustering_accuracy(t, p) == pytest.approx(best)
+
+
+def test_estimator_api():
+    from sklearn.base import clone
+
+    d = union_of_subspaces(2, 2, 5, 15, seed=4)
+    model = SubspaceClustering(2, lam=0.02, solver="fista", tol=1e-6)
+    labels = model.fit_predict(d.X)
+    assert clustering_accuracy(d.labels, labels) == 1.0
+    assert model.coef_.shape == model.affinity_matrix_.shape == (30, 30)
+    np.testing.assert_array_equal(model.labels_, labels)
+    assert clone(model).get_params()["lam"] == 0.02
+
+
+def test_sparse_coding_attention_converges_to_the_lasso():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(n, 6, generator=g, dtype=torch.float64) for n in (4, 10, 10))
+    lam = 0.3
+    out, C = sparse_coding_attention(q, k, v, lam, n_iter=5000)
+    for i in range(4):
+        ref = Lasso(alpha=lam / 6, fit_intercept=False, tol=1e-14, max_iter=100_000).fit(k.T.numpy(), q[i].numpy())
+        np.testing.assert_allclose(C[i].numpy(), ref.coef_, atol=1e-6)
+    torch.testing.assert_close(out, C @ v)
+    assert out.dtype == torch.float64
+    # batched input, and the paper's one-sided threshold gives the non-negative Lasso
+    _, Cb = sparse_coding_attention(q.expand(3, 4, 6), k.expand(3, 10, 6), v.expand(3, 10, 6), lam, n_iter=50)
+    torch.testing.assert_close(Cb[1], sparse_coding_attention(q, k, v, lam, n_iter=50).weights)
+    _, Cn = sparse_coding_attention(q, k, v, lam, n_iter=5000, nonnegative=True)
+    ref = Lasso(alpha=lam / 6, fit_intercept=False, positive=True, tol=1e-14, max_iter=100_000).fit(k.T.numpy(), q[0].numpy())
+    np.testing.assert_allclose(Cn[0].numpy(), ref.coef_, atol=1e-6)
+
+
+def test_unrolled_ista_attention_trains_and_keeps_dtype():
+    torch.manual_seed(0)
+    layer = UnrolledISTAAttention(8, n_iter=3, lam=0.05).double()
+    x = torch.randn(2, 5, 8, dtype=torch.float64, requires_grad=True)
+    out, C = layer(x)
+    assert out.shape == (2, 5, 8) and C.shape == (2, 5, 5) and out.dtype == torch.float64
+    out.square().sum().backward()
+    assert all(p.grad is not None for p in layer.parameters())
+    assert torch.autograd.gradcheck(lambda z: layer(z).output, (x[:1, :3].detach().requires_grad_(),))
+    lista = UnrolledISTAAttention(8, n_iter=2, lista=True)
+    assert sum(p.numel() for p in lista.parameters()) == sum(p.numel() for p in layer.parameters()) + 8 * 8 + 8 - 2
+
+
+def test_bad_inputs(small):
+    X = small.X
+    with pytest.raises(ValueError, match="method"):
+        self_expressive(X, "nope")
+    with pytest.raises(ValueError, match="solver"):
+        self_expressive(X, "ssc", solver="cd")
+    with pytest.raises(ValueError, match="form"):
+        self_expressive(X, "lsr", form="paper")
+    with pytest.raises(ValueError, match="lam"):
+        self_expressive(X, "ssc", -1.0)
+    with pytest.raises(ValueError, match="lam"):
+        self_expressive(X, "ssc", np.ones(3))
+    with pytest.raises(ValueError, match="X"):
+        self_expressive(np.full((4, 3), np.nan))
+    with pytest.raises(ValueError, match="working_set"):
+        self_expressive(X, working_set=0)
+    with pytest.raises(ValueError, match="C"):
+        affinity(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="normalize"):
+        affinity(np.ones((3, 3)), normalize="l3")
+    with pytest.raises(ValueError, match="keep"):
+        affinity(np.ones((3, 3)), keep=0)
+    with pytest.raises(ValueError, match="symmetric"):
+        spectral_clustering(np.array([[0, 1.0], [0, 0]]), 2)
+    with pytest.raises(ValueError, match="n_clusters"):
+        spectral_clustering(np.ones((3, 3)), 5)
+    with pytest.raises(ValueError, match="same length"):
+        clustering_accuracy([0, 1], [0])
+    with pytest.raises(ValueError, match="X"):
+        ssc_objective(np.ones(3), np.ones((3, 3)), 0.1)
+    with pytest.raises(ValueError, match="lam"):
+        sparse_coding_attention(torch.ones(2, 3), torch.ones(4, 3), torch.ones(4, 2), 0.0)
+    with pytest.raises(ValueError, match="shapes"):
+        sparse_coding_attention(torch.ones(2, 3), torch.ones(4, 2), torch.ones(4, 2), 0.1)
+    with pytest.raises(ValueError, match="embed_dim"):
+        UnrolledISTAAttention(0)
+    with pytest.raises(ValueError, match="features"):
+        UnrolledISTAAttention(4)(torch.ones(2, 3))
