@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import AttentionResult, attention
-from .utils import as_tensor, check_int, check_positive
+from .utils import as_tensor, check_int
 
 __all__ = [
     "RoutingTask",
