@@ -191,7 +191,7 @@ def nadaraya_watson_streaming(
     kernel: Kernel = "gaussian",
     bandwidth: float = 1.0,
     chunk_size: int = 4096,
-    query_chunk_size: int = 256,
+    query_chunk_size: int = 1024,
 ) -> torch.Tensor:
     """Nadaraya–Watson predictions computed block by block, never forming the weight matrix.
 
