@@ -323,17 +323,18 @@ class LocallyLinearEmbedding(TransformerMixin, BaseEstimator):
 
     Attributes
     ----------
-    embedding_ : ndarray, shape (n_samples, n_components)
-        The embedding of the training points.
-    reconstruction_error_ : float
-        ``‖Y - W Y‖²`` at the solution: the sum of the embedding's eigenvalues.
-    weights_ : sparse matrix, shape (n_samples, n_samples)
-        The ``[query, key]`` LLE weights.
-    nbrs_ : sklearn.neighbors.NearestNeighbors
-        The fitted neighbour index used by :meth:`transform`.
-    X_fit_ : ndarray, shape (n_samples, n_features)
-        The training points: the keys that new points attend to.
-    n_features_in_ : int
+    embedding_
+        The embedding of the training points, an array ``(n_samples, n_components)``.
+    reconstruction_error_
+        ``‖Y - W Y‖²`` at the solution (a float): the sum of the embedding's eigenvalues.
+    weights_
+        The ``[query, key]`` LLE weights, a SciPy CSR matrix ``(n_samples, n_samples)``.
+    nbrs_
+        The fitted scikit-learn ``NearestNeighbors`` index used by :meth:`transform`.
+    X_fit_
+        The training points ``(n_samples, n_features)``: the keys that new points attend to.
+    n_features_in_
+        The number of features seen by :meth:`fit`.
 
     Implements
     ----------
