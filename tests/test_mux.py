@@ -227,8 +227,15 @@ def test_hard_routing_gets_no_gradient_and_straight_through_does():
 
 
 def test_one_attention_layer_learns_routing_at_every_distance():
-    model = AttentionRouter(7, 6, 8)
-    train(model, routing_loss, lambda step: routing_task(32, 16, 6, seed=100 + step), n_steps=120, lr=2e-2, progress=False)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny model: threads only wait for each other
+    try:
+        torch.manual_seed(0)
+        model = AttentionRouter(7, 6, 8)
+        batches = lambda step: routing_task(32, 16, 6, seed=100 + step)  # noqa: E731
+        train(model, routing_loss, batches, n_steps=80, lr=2e-2, progress=False)
+    finally:
+        torch.set_num_threads(threads)
     acc = accuracy_by_distance(model, routing_task(200, 16, 6, seed=0))
     assert acc.min() > 0.95
 
