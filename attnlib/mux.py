@@ -261,8 +261,8 @@ def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
     return hardmax(scores) + soft - soft.detach()
 
 
-#: The normalizers the routers accept: the soft choice, the hard one, and the hard one
-#: with the soft one's gradient.
+#: The normalizers the routers accept, by name. The soft choice (softmax), the hard one
+#: (no gradient), and the hard one with the softmax's gradient (straight-through).
 NORMALIZERS = {"softmax": "softmax", "hardmax": hardmax, "straight_through": straight_through_hardmax}
 
 
