@@ -26,6 +26,7 @@ import sklearn
 import torch
 from sklearn.datasets import make_swiss_roll
 from sklearn.manifold import LocallyLinearEmbedding as SklearnLLE
+from threadpoolctl import threadpool_limits
 
 from attnlib.lle import LocallyLinearEmbedding
 
@@ -52,8 +53,10 @@ def median_times(fits: dict, X, repeats: int) -> tuple[dict, dict]:
 
 
 def main(quick: bool = False, repeats: int | None = None) -> dict:
-    # One thread: the machines are shared, and a single thread gives stabler ratios.
+    # One thread (PyTorch and BLAS, for both): the machines are shared, and a single thread
+    # gives stabler ratios.
     torch.set_num_threads(1)
+    threadpool_limits(1)
     repeats = repeats or (3 if quick else 7)
     rows = []
     for n in QUICK_SIZES if quick else SIZES:
@@ -85,6 +88,7 @@ def main(quick: bool = False, repeats: int | None = None) -> dict:
             "platform": platform.platform(),
             "cpu_count": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
+            "blas_threads": 1,
             "torch": torch.__version__,
             "numpy": np.__version__,
             "scipy": scipy.__version__,
