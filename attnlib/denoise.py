@@ -36,6 +36,7 @@ __all__ = [
     "patch_attention",
     "nonlocal_means",
     "PatchAttentionDenoiser",
+    "crop_batches",
     "psnr",
 ]
 
@@ -515,12 +516,13 @@ class PatchAttentionDenoiser(nn.Module):
         c, hh, ww = chw.shape
         if c != self.channels:
             raise ValueError(f"image must have {self.channels} channel(s), got {c}")
-        tokens = patch_tokens(chw.permute(1, 2, 0), self.patch_size, 1.0)  # h enters via log_h
+        tokens = patch_tokens(chw.permute(1, 2, 0), self.patch_size, 1.0)  # h enters below
         q = tokens @ self.proj  # (heads, n, dim): query = key for self-attention
-        scores = -torch.cdist(q, q).square() / (self.h**2 * torch.exp(2 * self.log_h_scale))[:, None, None]
+        scores = 2 * SCORES["neg_sq_dist"](q, q) / (self.h**2 * torch.exp(2 * self.log_h_scale))[:, None, None]
         pos = _pixel_grid(hh, ww, dtype=chw.dtype, device=chw.device)
         if self.pos_scale is not None:
-            scores = scores - self.pos_scale[:, None, None] ** 2 * torch.cdist(pos, pos).square()[None] / (hh * ww)
+            pos_sq = 2 * SCORES["neg_sq_dist"](pos, pos) / (hh * ww)  # -|x - x'|², scaled to the image
+            scores = scores + self.pos_scale[:, None, None] ** 2 * pos_sq
         mask = None
         if self.patch_distance is not None:
             mask = (pos[:, None] - pos[None]).abs().amax(-1) <= self.patch_distance
@@ -529,6 +531,26 @@ class PatchAttentionDenoiser(nn.Module):
         mixed = (torch.softmax(self.mix, 0)[:, None, None] * out).sum(0)  # (n, C)
         out_chw = mixed.T.reshape(c, hh, ww)
         return out_chw[0] if image_is_grey(image) else out_chw.permute(1, 2, 0)
+
+
+def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
+    """Training pairs for :class:`PatchAttentionDenoiser`: ``batches(step)`` gives ``(noisy, clean)``.
+
+    Each call cuts a random ``crop × crop`` window from a random image of ``images`` (grey,
+    values in [0, 1]) and adds fresh Gaussian noise of standard deviation ``noise``.
+    """
+    images = [torch.as_tensor(np.asarray(im, dtype=np.float32)) for im in images]
+    crop = check_int(crop, "crop", maximum=min(min(im.shape[:2]) for im in images))
+    noise = check_positive(noise, "noise")
+    g = torch.Generator().manual_seed(seed)
+
+    def batches(step: int):
+        im = images[int(torch.randint(len(images), (1,), generator=g))]
+        i, j = (int(torch.randint(n - crop + 1, (1,), generator=g)) for n in im.shape[:2])
+        clean = im[i : i + crop, j : j + crop]
+        return clean + noise * torch.randn(clean.shape, generator=g), clean
+
+    return batches
 
 
 def psnr(clean, estimate, data_range: float = 1.0) -> float:
