@@ -48,7 +48,7 @@ def _run(*args, **kwargs):
 @pytest.fixture(scope="module")
 def colab_python(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("colab")
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", tmp / "dist", ROOT)
+    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp / "dist", ROOT)
     wheel = next((tmp / "dist").glob("attnlib-*.whl"))
     venv.create(tmp / "venv", with_pip=True)
     python = tmp / "venv" / "bin" / "python"
