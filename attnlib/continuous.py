@@ -43,6 +43,12 @@ __all__ = [
     "ContinuousAttention1D",
     "ContinuousAttention2D",
     "ContinuousAttentionOutput",
+    "span_documents",
+    "DocumentClassifier",
+    "cluttered_digits",
+    "DigitClassifier",
+    "accuracy",
+    "fit_classifier",
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -793,3 +799,175 @@ class ContinuousAttention2D(_ContinuousAttention):
         Sigma = cov + self.min_var * eye
         r = continuous_attention_2d(mu, Sigma, self.basis, self.alpha, self.n_angles)
         return ContinuousAttentionOutput(self._context(H, positions, r), mu, Sigma, r)
+
+
+# --------------------------------------------------------------------------- the chapter's experiments
+
+
+class SpanDocuments(NamedTuple):
+    """Generated "documents": token ids ``(n, length)``, binary labels ``(n,)``, and the span ``[start, start + span)``."""
+
+    tokens: torch.Tensor
+    labels: torch.Tensor
+    start: torch.Tensor
+    span: int
+
+
+def span_documents(n: int, length: int = 256, *, span: int = 24, vocab: int = 40, cue: float = 0.3, decoys: float = 0.03, seed: int = 0) -> SpanDocuments:
+    """Long token sequences whose binary label is told by one contiguous span at a random place.
+
+    Tokens ``0..vocab-1`` are neutral; ``vocab..vocab+3`` are "positive" and
+    ``vocab+4..vocab+7`` "negative" cue words. Inside the span a fraction ``cue`` of the tokens
+    are cue words of the document's class; elsewhere a fraction ``decoys`` are cue words of
+    either class, so counting cue words over the whole document is noisy and the model must
+    find the span.
+    """
+    n, length, span = check_int(n, "n"), check_int(length, "length"), check_int(span, "span")
+    if span > length:
+        raise ValueError(f"span must be at most length ({length}), got {span}")
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(vocab, (n, length), generator=g)
+    labels = torch.randint(2, (n,), generator=g)
+    decoy = torch.rand(n, length, generator=g) < decoys
+    tokens = torch.where(decoy, vocab + torch.randint(8, (n, length), generator=g), tokens)
+    start = torch.randint(length - span + 1, (n,), generator=g)
+    idx = start[:, None] + torch.arange(span)
+    is_cue = torch.rand(n, span, generator=g) < cue
+    cue_words = vocab + 4 * (1 - labels[:, None]) + torch.randint(4, (n, span), generator=g)
+    tokens.scatter_(1, idx, torch.where(is_cue, cue_words, tokens.gather(1, idx)))
+    return SpanDocuments(tokens, labels, start, span)
+
+
+class DocumentClassifier(nn.Module):
+    """Embedding and convolution encoder, one attention read-out, a linear classifier.
+
+    ``kind`` is ``"discrete"`` (a learned query, :func:`attnlib.attention.attention` with
+    ``normalizer``), ``"continuous"`` (:class:`ContinuousAttention1D` from the encoder) or
+    ``"combined"`` (discrete attention plus continuous attention moment-matched to it, the
+    two contexts summed: no extra parameters). ``alpha`` 1 or 2 picks softmax or sparsemax
+    for both parts.
+
+    Implements
+    ----------
+    The document-classification models of §4 (Table 1) of the sparse-and-continuous attention paper.
+    """
+
+    def __init__(self, vocab: int, kind: str = "discrete", *, alpha: int = 1, n_basis: int = 32, dim: int = 24, n_classes: int = 2):
+        super().__init__()
+        if kind not in ("discrete", "continuous", "combined"):
+            raise ValueError(f"kind must be 'discrete', 'continuous' or 'combined', got {kind!r}")
+        self.kind, self.alpha = kind, _alpha(alpha)
+        self.embed = nn.Embedding(check_int(vocab, "vocab"), dim)
+        self.conv = nn.Conv1d(dim, dim, 5, padding=2)
+        self.query = nn.Parameter(torch.randn(1, dim) / dim**0.5)
+        basis = GaussianRBF.linspace(n_basis, sigmas=(0.1, 0.5))
+        self.cont = ContinuousAttention1D(basis, in_features=dim if kind == "continuous" else None, alpha=alpha)
+        self.out = nn.Linear(dim, n_classes)
+
+    def forward(self, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None, ContinuousAttentionOutput | None]:
+        """Logits ``(batch, n_classes)``, the discrete weights (or None) and the continuous read-out (or None)."""
+        from .attention import attention
+
+        H = torch.relu(self.conv(self.embed(tokens).transpose(1, 2))).transpose(1, 2)  # (batch, L, dim)
+        weights = cont = None
+        context = 0
+        if self.kind != "continuous":
+            normalizer = "softmax" if self.alpha == 1 else "sparsemax"
+            out, weights = attention(self.query.expand(len(H), 1, -1), H, H, normalizer=normalizer)
+            weights = weights[:, 0]
+            context = out[:, 0]
+        if self.kind != "discrete":
+            cont = self.cont(H, weights=weights if self.kind == "combined" else None)
+            context = context + cont.context
+        return self.out(context), weights, cont
+
+
+class ClutteredDigits(NamedTuple):
+    """``load_digits`` digits pasted at random into noisy, cluttered canvases."""
+
+    images: torch.Tensor  # (n, 1, size, size) in [0, 1]
+    labels: torch.Tensor  # (n,)
+    corner: torch.Tensor  # (n, 2): top-left (row, col) of the digit
+
+
+def cluttered_digits(n: int, size: int = 32, *, n_clutter: int = 4, noise: float = 0.1, seed: int = 0) -> ClutteredDigits:
+    """Each canvas holds one 8 × 8 ``load_digits`` digit (the label) at a random place, ``n_clutter``
+    random 3 × 3 crops of other digits as clutter, and Gaussian noise."""
+    from sklearn.datasets import load_digits
+
+    n, size = check_int(n, "n"), check_int(size, "size", minimum=8)
+    rng = np.random.default_rng(seed)
+    digits = load_digits()
+    glyphs, targets = digits.images / 16.0, digits.target
+    pick = rng.integers(len(glyphs), size=n)
+    canvas = noise * rng.standard_normal((n, size, size))
+    corner = rng.integers(0, size - 7, size=(n, 2))
+    for b in range(n):
+        for _ in range(n_clutter):
+            g = glyphs[rng.integers(len(glyphs))]
+            i, j = rng.integers(0, 6, 2)
+            r, c = rng.integers(0, size - 2, 2)
+            canvas[b, r : r + 3, c : c + 3] += g[i : i + 3, j : j + 3]
+        r, c = corner[b]
+        canvas[b, r : r + 8, c : c + 8] += glyphs[pick[b]]
+    images = torch.as_tensor(np.clip(canvas, 0, 1), dtype=torch.get_default_dtype()).unsqueeze(1)
+    return ClutteredDigits(images, torch.as_tensor(targets[pick]), torch.as_tensor(corner))
+
+
+class DigitClassifier(nn.Module):
+    """A small CNN feature map on a grid, one attention read-out over the grid cells, a linear classifier.
+
+    ``kind`` is ``"discrete"`` (attention over the cells with a learned query) or
+    ``"continuous"``: the same discrete scores moment-matched to a 2-D Gaussian (α = 1) or
+    truncated paraboloid (α = 2), whose expectation of the RBF-fitted feature map is the
+    context, as in the paper's visual question answering model.
+
+    Implements
+    ----------
+    The 2-D attention models of §4 (Table 2, Figure 3) of the sparse-and-continuous attention paper.
+    """
+
+    def __init__(self, kind: str = "discrete", *, alpha: int = 1, n_side: int = 8, channels: int = 32, n_classes: int = 10):
+        super().__init__()
+        if kind not in ("discrete", "continuous"):
+            raise ValueError(f"kind must be 'discrete' or 'continuous', got {kind!r}")
+        self.kind, self.alpha = kind, _alpha(alpha)
+        self.features = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, channels, 3, padding=1, stride=2), nn.ReLU(),
+            nn.Conv2d(channels, channels, 3, padding=1, stride=2), nn.ReLU(),
+        )
+        self.query = nn.Parameter(torch.randn(1, channels) / channels**0.5)
+        self.cont = ContinuousAttention2D(GaussianRBF.grid(n_side, 1.0 / (2 * n_side) ** 2), alpha=alpha, n_angles=48)
+        self.out = nn.Linear(channels, n_classes)
+
+    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, ContinuousAttentionOutput | None]:
+        """Logits ``(batch, n_classes)``, discrete weights over the cells ``(batch, h·w)``, continuous read-out or None."""
+        from .attention import attention
+
+        F = self.features(images).permute(0, 2, 3, 1)  # (batch, h, w, channels)
+        cells = F.flatten(1, 2)
+        normalizer = "softmax" if self.alpha == 1 else "sparsemax"
+        out, weights = attention(self.query.expand(len(F), 1, -1), cells, cells, normalizer=normalizer)
+        if self.kind == "discrete":
+            return self.out(out[:, 0]), weights[:, 0], None
+        cont = self.cont(F, weights=weights[:, 0])
+        return self.out(cont.context), weights[:, 0], cont
+
+
+def accuracy(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor, batch: int = 512) -> float:
+    """Fraction of ``inputs`` that ``model`` (whose first output is logits) classifies right, in eval mode."""
+    model.eval()
+    with torch.no_grad():
+        hits = sum((model(inputs[i : i + batch])[0].argmax(-1) == labels[i : i + batch]).sum().item() for i in range(0, len(inputs), batch))
+    model.train()
+    return hits / len(inputs)
+
+
+def fit_classifier(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor, *, n_steps: int, batch: int = 64, lr: float = 3e-3, seed: int = 0, progress: bool = True, desc: str = "training") -> list[float]:
+    """Train ``model`` with cross-entropy on random mini-batches by :func:`attnlib.training.train`."""
+    from .training import train
+
+    g = torch.Generator().manual_seed(seed)
+    batches = lambda step: (lambda idx: (inputs[idx], labels[idx]))(torch.randint(len(inputs), (batch,), generator=g))  # noqa: E731
+    loss = lambda m, b: nn.functional.cross_entropy(m(b[0])[0], b[1])  # noqa: E731
+    return train(model, loss, batches, n_steps=n_steps, lr=lr, seed=seed, progress=progress, desc=desc, clip_grad_norm=1.0)

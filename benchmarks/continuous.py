@@ -1,0 +1,226 @@
+"""Continuous attention in closed form against numerical integration, and the chapter's sweep.
+
+Part 1 (timing): forward + backward of ``r = E_p[ψ(t)]`` for a batch of 256 densities and
+N = 64 or 100 Gaussian RBFs, by ``attnlib.continuous`` (closed form; a trapezoid over the angle
+only for the 2-D truncated paraboloid) and by numerical integration with autograd (a
+1 000-point trapezoid on the density's support in 1-D, a 100 × 100 grid on its bounding box
+in 2-D). Accuracy: the largest error of ``r`` and of the gradient with respect to (μ, σ² or Σ),
+against a finer numerical integration in float64 (20× in 1-D, 4× per axis on two samples in 2-D). Medians of repeats, side by side in
+one process.
+
+Part 2 (sweep, skipped with ``--quick``): the chapter's two experiments over more basis
+sizes and seeds than the chapter runs live.
+
+    python benchmarks/continuous.py           # full run, writes benchmarks/results/continuous.json
+    python benchmarks/continuous.py --quick   # tiny sizes, < 30 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attnlib.continuous import (
+    DigitClassifier,
+    DocumentClassifier,
+    GaussianRBF,
+    accuracy,
+    cluttered_digits,
+    continuous_attention_1d,
+    continuous_attention_2d,
+    fit_classifier,
+    gaussian_pdf,
+    span_documents,
+    truncated_parabola_pdf,
+)
+
+OUT = Path(__file__).parent / "results" / "continuous.json"
+
+
+# ------------------------------------------------------------------ the peer: numerical integration
+
+
+def quad_1d(mu, s2, basis, alpha, n):
+    """Trapezoid with ``n`` nodes on the support (α = 2) or ±8σ (α = 1); nodes move with μ, σ² so autograd works."""
+    half = (1.5 * s2) ** (1 / 3) if alpha == 2 else 8 * s2.sqrt()
+    t = mu[:, None] + half[:, None] * torch.linspace(-1, 1, n, dtype=mu.dtype)
+    pdf = gaussian_pdf if alpha == 1 else truncated_parabola_pdf
+    dens = pdf(t, mu[:, None], s2[:, None])
+    return torch.trapezoid(dens.unsqueeze(-1) * basis(t), t.unsqueeze(-1), dim=1)
+
+
+def quad_2d(mu, Sigma, basis, alpha, n):
+    """``n × n`` grid on the bounding box of the ellipse (α = 2) or of the 5σ ellipse (α = 1), in whitened coordinates."""
+    # Symmetrise so that autograd's gradient with respect to Σ is symmetric, as attnlib's is.
+    L = torch.linalg.cholesky(0.5 * (Sigma + Sigma.transpose(-1, -2)))
+    det_L = L[:, 0, 0] * L[:, 1, 1]
+    R = torch.sqrt(2 * torch.sqrt(1 / (math.pi * det_L))) if alpha == 2 else torch.full_like(det_L, 5.0)
+    g = torch.linspace(-1, 1, n, dtype=mu.dtype)
+    u = torch.stack(torch.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)  # (n², 2) on [-1, 1]²
+    u = u * R[:, None, None]
+    x = u @ L.transpose(-1, -2)  # (batch, n², 2)
+    q = (u * u).sum(-1)
+    dens = torch.clamp(R[:, None] ** 2 / 2 - q / 2, min=0) if alpha == 2 else torch.exp(-q / 2) / (2 * math.pi)
+    w = torch.full((n,), 2 / (n - 1), dtype=mu.dtype)
+    w[0] = w[-1] = 1 / (n - 1)
+    w2 = (w[:, None] * w[None, :]).reshape(-1) * R[:, None] ** 2  # trapezoid weights in u; dt = det L du
+    psi = basis(x + mu[:, None, :])
+    # For α = 1 the density in u is the standard normal (dt = det L du and p(t) = N(u; 0, I)/det L).
+    scale = torch.ones_like(det_L) if alpha == 1 else det_L
+    return torch.einsum("bk,bkn->bn", (w2 * dens) * scale[:, None], psi)
+
+
+# ------------------------------------------------------------------ timing
+
+
+def inputs(dim, batch, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    mu = 0.2 + 0.6 * torch.rand(batch, *(() if dim == 1 else (2,)), generator=g, dtype=torch.float64)
+    if dim == 1:
+        return mu, 0.002 + 0.05 * torch.rand(batch, generator=g, dtype=torch.float64)
+    A = 0.15 * torch.randn(batch, 2, 2, generator=g, dtype=torch.float64)
+    return mu, A @ A.transpose(-1, -2) + 0.003 * torch.eye(2, dtype=torch.float64)
+
+
+def value_and_grads(fn, mu, s, weights, chunk=None):
+    """r and the gradient of ``(r * weights).sum()`` with respect to (μ, σ² or Σ), ``chunk`` samples at a time."""
+    chunk = chunk or len(mu)
+    out = []
+    for i in range(0, len(mu), chunk):
+        m, v = mu[i : i + chunk].clone().requires_grad_(), s[i : i + chunk].clone().requires_grad_()
+        r = fn(m, v)
+        out.append((r.detach(), *torch.autograd.grad((r * weights[i : i + chunk]).sum(), (m, v))))
+    return [torch.cat(parts) for parts in zip(*out)]
+
+
+def timed(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def timing_rows(quick: bool):
+    batch, repeats = (16, 3) if quick else (256, 5)
+    rows = []
+    for dim in (1, 2):
+        for n_basis in (64, 100):
+            basis = GaussianRBF.linspace(n_basis, sigmas=(0.05, 0.2)) if dim == 1 else GaussianRBF.grid(int(round(n_basis**0.5)), 1e-3)
+            if dim == 2 and len(basis) != n_basis:
+                basis = GaussianRBF.grid(8, 1e-3)  # 64 = 8 × 8
+            for alpha in (1, 2):
+                mu, s = inputs(dim, batch)
+                weights = torch.randn(batch, len(basis), dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+                n_peer = 1000 if dim == 1 else 100
+                closed = (lambda m, v: continuous_attention_1d(m, v, basis, alpha)) if dim == 1 else (lambda m, v: continuous_attention_2d(m, v, basis, alpha))
+                peer = (lambda m, v, n=n_peer: quad_1d(m, v, basis, alpha, n)) if dim == 1 else (lambda m, v, n=n_peer: quad_2d(m, v, basis, alpha, n))
+                # The fine reference is costly in memory: 16 samples in 1-D, two (one at a time) in 2-D.
+                sub = slice(0, 2 if dim == 2 else min(batch, 16))
+                if dim == 1:
+                    ref = value_and_grads(lambda m, v: quad_1d(m, v, basis, alpha, 20 * n_peer), mu[sub], s[sub], weights[sub])
+                else:
+                    parts = [value_and_grads(lambda m, v: quad_2d(m, v, basis, alpha, 4 * n_peer), mu[i : i + 1], s[i : i + 1], weights[i : i + 1]) for i in range(2)]
+                    ref = [torch.cat(p) for p in zip(*parts)]
+                err = lambda out: max((a[sub] - b).abs().max().item() for a, b in zip(out, ref))  # noqa: E731
+                t_closed = timed(lambda: value_and_grads(closed, mu, s, weights), repeats)
+                t_peer = timed(lambda: value_and_grads(peer, mu, s, weights, chunk=8 if dim == 2 else 64), repeats)
+                e_closed, e_peer = err(value_and_grads(closed, mu, s, weights)), err(value_and_grads(peer, mu, s, weights, chunk=8 if dim == 2 else 64))
+                rows.append(
+                    {
+                        "dim": dim, "alpha": alpha, "N": len(basis), "batch": batch,
+                        "peer": f"{n_peer}-point trapezoid" if dim == 1 else f"{n_peer}x{n_peer} grid",
+                        "closed_ms": 1e3 * t_closed, "peer_ms": 1e3 * t_peer, "speedup": t_peer / t_closed,
+                        "closed_max_err": e_closed, "peer_max_err": e_peer,
+                        "accuracy_ratio": e_peer / max(e_closed, 1e-300),
+                    }
+                )
+                print({k: (round(v, 4) if isinstance(v, float) and k.endswith("ms") else v) for k, v in rows[-1].items()}, flush=True)
+    return rows
+
+
+# ------------------------------------------------------------------ sweep of the chapter's experiments
+
+
+def document_sweep(quick: bool, save=lambda rows: None):
+    """Seed-major, so that an interrupted sweep still covers every configuration; ``save`` gets the rows so far."""
+    n_train, n_test, length, steps = (200, 200, 64, 5) if quick else (1500, 1000, 256, 100)
+    seeds = (0,) if quick else (0, 1)
+    sizes = (32,) if quick else (32, 64, 128)
+    tr, te = span_documents(n_train, length, seed=100), span_documents(n_test, length, seed=101)
+    configs = [("discrete", 1, None), ("discrete", 2, None)]
+    configs += [(kind, alpha, n) for kind in ("continuous", "combined") for alpha in (1, 2) for n in sizes]
+    accs = {c: [] for c in configs}
+    rows = []
+    for seed in seeds:
+        for kind, alpha, n in configs:
+            torch.manual_seed(seed)
+            model = DocumentClassifier(48, kind, alpha=alpha, n_basis=n or 32)
+            fit_classifier(model, tr.tokens, tr.labels, n_steps=steps, batch=32, seed=seed, progress=False)
+            accs[(kind, alpha, n)].append(accuracy(model, te.tokens, te.labels))
+            rows = [
+                {"attention": k, "alpha": a, "N": nb, "L": length, "steps": steps, "mean": float(np.mean(v)), "std": float(np.std(v)), "accs": v}
+                for (k, a, nb), v in accs.items() if v
+            ]
+            print(rows[-1] if seed == 0 else accs[(kind, alpha, n)], flush=True)
+            save(rows)
+    return rows
+
+
+def digit_sweep(quick: bool):
+    n_train, n_test, steps = (100, 100, 5) if quick else (1500, 500, 400)
+    seeds = (0,) if quick else (0,)
+    kw = dict(size=16, n_clutter=2, noise=0.05)
+    tr, te = cluttered_digits(n_train, seed=100, **kw), cluttered_digits(n_test, seed=101, **kw)
+    rows = []
+    for kind, alpha in (("discrete", 1), ("discrete", 2), ("continuous", 1), ("continuous", 2)):
+        accs = []
+        for seed in seeds:
+            torch.manual_seed(seed)
+            model = DigitClassifier(kind, alpha=alpha, n_side=4, channels=32)
+            fit_classifier(model, tr.images, tr.labels, n_steps=steps, batch=32, lr=5e-3, seed=seed, progress=False)
+            accs.append(accuracy(model, te.images, te.labels))
+        rows.append({"attention": kind, "alpha": alpha, "steps": steps, "mean": float(np.mean(accs)), "std": float(np.std(accs)), "accs": accs})
+        print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (CI)")
+    parser.add_argument("--part", choices=("all", "timing", "documents", "digits"), default="all", help="run one part, keeping the others' results in --out")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+    result = json.loads(args.out.read_text()) if args.part != "all" and args.out.exists() else {}
+    result.update(
+        {
+            "benchmark": "continuous attention: closed form vs numerical integration (forward + backward)",
+            "machine": {"platform": platform.platform(), "cpu_count": torch.get_num_threads(), "torch": torch.__version__, "numpy": np.__version__},
+            "quick": args.quick,
+            "targets": {"speedup": 10.0, "accuracy_ratio": 1.0},
+        }
+    )
+    parts = {"timing": ("rows", timing_rows), "documents": ("documents", document_sweep), "digits": ("digits", digit_sweep)}
+    for name, (key, fn) in parts.items():
+        if args.part in ("all", name):
+            save = lambda rows, key=key: args.out.write_text(json.dumps({**result, key: rows}, indent=1) + "\n")  # noqa: E731
+            result[key] = fn(args.quick, save) if name == "documents" else fn(args.quick)
+            result.setdefault("dates", {})[key] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            result["date"] = result["dates"][key]
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
