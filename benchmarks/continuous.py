@@ -111,10 +111,11 @@ def timed(fn, repeats):
     return statistics.median(times)
 
 
-def timing_rows(quick: bool):
-    batch, repeats = (16, 3) if quick else (256, 5)
-    rows = []
-    for dim in (1, 2):
+def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
+    """Rows for ``dims``, appended to the kept ``rows`` of other dimensions; ``save`` gets the rows so far."""
+    batch, repeats = (16, 3) if quick else (256, 3)
+    rows = [r for r in rows if r["dim"] not in dims]
+    for dim in dims:
         for n_basis in (64, 100):
             basis = GaussianRBF.linspace(n_basis, sigmas=(0.05, 0.2)) if dim == 1 else GaussianRBF.grid(int(round(n_basis**0.5)), 1e-3)
             if dim == 2 and len(basis) != n_basis:
@@ -146,6 +147,7 @@ def timing_rows(quick: bool):
                     }
                 )
                 print({k: (round(v, 4) if isinstance(v, float) and k.endswith("ms") else v) for k, v in rows[-1].items()}, flush=True)
+                save(rows)
     return rows
 
 
@@ -199,6 +201,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (CI)")
     parser.add_argument("--part", choices=("all", "timing", "documents", "digits"), default="all", help="run one part, keeping the others' results in --out")
+    parser.add_argument("--dims", type=int, nargs="+", default=[1, 2], help="timing: which dimensions to (re)measure")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     result = json.loads(args.out.read_text()) if args.part != "all" and args.out.exists() else {}
@@ -214,7 +217,10 @@ def main() -> None:
     for name, (key, fn) in parts.items():
         if args.part in ("all", name):
             save = lambda rows, key=key: args.out.write_text(json.dumps({**result, key: rows}, indent=1) + "\n")  # noqa: E731
-            result[key] = fn(args.quick, save) if name == "documents" else fn(args.quick)
+            if name == "timing":
+                result[key] = fn(args.quick, tuple(args.dims), result.get("rows", ()), save)
+            else:
+                result[key] = fn(args.quick, save) if name == "documents" else fn(args.quick)
             result.setdefault("dates", {})[key] = datetime.now(timezone.utc).isoformat(timespec="seconds")
             result["date"] = result["dates"][key]
             args.out.parent.mkdir(parents=True, exist_ok=True)
