@@ -461,7 +461,8 @@ class PatchAttentionDenoiser(nn.Module):
     Each pixel's patch (flattened, Gaussian-weighted as in :func:`patch_tokens`) is a token.
     Queries and keys are learned linear maps of the tokens (identity at initialisation), the
     score is ``-||q - k||²`` per head at temperature ``h²``, values are the pixels, and heads
-    are averaged with learned mixing weights. Attention is restricted to a square window, so
+    are averaged with learned mixing weights. Head 0 starts with the identity projection and
+    the others with random rotations, which leave NLM unchanged but break the heads' symmetry. Attention is restricted to a square window, so
     the layer is global NLM when ``patch_distance`` covers the image.
 
     Parameters
@@ -475,8 +476,8 @@ class PatchAttentionDenoiser(nn.Module):
     channels : int
         Image channels (1 for grey).
     positional : bool
-        Add a learned encoding of the patch-relative offset to the scores: a per-head
-        bias on the squared distance ``|x - x'|²`` between pixels (zero at initialisation).
+        Add a learned relative positional encoding to the scores: a per-head weight on minus
+        the squared distance ``|x - x'|²`` between the pixels (zero at initialisation).
     patch_distance : int, optional
         Search radius (``None``: global).
 
@@ -502,12 +503,16 @@ class PatchAttentionDenoiser(nn.Module):
         self.channels = check_int(channels, "channels")
         self.patch_distance = None if patch_distance is None else check_int(patch_distance, "patch_distance", minimum=0)
         dim = self.patch_size**2 * self.channels
-        eye = torch.eye(dim).expand(self.num_heads, dim, dim)
-        self.proj = nn.Parameter(eye.clone())  # (heads, dim, dim); q = k = token @ proj[head]
+        # Head 0 starts at the identity, the others at random rotations: rotations leave every
+        # patch distance, hence the output, unchanged (the layer is still NLM), but they give the
+        # heads different gradients, without which identical heads would stay identical.
+        g = torch.Generator().manual_seed(0)
+        rotations = [torch.linalg.qr(torch.randn(dim, dim, generator=g, dtype=torch.float64))[0] for _ in range(self.num_heads - 1)]
+        self.proj = nn.Parameter(torch.stack([torch.eye(dim, dtype=torch.float64), *rotations]).float())  # q = k = token @ proj[head]
         self.h = check_positive(h, "h")
         self.log_h_scale = nn.Parameter(torch.zeros(self.num_heads))  # learned bandwidth h·e^scale per head
         self.mix = nn.Parameter(torch.zeros(self.num_heads))
-        self.pos_scale = nn.Parameter(torch.zeros(self.num_heads)) if positional else None
+        self.pos_weight = nn.Parameter(torch.zeros(self.num_heads)) if positional else None
 
     def forward(self, image) -> torch.Tensor:
         """Denoise ``image`` ``(H, W)`` or ``(H, W, C)``; returns a tensor of the same shape."""
@@ -520,9 +525,9 @@ class PatchAttentionDenoiser(nn.Module):
         q = tokens @ self.proj  # (heads, n, dim): query = key for self-attention
         scores = 2 * SCORES["neg_sq_dist"](q, q) / (self.h**2 * torch.exp(2 * self.log_h_scale))[:, None, None]
         pos = _pixel_grid(hh, ww, dtype=chw.dtype, device=chw.device)
-        if self.pos_scale is not None:
+        if self.pos_weight is not None:
             pos_sq = 2 * SCORES["neg_sq_dist"](pos, pos) / (hh * ww)  # -|x - x'|², scaled to the image
-            scores = scores + self.pos_scale[:, None, None] ** 2 * pos_sq
+            scores = scores + self.pos_weight[:, None, None] * pos_sq
         mask = None
         if self.patch_distance is not None:
             mask = (pos[:, None] - pos[None]).abs().amax(-1) <= self.patch_distance
