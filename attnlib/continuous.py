@@ -442,21 +442,29 @@ def _cov_1d(mu, sigma2, c_mu, c_s2, alpha: int):
     return M1, M2 - a * a / 3 * M0
 
 
+def _f64(*xs):
+    # The interval moments cancel catastrophically when the support is narrow next to an RBF:
+    # compute in float64 whatever the input's precision, and cast the result back.
+    return [x.double() for x in xs]
+
+
 class _ContinuousAttention1D(torch.autograd.Function):
     @staticmethod
     def forward(ctx, mu, sigma2, c_mu, c_s2, alpha):
         ctx.save_for_backward(mu, sigma2, c_mu, c_s2)
         ctx.alpha = alpha
-        return _forward_1d(mu, sigma2, c_mu, c_s2, alpha)
+        return _forward_1d(*_f64(mu, sigma2, c_mu, c_s2), alpha).to(mu.dtype)
 
     @staticmethod
     def backward(ctx, grad_r):
-        mu, sigma2, c_mu, c_s2 = ctx.saved_tensors
+        mu, sigma2, c_mu, c_s2 = _f64(*ctx.saved_tensors)
         cov_x, cov_xx = _cov_1d(mu, sigma2, c_mu, c_s2, ctx.alpha)
         # θ = (μ/σ², -1/(2σ²)): chain rule from ∂r/∂θ = cov to (μ, σ²), in centred statistics.
+        grad_r = grad_r.double()
         grad_mu = (grad_r * cov_x).sum(-1) / sigma2
         grad_s2 = (grad_r * cov_xx).sum(-1) / (2 * sigma2 * sigma2)
-        return grad_mu, grad_s2, None, None, None
+        dtype = ctx.saved_tensors[0].dtype
+        return grad_mu.to(dtype), grad_s2.to(dtype), None, None, None
 
 
 def _check_1d(mu, sigma2, basis, alpha):
@@ -584,11 +592,12 @@ class _ContinuousAttention2D(torch.autograd.Function):
     def forward(ctx, mu, Sigma, c_mu, c_s2, alpha, n_angles):
         ctx.save_for_backward(mu, Sigma, c_mu, c_s2)
         ctx.alpha, ctx.n_angles = alpha, n_angles
-        return _forward_2d(mu, Sigma, c_mu, c_s2, alpha, n_angles)
+        return _forward_2d(*_f64(mu, Sigma, c_mu, c_s2), alpha, n_angles).to(mu.dtype)
 
     @staticmethod
     def backward(ctx, grad_r):
-        mu, Sigma, c_mu, c_s2 = ctx.saved_tensors
+        mu, Sigma, c_mu, c_s2 = _f64(*ctx.saved_tensors)
+        dtype, grad_r = ctx.saved_tensors[0].dtype, grad_r.double()
         cov_x, cov_xx = _cov_2d(mu, Sigma, c_mu, c_s2, ctx.alpha, ctx.n_angles)
         P, _ = _inv2(Sigma)
         # θ = (Σ⁻¹μ, -½Σ⁻¹): ∂r/∂μ = Σ⁻¹cov(x, ψ), ∂r/∂Σ = ½Σ⁻¹cov(xxᵀ, ψ)Σ⁻¹ (centred statistics).
@@ -596,7 +605,7 @@ class _ContinuousAttention2D(torch.autograd.Function):
         g_xx = (grad_r[..., None, None] * cov_xx).sum(-3)
         grad_mu = (P @ g_x.unsqueeze(-1)).squeeze(-1)
         grad_Sigma = 0.5 * P @ g_xx @ P
-        return grad_mu, grad_Sigma, None, None, None, None
+        return grad_mu.to(dtype), grad_Sigma.to(dtype), None, None, None, None
 
 
 def _check_2d(mu, Sigma, basis, alpha, n_angles):
