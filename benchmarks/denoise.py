@@ -130,7 +130,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (CI)")
     parser.add_argument("--no-write", action="store_true", help="do not write the JSON")
+    parser.add_argument("--quality-only", action="store_true", help="redo the PSNR sweep, keep the committed speed rows")
     args = parser.parse_args()
+    if args.quality_only:
+        result = json.loads(RESULT.read_text())
+        result["quality_rows"] = quality_rows(args.quick)
+        result["quality_date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        RESULT.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+        return
     speed = speed_rows(args.quick)
     quality = quality_rows(args.quick)
     grey = {r["method"]: r for r in speed if r["image"].startswith("camera")}
