@@ -49,8 +49,10 @@ def site():
         text=True,
         cwd=ROOT,
     )
-    log = build.stdout[-6000:] + build.stderr[-6000:]
-    assert build.returncode == 0, f"the book did not build cleanly:\n{log}"
+    lines = (build.stdout + build.stderr).splitlines()
+    warnings = [line for line in lines if "WARNING" in line or "ERROR" in line or "Error" in line]
+    tail = "\n".join(lines[-40:])
+    assert build.returncode == 0, "the book did not build cleanly:\n" + "\n".join(warnings[:60]) + f"\n...\n{tail}"
     return SITE
 
 
