@@ -23,22 +23,19 @@ resident set before the call: everything the method allocates, inputs excluded.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import math
-import os
-import platform
 import statistics
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from attnlib.kernel_regression import nadaraya_watson, nadaraya_watson_streaming
 
-RESULT = Path(__file__).resolve().parent / "results" / "kernel_regression.json"
+from _common import machine, write_result  # benchmarks/ is on sys.path when a script runs
+
 TARGETS = {"peak_memory_mib": 1024, "streaming_over_sdpa_time": 1.5}
 
 
@@ -94,12 +91,9 @@ def main() -> None:
     parser.add_argument("--dims", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--dense-queries", type=int, default=64, help="queries per dense call")
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--output", type=Path, default=RESULT)
     args = parser.parse_args()
     if args.quick:
         args.n_train, args.n_query, args.repeats = 10_000, 100, 3
-        if args.output == RESULT:
-            args.output = Path("/tmp/kernel_regression_quick.json")
 
     rows = []
     for d in args.dims:
@@ -136,21 +130,14 @@ def main() -> None:
     print(json.dumps(summary, indent=1))
     record = {
         "benchmark": "streaming Nadaraya-Watson (attnlib) vs dense attention() and torch SDPA, Gaussian kernel, float32",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "torch": torch.__version__, "numpy": np.__version__,
-        },
-        "quick": args.quick,
+        "machine": machine(),
         "command": "python benchmarks/kernel_regression.py " + ("--quick" if args.quick else f"--n-query {args.n_query} --repeats {args.repeats}"),
         "memory_method": "growth of VmHWM over VmRSS, VmHWM reset via /proc/self/clear_refs before each call",
         "rows": rows,
         "summary": summary,
         "targets": TARGETS,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"wrote {args.output}")
+    print(f"wrote {write_result('kernel_regression', record, args.quick)}")
 
 
 if __name__ == "__main__":

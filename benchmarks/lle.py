@@ -6,19 +6,14 @@ attnlib / scikit-learn, and how closely the two embeddings agree (largest entry-
 difference after matching column signs, and the reconstruction errors).
 
     python benchmarks/lle.py           # the full run, writes benchmarks/results/lle.json
-    python benchmarks/lle.py --quick   # tiny sizes, a smoke test (< 30 s)
+    python benchmarks/lle.py --quick   # tiny sizes, a smoke test (< 30 s), to lle.quick.json
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
-import platform
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 import scipy
@@ -29,6 +24,8 @@ from sklearn.manifold import LocallyLinearEmbedding as SklearnLLE
 from threadpoolctl import threadpool_limits
 
 from attnlib.lle import LocallyLinearEmbedding
+
+from _common import machine, write_result  # benchmarks/ is on sys.path when a script runs
 
 SIZES = [2000, 10000]
 QUICK_SIZES = [300, 600]
@@ -83,18 +80,7 @@ def main(quick: bool = False, repeats: int | None = None) -> dict:
     return {
         "benchmark": "lle: LocallyLinearEmbedding.fit on a swiss roll, K = 12, 2 components, arpack; "
         "medians of interleaved repeats",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "cpu_count": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "blas_threads": 1,
-            "torch": torch.__version__,
-            "numpy": np.__version__,
-            "scipy": scipy.__version__,
-            "sklearn": sklearn.__version__,
-        },
-        "quick": quick,
+        "machine": machine(scipy=scipy.__version__, sklearn=sklearn.__version__, blas_threads="1"),
         "repeats": repeats,
         "rows": rows,
         "targets": TARGETS,
@@ -105,11 +91,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a smoke test")
     parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "lle.json")
     args = parser.parse_args()
     result = main(args.quick, args.repeats)
     worst = max(r["ratio_to_sklearn"] for r in result["rows"])
     print(f"worst ratio to sklearn {worst:.2f} (target {TARGETS['max_ratio_to_sklearn']})")
-    if not args.quick:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
-        print(f"wrote {args.out}")
+    print(f"wrote {write_result('lle', result, args.quick)}")
