@@ -568,7 +568,7 @@ def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
     if not need_cov:
         return c, R, I0, I2, None, None
     Ix = (w * M[2]) @ v
-    Ixx = torch.einsum("bnk,bki,bkj->bnij", w * M[3], v, v)
+    Ixx = ((w * M[3]) @ (v.unsqueeze(-1) * v.unsqueeze(-2)).flatten(-2)).unflatten(-1, (2, 2))
     return c, R, I0, I2, Ix, Ixx
 
 
