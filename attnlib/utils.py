@@ -60,7 +60,8 @@ def as_tensor(
         t = torch.from_numpy(x)
     else:
         try:
-            t = torch.as_tensor(np.asarray(x, dtype=np.float64), dtype=torch.get_default_dtype())
+            # Straight to the requested dtype: a detour through float32 would cost float64 callers precision.
+            t = torch.as_tensor(np.asarray(x, dtype=np.float64), dtype=dtype or torch.get_default_dtype())
         except (TypeError, ValueError) as err:
             raise ValueError(f"{name} must be array-like of numbers, got {type(x).__name__}") from err
     if dtype is not None or not t.is_floating_point():

@@ -23,6 +23,7 @@ def test_as_tensor_dtypes_and_devices():
     assert as_tensor(torch.zeros(2, dtype=torch.float16), "x").dtype == torch.float16
     assert as_tensor(torch.zeros(2, dtype=torch.int64), "x").dtype == torch.get_default_dtype()
     assert as_tensor([1.0], "x", dtype=torch.float64).dtype == torch.float64
+    assert as_tensor(0.3, "x", min_ndim=0, dtype=torch.float64).item() == 0.3  # no float32 detour
     assert torch.isinf(as_tensor([1.0, -np.inf], "x", allow_inf=True)).any()
 
 
