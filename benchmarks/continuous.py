@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
 import statistics
 import time
 from datetime import datetime, timezone
@@ -29,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from _common import RESULTS, machine  # benchmarks/ is on sys.path when a script runs
 from attnlib.continuous import (
     DigitClassifier,
     DocumentClassifier,
@@ -43,7 +43,7 @@ from attnlib.continuous import (
     truncated_parabola_pdf,
 )
 
-OUT = Path(__file__).parent / "results" / "continuous.json"
+OUT = RESULTS / "continuous.json"
 # Narrow RBFs (σ² = 10⁻³) seen from inside a wide ellipse subtend small angles: resolve them.
 N_ANGLES = 256
 
@@ -207,11 +207,13 @@ def main() -> None:
     parser.add_argument("--dims", type=int, nargs="+", default=[1, 2], help="timing: which dimensions to (re)measure")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
+    if args.quick and args.out == OUT:  # a quick run never replaces the committed results
+        args.out = RESULTS / "continuous.quick.json"
     result = json.loads(args.out.read_text()) if args.part != "all" and args.out.exists() else {}
     result.update(
         {
             "benchmark": "continuous attention: closed form vs numerical integration (forward + backward)",
-            "machine": {"platform": platform.platform(), "cpu_count": torch.get_num_threads(), "torch": torch.__version__, "numpy": np.__version__},
+            "machine": machine(),
             "quick": args.quick,
             "targets": {"speedup": 10.0, "accuracy_ratio": 1.0},
         }

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import platform
 import time
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from scipy import ndimage
 from skimage import color, data, img_as_float
 from skimage.restoration import denoise_nl_means
 
+from _common import machine, write_result  # benchmarks/ is on sys.path when a script runs
 from attnlib.denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
 from attnlib.training import train
 
@@ -144,15 +144,7 @@ def main():
     ours1 = grey["attnlib nonlocal_means, float32, 1 thread"]
     result = {
         "benchmark": "exact non-local means vs scikit-image denoise_nl_means",
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "cpu_count": __import__("os").cpu_count(),
-            "torch": torch.__version__,
-            "numpy": np.__version__,
-            "torch_threads": torch.get_num_threads(),
-        },
-        "quick": args.quick,
+        "machine": machine(),
         "rows": speed,
         "quality_rows": quality,
         "targets": {
@@ -162,9 +154,7 @@ def main():
     }
     print(json.dumps(result["targets"], indent=1))
     if not args.no_write:
-        RESULT.parent.mkdir(exist_ok=True)
-        RESULT.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
-        print(f"wrote {RESULT}")
+        print(f"wrote {write_result('denoise', result, args.quick)}")
 
 
 if __name__ == "__main__":
