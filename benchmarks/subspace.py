@@ -14,18 +14,14 @@ compared on that same subset.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import time
-from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
 import sklearn
-import torch
 from sklearn.linear_model import Lasso
 
+from _common import machine, write_result  # benchmarks/ is on sys.path when a script runs
 from attnlib.data import union_of_subspaces
 from attnlib.subspace import affinity, clustering_accuracy, self_expressive, spectral_clustering
 
@@ -94,24 +90,12 @@ def main():
         )
     result = {
         "benchmark": "SSC (attnlib.subspace, FISTA on working sets) vs column-by-column sklearn Lasso",
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": {
-            "platform": platform.platform(),
-            "cpu_count": os.cpu_count(),
-            "torch": torch.__version__,
-            "numpy": np.__version__,
-            "sklearn": sklearn.__version__,
-            "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
-        },
-        "quick": args.quick,
+        "machine": machine(sklearn=sklearn.__version__, OPENBLAS_NUM_THREADS=str(os.environ.get("OPENBLAS_NUM_THREADS"))),
         "protocol": "You et al. (2016): 5 subspaces of dim 6 in R^9, no noise; N = total points (N/5 per subspace); lam = 0.05",
         "rows": rows,
         "targets": {"accuracy_N1000": 0.97, "accuracy_N10000": 0.99, "seconds_N10000": 60, "speedup": 10},
     }
-    out = Path(__file__).parent / "results" / "subspace.json"
-    if not args.quick:
-        out.write_text(json.dumps(result, indent=2))
-        print(f"wrote {out}")
+    print(f"wrote {write_result('subspace', result, args.quick)}")
 
 
 if __name__ == "__main__":
