@@ -10,6 +10,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_WORKERS ?= 2
 # Built pages show a training loop's final progress line, not every refresh (attnlib.training).
 export ATTNLIB_PROGRESS := summary
+# One BLAS/OpenMP thread per process: the suite runs two processes on two cores, and
+# multi-threaded BLAS spin-waiting against a busy neighbour was seen to cost 5x in CPU time.
+export OMP_NUM_THREADS := 1
+export OPENBLAS_NUM_THREADS := 1
+export MKL_NUM_THREADS := 1
 
 .PHONY: book test serve setup browser stamp strip bench clean
 
