@@ -4,7 +4,7 @@ The estimator predicts at a query point a weighted average of the training targe
 weights being a kernel between the query and each training input, normalised to sum to
 one. That is attention with queries = the query points, keys = the training inputs and
 values = the training targets. For the Gaussian kernel the normalisation is a softmax of
-``-||x - x_j||² / (2σ²)``: :func:`attention` with ``score="neg_sq_dist"`` and
+``-||x - x_j||² / (2σ²)``: :func:`~attnlib.attention.attention` with ``score="neg_sq_dist"`` and
 ``temperature=σ²``. What attention adds is a learned projection ``q = W x, k = W x``;
 :class:`MetricNadarayaWatson` learns it.
 

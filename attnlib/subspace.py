@@ -537,7 +537,7 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
 
     Implements
     ----------
-    §5.1 of the self-expression paper (A = |C| + |Cᵀ|); Elhamifar & Vidal (2013), Sec. 3.
+    §5.1 of the self-expression paper (``A = |C| + |Cᵀ|``); Elhamifar & Vidal (2013), Sec. 3.
     """
     C = _as_coefficients(C)
     if normalize not in (None, "l1", "l2", "max"):
