@@ -17,6 +17,7 @@ convolution over a chunk of offsets), exponentiates, and accumulates. The weight
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -328,23 +329,48 @@ def _nlm_offsets(chw: torch.Tensor, s: int, d_rows: int, d_cols: int, h: float, 
     q_a = F.pad(base, (pad, pad), value=math.inf)
     q_b = F.pad(base, (pad, pad), value=-math.inf)
     vals = F.pad(chw, (pad, pad))  # zero values where the weights are zero
-    num = torch.zeros(c, hh + d_rows, ww + 2 * pad, dtype=dtype, device=dev)
-    den = torch.zeros(hh + d_rows, ww + 2 * pad, dtype=dtype, device=dev)
-    # The centre offset: distance max(-2σ²/h², 0) = 0, weight exactly one.
-    num[:, :hh, pad : pad + ww] += chw
-    den[:hh, pad : pad + ww] += 1
     wide = ww + 2 * d_cols  # weights are kept for x in [-d, W + d) so the mirrored reads stay in range
-    for dy, dx0, k in _offset_chunks(min(d_rows, hh - 1), d_cols, max_chunk):
-        rows_valid = hh - dy
-        strip = max(1, strip_elems // (k * (wide + 2 * r)))
-        kv_k = g.view(1, 1, -1, 1).repeat(k, 1, 1, 1).contiguous(memory_format=torch.channels_last)
-        kh_k = kh.view(1, 1, 1, -1).repeat(k, 1, 1, 1).contiguous(memory_format=torch.channels_last)
-        for y0 in range(0, rows_valid, strip):
-            y1 = min(rows_valid, y0 + strip)
-            dist = _patch_distances(q_a, q_b, y0, y1, dy, dx0, k, pad - d_cols, wide + 2 * r, r, c, var, kv_k, kh_k)
-            weights = dist.clamp_(min=floor, max=0).exp_()  # (y1 - y0, wide, k)
-            _accumulate(num, den, weights, vals, y0, y1, dy, dx0, k, pad, d_cols, ww)
-    return num[:, :hh, pad : pad + ww] / den[:hh, pad : pad + ww]
+
+    def accumulate(chunks):
+        num = torch.zeros(c, hh + d_rows, ww + 2 * pad, dtype=dtype, device=dev)
+        den = torch.zeros(hh + d_rows, ww + 2 * pad, dtype=dtype, device=dev)
+        for dy, dx0, k in chunks:
+            rows_valid = hh - dy
+            strip = max(1, strip_elems // (k * (wide + 2 * r)))
+            kv_k = g.view(1, 1, -1, 1).repeat(k, 1, 1, 1).contiguous(memory_format=torch.channels_last)
+            kh_k = kh.view(1, 1, 1, -1).repeat(k, 1, 1, 1).contiguous(memory_format=torch.channels_last)
+            for y0 in range(0, rows_valid, strip):
+                y1 = min(rows_valid, y0 + strip)
+                dist = _patch_distances(q_a, q_b, y0, y1, dy, dx0, k, pad - d_cols, wide + 2 * r, r, c, var, kv_k, kh_k)
+                weights = dist.clamp_(min=floor, max=0).exp_()  # (y1 - y0, wide, k)
+                _accumulate(num, den, weights, vals, y0, y1, dy, dx0, k, pad, d_cols, ww)
+        return num[:, :hh, pad : pad + ww], den[:hh, pad : pad + ww]
+
+    chunks = list(_offset_chunks(min(d_rows, hh - 1), d_cols, max_chunk))
+    sums = _in_parallel(accumulate, chunks) if dev.type == "cpu" else [accumulate(chunks)]
+    # The centre offset: distance max(-2σ²/h², 0) = 0, weight exactly one.
+    num = chw + sum(n for n, _ in sums)
+    den = 1 + sum(d for _, d in sums)
+    return num / den
+
+
+def _in_parallel(fn, items):
+    """``[fn(items[0::n]), ..., fn(items[n-1::n])]`` on ``n = torch.get_num_threads()`` Python threads.
+
+    Each step of exact NLM is a small tensor operation, too small for PyTorch's intra-op
+    threads (whose start-up and spin-waiting made two threads slower than one). Instead every
+    worker takes a share of the offsets, runs its operations on one thread (PyTorch releases
+    the GIL inside them) and keeps its own sums.
+    """
+    workers = min(torch.get_num_threads(), len(items))
+    if workers <= 1:
+        return [fn(items)]
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(fn, [items[i::workers] for i in range(workers)]))
+    finally:
+        torch.set_num_threads(workers)
 
 
 def _patch_distances(q_a, q_b, y0, y1, dy, dx0, k, col0, ncols, r, c, var, kv_k, kh_k):
@@ -422,7 +448,8 @@ def nonlocal_means(
         ``None`` ignores ``patch_distance`` and searches the whole image (truly global NLM).
     max_chunk, strip_elems : int
         Tuning: offsets handled per vectorised step, and elements per working buffer (which
-        bound the memory used, whatever the image or window size).
+        bound the memory used, whatever the image or window size). On a CPU the offsets are
+        shared between ``torch.get_num_threads()`` worker threads.
 
     Returns
     -------

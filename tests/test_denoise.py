@@ -114,6 +114,19 @@ def test_nonlocal_means_equals_float64_restatement(rng, shape, s, d, h, sigma):
         np.testing.assert_allclose(dn.nonlocal_means(img, s, d, h, sigma, **kw), ref, rtol=0, atol=1e-10)
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_nonlocal_means_worker_threads_share_the_offsets(rng, threads):
+    img = rng.random((12, 14, 2))
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        out = dn.nonlocal_means(img, 3, 4, 0.3, 0.05, max_chunk=2)
+        assert torch.get_num_threads() == threads  # the caller's setting is restored
+    finally:
+        torch.set_num_threads(before)
+    np.testing.assert_allclose(out, nlm_reference(img, 3, 4, 0.3, 0.05), rtol=0, atol=1e-10)
+
+
 def test_global_window_is_the_whole_image(rng):
     img = rng.random((7, 9))
     ref = nlm_reference(img, 3, 100, 0.2)
