@@ -138,14 +138,46 @@ def test_ssc_working_set_solves_the_full_problem(sk_objective, small):
     assert abs(ssc_objective(X, C, LAM) - sk_objective) <= 1e-6 * sk_objective
 
 
+@pytest.mark.parametrize("working_set", [None, 6, "auto"])
+def test_active_set_reaches_the_sklearn_lasso_optimum(gauss, sk_objective_gauss, working_set):
+    X, ref = gauss, sk_objective_gauss
+    C, info = self_expressive(X, "ssc", LAM, solver="active_set", working_set=working_set, tol=1e-9, return_info=True)
+    assert info.converged and info.rel_gap <= 1e-9
+    # an int working set (here the minimum, D + 1 keys) returns CSR and needs several rounds
+    assert sp.issparse(C) == (working_set == 6) and (info.n_rounds > 1 or working_set != 6)
+    C = C.toarray() if sp.issparse(C) else C
+    np.testing.assert_allclose(np.diag(C), 0.0)
+    assert abs(ssc_objective(X, C, LAM) - ref) <= 1e-6 * ref
+
+
+def test_active_set_equals_the_other_solvers_on_subspaces(small):
+    X = small.X  # points on subspaces: many ties and near-degenerate supports for the path
+    C = self_expressive(X, "ssc", 0.01, solver="active_set", working_set=8).toarray()
+    C_admm = self_expressive(X, "ssc", 0.01, solver="admm", tol=1e-12, max_iter=100_000)
+    np.testing.assert_allclose(C, C_admm, atol=1e-6)
+    for i in (0, 17, 35):  # and the row's Lasso by scikit-learn
+        others = np.arange(len(X)) != i
+        ref = Lasso(alpha=0.01 / X.shape[1], fit_intercept=False, tol=1e-14, max_iter=200_000).fit(X[others].T, X[i])
+        np.testing.assert_allclose(C[i, others], ref.coef_, atol=1e-6)
+
+
+def test_active_set_survives_duplicated_samples():
+    d = union_of_subspaces(2, 2, 4, 8, seed=6)
+    X = np.vstack([d.X, d.X[:3]])  # duplicated rows: singular Gram matrices, a non-unique Lasso
+    C, info = self_expressive(X, "ssc", LAM, solver="active_set", tol=1e-9, return_info=True)
+    assert info.converged and np.all(np.diag(C) == 0)
+    assert abs(ssc_objective(X, C, LAM) - ssc_objective(X, sklearn_ssc(X, LAM), LAM)) <= 1e-6 * ssc_objective(X, C, LAM)
+
+
 def test_ssc_per_sample_lambda_matches_sklearn(small):
     X = small.X[:18]
     lam = np.linspace(0.02, 0.1, len(X))
-    C = self_expressive(X, "ssc", lam, solver="fista", tol=1e-10)
-    for i in (0, 9, 17):
-        others = np.arange(len(X)) != i
-        ref = Lasso(alpha=lam[i] / X.shape[1], fit_intercept=False, tol=1e-12, max_iter=100_000).fit(X[others].T, X[i])
-        np.testing.assert_allclose(C[i, others], ref.coef_, atol=1e-5)
+    for solver in ("fista", "active_set"):
+        C = self_expressive(X, "ssc", lam, solver=solver, tol=1e-10)
+        for i in (0, 9, 17):
+            others = np.arange(len(X)) != i
+            ref = Lasso(alpha=lam[i] / X.shape[1], fit_intercept=False, tol=1e-12, max_iter=100_000).fit(X[others].T, X[i])
+            np.testing.assert_allclose(C[i, others], ref.coef_, atol=1e-5)
 
 
 @settings(deadline=None, max_examples=40)
@@ -180,6 +212,10 @@ def test_spectral_clustering_matches_sklearn_and_accuracy_is_hungarian():
     ref = SpectralClustering(3, affinity="precomputed", random_state=1).fit_predict(A)
     np.testing.assert_array_equal(labels, ref)
     assert clustering_accuracy(d.labels, labels) == 1.0
+    big = union_of_subspaces(3, 2, 6, 30, seed=2)  # LOBPCG, the choice above 2 000 samples
+    A = affinity(self_expressive(big.X, "ssc", 0.02))
+    ref = SpectralClustering(3, affinity="precomputed", random_state=0, eigen_solver="lobpcg").fit_predict(A)
+    np.testing.assert_array_equal(spectral_clustering(A, 3, eigen_solver="lobpcg"), ref)
     assert clustering_accuracy([0, 0, 1, 1, 2], [2, 2, 0, 0, 0]) == pytest.approx(0.8)
     # brute force over all relabellings
     from itertools import permutations
@@ -257,6 +293,10 @@ def test_bad_inputs(small):
         affinity(np.ones((3, 3)), keep=0)
     with pytest.raises(ValueError, match="symmetric"):
         spectral_clustering(np.array([[0, 1.0], [0, 0]]), 2)
+    with pytest.raises(ValueError, match="eigen_solver"):
+        spectral_clustering(np.ones((3, 3)), 2, eigen_solver="amg")
+    with pytest.raises(ValueError, match="working_set"):
+        self_expressive(X, solver="active_set", working_set=1)
     with pytest.raises(ValueError, match="n_clusters"):
         spectral_clustering(np.ones((3, 3)), 5)
     with pytest.raises(ValueError, match="same length"):
