@@ -118,10 +118,17 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- threshold search
 # All the searches below work in x-space: p ∝ [x - t]₊^q with q = 1/(α-1). On a CPU the cost
-# is memory traffic, not arithmetic, so rows are processed in blocks of about _BLOCK elements
-# that stay in the L2 cache through all the iterations, the gap d = [x - t]₊ is written into
-# the output block in place, and the reductions are plain sums or 2-norms (the fast ones).
-_BLOCK = 1 << 18
+# is memory traffic and per-operation overhead, not arithmetic, so rows are processed in
+# blocks of about _BLOCK elements whose working buffers stay in the L2 cache through all the
+# passes, and every pass is a plain elementwise operation or a sum/2-norm (the fast ones).
+# Two facts keep the passes few: the threshold of any subset of a row is a lower bound on the
+# row's threshold (dropping entries can only lower Σ [x - t]₊^q), so Newton can start from the
+# threshold of a small candidate subset, the row's "slab maxima", which usually holds the
+# whole support; and Newton from below never overshoots, so the pass that finds the step
+# negligible already holds the gaps [x - t]₊ of the output.
+_BLOCK = 1 << 17
+_SLABS = 8  # candidates per row: the maxima of _SLABS column slabs, each at least _MIN_SLAB wide
+_MIN_SLAB = 16
 
 
 def _blocks(x: torch.Tensor):
@@ -130,89 +137,175 @@ def _blocks(x: torch.Tensor):
     return [(i, min(i + step, x.shape[0])) for i in range(0, x.shape[0], step)]
 
 
-def _gap(x: torch.Tensor, t: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    return torch.sub(x, t, out=out).clamp_min_(0)
+def _candidates(x: torch.Tensor) -> torch.Tensor:
+    """A subset of each row of the 2-D ``x`` that holds its largest entries: the elementwise
+    maximum of ``k`` column slabs, plus the columns left over."""
+    n = x.shape[-1]
+    k = min(_SLABS, n // _MIN_SLAB)
+    if k < 2:
+        return x
+    w = n // k
+    if n == k * w:
+        return x.view(len(x), k, w).amax(1)
+    c = torch.maximum(x[:, :w], x[:, w : 2 * w])
+    for j in range(2, k):
+        torch.maximum(c, x[:, j * w : (j + 1) * w], out=c)
+    return torch.cat((c, x[:, k * w :]), 1)
 
 
-def _power_sums(d: torch.Tensor, q: float, work: torch.Tensor | None):
-    """``(Σ d^q, Σ d^(q-1))`` along the last dimension for ``d ≥ 0`` (``0^0`` counted as 0); may overwrite ``d``."""
-    if q == 1:
-        total = d.sum(-1, keepdim=True)
-        return total, d.sign_().sum(-1, keepdim=True)
-    if q == 2:
-        return torch.linalg.vector_norm(d, 2, -1, keepdim=True).square(), d.sum(-1, keepdim=True)
-    if q == 4:
-        d2 = torch.square(d, out=work)
-        return torch.linalg.vector_norm(d2, 2, -1, keepdim=True).square(), d2.mul_(d).sum(-1, keepdim=True)
-    dq1 = torch.pow(d, q - 1, out=work)
-    s = dq1.sum(-1, keepdim=True)
-    return dq1.mul_(d).sum(-1, keepdim=True), s
+def _gap_sums(x, t, alpha: float, d, work, n, s, finish: bool) -> None:
+    """The gaps ``d = [x - t]₊`` and their power sums, written into ``n`` and ``s``; with
+    ``finish``, ``d`` is then normalised into the weights ``p ∝ d^q`` in place.
 
-
-def _newton_threshold(
-    x: torch.Tensor, m: torch.Tensor, alpha: float, out: torch.Tensor, work: torch.Tensor | None
-) -> torch.Tensor:
-    """The threshold t of α-entmax for 1 < α ≤ 2 (Newton on ‖[(α-1)(x - t)]₊‖_q = 1, from below).
-
-    With ``d = [(α-1)(x - t)]₊``, ``N = Σ d^q`` and ``S = Σ d^{q-1}``, the update is
-    ``t += (N - N^{1-1/q}) / (S (α-1))``; at α = 2 (q = 1) it is Michelot's algorithm, which is
-    exact once the support stops changing. The gaps are scaled by α-1 (so that the largest is
-    at most 1 and ``d^q`` cannot overflow) except for q ∈ {1, 2, 4}, where the scale is
-    applied to the two sums instead, saving a pass.
+    The sums are kept in the form the pass gives them most cheaply (see :func:`_step`):
+    ``(Σd, Σd⁰)`` at q = 1, ``(‖d‖₂, Σd)`` at q = 2, ``(‖d²‖₂, Σd³)`` at q = 4, and otherwise,
+    for ``e = (α-1) d`` (scaled so that ``e^q`` cannot overflow), ``(Σe^q, Σe^(q-1))``.
     """
     am1 = alpha - 1
     q = 1 / am1
-    small_q = q in (1, 2, 4)
-    t = m - q  # the row max m carries the largest weight, which is at most 1
+    torch.sub(x, t, out=d).clamp_min_(0)
+    if q == 1:
+        torch.sum(d, -1, keepdim=True, out=n)
+        torch.sum(torch.sign(d, out=work), -1, keepdim=True, out=s)
+        if finish:
+            d.div_(n)
+    elif q == 2:
+        torch.linalg.vector_norm(d, 2, -1, keepdim=True, out=n)
+        torch.sum(d, -1, keepdim=True, out=s)
+        if finish:
+            d.div_(n).square_()
+    elif q == 4:
+        d2 = torch.square(d, out=work)
+        torch.linalg.vector_norm(d2, 2, -1, keepdim=True, out=n)
+        torch.sum(d2.mul_(d), -1, keepdim=True, out=s)
+        if finish:
+            d.square_().div_(n).square_()
+    else:
+        e = d.mul_(am1)
+        e1 = torch.pow(e, q - 1, out=work)
+        torch.sum(e1, -1, keepdim=True, out=s)
+        torch.sum(e1.mul_(e), -1, keepdim=True, out=n)
+        if finish:
+            d.pow_(q).div_(n)
+
+
+def _step(n: torch.Tensor, s: torch.Tensor, alpha: float) -> torch.Tensor:
+    """The Newton step, in units of x, on ``‖(α-1)[x - t]₊‖_q = 1`` from the sums of :func:`_gap_sums`.
+
+    With ``N = Σ d^q`` and ``S = Σ d^(q-1)`` it is ``(N - N^(1-1/q)/(α-1)) / S``; the function is
+    convex and decreasing in t, so from below the step never overshoots the root.
+    """
+    am1 = alpha - 1
+    q = 1 / am1
+    if q == 1:
+        return (n - 1) / s
+    if q == 2:
+        return n * (n - 2) / s
+    if q == 4:
+        r = n.sqrt()
+        return r * n * (r - 4) / s
+    return (n - n.pow(1 - am1)) / (s * am1)
+
+
+def _sum_s(n: torch.Tensor, s: torch.Tensor, alpha: float) -> torch.Tensor:
+    """``Σ p^(2-α) = S / N^(1-1/q)`` per row from the sums of :func:`_gap_sums` (for the backward pass)."""
+    q = 1 / (alpha - 1)
+    if q == 1:
+        return s
+    if q == 2:
+        return s / n
+    if q == 4:
+        return s / n.pow(1.5)
+    return s / n.pow(2 - alpha)
+
+
+def _newton_threshold(x: torch.Tensor, t: torch.Tensor, alpha: float) -> torch.Tensor:
+    """Newton from the per-row lower bound ``t`` to the threshold of each row of the 2-D ``x``
+    (small ``x``: the candidates); the result is still a lower bound."""
+    q = 1 / (alpha - 1)
     tol = 4 * torch.finfo(x.dtype).eps
-    last_s = None
+    d, work = torch.empty_like(x), None if q == 2 else torch.empty_like(x)
+    n, s = torch.empty_like(t), torch.empty_like(t)
     for _ in range(_MAX_ITER):
-        d = _gap(x, t, out)
-        n, s = _power_sums(d if small_q else d.mul_(am1), q, work)
-        if q == 1:
-            t += n.sub_(1).div_(s)
-            if last_s is not None and torch.equal(s, last_s):
-                break
-            last_s = s
-            continue
-        if small_q:
-            n, s = n.mul_(am1**q), s.mul_(am1 ** (q - 1))
-        step = n.sub_(n.pow(1 - am1)).div_(s)  # in units of (α-1) x
-        t += step.div(am1)
-        if (step <= tol * (1 + am1 * t.abs())).all():
+        _gap_sums(x, t, alpha, d, work, n, s, False)
+        step = _step(n, s, alpha)
+        if (step <= tol * (q + t.abs())).all():
             break
+        t = t + step.clamp_min_(0)
     return t
 
 
-def _entmax_blocks(x: torch.Tensor, alpha: float) -> torch.Tensor:
-    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D ``x``, block by block."""
+def _solve_blocks(x: torch.Tensor, t: torch.Tensor, alpha: float, p: torch.Tensor) -> torch.Tensor:
+    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D ``x`` into ``p``, by Newton from
+    the lower bound ``t``; returns the row sums of ``p^(2-α)``.
+
+    Each pass over a block computes the sums for the Newton step and, while the gaps are in
+    cache, the output as if ``t`` were already the threshold. Rows whose step was not
+    negligible take another pass: all rows while they are many, else only those, gathered.
+    """
     q = 1 / (alpha - 1)
-    out = torch.empty_like(x)
     blocks = _blocks(x)
-    work = None if q in (1, 2) else torch.empty_like(x[: blocks[0][1]])
-    m = _row_max(x)
-    for i, j in blocks:
-        xb, ob = x[i:j], out[i:j]
-        d = _gap(xb, _newton_threshold(xb, m[i:j], alpha, ob, None if work is None else work[: j - i]), ob)
-        if q != 1:
-            d = d.square_() if q == 2 else d.square_().square_() if q == 4 else d.mul_(alpha - 1).pow_(q)
-            d.div_(d.sum(-1, keepdim=True))
-    return out
+    work = None if q == 2 else torch.empty_like(x[: blocks[0][1]])
+    tol = 4 * torch.finfo(x.dtype).eps
+    n, s = torch.empty_like(t), torch.empty_like(t)
+    for _ in range(_MAX_ITER):
+        for i, j in blocks:
+            _gap_sums(x[i:j], t[i:j], alpha, p[i:j], None if work is None else work[: j - i], n[i:j], s[i:j], True)
+        step = _step(n, s, alpha)
+        todo = step > tol * (q + t.abs())
+        n_todo = int(todo.sum())
+        if n_todo == 0:
+            return _sum_s(n, s, alpha)
+        t = torch.where(todo, t + step, t)
+        if 4 * n_todo <= len(x):
+            break
+    else:  # not reached in practice: Newton converges quadratically
+        return _sum_s(n, s, alpha)
+    idx = torch.nonzero(todo.squeeze(1)).squeeze(1)
+    p_i = torch.empty_like(x[:n_todo])
+    sum_s = _sum_s(n, s, alpha).index_copy_(0, idx, _solve_blocks(x[idx], t[idx], alpha, p_i))
+    p.index_copy_(0, idx, p_i)
+    return sum_s
 
 
-def _jacobian_vector_blocks(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Tensor:
-    """``(Diag(s) - s sᵀ/1ᵀs) g`` per row with ``s = p^(2-α)`` (1 < α ≤ 2), block by block."""
-    grad = torch.empty_like(p)
-    blocks = _blocks(p)
-    work = torch.empty_like(p[: blocks[0][1]])
+def _lower_bound(x: torch.Tensor, alpha: float) -> torch.Tensor:
+    """A lower bound on the threshold of each row of the 2-D ``x``: that of its candidates
+    (found the same way, recursively), or ``max - q`` (the largest weight is at most 1)."""
+    cand = _candidates(x)
+    if cand is x:
+        return _row_max(x) - 1 / (alpha - 1)
+    return _newton_threshold(cand, _lower_bound(cand, alpha), alpha)
+
+
+def _entmax_blocks(x: torch.Tensor, alpha: float):
+    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D ``x``, and the row sums of ``p^(2-α)``."""
+    p = torch.empty_like(x)
+    return p, _solve_blocks(x, _lower_bound(x, alpha), alpha, p)
+
+
+def _jacobian_vector_blocks(p: torch.Tensor, sum_s: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Tensor:
+    """``(Diag(s) - s sᵀ/1ᵀs) g`` per row with ``s = p^(2-α)``, block by block.
+
+    ``s`` is made in cache without ``sqrt``/``pow`` of zeros, which are slow: the support
+    indicator at α = 2, and ``p·(p + tiny)^(-1/2)`` or ``p·(p + tiny)^(-1/4)`` at α = 1.5, 1.25.
+    """
+    q = 1 / (alpha - 1)
+    grad = torch.empty_like(g)
+    blocks = _blocks(g)
+    work = torch.empty_like(g[: blocks[0][1]])
+    tiny = torch.finfo(p.dtype).tiny
     for i, j in blocks:
         pb, gb, ob, sb = p[i:j], g[i:j], grad[i:j], work[: j - i]
-        if alpha == 2:
-            s = torch.sign(pb, out=sb)
+        if q == 1:
+            torch.sign(pb, out=sb)
+        elif q == 2:
+            torch.add(pb, tiny, out=sb).rsqrt_().mul_(pb)
+        elif q == 4:
+            torch.add(pb, tiny, out=sb).sqrt_().rsqrt_().mul_(pb)
         else:
-            s = torch.sqrt(pb, out=sb) if alpha == 1.5 else torch.pow(pb, 2 - alpha, out=sb)
-        mean = torch.mul(gb, s, out=ob).sum(-1, keepdim=True) / s.sum(-1, keepdim=True)
-        ob.sub_(s.mul_(mean))
+            sb = torch.where(pb > 0, pb.pow(2 - alpha), 0)
+        mean = torch.mul(gb, sb, out=ob).sum(-1, keepdim=True).div_(sum_s[i:j])
+        ob.addcmul_(sb, mean, value=-1)
     return grad
 
 
@@ -239,15 +332,15 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
 class _Sparsemax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        p = _entmax_blocks(_rows(x.to(_compute_dtype(x))), 2.0).view(x.shape)
-        ctx.save_for_backward(p)
+        p, support = _entmax_blocks(_rows(x.to(_compute_dtype(x))), 2.0)
+        ctx.save_for_backward(p, support)
         ctx.in_dtype = x.dtype
-        return p.to(x.dtype)
+        return p.view(x.shape).to(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        (p,) = ctx.saved_tensors
-        return _jacobian_vector_blocks(_rows(p), _rows(g.to(p.dtype)), 2.0).view(p.shape).to(ctx.in_dtype)
+        p, support = ctx.saved_tensors
+        return _jacobian_vector_blocks(p, support, _rows(g.to(p.dtype)), 2.0).view(g.shape).to(ctx.in_dtype)
 
 
 def sparsemax(x, dim: int = -1) -> torch.Tensor:
@@ -288,33 +381,32 @@ class _Entmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, alpha):
         cd = _compute_dtype(x)
-        if isinstance(alpha, torch.Tensor):
-            alpha = alpha.to(cd)
-            p = _bisect_entmax(x.to(cd), alpha)
-        elif alpha > 2:
-            p = _bisect_entmax(x.to(cd), alpha)
-        else:
-            p = _entmax_blocks(_rows(x.to(cd)), alpha).view(x.shape)
         ctx.alpha, ctx.in_dtype = alpha, x.dtype
-        ctx.save_for_backward(p)
-        return p.to(x.dtype)
+        if isinstance(alpha, torch.Tensor) or alpha > 2:
+            alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
+            ctx.alpha = alpha
+            p = _bisect_entmax(x.to(cd), alpha)
+            ctx.save_for_backward(p)
+            return p.to(x.dtype)
+        p, sum_s = _entmax_blocks(_rows(x.to(cd)), alpha)
+        ctx.save_for_backward(p, sum_s)
+        return p.view(x.shape).to(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
-        (p,) = ctx.saved_tensors
         alpha = ctx.alpha
-        g = g.to(p.dtype)
         if not isinstance(alpha, torch.Tensor) and alpha <= 2:
-            grad_x = _jacobian_vector_blocks(_rows(p), _rows(g), alpha).view(p.shape)
-        else:
-            s = torch.where(p > 0, p.pow(2 - alpha), 0)
-            sg = s * g
-            grad_x = sg - s * (sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True))
+            p, sum_s = ctx.saved_tensors
+            return _jacobian_vector_blocks(p, sum_s, _rows(g.to(p.dtype)), alpha).view(g.shape).to(ctx.in_dtype), None
+        (p,) = ctx.saved_tensors
+        g = g.to(p.dtype)
+        s = torch.where(p > 0, p.pow(2 - alpha), 0)
+        sg = s * g
+        grad_x = sg - s * (sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True))
         grad_alpha = None
         if ctx.needs_input_grad[1]:
             # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p), with q = 1/(α-1) and s̃ = s/Σs.
             q = 1 / (alpha - 1)
-            s = torch.where(p > 0, p.pow(2 - alpha), 0)
             skew = s / s.sum(-1, keepdim=True)
             plogp = torch.special.xlogy(p, p)
             dp = q * q * (p - skew) - q * (plogp - skew * plogp.sum(-1, keepdim=True))
