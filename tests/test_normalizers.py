@@ -285,3 +285,51 @@ def test_row_blocks_give_the_same_answer_and_gradient(alpha, monkeypatch):
     x = (torch.randn(2, 3, 17, dtype=F64) * 4).requires_grad_()
     torch.testing.assert_close(ours(x, alpha), reference(x, alpha), atol=1e-6, rtol=0)
     assert torch.autograd.gradcheck(lambda x: ours(x, alpha), (x,))
+
+
+# ----------------------------------------------------------------------------- the fast threshold search
+def hard_rows(n):
+    """Rows of width ``n`` that defeat the candidate start (the maxima of column slabs): large
+    scores stacked in one column of every slab, ties at the top, huge and tiny scales, and
+    easy rows (one clear winner) mixed with hard ones so that only a few rows take extra passes."""
+    rng = np.random.default_rng(1)
+    w = n // min(8, n // 16)
+    stacked = rng.normal(size=(3, n)) * 0.1
+    stacked[:, ::w] += np.linspace(3, 2, len(stacked[0, ::w]))  # one column of every slab
+    tied = np.round(rng.normal(size=(3, n)), 1)
+    tied[:, : n // 2] = tied.max()  # half the row tied at the top
+    easy = rng.normal(size=(20, n))
+    easy[:, 0] += 50
+    rows = [stacked, tied, rng.normal(size=(3, n)) * 1e-7, rng.normal(size=(3, n)) * 1e5, easy, rng.normal(size=(4, n)) * 3]
+    return torch.tensor(np.concatenate(rows), dtype=F64)
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.5, 1.75, 2.0])
+@pytest.mark.parametrize("n", [32, 100, 256, 4096])
+def test_candidate_start_is_a_safe_lower_bound(alpha, n):
+    x = hard_rows(n)
+    torch.testing.assert_close(ours(x, alpha), reference(x, alpha), atol=1e-6, rtol=0)
+    x32 = x.float()
+    torch.testing.assert_close(ours(x32, alpha).double(), reference(x32.double(), alpha), atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0])
+def test_gradcheck_on_rows_with_candidates_and_extra_passes(alpha, monkeypatch):
+    import attnlib.normalizers as N
+
+    monkeypatch.setattr(N, "_BLOCK", 300)  # several blocks, so rows converge in different passes
+    x = hard_rows(48)[::3].clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda x: ours(x, alpha), (x,))
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0])
+def test_backward_gives_zero_gradient_off_the_support(alpha):
+    x = hard_rows(64)
+    g = torch.randn_like(x)
+    xr = x.clone().requires_grad_()
+    p = ours(xr, alpha)
+    p.backward(g)
+    assert (xr.grad[p == 0] == 0).all()
+    xe = x.clone().requires_grad_()
+    reference(xe, alpha).backward(g)
+    torch.testing.assert_close(xr.grad, xe.grad, atol=1e-6, rtol=0)
