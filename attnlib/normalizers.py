@@ -8,9 +8,12 @@ puts exactly zero weight on low scores when α > 1.
 The threshold τ of sparsemax and entmax is found without sorting. Write ``z = (α-1) x`` and
 ``f(τ) = Σ [z - τ]₊^{1/(α-1)}``; the answer is the root of ``f(τ) = 1``. For α ≤ 2 the
 function ``g(τ) = ‖[z - τ]₊‖_{1/(α-1)}`` is convex and decreasing, so Newton's method on
-``g(τ) = 1`` started from the lower bound ``max(z) - 1`` climbs monotonically to the root and
-never overshoots; for α = 2 it is Michelot's algorithm, which stops exactly once the support
-is found. For α > 2 the threshold is bracketed and bisected.
+``g(τ) = 1`` started from a lower bound climbs monotonically to the root and never
+overshoots; for α = 2 it is Michelot's algorithm, which stops exactly once the support is
+found. The start is the threshold of a small subset of each row (a lower bound, since
+dropping entries can only lower it), which usually holds the whole support, so that one
+pass over the full row often suffices. This holds for a per-row tensor α too (learned α);
+for α > 2, where g is not convex, the threshold is bracketed and bisected.
 
 Importing this module registers ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as normalizers of
 :func:`attnlib.attention.attention`.
@@ -137,6 +140,19 @@ def _blocks(x: torch.Tensor):
     return [(i, min(i + step, x.shape[0])) for i in range(0, x.shape[0], step)]
 
 
+def _special_q(alpha) -> int:
+    """q = 1/(α-1) where it has a faster code path (1, 2 or 4), else 0 (also for a tensor α)."""
+    if isinstance(alpha, torch.Tensor):
+        return 0
+    q = 1 / (alpha - 1)
+    return int(q) if q in (1, 2, 4) else 0
+
+
+def _rows_of(alpha, rows):
+    """The α of some rows: ``alpha`` itself if it is a number, else those rows of the per-row column."""
+    return alpha[rows] if isinstance(alpha, torch.Tensor) else alpha
+
+
 def _candidates(x: torch.Tensor) -> torch.Tensor:
     """A subset of each row of the 2-D ``x`` that holds its largest entries: the elementwise
     maximum of ``k`` column slabs, plus the columns left over."""
@@ -153,7 +169,7 @@ def _candidates(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((c, x[:, k * w :]), 1)
 
 
-def _gap_sums(x, t, alpha: float, d, work, n, s, finish: bool) -> None:
+def _gap_sums(x, t, alpha, d, work, n, s, finish: bool) -> None:
     """The gaps ``d = [x - t]₊`` and their power sums, written into ``n`` and ``s``; with
     ``finish``, ``d`` is then normalised into the weights ``p ∝ d^q`` in place.
 
@@ -163,18 +179,19 @@ def _gap_sums(x, t, alpha: float, d, work, n, s, finish: bool) -> None:
     """
     am1 = alpha - 1
     q = 1 / am1
+    k = _special_q(alpha)
     torch.sub(x, t, out=d).clamp_min_(0)
-    if q == 1:
+    if k == 1:
         torch.sum(d, -1, keepdim=True, out=n)
         torch.sum(torch.sign(d, out=work), -1, keepdim=True, out=s)
         if finish:
             d.div_(n)
-    elif q == 2:
+    elif k == 2:
         torch.linalg.vector_norm(d, 2, -1, keepdim=True, out=n)
         torch.sum(d, -1, keepdim=True, out=s)
         if finish:
             d.div_(n).square_()
-    elif q == 4:
+    elif k == 4:
         d2 = torch.square(d, out=work)
         torch.linalg.vector_norm(d2, 2, -1, keepdim=True, out=n)
         torch.sum(d2.mul_(d), -1, keepdim=True, out=s)
@@ -189,42 +206,42 @@ def _gap_sums(x, t, alpha: float, d, work, n, s, finish: bool) -> None:
             d.pow_(q).div_(n)
 
 
-def _step(n: torch.Tensor, s: torch.Tensor, alpha: float) -> torch.Tensor:
+def _step(n: torch.Tensor, s: torch.Tensor, alpha) -> torch.Tensor:
     """The Newton step, in units of x, on ``‖(α-1)[x - t]₊‖_q = 1`` from the sums of :func:`_gap_sums`.
 
     With ``N = Σ d^q`` and ``S = Σ d^(q-1)`` it is ``(N - N^(1-1/q)/(α-1)) / S``; the function is
     convex and decreasing in t, so from below the step never overshoots the root.
     """
     am1 = alpha - 1
-    q = 1 / am1
-    if q == 1:
+    k = _special_q(alpha)
+    if k == 1:
         return (n - 1) / s
-    if q == 2:
+    if k == 2:
         return n * (n - 2) / s
-    if q == 4:
+    if k == 4:
         r = n.sqrt()
         return r * n * (r - 4) / s
     return (n - n.pow(1 - am1)) / (s * am1)
 
 
-def _sum_s(n: torch.Tensor, s: torch.Tensor, alpha: float) -> torch.Tensor:
+def _sum_s(n: torch.Tensor, s: torch.Tensor, alpha) -> torch.Tensor:
     """``Σ p^(2-α) = S / N^(1-1/q)`` per row from the sums of :func:`_gap_sums` (for the backward pass)."""
-    q = 1 / (alpha - 1)
-    if q == 1:
+    k = _special_q(alpha)
+    if k == 1:
         return s
-    if q == 2:
+    if k == 2:
         return s / n
-    if q == 4:
+    if k == 4:
         return s / n.pow(1.5)
     return s / n.pow(2 - alpha)
 
 
-def _newton_threshold(x: torch.Tensor, t: torch.Tensor, alpha: float) -> torch.Tensor:
+def _newton_threshold(x: torch.Tensor, t: torch.Tensor, alpha) -> torch.Tensor:
     """Newton from the per-row lower bound ``t`` to the threshold of each row of the 2-D ``x``
     (small ``x``: the candidates); the result is still a lower bound."""
     q = 1 / (alpha - 1)
     tol = 4 * torch.finfo(x.dtype).eps
-    d, work = torch.empty_like(x), None if q == 2 else torch.empty_like(x)
+    d, work = torch.empty_like(x), None if _special_q(alpha) == 2 else torch.empty_like(x)
     n, s = torch.empty_like(t), torch.empty_like(t)
     for _ in range(_MAX_ITER):
         _gap_sums(x, t, alpha, d, work, n, s, False)
@@ -235,7 +252,7 @@ def _newton_threshold(x: torch.Tensor, t: torch.Tensor, alpha: float) -> torch.T
     return t
 
 
-def _solve_blocks(x: torch.Tensor, t: torch.Tensor, alpha: float, p: torch.Tensor) -> torch.Tensor:
+def _solve_blocks(x: torch.Tensor, t: torch.Tensor, alpha, p: torch.Tensor) -> torch.Tensor:
     """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D ``x`` into ``p``, by Newton from
     the lower bound ``t``; returns the row sums of ``p^(2-α)``.
 
@@ -245,12 +262,13 @@ def _solve_blocks(x: torch.Tensor, t: torch.Tensor, alpha: float, p: torch.Tenso
     """
     q = 1 / (alpha - 1)
     blocks = _blocks(x)
-    work = None if q == 2 else torch.empty_like(x[: blocks[0][1]])
+    work = None if _special_q(alpha) == 2 else torch.empty_like(x[: blocks[0][1]])
     tol = 4 * torch.finfo(x.dtype).eps
     n, s = torch.empty_like(t), torch.empty_like(t)
     for _ in range(_MAX_ITER):
         for i, j in blocks:
-            _gap_sums(x[i:j], t[i:j], alpha, p[i:j], None if work is None else work[: j - i], n[i:j], s[i:j], True)
+            a = _rows_of(alpha, slice(i, j))
+            _gap_sums(x[i:j], t[i:j], a, p[i:j], None if work is None else work[: j - i], n[i:j], s[i:j], True)
         step = _step(n, s, alpha)
         todo = step > tol * (q + t.abs())
         n_todo = int(todo.sum())
@@ -263,12 +281,12 @@ def _solve_blocks(x: torch.Tensor, t: torch.Tensor, alpha: float, p: torch.Tenso
         return _sum_s(n, s, alpha)
     idx = torch.nonzero(todo.squeeze(1)).squeeze(1)
     p_i = torch.empty_like(x[:n_todo])
-    sum_s = _sum_s(n, s, alpha).index_copy_(0, idx, _solve_blocks(x[idx], t[idx], alpha, p_i))
+    sum_s = _sum_s(n, s, alpha).index_copy_(0, idx, _solve_blocks(x[idx], t[idx], _rows_of(alpha, idx), p_i))
     p.index_copy_(0, idx, p_i)
     return sum_s
 
 
-def _lower_bound(x: torch.Tensor, alpha: float) -> torch.Tensor:
+def _lower_bound(x: torch.Tensor, alpha) -> torch.Tensor:
     """A lower bound on the threshold of each row of the 2-D ``x``: that of its candidates
     (found the same way, recursively), or ``max - q`` (the largest weight is at most 1)."""
     cand = _candidates(x)
@@ -277,8 +295,11 @@ def _lower_bound(x: torch.Tensor, alpha: float) -> torch.Tensor:
     return _newton_threshold(cand, _lower_bound(cand, alpha), alpha)
 
 
-def _entmax_blocks(x: torch.Tensor, alpha: float):
-    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D ``x``, and the row sums of ``p^(2-α)``."""
+def _entmax_blocks(x: torch.Tensor, alpha):
+    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D ``x``, and the row sums of ``p^(2-α)``.
+
+    ``alpha`` is a number or a column of one α per row.
+    """
     p = torch.empty_like(x)
     return p, _solve_blocks(x, _lower_bound(x, alpha), alpha, p)
 
@@ -387,7 +408,11 @@ class _Entmax(torch.autograd.Function):
         if isinstance(alpha, torch.Tensor) or alpha > 2:
             alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
             ctx.alpha = alpha
-            p = _bisect_entmax(x.to(cd), alpha)
+            if isinstance(alpha, torch.Tensor) and (alpha <= 2).all():  # Newton, one α per row
+                per_row = alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
+                p = _entmax_blocks(_rows(x.to(cd)), per_row)[0].view(x.shape)
+            else:
+                p = _bisect_entmax(x.to(cd), alpha)
             ctx.save_for_backward(p)
             return p.to(x.dtype)
         p, sum_s = _entmax_blocks(_rows(x.to(cd)), alpha)

@@ -333,3 +333,17 @@ def test_backward_gives_zero_gradient_off_the_support(alpha):
     xe = x.clone().requires_grad_()
     reference(xe, alpha).backward(g)
     torch.testing.assert_close(xr.grad, xe.grad, atol=1e-6, rtol=0)
+
+
+def test_per_row_tensor_alpha_agrees_with_bisection_in_value_and_gradient():
+    x = hard_rows(64)
+    w = torch.randn_like(x)
+    for top in (2.0, 2.5):  # all α ≤ 2 (Newton), or one above 2 (bisection for all)
+        a1 = torch.linspace(1.05, top, len(x), dtype=F64)[:, None].requires_grad_()
+        a2 = a1.detach().clone().requires_grad_()
+        p = entmax(x, a1)
+        ref = E.entmax_bisect(x, a2, -1, n_iter=100)
+        torch.testing.assert_close(p, ref, atol=1e-6, rtol=0)
+        (p * w).sum().backward()
+        (ref * w).sum().backward()
+        torch.testing.assert_close(a1.grad, a2.grad, atol=1e-5, rtol=1e-5)
