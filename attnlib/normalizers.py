@@ -195,8 +195,8 @@ def _gap_sums(x, t, alpha, d, work, n, s, finish: bool) -> None:
         d2 = torch.square(d, out=work)
         torch.linalg.vector_norm(d2, 2, -1, keepdim=True, out=n)
         torch.sum(d2.mul_(d), -1, keepdim=True, out=s)
-        if finish:
-            d.square_().div_(n).square_()
+        if finish:  # d⁴ / Σd⁴, from the d³ left in work
+            d.mul_(d2).div_(n.square())
     else:
         e = d.mul_(am1)
         e1 = torch.pow(e, q - 1, out=work)
