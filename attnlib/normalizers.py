@@ -238,7 +238,8 @@ def _sum_s(n: torch.Tensor, s: torch.Tensor, alpha) -> torch.Tensor:
 
 def _newton_threshold(x: torch.Tensor, t: torch.Tensor, alpha) -> torch.Tensor:
     """Newton from the per-row lower bound ``t`` to the threshold of each row of the 2-D ``x``
-    (small ``x``: the candidates); the result is still a lower bound."""
+    (small ``x``: the candidates); the result is still a lower bound. Once at most half the
+    rows still move, only those are iterated on, gathered."""
     q = 1 / (alpha - 1)
     tol = 4 * torch.finfo(x.dtype).eps
     d, work = torch.empty_like(x), None if _special_q(alpha) == 2 else torch.empty_like(x)
@@ -246,9 +247,14 @@ def _newton_threshold(x: torch.Tensor, t: torch.Tensor, alpha) -> torch.Tensor:
     for _ in range(_MAX_ITER):
         _gap_sums(x, t, alpha, d, work, n, s, False)
         step = _step(n, s, alpha)
-        if (step <= tol * (q + t.abs())).all():
-            break
-        t = t + step.clamp_min_(0)
+        todo = step.abs() > tol * (q + t.abs())
+        n_todo = int(todo.sum())
+        if n_todo == 0:
+            return t
+        t = torch.where(todo, t + step, t)
+        if 2 * n_todo <= len(x):
+            idx = torch.nonzero(todo.squeeze(1)).squeeze(1)
+            return t.index_copy_(0, idx, _newton_threshold(x[idx], t[idx], _rows_of(alpha, idx)))
     return t
 
 
