@@ -6,7 +6,8 @@ Gaussian density, sparsemax (α = 2) into a truncated parabola or paraboloid who
 an interval or an ellipse. The values are a function ``V(t) = Bᵀ ψ(t)`` of N Gaussian radial
 basis functions ``ψ``, fitted to the discrete tokens by ridge regression, so the context
 vector ``E_p[V(t)] = Bᵀ r`` needs only ``r = E_p[ψ(t)]``, an N-vector computed here in closed
-form (or, for the 2-D truncated paraboloid, by one 1-D integral over the angle), with a
+form (or, for the 2-D truncated paraboloid, by one short Gauss–Legendre sum along the ellipse's
+major axis over closed-form chord integrals), with a
 backward pass given by the generalised covariance of Proposition 3 of Martins et al. (2020).
 
 Shapes follow the book's conventions: a batch of densities has ``mu`` of shape ``(batch,)``
@@ -16,6 +17,7 @@ the value coefficients ``B`` are ``(..., N, D)``.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, NamedTuple
 
@@ -385,15 +387,15 @@ def _normal_pdf(z: torch.Tensor) -> torch.Tensor:
     return torch.exp(-0.5 * z * z - _LOG_SQRT_2PI)
 
 
-def _interval_moments(lo, hi, m, s, kmax: int) -> list[torch.Tensor]:
-    """``∫_lo^hi x^k N(x; m, s²) dx`` for ``k = 0..kmax`` (≤ 3), from erf and the normal density at the ends."""
+def _interval_moments(lo, hi, m, s) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``∫_lo^hi x^k N(x; m, s²) dx`` for ``k = 0, 1, 2``, from erf and the normal density at the ends."""
     za, zb = (lo - m) / s, (hi - m) / s
     pa, pb = _normal_pdf(za), _normal_pdf(zb)
-    J = [_ndtr_diff(za, zb), pa - pb]
-    J.append(J[0] + za * pa - zb * pb)
-    J.append(2 * J[1] + za * za * pa - zb * zb * pb)
-    binom = ((1,), (1, 1), (1, 2, 1), (1, 3, 3, 1))
-    return [sum(c * m ** (k - i) * s**i * J[i] for i, c in enumerate(binom[k])) for k in range(kmax + 1)]
+    J0 = _ndtr_diff(za, zb)  # ∫ z^k φ(z) dz over [za, zb], k = 0, 1, 2
+    sJ1 = s * (pa - pb)
+    sJ2 = s * s * (J0 + za * pa - zb * pb)
+    # x = m + s z: the binomial expansion of x^k, in Horner form.
+    return J0, m * J0 + sJ1, m * (m * J0 + 2 * sJ1) + sJ2
 
 
 def _tp_radius(sigma2: torch.Tensor) -> torch.Tensor:
@@ -408,8 +410,9 @@ def _forward_1d(mu, sigma2, c_mu, c_s2, alpha: int) -> torch.Tensor:
         var = s2 + c_s2
         return torch.exp(-0.5 * m * m / var - 0.5 * torch.log(var) - _LOG_SQRT_2PI)
     a = _tp_radius(s2)
-    M0, _, M2 = _interval_moments(-a, a, m, torch.sqrt(c_s2), 2)
-    return a * a / (2 * s2) * M0 - M2 / (2 * s2)
+    M0, _, M2 = _interval_moments(-a, a, m, torch.sqrt(c_s2))
+    # An expectation of ψ ≥ 0: a negative value is round-off of the difference, far from every RBF.
+    return (a * a / (2 * s2) * M0 - M2 / (2 * s2)).clamp_min(0)
 
 
 def generalized_covariance_1d(mu, sigma2, basis: GaussianRBF, alpha: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
@@ -435,10 +438,10 @@ def _cov_1d(mu, sigma2, c_mu, c_s2, alpha: int):
         r = _forward_1d(mu, sigma2, c_mu, c_s2, 1)
         var = s2 + c_s2
         shift = s2 * m / var  # μ̃ - μ of the product density
-        post_var = s2 * c_s2 / var  # σ̃²
-        return r * shift, r * (post_var + shift * shift - s2)
+        # σ̃² - σ² = -σ⁴/(σ² + σ_j²), written so that nothing cancels for narrow densities
+        return r * shift, r * (shift * shift - s2 * s2 / var)
     a = _tp_radius(s2)
-    M0, M1, M2 = _interval_moments(-a, a, m, torch.sqrt(c_s2), 2)
+    M0, M1, M2 = _interval_moments(-a, a, m, torch.sqrt(c_s2))
     return M1, M2 - a * a / 3 * M0
 
 
@@ -526,57 +529,85 @@ def _gauss_cov_2d(mu, Sigma, c_mu, c_s2):
     delta = mu.unsqueeze(-2) - c_mu  # μ - μ_j
     Ad = (A @ delta.unsqueeze(-1)).squeeze(-1)
     r = torch.exp(-0.5 * (delta * Ad).sum(-1)) / (2 * math.pi * torch.sqrt(det))
-    # μ̃ - μ = -ΣAδ and Σ̃ = Σ - ΣAΣ: the product-of-Gaussians moments, written without Σ⁻¹.
+    # μ̃ - μ = -ΣAδ and Σ̃ - Σ = -ΣAΣ: the product-of-Gaussians moments, written without Σ⁻¹
+    # (and without forming Σ̃, whose difference from Σ would cancel for narrow densities).
     shift = -(S @ Ad.unsqueeze(-1)).squeeze(-1)
-    post = S - S @ A @ S
     cov_x = r.unsqueeze(-1) * shift
-    cov_xx = r[..., None, None] * (post + shift.unsqueeze(-1) * shift.unsqueeze(-2) - S)
+    cov_xx = r[..., None, None] * (shift.unsqueeze(-1) * shift.unsqueeze(-2) - S @ A @ S)
     return r, cov_x, cov_xx
 
 
-def _angles(n_angles: int, like: torch.Tensor) -> torch.Tensor:
-    w = torch.arange(n_angles, dtype=like.dtype, device=like.device) * (2 * math.pi / n_angles)
-    return torch.stack([torch.cos(w), torch.sin(w)], -1)  # (K, 2)
+def _principal_axes(Sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eigenvalues (largest first, ``(batch, 2)``) and eigenvectors (columns, ``(batch, 2, 2)``) of 2 × 2 SPD matrices, in closed form."""
+    p, q, s = Sigma[:, 0, 0], Sigma[:, 0, 1], Sigma[:, 1, 1]
+    half_gap = torch.sqrt((0.5 * (p - s)) ** 2 + q * q)
+    big = 0.5 * (p + s) + half_gap
+    lam = torch.stack([big, (p * s - q * q) / big], -1)  # the small one from the determinant: no cancellation
+    theta = 0.5 * torch.atan2(2 * q, p - s)
+    cos, sin = torch.cos(theta), torch.sin(theta)
+    return lam, torch.stack([torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], -2)
+
+
+_WINDOW = 8.0  # RBF standard deviations kept on either side of its centre: e^{-32} ≈ 1e-14 is dropped
+
+
+@functools.lru_cache(maxsize=16)
+def _leggauss(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.polynomial.legendre.leggauss(n)
+
+
+def _gauss_legendre(n: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    x, w = _leggauss(n)
+    return torch.as_tensor(x, dtype=like.dtype, device=like.device), torch.as_tensor(w, dtype=like.dtype, device=like.device)
 
 
 def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
-    """∫_supp ψ, ∫_supp ‖u‖²ψ and (if asked) ∫_supp xψ, ∫_supp xxᵀψ for the 2-D truncated paraboloid.
+    """∫_supp ψ, ∫_supp xᵀΣ⁻¹x ψ and (if asked) ∫_supp xψ, ∫_supp xxᵀψ for the 2-D truncated paraboloid.
 
-    With ``x = t - μ = L u`` (``Σ = LLᵀ``) the support is the disc ``‖u‖ ≤ R``. In polar
-    coordinates ``u = ρ e(ω)`` each RBF is a Gaussian in ρ along every ray, so the radial
-    integrals are closed form (interval moments) and only the angle is integrated
-    numerically, by the trapezoid rule, which converges geometrically for periodic functions.
+    Rotate to the ellipse's principal axes (``x = Q z``; the RBFs are isotropic, so they stay
+    isotropic) and slice the ellipse ``z₁²/a² + z₂²/b² ≤ 1`` into chords across the major
+    axis. On each chord the density is a quadratic and the RBF a Gaussian in ``z₂``, so the
+    chord integral is closed form (erf and the normal density at the chord's ends). What is
+    left is a 1-D integral along the major axis, written with ``z₁ = a sin φ`` (the chord's
+    half-length is then ``b cos φ``, and the square-root ends of the ellipse become smooth)
+    and integrated by ``n_angles``-point Gauss–Legendre on the window of ``φ`` where the RBF
+    is not negligible (``|z₁ - centre| ≤ 8σ_j``): the nodes follow each RBF, so narrow RBFs
+    in a wide ellipse cost no more than wide ones.
     """
-    Lc = torch.linalg.cholesky(Sigma)  # (batch, 2, 2)
-    det_L = Lc[:, 0, 0] * Lc[:, 1, 1]
-    c = torch.sqrt(1 / (math.pi * det_L))  # -λ of Eq. (11) with N = 2
+    lam, Q = _principal_axes(Sigma)
+    c = torch.sqrt(1 / (math.pi * torch.sqrt(lam[:, 0] * lam[:, 1])))  # -λ of Eq. (11) with N = 2
     R = torch.sqrt(2 * c)
-    v = _angles(n_angles, mu) @ Lc.transpose(-1, -2)  # (batch, K, 2): L e(ω)
-    delta = mu.unsqueeze(-2) - c_mu  # (batch, N, 2)
-    A = (v * v).sum(-1).unsqueeze(-2)  # (batch, 1, K)
-    Bq = delta @ v.transpose(-1, -2)  # (batch, N, K)
-    s2 = c_s2[:, None]
-    m, tau = -Bq / A, torch.sqrt(s2 / A)
-    # The ray's Gaussian exp(-‖δ + ρv‖²/(2s)) = exp(-(ρ-m)²/(2τ²)) × exp(-(‖δ‖² - Bq²/A)/(2s)).
-    resid = ((delta * delta).sum(-1, keepdim=True) - Bq * Bq / A).clamp_min(0)
-    scale = torch.exp(-0.5 * resid / s2) * tau / (s2 * math.sqrt(2 * math.pi))
-    kmax = 3
-    M = _interval_moments(torch.zeros_like(m), R[:, None, None], m, tau, kmax)
-    w = det_L[:, None, None] * (2 * math.pi / n_angles) * scale
-    I0 = (w * M[1]).sum(-1)
-    I2 = (w * M[3]).sum(-1)
+    a, b = (R[:, None] * lam.sqrt())[:, None].unbind(-1)  # semi-axes, (batch, 1)
+    d1, d2 = ((c_mu - mu.unsqueeze(-2)) @ Q).unbind(-1)  # RBF centres in the principal frame, (batch, N)
+    s = torch.sqrt(c_s2)
+    lo = torch.clamp((d1 - _WINDOW * s) / a, -1, 1).asin()
+    hi = torch.maximum(torch.clamp((d1 + _WINDOW * s) / a, -1, 1).asin(), lo)  # an empty window weighs 0
+    nodes, weights = _gauss_legendre(n_angles, mu)
+    half = (0.5 * (hi - lo)).unsqueeze(-1)
+    phi = (0.5 * (hi + lo)).unsqueeze(-1) + half * nodes  # (batch, N, K)
+    a, cos = a.unsqueeze(-1), torch.cos(phi)
+    z1, chord = a * torch.sin(phi), b.unsqueeze(-1) * cos
+    s = s.unsqueeze(-1)
+    J0, J1, J2 = _interval_moments(-chord, chord, d2.unsqueeze(-1), s)
+    # dz₁ = a cos φ dφ, and the RBF's factor along z₁ is a 1-D normal density.
+    w = half * weights * a * cos * _normal_pdf((z1 - d1.unsqueeze(-1)) / s) / s
+    wJ0 = w * J0
+    I0 = wJ0.sum(-1)
+    Izz = torch.stack([(wJ0 * z1 * z1).sum(-1), (w * J1 * z1).sum(-1), (w * J2).sum(-1)], -1)  # (11, 12, 22)
+    I2 = Izz[..., 0] / lam[:, :1] + Izz[..., 2] / lam[:, 1:]
     if not need_cov:
         return c, R, I0, I2, None, None
-    Ix = (w * M[2]) @ v
-    Ixx = ((w * M[3]) @ (v.unsqueeze(-1) * v.unsqueeze(-2)).flatten(-2)).unflatten(-1, (2, 2))
-    return c, R, I0, I2, Ix, Ixx
+    Iz = torch.stack([(wJ0 * z1).sum(-1), (w * J1).sum(-1)], -1)
+    Izz = torch.stack([Izz[..., :2], Izz[..., 1:]], -1)
+    Qn = Q.unsqueeze(-3)
+    return c, R, I0, I2, (Qn @ Iz.unsqueeze(-1)).squeeze(-1), Qn @ Izz @ Qn.transpose(-1, -2)
 
 
 def _forward_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int):
     if alpha == 1:
         return _gauss_cov_2d(mu, Sigma, c_mu, c_s2)[0]
     c, _, I0, I2, _, _ = _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles, need_cov=False)
-    return c[:, None] * I0 - 0.5 * I2
+    return (c[:, None] * I0 - 0.5 * I2).clamp_min(0)  # round-off aside, an expectation of ψ ≥ 0
 
 
 def _cov_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int):
@@ -618,7 +649,7 @@ def _check_2d(mu, Sigma, basis, alpha, n_angles):
     return mu, Sigma, _check_basis(basis, 2), _alpha(alpha), check_int(n_angles, "n_angles", minimum=8)
 
 
-def generalized_covariance_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 96):
+def generalized_covariance_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 48):
     """``cov_{p,2-α}(x, ψ)`` ``(batch, N, 2)`` and ``cov_{p,2-α}(xxᵀ, ψ)`` ``(batch, N, 2, 2)``, ``x = t - μ``.
 
     Implements
@@ -629,13 +660,15 @@ def generalized_covariance_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_a
     return _cov_2d(mu, Sigma, *basis.params(mu), alpha, n_angles)
 
 
-def continuous_attention_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 96) -> torch.Tensor:
+def continuous_attention_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 48) -> torch.Tensor:
     """``r = E_p[ψ(t)]`` for a batch of 2-D Gaussians (α = 1) or truncated paraboloids (α = 2).
 
     The score is ``f(t) = -½(t-μ)ᵀΣ⁻¹(t-μ)``. For α = 1 both passes are closed form
-    (Algorithm 1: products of Gaussians). For α = 2 the support is an ellipse; in polar
-    coordinates of the whitened plane the radial integrals are closed form, and the angle is
-    integrated with an ``n_angles``-point trapezoid rule. The backward pass is Proposition 3,
+    (Algorithm 1: products of Gaussians). For α = 2 the support is an ellipse: the integral
+    across each chord of the ellipse (parallel to its minor axis) is closed form, and the
+    integral along the major axis, in the angle ``φ`` of ``z₁ = a sin φ``, is an
+    ``n_angles``-point Gauss–Legendre sum on the window where each RBF is not negligible
+    (relative error about 1e-6 at 32 nodes, 1e-12 at 48). The backward pass is Proposition 3,
     ``∂r/∂θ = cov_{p,2-α}(φ, ψ)`` with ``φ(t) = (t, vec(ttᵀ))``, carried to μ and Σ.
 
     Parameters
@@ -649,7 +682,7 @@ def continuous_attention_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_ang
     alpha : {1, 2}
         1 for continuous softmax, 2 for continuous sparsemax.
     n_angles : int
-        Angular nodes for α = 2 (ignored for α = 1).
+        Gauss–Legendre nodes in the angle φ for α = 2 (ignored for α = 1).
 
     Returns
     -------
@@ -765,7 +798,7 @@ class ContinuousAttention2D(_ContinuousAttention):
         2-D basis of N functions.
     in_features, alpha, lam, min_var : as in :class:`ContinuousAttention1D`.
     n_angles : int
-        Angular nodes for α = 2.
+        Gauss–Legendre nodes for α = 2 (see :func:`continuous_attention_2d`).
 
     Implements
     ----------
@@ -774,7 +807,7 @@ class ContinuousAttention2D(_ContinuousAttention):
     """
 
     def __init__(
-        self, basis: GaussianRBF, in_features: int | None = None, *, alpha: int = 1, lam: float = 1e-3, min_var: float = 1e-4, n_angles: int = 96
+        self, basis: GaussianRBF, in_features: int | None = None, *, alpha: int = 1, lam: float = 1e-3, min_var: float = 1e-4, n_angles: int = 48
     ):
         super().__init__(basis, 2, in_features, alpha, lam, min_var, 5)
         self.n_angles = check_int(n_angles, "n_angles", minimum=8)
@@ -926,10 +959,25 @@ def cluttered_digits(n: int, size: int = 32, *, n_clutter: int = 4, noise: float
 class DigitClassifier(nn.Module):
     """A small CNN feature map on a grid, one attention read-out over the grid cells, a linear classifier.
 
-    ``kind`` is ``"discrete"`` (attention over the cells with a learned query) or
-    ``"continuous"``: the same discrete scores moment-matched to a 2-D Gaussian (α = 1) or
-    truncated paraboloid (α = 2), whose expectation of the RBF-fitted feature map is the
-    context, as in the paper's visual question answering model.
+    The encoder halves the resolution once (a ``size × size`` canvas gives a
+    ``size/2 × size/2`` grid) and its cells see 14 × 14 pixels, enough to hold an 8 × 8
+    digit whatever its offset; batch normalisation gets it off the loss plateau that a plain
+    CNN sits on for a hundred steps. ``kind`` is ``"discrete"`` (attention over the cells:
+    a learned query against a linear map of the cell features as keys, the features as
+    values) or ``"continuous"``: the same discrete weights moment-matched to a 2-D Gaussian
+    (α = 1) or truncated paraboloid (α = 2), whose expectation of the RBF-fitted feature map
+    is the context, as in the paper's visual question answering model.
+
+    Parameters
+    ----------
+    kind : {"discrete", "continuous"}
+    alpha : {1, 2}
+        Softmax / Gaussian or sparsemax / truncated paraboloid.
+    n_side : int
+        The continuous read-out's basis is an ``n_side × n_side`` grid of RBFs (match the feature grid).
+    channels : int
+        Feature size.
+    n_classes : int
 
     Implements
     ----------
@@ -941,22 +989,29 @@ class DigitClassifier(nn.Module):
         if kind not in ("discrete", "continuous"):
             raise ValueError(f"kind must be 'discrete' or 'continuous', got {kind!r}")
         self.kind, self.alpha = kind, _alpha(alpha)
+        channels, n_side = check_int(channels, "channels"), check_int(n_side, "n_side")
+
+        def block(c_in, c_out):
+            return [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU()]
+
         self.features = nn.Sequential(
-            nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, channels, 3, padding=1, stride=2), nn.ReLU(),
-            nn.Conv2d(channels, channels, 3, padding=1, stride=2), nn.ReLU(),
+            *block(1, 16), nn.MaxPool2d(2), *block(16, channels), *block(channels, channels),
+            nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(),
         )
+        self.key = nn.Linear(channels, channels)
         self.query = nn.Parameter(torch.randn(1, channels) / channels**0.5)
-        self.cont = ContinuousAttention2D(GaussianRBF.grid(n_side, 1.0 / (2 * n_side) ** 2), alpha=alpha, n_angles=48)
-        self.out = nn.Linear(channels, n_classes)
+        self.cont = ContinuousAttention2D(GaussianRBF.grid(n_side, 1.0 / (2 * n_side) ** 2), alpha=alpha, n_angles=32)
+        self.out = nn.Linear(channels, check_int(n_classes, "n_classes", minimum=2))
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, ContinuousAttentionOutput | None]:
         """Logits ``(batch, n_classes)``, discrete weights over the cells ``(batch, h·w)``, continuous read-out or None."""
         from .attention import attention
 
+        images = as_tensor(images, "images", ndim=4)
         F = self.features(images).permute(0, 2, 3, 1)  # (batch, h, w, channels)
         cells = F.flatten(1, 2)
         normalizer = "softmax" if self.alpha == 1 else "sparsemax"
-        out, weights = attention(self.query.expand(len(F), 1, -1), cells, cells, normalizer=normalizer)
+        out, weights = attention(self.query.expand(len(F), 1, -1), self.key(cells), cells, normalizer=normalizer)
         if self.kind == "discrete":
             return self.out(out[:, 0]), weights[:, 0], None
         cont = self.cont(F, weights=weights[:, 0])

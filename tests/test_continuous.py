@@ -18,6 +18,7 @@ from attnlib.continuous import (
     continuous_attention_2d,
     gaussian_pdf,
     generalized_covariance_1d,
+    generalized_covariance_2d,
     location_scale_pdf,
     ridge_value_coefficients,
     triangular_pdf,
@@ -196,6 +197,27 @@ def test_2d_attention_matches_dblquad(alpha):
                 w = 8 * np.sqrt(S.diagonal())
                 ref = integrate.dblquad(lambda y, x: gauss(x, y) * psi(x, y), m[0] - w[0], m[0] + w[0], m[1] - w[1], m[1] + w[1], epsabs=1e-11)[0]
             assert r[i, j].item() == pytest.approx(ref, abs=1e-6)
+
+
+def test_2d_paraboloid_with_narrow_rbfs_in_a_long_tilted_ellipse():
+    # The hard case for quadrature: RBFs 30× narrower than the ellipse, at its centre, its tip, its flank and just outside.
+    m, angle = np.array([0.45, 0.55]), 0.5
+    rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    S = rot @ np.diag([0.3, 0.004]) @ rot.T
+    R2 = 2 * (math.gamma(3) / np.sqrt(np.linalg.det(2 * np.pi * S))) ** 0.5  # the support is xᵀS⁻¹x ≤ R²
+    tip, flank = np.sqrt(R2 * 0.3) * rot[:, 0], np.sqrt(R2 * 0.004) * rot[:, 1]
+    centres = m + np.array([[0, 0], 0.97 * tip, -0.9 * flank, 1.02 * tip + 0.5 * flank])
+    s2 = 1e-3
+    basis = GaussianRBF(_t(centres), _t([s2] * 4))
+    r = continuous_attention_2d(_t(m[None]), _t(S[None]), basis, alpha=2)[0]
+    _, cov_xx = generalized_covariance_2d(_t(m[None]), _t(S[None]), basis, alpha=2)
+    for j, c in enumerate(centres):
+        psi = lambda x, y: np.exp(-((x - c[0]) ** 2 + (y - c[1]) ** 2) / (2 * s2)) / (2 * np.pi * s2)  # noqa: E731
+        assert r[j].item() == pytest.approx(ellipse_dblquad(lambda y, x: np_paraboloid(x, y, m, S) * psi(x, y), m, S), abs=1e-8)
+        # The 0-covariance of x₁x₂ with ψ: ∫_supp x₁x₂ψ minus the uniform-on-the-ellipse moment R²S₁₂/4 times ∫_supp ψ.
+        mass = ellipse_dblquad(lambda y, x: psi(x, y), m, S)
+        cross = ellipse_dblquad(lambda y, x: (x - m[0]) * (y - m[1]) * psi(x, y), m, S)
+        assert cov_xx[0, j, 0, 1].item() == pytest.approx(cross - R2 * S[0, 1] / 4 * mass, abs=1e-10)
 
 
 @settings(max_examples=20, deadline=None)
