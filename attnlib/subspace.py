@@ -496,7 +496,7 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
             S[np.arange(sel.size), sel] = 0.0
             worst[sel] = S.max(1)
             viol = worst[sel] > lam[sel, 0] * (1 + tol)
-            if viol.any():
+            if viol.any() and n_round < max_rounds:
                 # Refill the working set with the keys most correlated with the residual, the
                 # current support first (ranked +inf), then the most violated conditions.
                 v, Sv = sel[viol], S[viol]
@@ -504,10 +504,10 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
                 Sv[r, idx[v][r, j]] = np.inf
                 idx[v] = np.argpartition(-Sv, k - 1, axis=1)[:, :k]
                 coef[v] = 0.0
-                bad.append(v)
-        if not bad:
-            break
+            bad.append(sel[viol])
         todo = np.concatenate(bad)
+        if not todo.size:
+            break
     C = sp.csr_matrix((coef.ravel(), idx.ravel(), np.arange(0, N * k + 1, k)), shape=(N, N))
     C.eliminate_zeros()
     C.sort_indices()
@@ -515,8 +515,8 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
     primal = 0.5 * (R * R).sum(1) + lam[:, 0] * np.asarray(abs(C).sum(1)).ravel()
     theta = np.minimum(1.0, lam[:, 0] / np.maximum(worst, 1e-300))[:, None] * R
     gap = primal - (0.5 * (X * X).sum(1) - 0.5 * ((X - theta) ** 2).sum(1))
-    rel = float(max(gap.sum(), 0.0) / primal.sum())
-    return C, SolverInfo("active_set", steps, max_steps, tol, rel <= tol and not bad, rel, float(primal.sum()), n_round, k)
+    rel = float(max(gap.sum(), 0.0) / max(primal.sum(), 1e-300))
+    return C, SolverInfo("active_set", steps, max_steps, tol, rel <= tol and not todo.size, rel, float(primal.sum()), n_round, k)
 
 
 # ---------------------------------------------------------------------------------------
