@@ -13,7 +13,10 @@ from scipy import integrate, stats
 from attnlib.continuous import (
     ContinuousAttention1D,
     ContinuousAttention2D,
+    DigitClassifier,
+    DocumentClassifier,
     GaussianRBF,
+    cluttered_digits,
     continuous_attention_1d,
     continuous_attention_2d,
     gaussian_pdf,
@@ -21,6 +24,7 @@ from attnlib.continuous import (
     generalized_covariance_2d,
     location_scale_pdf,
     ridge_value_coefficients,
+    span_documents,
     triangular_pdf,
     truncated_parabola_pdf,
     truncated_paraboloid_pdf,
@@ -317,6 +321,31 @@ def test_modules_encoder_and_moment_matching():
     torch.testing.assert_close(out3.mu, w2 @ pos)
 
 
+
+def test_experiment_models_and_data():
+    torch.manual_seed(0)
+    data = cluttered_digits(6, size=16, seed=0)
+    assert data.images.shape == (6, 1, 16, 16) and data.labels.shape == (6,) and (data.corner <= 8).all()
+    # Without noise and clutter the canvas is one scikit-learn digit of the right label at the corner, zero elsewhere.
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    clean = cluttered_digits(3, size=12, n_clutter=0, noise=0.0, seed=1)
+    for image, label, (r, c) in zip(clean.images[:, 0].numpy(), clean.labels.tolist(), clean.corner.tolist()):
+        block = image[r : r + 8, c : c + 8].copy()
+        image[r : r + 8, c : c + 8] = 0
+        assert not image.any()
+        assert np.abs(digits.images[digits.target == label] / 16 - block).sum((1, 2)).min() < 1e-6
+    for kind, alpha in (("discrete", 2), ("continuous", 2)):
+        logits, w, cont = DigitClassifier(kind, alpha=alpha, n_side=8)(data.images)
+        assert logits.shape == (6, 10) and w.shape == (6, 64)
+        torch.testing.assert_close(w.sum(-1), torch.ones(6))
+        assert (cont is None) == (kind == "discrete")
+    docs = span_documents(4, 32, span=6, seed=0)
+    assert docs.tokens.shape == (4, 32) and ((docs.start >= 0) & (docs.start <= 26)).all()
+    logits, w, cont = DocumentClassifier(48, "combined", alpha=2, n_basis=8)(docs.tokens)
+    assert logits.shape == (4, 2) and w.shape == (4, 32) and cont.r.shape == (4, 8)
+
 # ------------------------------------------------------------------ bad inputs
 
 
@@ -353,3 +382,11 @@ def test_bad_inputs():
         ridge_value_coefficients(torch.randn(5, 3), torch.rand(5), BASIS_1D, lam=0)
     with pytest.raises(ValueError, match="weights"):
         ContinuousAttention1D(BASIS_1D)(torch.randn(2, 5, 3))
+    with pytest.raises(ValueError, match="kind"):
+        DigitClassifier("grid")
+    with pytest.raises(ValueError, match="kind"):
+        DocumentClassifier(48, "global")
+    with pytest.raises(ValueError, match="size"):
+        cluttered_digits(3, size=4)
+    with pytest.raises(ValueError, match="span"):
+        span_documents(3, 10, span=20)
