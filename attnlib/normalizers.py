@@ -121,9 +121,10 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- threshold search
 # All the searches below work in x-space: p ∝ [x - t]₊^q with q = 1/(α-1). On a CPU the cost
-# is memory traffic and per-operation overhead, not arithmetic, so rows are processed in
-# blocks of about _BLOCK elements whose working buffers stay in the L2 cache through all the
-# passes, and every pass is a plain elementwise operation or a sum/2-norm (the fast ones).
+# is memory traffic and per-operation overhead, not arithmetic. A pass over the data works
+# through the rows in blocks of about _BLOCK elements, small enough for the L2 cache, so that
+# its several operations (each a plain elementwise one or a sum/2-norm, the fast ones) find
+# their data there; the per-row bookkeeping between passes is done once for all rows.
 # Two facts keep the passes few: the threshold of any subset of a row is a lower bound on the
 # row's threshold (dropping entries can only lower Σ [x - t]₊^q), so Newton can start from the
 # threshold of a small candidate subset, the row's "slab maxima", which usually holds the

@@ -4,7 +4,10 @@ Forward + backward, float32, one CPU thread, on the shapes of the issue at score
 and 10. On a shared machine the load drifts over a run, so every comparison is paired: the
 methods are timed back to back in rounds, in an order that rotates from round to round,
 after a warm-up, with the garbage collector off; a ratio is the median over rounds of the
-per-round ratio, and the milliseconds are medians over rounds.
+per-round ratio, and the milliseconds are medians over rounds. Times are the CPU time of
+the process (one thread): on a quiet machine that is the wall time, and on a busy one it
+leaves out the time spent waiting for a core, which would otherwise land on whichever
+method happened to be running.
 
 - attnlib against torch.softmax (the tight target): many rounds of softmax and the three
   attnlib maps (sparsemax, 1.5-entmax, 1.25-entmax) together.
@@ -71,9 +74,9 @@ def rounds(fns: dict, x, g, n_rounds: int, warmup: int = 2) -> dict:
         for r in range(n_rounds):
             for k in range(len(names)):
                 name = names[(r + k) % len(names)]
-                t0 = time.perf_counter()
+                t0 = time.process_time()
                 fwd_bwd(fns[name], x, g)
-                times[name].append(time.perf_counter() - t0)
+                times[name].append(time.process_time() - t0)
     finally:
         gc.enable()
     return times
@@ -118,8 +121,8 @@ def main(quick: bool = False) -> dict:
                 )
     return {
         "benchmark": (
-            "normalizers: forward + backward, float32, CPU, one thread; medians over rounds that time "
-            "the methods back to back in rotating order, ratios the medians of the per-round ratios"
+            "normalizers: forward + backward, float32, CPU, one thread, process CPU time; medians over rounds "
+            "that time the methods back to back in rotating order, ratios the medians of the per-round ratios"
         ),
         "machine": machine(entmax=E.__version__),
         "rounds": {"attnlib_vs_softmax": n_softmax, "attnlib_vs_entmax": n_entmax},
