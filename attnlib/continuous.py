@@ -379,8 +379,8 @@ def ridge_value_coefficients(H, positions, basis: GaussianRBF, lam: float = 1e-3
 
 def _ndtr_diff(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``Φ(b) - Φ(a)`` for ``a ≤ b``, subtracting in whichever tail keeps precision."""
-    upper = a > 0
-    return torch.where(upper, ndtr(-a) - ndtr(-b), ndtr(b) - ndtr(a))
+    upper = a > 0  # both ends in the upper tail: Φ(b) - Φ(a) = Φ(-a) - Φ(-b)
+    return ndtr(torch.where(upper, -a, b)) - ndtr(torch.where(upper, -b, a))
 
 
 def _normal_pdf(z: torch.Tensor) -> torch.Tensor:
@@ -603,34 +603,38 @@ def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
     return c, R, I0, I2, (Qn @ Iz.unsqueeze(-1)).squeeze(-1), Qn @ Izz @ Qn.transpose(-1, -2)
 
 
-def _forward_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int):
+def _attention_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int, need_cov: bool):
+    """r and, if asked, ``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(xxᵀ, ψ)``: one pass over the quadrature nodes for all three."""
     if alpha == 1:
-        return _gauss_cov_2d(mu, Sigma, c_mu, c_s2)[0]
-    c, _, I0, I2, _, _ = _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles, need_cov=False)
-    return (c[:, None] * I0 - 0.5 * I2).clamp_min(0)  # round-off aside, an expectation of ψ ≥ 0
+        r, cov_x, cov_xx = _gauss_cov_2d(mu, Sigma, c_mu, c_s2)
+        return (r, cov_x, cov_xx) if need_cov else (r, None, None)
+    c, R, I0, I2, Ix, Ixx = _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles, need_cov)
+    r = (c[:, None] * I0 - 0.5 * I2).clamp_min(0)  # round-off aside, an expectation of ψ ≥ 0
+    if not need_cov:
+        return r, None, None
+    # The 0-covariance subtracts the uniform-on-the-ellipse moments: ∫x = 0, ∫xxᵀ/|supp| = R²Σ/4.
+    return r, Ix, Ixx - (R * R / 4)[:, None, None, None] * Sigma.unsqueeze(-3) * I0[..., None, None]
 
 
 def _cov_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int):
-    if alpha == 1:
-        return _gauss_cov_2d(mu, Sigma, c_mu, c_s2)[1:]
-    _, R, I0, _, Ix, Ixx = _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles, need_cov=True)
-    # The 0-covariance subtracts the uniform-on-the-ellipse moments: ∫x = 0, ∫xxᵀ/|supp| = R²Σ/4.
-    return Ix, Ixx - (R * R / 4)[:, None, None, None] * Sigma.unsqueeze(-3) * I0[..., None, None]
+    return _attention_2d(mu, Sigma, c_mu, c_s2, alpha, n_angles, need_cov=True)[1:]
 
 
 class _ContinuousAttention2D(torch.autograd.Function):
     @staticmethod
     def forward(ctx, mu, Sigma, c_mu, c_s2, alpha, n_angles):
-        ctx.save_for_backward(mu, Sigma, c_mu, c_s2)
-        ctx.alpha, ctx.n_angles = alpha, n_angles
-        return _forward_2d(*_f64(mu, Sigma, c_mu, c_s2), alpha, n_angles).to(mu.dtype)
+        # The covariances of the backward pass share the forward's nodes: compute them now if a gradient will be asked.
+        need_cov = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        r, cov_x, cov_xx = _attention_2d(*_f64(mu, Sigma, c_mu, c_s2), alpha, n_angles, need_cov)
+        if need_cov:
+            ctx.save_for_backward(Sigma, cov_x, cov_xx)
+        return r.to(mu.dtype)
 
     @staticmethod
     def backward(ctx, grad_r):
-        mu, Sigma, c_mu, c_s2 = _f64(*ctx.saved_tensors)
-        dtype, grad_r = ctx.saved_tensors[0].dtype, grad_r.double()
-        cov_x, cov_xx = _cov_2d(mu, Sigma, c_mu, c_s2, ctx.alpha, ctx.n_angles)
-        P, _ = _inv2(Sigma)
+        Sigma, cov_x, cov_xx = ctx.saved_tensors
+        dtype, grad_r = Sigma.dtype, grad_r.double()
+        P, _ = _inv2(Sigma.double())
         # θ = (Σ⁻¹μ, -½Σ⁻¹): ∂r/∂μ = Σ⁻¹cov(x, ψ), ∂r/∂Σ = ½Σ⁻¹cov(xxᵀ, ψ)Σ⁻¹ (centred statistics).
         g_x = (grad_r.unsqueeze(-1) * cov_x).sum(-2)
         g_xx = (grad_r[..., None, None] * cov_xx).sum(-3)
