@@ -359,20 +359,6 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- sparsemax
-class _Sparsemax(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        p, support = _entmax_blocks(_rows(x.to(_compute_dtype(x))), 2.0)
-        ctx.save_for_backward(p, support)
-        ctx.in_dtype = x.dtype
-        return p.view(x.shape).to(x.dtype)
-
-    @staticmethod
-    def backward(ctx, g):
-        p, support = ctx.saved_tensors
-        return _jacobian_vector_blocks(p, support, _rows(g.to(p.dtype)), 2.0).view(g.shape).to(ctx.in_dtype)
-
-
 def sparsemax(x, dim: int = -1) -> torch.Tensor:
     """Sparsemax along ``dim``: the Euclidean projection of ``x`` onto the probability simplex.
 
@@ -403,7 +389,7 @@ def sparsemax(x, dim: int = -1) -> torch.Tensor:
     is Eq. (14) with α = 2. The threshold is found by Michelot's (1986) algorithm.
     """
     x, dim = _check_scores(x, dim)
-    return _along_last(_Sparsemax.apply, x, dim)
+    return _along_last(_Entmax.apply, x, dim, 2.0)
 
 
 # ----------------------------------------------------------------------------- entmax
@@ -411,20 +397,19 @@ class _Entmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, alpha):
         cd = _compute_dtype(x)
+        alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
         ctx.alpha, ctx.in_dtype = alpha, x.dtype
-        if isinstance(alpha, torch.Tensor) or alpha > 2:
-            alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
-            ctx.alpha = alpha
-            if isinstance(alpha, torch.Tensor) and (alpha <= 2).all():  # Newton, one α per row
-                per_row = alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
-                p = _entmax_blocks(_rows(x.to(cd)), per_row)[0].view(x.shape)
-            else:
-                p = _bisect_entmax(x.to(cd), alpha)
-            ctx.save_for_backward(p)
-            return p.to(x.dtype)
-        p, sum_s = _entmax_blocks(_rows(x.to(cd)), alpha)
-        ctx.save_for_backward(p, sum_s)
-        return p.view(x.shape).to(x.dtype)
+        rows = _rows(x.to(cd))
+        if not isinstance(alpha, torch.Tensor) and alpha <= 2:
+            p, sum_s = _entmax_blocks(rows, alpha)
+            ctx.save_for_backward(p, sum_s)
+            return p.view(x.shape).to(x.dtype)
+        if isinstance(alpha, torch.Tensor) and (alpha <= 2).all():  # Newton, one α per row
+            p = _entmax_blocks(rows, alpha.expand(*x.shape[:-1], 1).reshape(-1, 1))[0].view(x.shape)
+        else:
+            p = _bisect_entmax(x.to(cd), alpha)
+        ctx.save_for_backward(p)
+        return p.to(x.dtype)
 
     @staticmethod
     def backward(ctx, g):
@@ -505,8 +490,6 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     if not isinstance(alpha, torch.Tensor):
         if alpha == 1:
             return _along_last(_Softmax.apply, x, dim)
-        if alpha == 2:
-            return _along_last(_Sparsemax.apply, x, dim)
     return _along_last(_Entmax.apply, x, dim, alpha)
 
 

@@ -363,15 +363,19 @@ def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=2
     return C, SolverInfo(solver, n_iter, max_iter, tol, rel <= tol and not bad.any(), rel, float(primal.sum()), n_round, k)
 
 
-def _sparse_gap(X, C, lam, block=1024):
-    """``_duality_gap`` for a sparse C with every sample as a key, forming X Xᵀ blockwise."""
+def _sparse_gap(X, C, lam, block=1024, worst=None):
+    """``_duality_gap`` for a sparse C with every sample as a key, forming X Xᵀ blockwise.
+
+    ``worst`` (``max_{j≠i} |x_j · r_i|`` per row), if the caller already has it, saves that pass.
+    """
     R = X - np.asarray(C @ X)
     primal = 0.5 * (R * R).sum(1) + lam[:, 0] * np.asarray(abs(C).sum(1)).ravel()
-    worst = np.empty(X.shape[0])
-    for s in range(0, X.shape[0], block):
-        S = np.abs(R[s : s + block] @ X.T)
-        S[np.arange(S.shape[0]), np.arange(s, s + S.shape[0])] = 0.0
-        worst[s : s + block] = S.max(1)
+    if worst is None:
+        worst = np.empty(X.shape[0])
+        for s in range(0, X.shape[0], block):
+            S = np.abs(R[s : s + block] @ X.T)
+            S[np.arange(S.shape[0]), np.arange(s, s + S.shape[0])] = 0.0
+            worst[s : s + block] = S.max(1)
     theta = np.minimum(1.0, lam[:, 0] / np.maximum(worst, 1e-300))[:, None] * R
     dual = 0.5 * (X * X).sum(1) - 0.5 * ((X - theta) ** 2).sum(1)
     return primal, primal - dual
@@ -511,10 +515,7 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
     C = sp.csr_matrix((coef.ravel(), idx.ravel(), np.arange(0, N * k + 1, k)), shape=(N, N))
     C.eliminate_zeros()
     C.sort_indices()
-    R = X - np.asarray(C @ X)
-    primal = 0.5 * (R * R).sum(1) + lam[:, 0] * np.asarray(abs(C).sum(1)).ravel()
-    theta = np.minimum(1.0, lam[:, 0] / np.maximum(worst, 1e-300))[:, None] * R
-    gap = primal - (0.5 * (X * X).sum(1) - 0.5 * ((X - theta) ** 2).sum(1))
+    primal, gap = _sparse_gap(X, C, lam, worst=worst)
     rel = float(max(gap.sum(), 0.0) / max(primal.sum(), 1e-300))
     return C, SolverInfo("active_set", steps, max_steps, tol, rel <= tol and not todo.size, rel, float(primal.sum()), n_round, k)
 

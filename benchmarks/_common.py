@@ -42,16 +42,16 @@ def machine(**versions: str) -> dict:
     }
 
 
-def median_seconds(fn, repeats: int = 5, warmup: int = 1) -> float:
-    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs."""
+def median_seconds(fn, repeats: int = 5, warmup: int = 0) -> tuple[float, object]:
+    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs, and its last result."""
     for _ in range(warmup):
         fn()
-    times = []
+    times, out = [], None
     for _ in range(repeats):
         start = time.perf_counter()
-        fn()
+        out = fn()
         times.append(time.perf_counter() - start)
-    return float(np.median(times))
+    return float(np.median(times)), out
 
 
 def write_result(name: str, payload: dict, quick: bool) -> Path:

@@ -23,15 +23,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from _common import RESULTS, machine  # benchmarks/ is on sys.path when a script runs
+from _common import RESULTS, machine, median_seconds  # benchmarks/ is on sys.path when a script runs
 from attnlib.continuous import (
     DigitClassifier,
     DocumentClassifier,
@@ -139,15 +137,6 @@ def value_and_grads(fn, mu, s, weights, chunk=None):
     return [torch.cat(parts) for parts in zip(*out)]
 
 
-def timed(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
-
-
 def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
     """Rows for ``dims``, appended to the kept ``rows`` of other dimensions; ``save`` gets the rows so far."""
     batch, repeats = (16, 3) if quick else (256, 3)
@@ -177,8 +166,8 @@ def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
                     ref = [torch.cat(p) for p in zip(*parts)]
                 # r, ∂μ and ∂σ² (∂Σ) differ in scale by up to 10⁶: each error relative to its quantity's largest entry.
                 err = lambda out: max(((a[sub] - b).abs().max() / b.abs().max()).item() for a, b in zip(out, ref))  # noqa: E731
-                t_closed = timed(lambda: value_and_grads(closed, mu, s, weights), repeats)
-                t_peer = timed(lambda: value_and_grads(peer, mu, s, weights, chunk=8 if dim == 2 else 64), repeats)
+                t_closed, _ = median_seconds(lambda: value_and_grads(closed, mu, s, weights), repeats)
+                t_peer, _ = median_seconds(lambda: value_and_grads(peer, mu, s, weights, chunk=8 if dim == 2 else 64), repeats)
                 e_closed, e_peer = err(value_and_grads(closed, mu, s, weights)), err(value_and_grads(peer, mu, s, weights, chunk=8 if dim == 2 else 64))
                 rows.append(
                     {

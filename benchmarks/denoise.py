@@ -27,7 +27,6 @@ import argparse
 import datetime
 import json
 import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -36,20 +35,11 @@ from scipy import ndimage
 from skimage import color, data, img_as_float
 from skimage.restoration import denoise_nl_means
 
-from _common import machine, write_result  # benchmarks/ is on sys.path when a script runs
+from _common import machine, median_seconds, write_result  # benchmarks/ is on sys.path when a script runs
 from attnlib.denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
 from attnlib.training import train
 
 RESULT = Path(__file__).parent / "results" / "denoise.json"
-
-
-def median_time(fn, repeats):
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), out
 
 
 def speed_rows(quick: bool):
@@ -65,14 +55,14 @@ def speed_rows(quick: bool):
             rng = np.random.default_rng(0)
             noisy = clean + 0.1 * rng.standard_normal(clean.shape)
             axis = -1 if clean.ndim == 3 else None
-            t_slow, slow = median_time(lambda: denoise_nl_means(noisy, fast_mode=False, channel_axis=axis, **params), 1)
-            t_fast, fast = median_time(lambda: denoise_nl_means(noisy, fast_mode=True, channel_axis=axis, **params), repeats)
+            t_slow, slow = median_seconds(lambda: denoise_nl_means(noisy, fast_mode=False, channel_axis=axis, **params), 1)
+            t_fast, fast = median_seconds(lambda: denoise_nl_means(noisy, fast_mode=True, channel_axis=axis, **params), repeats)
             noisy32 = noisy.astype(np.float32)
             default = torch.get_num_threads()
             torch.set_num_threads(1)
-            t_ours1, ours = median_time(lambda: nonlocal_means(noisy32, **params), repeats)
+            t_ours1, ours = median_seconds(lambda: nonlocal_means(noisy32, **params), repeats)
             torch.set_num_threads(threads)
-            t_ours, _ = median_time(lambda: nonlocal_means(noisy32, **params), repeats)
+            t_ours, _ = median_seconds(lambda: nonlocal_means(noisy32, **params), repeats)
             torch.set_num_threads(default)
             p_slow = psnr(clean, slow)
             for method, t, out in [
