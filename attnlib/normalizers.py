@@ -5,15 +5,9 @@ simplex (Def. 1 of the sparse-continuous attention paper): the Shannon negentrop
 softmax, the 2-Tsallis negentropy sparsemax, and the α-Tsallis negentropy α-entmax, which
 puts exactly zero weight on low scores when α > 1.
 
-The threshold τ of sparsemax and entmax is found without sorting. Write ``z = (α-1) x`` and
-``f(τ) = Σ [z - τ]₊^{1/(α-1)}``; the answer is the root of ``f(τ) = 1``. For α ≤ 2 the
-function ``g(τ) = ‖[z - τ]₊‖_{1/(α-1)}`` is convex and decreasing, so Newton's method on
-``g(τ) = 1`` started from a lower bound climbs monotonically to the root and never
-overshoots; for α = 2 it is Michelot's algorithm, which stops exactly once the support is
-found. The start is the threshold of a small subset of each row (a lower bound, since
-dropping entries can only lower it), which usually holds the whole support, so that one
-pass over the full row often suffices. This holds for a per-row tensor α too (learned α);
-for α > 2, where g is not convex, the threshold is bracketed and bisected.
+The threshold τ of sparsemax and entmax is found without sorting, by Newton's method from
+below (Michelot's algorithm at α = 2); on a CPU it runs as compiled loops over the rows, so
+that each row is read from memory once. See "threshold search" below.
 
 Importing this module registers ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as normalizers of
 :func:`attnlib.attention.attention`.
@@ -21,12 +15,15 @@ Importing this module registers ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as n
 
 from __future__ import annotations
 
+import functools
 import numbers
 
+import numba
+import numpy as np
 import torch
 
 from .attention import register_normalizer
-from .utils import as_tensor, check_in_range
+from .utils import as_tensor, check_in_range, in_parallel
 
 __all__ = [
     "softmax",
@@ -120,222 +117,186 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- threshold search
-# All the searches below work in x-space: p ∝ [x - t]₊^q with q = 1/(α-1). On a CPU the cost
-# is memory traffic and per-operation overhead, not arithmetic. A pass over the data works
-# through the rows in blocks of about _BLOCK elements, small enough for the L2 cache, so that
-# its several operations (each a plain elementwise one or a sum/2-norm, the fast ones) find
-# their data there; the per-row bookkeeping between passes is done once for all rows.
-# Two facts keep the passes few: the threshold of any subset of a row is a lower bound on the
-# row's threshold (dropping entries can only lower Σ [x - t]₊^q), so Newton can start from the
-# threshold of a small candidate subset, the row's "slab maxima", which usually holds the
-# whole support; and Newton from below never overshoots, so the pass that finds the step
-# negligible already holds the gaps [x - t]₊ of the output.
-_BLOCK = 1 << 17
-_SLABS = 8  # candidates per row: the maxima of _SLABS column slabs, each at least _MIN_SLAB wide
-_MIN_SLAB = 16
+# Write p ∝ [e]₊^q with e = (α-1)(x - t) and q = 1/(α-1). The weights sum to one at the
+# threshold t*, the root of g(t) = ‖[e]₊‖_q = 1. For α ≤ 2 (q ≥ 1), g is convex and decreasing
+# in t, so Newton's method started below t* climbs monotonically to it and never overshoots;
+# for α = 2 it is Michelot's algorithm, exact once the support stops changing. The start
+# ``max(x) - q`` is below t* because no weight exceeds one; it puts every e in [0, 1], so that
+# e^q neither overflows nor, for the largest, underflows, however large q is.
+#
+# On a CPU the search runs as compiled loops over the rows (numba): a row is read from memory
+# once, and every Newton pass over it then runs in cache, vectorised. Everywhere else (CUDA,
+# α > 2, where g is not convex) the threshold is bisected with tensor operations.
+_FASTMATH = {"nsz", "arcp", "contract", "reassoc"}  # not nnan/ninf: -inf marks masked keys
+_JIT = dict(fastmath=_FASTMATH, error_model="numpy")
+_inline = numba.njit(inline="always", **_JIT)
+_PARALLEL_MIN = 1 << 16  # elements below which splitting the rows between threads does not pay
 
 
-def _blocks(x: torch.Tensor):
-    """Row slices ``(start, stop)`` of the 2-D ``x``, each about ``_BLOCK`` elements."""
-    step = max(1, _BLOCK // x.shape[-1])
-    return [(i, min(i + step, x.shape[0])) for i in range(0, x.shape[0], step)]
+# Three small functions for each q: the powers (e^q, e^(q-1)) of a gap e ≥ 0, with e^0 read
+# as [e > 0]; N^(1-1/q) for the Newton step; and the Jacobian's s = p^(2-α) (Eq. 14).
+# q = 1, 2, 4 (α = 2, 1.5, 1.25) need no pow().
+def _powers_1(e, qm1, zero, one):
+    return e, one if e > zero else zero
 
 
-def _special_q(alpha) -> int:
-    """q = 1/(α-1) where it has a faster code path (1, 2 or 4), else 0 (also for a tensor α)."""
+def _root_1(n, am1):
+    return 1.0
+
+
+def _slope_1(p, am1, zero, one):
+    return one if p > zero else zero
+
+
+def _powers_2(e, qm1, zero, one):
+    return e * e, e
+
+
+def _root_2(n, am1):
+    return np.sqrt(n)
+
+
+def _slope_2(p, am1, zero, one):
+    return np.sqrt(p)
+
+
+def _powers_4(e, qm1, zero, one):
+    e2 = e * e
+    return e2 * e2, e2 * e
+
+
+def _root_4(n, am1):
+    r = np.sqrt(n)
+    return r * np.sqrt(r)
+
+
+def _slope_4(p, am1, zero, one):
+    r = np.sqrt(p)
+    return r * np.sqrt(r)
+
+
+def _powers_any(e, qm1, zero, one):
+    if e > zero:
+        b = e**qm1
+        return b * e, b
+    return zero, zero
+
+
+def _root_any(n, am1):
+    return n ** (1 - am1)
+
+
+def _slope_any(p, am1, zero, one):
+    return p ** (1 - am1) if p > zero else zero
+
+
+_FAMILIES = {
+    1: (_powers_1, _root_1, _slope_1),
+    2: (_powers_2, _root_2, _slope_2),
+    4: (_powers_4, _root_4, _slope_4),
+    0: (_powers_any, _root_any, _slope_any),
+}
+
+
+@functools.cache
+def _kernels(q: int):
+    """The compiled forward and backward row loops for q = 1/(α-1) (0: any 1 < α ≤ 2).
+
+    Each power family is compiled into its own loops (specialised and vectorised), on first use.
+    """
+    powers, root, slope = (_inline(f) for f in _FAMILIES[q])
+
+    @numba.njit(nogil=True, **_JIT)
+    def forward(x, top, am1, p):
+        """α-entmax of each row of ``x`` into ``p``; ``top`` holds the row maxima, ``am1`` α - 1 per row."""
+        dtype = x.dtype.type
+        zero, one = dtype(0), dtype(1)
+        eps = np.finfo(x.dtype).eps
+        for i in range(x.shape[0]):
+            xr, pr, a = x[i], p[i], am1[i]
+            q = 1 / a
+            c, qm1 = dtype(a), dtype(q - 1)  # α - 1 and q - 1 in the dtype of x
+            t = top[i] - q
+            tol = 4 * eps * (q + abs(t))
+            for _ in range(_MAX_ITER):
+                tt = dtype(t)
+                n = s = zero
+                for j in range(xr.shape[0]):
+                    w, v = powers(max(c * (xr[j] - tt), zero), qm1, zero, one)
+                    pr[j] = w
+                    n += w
+                    s += v
+                step = (n - root(n, a)) / (a * s)  # (g - 1) / -g'(t), in units of x
+                if step <= tol:  # t is the threshold: pr holds the weights, up to their sum n
+                    break
+                t += step
+            scale = one / n
+            for j in range(xr.shape[0]):
+                pr[j] *= scale
+
+    @numba.njit(nogil=True, **_JIT)
+    def backward(p, g, am1, out):
+        """The vector-Jacobian product ``(Diag(s) - s sᵀ/1ᵀs) g`` of each row, ``s = p^(2-α)``."""
+        zero, one = p.dtype.type(0), p.dtype.type(1)
+        for i in range(p.shape[0]):
+            pr, gr, o = p[i], g[i], out[i]
+            s_sum = sg_sum = zero
+            for j in range(pr.shape[0]):
+                s = slope(pr[j], am1[i], zero, one)
+                o[j] = s
+                s_sum += s
+                sg_sum += s * gr[j]
+            mean = sg_sum / s_sum
+            for j in range(pr.shape[0]):
+                o[j] *= gr[j] - mean
+
+    return forward, backward
+
+
+def _family(alpha) -> int:
+    """The q = 1/(α-1) of :data:`_FAMILIES` for ``alpha``, or 0 (also for a tensor α)."""
     if isinstance(alpha, torch.Tensor):
         return 0
     q = 1 / (alpha - 1)
     return int(q) if q in (1, 2, 4) else 0
 
 
-def _rows_of(alpha, rows):
-    """The α of some rows: ``alpha`` itself if it is a number, else those rows of the per-row column."""
-    return alpha[rows] if isinstance(alpha, torch.Tensor) else alpha
+def _run_rows(kernel, *tensors) -> None:
+    """``kernel`` on the rows of CPU tensors (as NumPy views), split between
+    ``torch.get_num_threads()`` threads when they are large (the kernels release the GIL)."""
+    arrays = [t.detach().numpy() for t in tensors]
+    rows = len(arrays[0])
+    chunk = -(-rows // torch.get_num_threads())
+    if arrays[0].size < _PARALLEL_MIN or chunk == rows:
+        kernel(*arrays)
+        return
+
+    def run(starts):
+        for i in starts:
+            kernel(*(a[i : i + chunk] for a in arrays))
+
+    in_parallel(run, list(range(0, rows, chunk)))
 
 
-def _candidates(x: torch.Tensor) -> torch.Tensor:
-    """A subset of each row of the 2-D ``x`` that holds its largest entries: the elementwise
-    maximum of ``k`` column slabs, plus the columns left over."""
-    n = x.shape[-1]
-    k = min(_SLABS, n // _MIN_SLAB)
-    if k < 2:
-        return x
-    w = n // k
-    if n == k * w and w >= 64:  # one reduction; for narrow slabs the chain below is faster
-        return x.view(len(x), k, w).amax(1)
-    c = torch.maximum(x[:, :w], x[:, w : 2 * w])
-    for j in range(2, k):
-        torch.maximum(c, x[:, j * w : (j + 1) * w], out=c)
-    return c if n == k * w else torch.cat((c, x[:, k * w :]), 1)
+def _alpha_rows(alpha, x: torch.Tensor) -> torch.Tensor:
+    """α - 1 for each row of the 2-D ``x`` (``alpha`` a number or a column), as a float64 vector."""
+    am1 = torch.as_tensor(alpha - 1, dtype=torch.float64)
+    return am1.expand(len(x), 1).reshape(-1).contiguous()
 
 
-def _gap_sums(x, t, alpha, d, work, n, s, finish: bool) -> None:
-    """The gaps ``d = [x - t]₊`` and their power sums, written into ``n`` and ``s``; with
-    ``finish``, ``d`` is then normalised into the weights ``p ∝ d^q`` in place.
-
-    The sums are kept in the form the pass gives them most cheaply (see :func:`_step`):
-    ``(Σd, Σd⁰)`` at q = 1, ``(‖d‖₂, Σd)`` at q = 2, ``(‖d²‖₂, Σd³)`` at q = 4, and otherwise,
-    for ``e = (α-1) d`` (scaled so that ``e^q`` cannot overflow), ``(Σe^q, Σe^(q-1))``.
-    """
-    am1 = alpha - 1
-    q = 1 / am1
-    k = _special_q(alpha)
-    torch.sub(x, t, out=d).clamp_min_(0)
-    if k == 1:
-        torch.sum(d, -1, keepdim=True, out=n)
-        torch.sum(torch.sign(d, out=work), -1, keepdim=True, out=s)
-        if finish:
-            d.div_(n)
-    elif k == 2:
-        torch.linalg.vector_norm(d, 2, -1, keepdim=True, out=n)
-        torch.sum(d, -1, keepdim=True, out=s)
-        if finish:
-            d.div_(n).square_()
-    elif k == 4:
-        d2 = torch.square(d, out=work)
-        torch.linalg.vector_norm(d2, 2, -1, keepdim=True, out=n)
-        torch.sum(d2.mul_(d), -1, keepdim=True, out=s)
-        if finish:  # d⁴ / Σd⁴, from the d³ left in work
-            d.mul_(d2).div_(n.square())
-    else:
-        e = d.mul_(am1)
-        e1 = torch.pow(e, q - 1, out=work)
-        torch.sum(e1, -1, keepdim=True, out=s)
-        torch.sum(e1.mul_(e), -1, keepdim=True, out=n)
-        if finish:
-            d.pow_(q).div_(n)
-
-
-def _step(n: torch.Tensor, s: torch.Tensor, alpha) -> torch.Tensor:
-    """The Newton step, in units of x, on ``‖(α-1)[x - t]₊‖_q = 1`` from the sums of :func:`_gap_sums`.
-
-    With ``N = Σ d^q`` and ``S = Σ d^(q-1)`` it is ``(N - N^(1-1/q)/(α-1)) / S``; the function is
-    convex and decreasing in t, so from below the step never overshoots the root.
-    """
-    am1 = alpha - 1
-    k = _special_q(alpha)
-    if k == 1:
-        return (n - 1) / s
-    if k == 2:
-        return n * (n - 2) / s
-    if k == 4:
-        r = n.sqrt()
-        return r * n * (r - 4) / s
-    return (n - n.pow(1 - am1)) / (s * am1)
-
-
-def _sum_s(n: torch.Tensor, s: torch.Tensor, alpha) -> torch.Tensor:
-    """``Σ p^(2-α) = S / N^(1-1/q)`` per row from the sums of :func:`_gap_sums` (for the backward pass)."""
-    k = _special_q(alpha)
-    if k == 1:
-        return s
-    if k == 2:
-        return s / n
-    if k == 4:
-        return s / n.pow(1.5)
-    return s / n.pow(2 - alpha)
-
-
-def _newton_threshold(x: torch.Tensor, t: torch.Tensor, alpha) -> torch.Tensor:
-    """Newton from the per-row lower bound ``t`` to the threshold of each row of the 2-D ``x``
-    (small ``x``: the candidates); the result is still a lower bound. Once at most half the
-    rows still move, only those are iterated on, gathered."""
-    q = 1 / (alpha - 1)
-    tol = 4 * torch.finfo(x.dtype).eps
-    d, work = torch.empty_like(x), None if _special_q(alpha) == 2 else torch.empty_like(x)
-    n, s = torch.empty_like(t), torch.empty_like(t)
-    for _ in range(_MAX_ITER):
-        _gap_sums(x, t, alpha, d, work, n, s, False)
-        step = _step(n, s, alpha)
-        todo = step.abs() > tol * (q + t.abs())
-        n_todo = int(todo.sum())
-        if n_todo == 0:
-            return t
-        t = torch.where(todo, t + step, t)
-        if 2 * n_todo <= len(x):
-            idx = torch.nonzero(todo.squeeze(1)).squeeze(1)
-            return t.index_copy_(0, idx, _newton_threshold(x[idx], t[idx], _rows_of(alpha, idx)))
-    return t
-
-
-def _solve_blocks(x: torch.Tensor, t: torch.Tensor, alpha, p: torch.Tensor) -> torch.Tensor:
-    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D ``x`` into ``p``, by Newton from
-    the lower bound ``t``; returns the row sums of ``p^(2-α)``.
-
-    Each pass over a block computes the sums for the Newton step and, while the gaps are in
-    cache, the output as if ``t`` were already the threshold. Rows whose step was not
-    negligible take another pass: all rows while they are many, else only those, gathered.
-    """
-    q = 1 / (alpha - 1)
-    blocks = _blocks(x)
-    work = None if _special_q(alpha) == 2 else torch.empty_like(x[: blocks[0][1]])
-    tol = 4 * torch.finfo(x.dtype).eps
-    n, s = torch.empty_like(t), torch.empty_like(t)
-    for _ in range(_MAX_ITER):
-        for i, j in blocks:
-            a = _rows_of(alpha, slice(i, j))
-            _gap_sums(x[i:j], t[i:j], a, p[i:j], None if work is None else work[: j - i], n[i:j], s[i:j], True)
-        step = _step(n, s, alpha)
-        todo = step > tol * (q + t.abs())
-        n_todo = int(todo.sum())
-        if n_todo == 0:
-            return _sum_s(n, s, alpha)
-        t = torch.where(todo, t + step, t)
-        if 4 * n_todo <= len(x):
-            break
-    else:  # not reached in practice: Newton converges quadratically
-        return _sum_s(n, s, alpha)
-    idx = torch.nonzero(todo.squeeze(1)).squeeze(1)
-    p_i = torch.empty_like(x[:n_todo])
-    sum_s = _sum_s(n, s, alpha).index_copy_(0, idx, _solve_blocks(x[idx], t[idx], _rows_of(alpha, idx), p_i))
-    p.index_copy_(0, idx, p_i)
-    return sum_s
-
-
-def _lower_bound(x: torch.Tensor, alpha) -> torch.Tensor:
-    """A lower bound on the threshold of each row of the 2-D ``x``: that of its candidates
-    (found the same way, recursively), or ``max - q`` (the largest weight is at most 1)."""
-    cand = _candidates(x)
-    if cand is x:
-        return _row_max(x) - 1 / (alpha - 1)
-    return _newton_threshold(cand, _lower_bound(cand, alpha), alpha)
-
-
-def _entmax_blocks(x: torch.Tensor, alpha):
-    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D ``x``, and the row sums of ``p^(2-α)``.
-
-    ``alpha`` is a number or a column of one α per row.
-    """
+def _entmax_cpu(x: torch.Tensor, alpha) -> torch.Tensor:
+    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D CPU tensor ``x``."""
     p = torch.empty_like(x)
-    return p, _solve_blocks(x, _lower_bound(x, alpha), alpha, p)
+    forward, _ = _kernels(_family(alpha))
+    _run_rows(forward, x, _row_max(x).squeeze(1), _alpha_rows(alpha, x), p)
+    return p
 
 
-def _jacobian_vector_blocks(p: torch.Tensor, sum_s: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Tensor:
-    """``(Diag(s) - s sᵀ/1ᵀs) g`` per row with ``s = p^(2-α)``, block by block.
-
-    ``s`` is made in cache without ``sqrt``/``pow`` of zeros, which are an order of magnitude
-    slower than of positive numbers: the support indicator at α = 2, ``√(p + tiny) - √tiny``
-    at α = 1.5 (√tiny is a power of two, so zeros stay exactly zero), ``p·(p + tiny)^(-1/4)``
-    at α = 1.25.
-    """
-    q = 1 / (alpha - 1)
-    grad = torch.empty_like(g)
-    blocks = _blocks(g)
-    work = torch.empty_like(g[: blocks[0][1]])
-    tiny = torch.finfo(p.dtype).tiny
-    for i, j in blocks:
-        pb, gb, ob, sb = p[i:j], g[i:j], grad[i:j], work[: j - i]
-        if q == 1:
-            torch.sign(pb, out=sb)
-        elif q == 2:
-            torch.add(pb, tiny, out=sb).sqrt_().sub_(tiny**0.5)
-        elif q == 4:
-            torch.add(pb, tiny, out=sb).sqrt_().rsqrt_().mul_(pb)
-        else:
-            sb = torch.where(pb > 0, pb.pow(2 - alpha), 0)
-        mean = torch.mul(gb, sb, out=ob).sum(-1, keepdim=True).div_(sum_s[i:j])
-        ob.addcmul_(sb, mean, value=-1)
+def _entmax_vjp_cpu(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Tensor:
+    """The gradient of α-entmax in its scores, rows of the 2-D CPU ``p``, given the output gradient ``g``."""
+    grad = torch.empty_like(p)
+    _, backward = _kernels(_family(alpha))
+    _run_rows(backward, p, g, _alpha_rows(alpha, p), grad)
     return grad
 
 
@@ -399,13 +360,11 @@ class _Entmax(torch.autograd.Function):
         cd = _compute_dtype(x)
         alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
         ctx.alpha, ctx.in_dtype = alpha, x.dtype
-        rows = _rows(x.to(cd))
-        if not isinstance(alpha, torch.Tensor) and alpha <= 2:
-            p, sum_s = _entmax_blocks(rows, alpha)
-            ctx.save_for_backward(p, sum_s)
-            return p.view(x.shape).to(x.dtype)
-        if isinstance(alpha, torch.Tensor) and (alpha <= 2).all():  # Newton, one α per row
-            p = _entmax_blocks(rows, alpha.expand(*x.shape[:-1], 1).reshape(-1, 1))[0].view(x.shape)
+        newton = bool((alpha <= 2).all()) if isinstance(alpha, torch.Tensor) else alpha <= 2
+        ctx.compiled = newton and x.device.type == "cpu"
+        if ctx.compiled:
+            a = alpha.expand(*x.shape[:-1], 1).reshape(-1, 1) if isinstance(alpha, torch.Tensor) else alpha
+            p = _entmax_cpu(_rows(x.to(cd)), a).view(x.shape)
         else:
             p = _bisect_entmax(x.to(cd), alpha)
         ctx.save_for_backward(p)
@@ -414,11 +373,10 @@ class _Entmax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         alpha = ctx.alpha
-        if not isinstance(alpha, torch.Tensor) and alpha <= 2:
-            p, sum_s = ctx.saved_tensors
-            return _jacobian_vector_blocks(p, sum_s, _rows(g.to(p.dtype)), alpha).view(g.shape).to(ctx.in_dtype), None
         (p,) = ctx.saved_tensors
         g = g.to(p.dtype)
+        if ctx.compiled and not isinstance(alpha, torch.Tensor):
+            return _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape).to(ctx.in_dtype), None
         s = torch.where(p > 0, p.pow(2 - alpha), 0)
         sg = s * g
         grad_x = sg - s * (sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True))
