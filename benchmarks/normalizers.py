@@ -8,8 +8,9 @@ per-round ratio, and the milliseconds are medians over rounds. Times are the CPU
 the process (one thread): on a quiet machine that is the wall time, and on a busy one it
 leaves out the time spent waiting for a core, which would otherwise land on whichever
 method happened to be running. Bursts of load on a shared machine slow the memory-bound
-softmax more than the cache-blocked attnlib maps, so each row also records the ratio of the
-best rounds (``ratio_to_softmax_of_minima``), an estimate of what a quiet machine shows.
+softmax more than the attnlib maps (whose passes after the first run in cache), so each row
+also records the ratio of the best rounds (``ratio_to_softmax_of_minima``), an estimate of
+what a quiet machine shows.
 
 - attnlib against torch.softmax (the tight target): many rounds of softmax and the three
   attnlib maps (sparsemax, 1.5-entmax, 1.25-entmax) together.
