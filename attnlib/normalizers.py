@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .attention import register_normalizer
-from .utils import as_tensor, check_in_range, in_parallel
+from .utils import as_tensor, check_in_range
 
 __all__ = [
     "softmax",
@@ -130,7 +130,6 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 _FASTMATH = {"nsz", "arcp", "contract", "reassoc"}  # not nnan/ninf: -inf marks masked keys
 _JIT = dict(fastmath=_FASTMATH, error_model="numpy")
 _inline = numba.njit(inline="always", **_JIT)
-_PARALLEL_MIN = 1 << 16  # elements below which splitting the rows between threads does not pay
 
 
 # Three small functions for each q: the powers (e^q, e^(q-1)) of a gap e ≥ 0, with e^0 read
@@ -262,20 +261,8 @@ def _family(alpha) -> int:
 
 
 def _run_rows(kernel, *tensors) -> None:
-    """``kernel`` on the rows of CPU tensors (as NumPy views), split between
-    ``torch.get_num_threads()`` threads when they are large (the kernels release the GIL)."""
-    arrays = [t.detach().numpy() for t in tensors]
-    rows = len(arrays[0])
-    chunk = -(-rows // torch.get_num_threads())
-    if arrays[0].size < _PARALLEL_MIN or chunk == rows:
-        kernel(*arrays)
-        return
-
-    def run(starts):
-        for i in starts:
-            kernel(*(a[i : i + chunk] for a in arrays))
-
-    in_parallel(run, list(range(0, rows, chunk)))
+    """``kernel`` on CPU tensors, as NumPy views."""
+    kernel(*(t.detach().numpy() for t in tensors))
 
 
 def _alpha_rows(alpha, x: torch.Tensor) -> torch.Tensor:
