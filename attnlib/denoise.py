@@ -17,6 +17,7 @@ convolution over a chunk of offsets), exponentiates, and accumulates. The weight
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -24,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import SCORES, attention
-from .utils import as_tensor, check_int, check_positive, in_parallel
+from .utils import as_tensor, check_int, check_positive
 
 __all__ = [
     "gaussian_filter_attention",
@@ -346,11 +347,30 @@ def _nlm_offsets(chw: torch.Tensor, s: int, d_rows: int, d_cols: int, h: float, 
         return num[:, :hh, pad : pad + ww], den[:hh, pad : pad + ww]
 
     chunks = list(_offset_chunks(min(d_rows, hh - 1), d_cols, max_chunk))
-    sums = in_parallel(accumulate, chunks) if dev.type == "cpu" else [accumulate(chunks)]
+    sums = _in_parallel(accumulate, chunks) if dev.type == "cpu" else [accumulate(chunks)]
     # The centre offset: distance max(-2σ²/h², 0) = 0, weight exactly one.
     num = chw + sum(n for n, _ in sums)
     den = 1 + sum(d for _, d in sums)
     return num / den
+
+
+def _in_parallel(fn, items):
+    """``[fn(items[0::n]), ..., fn(items[n-1::n])]`` on ``n = torch.get_num_threads()`` Python threads.
+
+    Each step of exact NLM is a small tensor operation, too small for PyTorch's intra-op
+    threads (whose start-up and spin-waiting made two threads slower than one). Instead every
+    worker takes a share of the offsets, runs its operations on one thread (PyTorch releases
+    the GIL inside them) and keeps its own sums.
+    """
+    workers = min(torch.get_num_threads(), len(items))
+    if workers <= 1:
+        return [fn(items)]
+    torch.set_num_threads(1)
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(fn, [items[i::workers] for i in range(workers)]))
+    finally:
+        torch.set_num_threads(workers)
 
 
 def _patch_distances(q_a, q_b, y0, y1, dy, dx0, k, col0, ncols, r, c, var, kv_k, kh_k):

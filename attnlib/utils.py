@@ -1,4 +1,4 @@
-"""Small shared helpers: seeding, devices, input validation and CPU threads.
+"""Small shared helpers: seeding, devices and input validation.
 
 Every public function of attnlib validates its inputs with the helpers below, so that bad
 input fails early with a ``ValueError`` that names the argument and says what was expected.
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numbers
 import random
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import torch
@@ -21,7 +20,6 @@ __all__ = [
     "check_positive",
     "check_in_range",
     "check_int",
-    "in_parallel",
 ]
 
 
@@ -125,22 +123,3 @@ def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None)
         upper = "" if maximum is None else f" and at most {maximum}"
         raise ValueError(f"{name} must be an integer at least {minimum}{upper}, got {value!r}")
     return int(value)
-
-
-def in_parallel(fn, items: list) -> list:
-    """``[fn(items[0::n]), ..., fn(items[n-1::n])]`` on ``n = torch.get_num_threads()`` Python threads.
-
-    For work made of many small pieces (NLM's offsets, rows of sparsemax), too small each for
-    PyTorch's own intra-op threads, whose start-up and spin-waiting cost more than they save:
-    every worker takes a share of the pieces and runs them on one thread. ``fn`` must release
-    the GIL (PyTorch operations and ``nogil`` numba kernels do), or the workers take turns.
-    """
-    workers = min(torch.get_num_threads(), len(items))
-    if workers <= 1:
-        return [fn(items)]
-    torch.set_num_threads(1)
-    try:
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(fn, [items[i::workers] for i in range(workers)]))
-    finally:
-        torch.set_num_threads(workers)
