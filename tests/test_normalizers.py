@@ -287,7 +287,7 @@ def hard_rows(n):
     rng = np.random.default_rng(1)
     w = n // min(8, n // 16)
     stacked = rng.normal(size=(3, n)) * 0.1
-    stacked[:, ::w] += np.linspace(3, 2, len(stacked[0, ::w]))  # one column of every slab
+    stacked[:, ::w] += np.linspace(3, 2, len(stacked[0, ::w]))  # large scores every w columns, not at the front
     tied = np.round(rng.normal(size=(3, n)), 1)
     tied[:, : n // 2] = tied.max()  # half the row tied at the top
     easy = rng.normal(size=(20, n))
