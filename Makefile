@@ -47,7 +47,7 @@ serve:
 test: setup browser
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbmake --nbmake-timeout=300 tests book
 
-# Every benchmark side by side with its peer; results land in benchmarks/results/ (committed)
+# Every benchmark side by side with its peer; results land in attnlib/results/ (committed)
 # and the book's benchmarks appendix shows them. `make bench QUICK=1` is the tiny smoke run.
 bench: setup
 	@for script in benchmarks/[a-z]*.py; do \

@@ -1,8 +1,10 @@
 """What every benchmark shares: the machine's description, timing, and where results go.
 
-Full runs write ``benchmarks/results/<name>.json`` (committed; the book's benchmarks appendix
-shows them). ``--quick`` runs (tiny sizes, what CI runs) write ``<name>.quick.json`` beside
-it, which git ignores, so a quick run never replaces the measured numbers.
+Full runs write ``attnlib/results/<name>.json``: committed package data, which the chapters
+and the book's benchmarks appendix read with :func:`attnlib.results.load`, so that a chapter
+opened alone in Colab has them too. ``--quick`` runs (tiny sizes, what CI runs) write
+``benchmarks/quick/<name>.quick.json``, which git ignores, so a quick run never replaces the
+measured numbers.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent.parent / "attnlib" / "results"
+QUICK_RESULTS = Path(__file__).resolve().parent / "quick"
 
 
 def parse_args(description: str) -> argparse.Namespace:
@@ -56,8 +59,9 @@ def median_seconds(fn, repeats: int = 5, warmup: int = 0) -> tuple[float, object
 
 def write_result(name: str, payload: dict, quick: bool) -> Path:
     """Write ``payload`` (with the date and ``quick`` flag added) where it belongs; return the path."""
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / (f"{name}.quick.json" if quick else f"{name}.json")
+    folder = QUICK_RESULTS if quick else RESULTS
+    folder.mkdir(exist_ok=True)
+    path = folder / (f"{name}.quick.json" if quick else f"{name}.json")
     payload = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "quick": quick, **payload}
     path.write_text(json.dumps(payload, indent=1, default=float) + "\n")
     return path

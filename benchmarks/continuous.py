@@ -14,7 +14,7 @@ grid reference at ~1e-3). Medians of repeats, side by side in one process.
 Part 2 (sweep, skipped with ``--quick``): the chapter's two experiments over more basis
 sizes and seeds than the chapter runs live.
 
-    python benchmarks/continuous.py           # full run, writes benchmarks/results/continuous.json
+    python benchmarks/continuous.py           # full run, writes attnlib/results/continuous.json
     python benchmarks/continuous.py --quick   # tiny sizes, < 30 s
 """
 

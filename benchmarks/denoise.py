@@ -16,7 +16,7 @@ noise σ ∈ {0.05, 0.1, 0.2} of: the noisy image, a Gaussian filter, our NLM, s
 method's ``h`` (and the Gaussian filter's width) is chosen on a validation crop of another
 part of ``camera``, never on the test crop.
 
-Run: ``python benchmarks/denoise.py`` (full, writes benchmarks/results/denoise.json) or
+Run: ``python benchmarks/denoise.py`` (full, writes attnlib/results/denoise.json) or
 ``python benchmarks/denoise.py --quick`` (small sizes, for CI; also writes the JSON unless
 ``--no-write``).
 """

@@ -17,7 +17,7 @@ what a quiet machine shows.
 - attnlib against the entmax package (sorting, or bisection in ``entmax_bisect``, which takes
   seconds here): fewer rounds of (attnlib, package) pairs.
 
-    python benchmarks/normalizers.py           # the full run, writes benchmarks/results/normalizers.json
+    python benchmarks/normalizers.py           # the full run, writes attnlib/results/normalizers.json
     python benchmarks/normalizers.py --quick   # tiny sizes, a smoke test (< 30 s), to normalizers.quick.json
 """
 

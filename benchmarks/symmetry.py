@@ -6,7 +6,7 @@ of training-set sizes and several seeds; each is scored on clean test sequences 
 training length and of lengths never seen in training. The chapter runs a small slice of
 this live and displays the committed result of the full run.
 
-    python benchmarks/symmetry.py          # full sweep, writes benchmarks/results/symmetry.json
+    python benchmarks/symmetry.py          # full sweep, writes attnlib/results/symmetry.json
     python benchmarks/symmetry.py --quick  # tiny sizes, for CI (< 30 s): symmetry.quick.json
 """
 

@@ -13,7 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("[a-z]*.py"))
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "attnlib" / "results"
+QUICK_RESULTS = ROOT / "benchmarks" / "quick"
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
@@ -24,7 +25,7 @@ def test_benchmark_runs_in_quick_mode(script):
     done = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, cwd=ROOT, env=env)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     assert committed.read_bytes() == before, "a quick run must not replace the committed results"
-    quick = json.loads((RESULTS / f"{script.stem}.quick.json").read_text())
+    quick = json.loads((QUICK_RESULTS / f"{script.stem}.quick.json").read_text())
     assert quick["quick"] is True and quick["machine"]["cpu_count"] and quick["date"]
 
 

@@ -1,0 +1,51 @@
+"""The committed results of the benchmark sweeps, shipped inside the package.
+
+A chapter shows numbers that take longer to compute than a page may take to execute (the
+full sweeps of ``benchmarks/``). Those results are package data, so that a chapter opened
+alone (in Colab, with attnlib installed from the repository and no checkout beside it)
+reads them exactly as the built website does. ``benchmarks/<name>.py`` writes them here.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+__all__ = ["load", "names"]
+
+
+def names() -> list[str]:
+    """The names of every committed result.
+
+    Returns
+    -------
+    list of str
+        Sorted names, each one a valid argument of :func:`load`.
+    """
+    files = resources.files(__name__).iterdir()
+    return sorted(f.name[: -len(".json")] for f in files if f.name.endswith(".json"))
+
+
+def load(name: str) -> dict:
+    """A committed benchmark result, as the dictionary its benchmark script wrote.
+
+    Parameters
+    ----------
+    name : str
+        The benchmark's name, e.g. ``"continuous"`` for ``benchmarks/continuous.py``.
+
+    Returns
+    -------
+    dict
+        The result: its ``date``, ``machine``, ``targets``, ``rows`` and whatever else the
+        script recorded.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not the name of a committed result.
+    """
+    available = names()
+    if name not in available:
+        raise ValueError(f"name must be one of {available}, got {name!r}")
+    return json.loads(resources.files(__name__).joinpath(f"{name}.json").read_text())
