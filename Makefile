@@ -45,7 +45,7 @@ serve:
 	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
 
 test: setup browser
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbmake --nbmake-timeout=300 tests book
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests
 
 # Every benchmark side by side with its peer; results land in attnlib/results/ (committed)
 # and the book's benchmarks appendix shows them. `make bench QUICK=1` is the tiny smoke run.

@@ -37,7 +37,7 @@ import torch
 
 import attnlib
 from attnlib.plotting import use_book_style
-from attnlib.utils import get_device, set_seed
+from attnlib.utils import get_device, glue, set_seed
 
 set_seed(0)
 use_book_style()

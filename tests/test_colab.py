@@ -1,10 +1,15 @@
-"""The Colab launch button, proven as far as this machine allows.
+"""The Colab launch button, proven as far as this machine allows, for every chapter.
 
 A wheel of attnlib is built; a fresh virtual environment receives only what a Colab runtime
 already has (torch, numpy, scipy, matplotlib, scikit-learn, scikit-image, pandas, tqdm and the
-Jupyter kernel); chapter 01 is executed there with its setup cell installing the local wheel
-instead of the repository URL, while pretending to be Colab. The setup cell runs twice, to
-show that it is idempotent.
+Jupyter kernel, but not myst-nb or the book's tooling). Each chapter is copied ALONE into an
+empty folder, as Colab opens it (no checkout beside it: committed results must come from the
+installed package), and executed there with its setup cell installing the local wheel instead
+of the repository URL, while pretending to be Colab. The setup cell runs twice, to show that
+it is idempotent.
+
+This is the suite's execution of the chapters (nbmake is not run as well); the site build
+executes them a second time, in the project's environment, with every claim and glue.
 """
 
 import json
@@ -20,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book"))
 import notebook_tools  # noqa: E402
 
-CHAPTER = ROOT / "book" / "01_attention.ipynb"
+CHAPTERS = notebook_tools.chapter_notebooks()
 # What a Colab runtime ships, pinned as this project pins torch (the local CPU wheel).
 COLAB_STACK = ["torch==2.13.0", "numpy", "scipy", "matplotlib", "scikit-learn", "scikit-image", "pandas", "tqdm",
                "ipykernel", "nbclient", "nbformat"]
@@ -58,9 +63,17 @@ def colab_python(tmp_path_factory):
     return python, wheel, tmp
 
 
-def test_chapter_runs_in_a_fresh_colab_like_environment(colab_python):
+@pytest.fixture(scope="module")
+def colab_kernel(colab_python):
     python, wheel, tmp = colab_python
-    nb = json.loads(CHAPTER.read_text())
+    _run(python, "-m", "ipykernel", "install", "--prefix", tmp / "venv", "--name", "python3")
+    return python, wheel, tmp
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_runs_alone_in_a_fresh_colab_like_environment(colab_kernel, chapter):
+    python, wheel, tmp = colab_kernel
+    nb = json.loads(chapter.read_text())
     code = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
     setup = nb["cells"][code[0]]
     setup["source"] = notebook_tools.setup_cell_source(str(wheel))
@@ -69,10 +82,9 @@ def test_chapter_runs_in_a_fresh_colab_like_environment(colab_python):
     nb["cells"][code[0] : code[0] + 1] = [
         cell(PRETEND_COLAB, "pretend-colab"), setup, dict(setup, id="setup-again"), cell(CHECK_INSTALLED, "check-installed")
     ]
-    work = tmp / "run"
+    work = tmp / chapter.stem  # an empty folder holding the notebook alone
     work.mkdir()
     (work / "chapter.ipynb").write_text(json.dumps(nb))
-    _run(python, "-m", "ipykernel", "install", "--prefix", tmp / "venv", "--name", "python3")
     _run(python, "-c", EXECUTE, cwd=work, env=_clean_env(tmp))
 
 
