@@ -245,6 +245,22 @@ def _smallest_arpack(M: sp.csc_matrix, k: int, tol: float, max_iter: int | None,
     return eigsh(M, k, sigma=-eps, OPinv=op, tol=tol, maxiter=max_iter, v0=v0)
 
 
+def _orthogonal_to_constant(M, vectors: np.ndarray, n_components: int):
+    """The ``n_components`` bottom eigenpairs of ``M`` within ``span(vectors)`` ⟂ the constant.
+
+    ``vectors`` are ``n_components + 1`` orthonormal bottom eigenvectors of ``M``; removing the
+    constant direction leaves (at least) ``n_components`` dimensions, re-diagonalised by a
+    Rayleigh–Ritz step so that the result is centred, orthonormal and ascending.
+    """
+    centred = vectors - vectors.mean(axis=0, keepdims=True)
+    basis, singular, _ = np.linalg.svd(centred, full_matrices=False)
+    # One singular value is ~0 when the constant vector lies in span(vectors), none otherwise.
+    basis = basis[:, singular > 1e-6 * singular.max()]
+    values, rotation = np.linalg.eigh(basis.T @ (M @ basis))
+    vectors = basis @ rotation[:, :n_components]
+    return values[:n_components], vectors - vectors.mean(axis=0, keepdims=True)
+
+
 def lle_embedding(
     W,
     n_components: int = 2,
@@ -256,9 +272,14 @@ def lle_embedding(
 ) -> LLEEmbedding:
     """Points that the weights ``W`` reconstruct best: bottom eigenvectors of ``(I - W)ᵀ(I - W)``.
 
-    The constant eigenvector (eigenvalue 0, since rows of ``W`` sum to one) is skipped; the
-    next ``n_components`` give an embedding that is centred, has ``YᵀY = I``, and minimises
-    ``‖Y - W Y‖²``.
+    The constant vector is an eigenvector of ``M = (I - W)ᵀ(I - W)`` with eigenvalue 0 (rows of
+    ``W`` sum to one), and ``M`` maps vectors orthogonal to it to vectors orthogonal to it. The
+    embedding is the bottom ``n_components`` eigenvectors of ``M`` *orthogonal to the constant
+    vector*: it is centred, has ``YᵀY = I``, and minimises ``‖Y - W Y‖²`` under these two
+    constraints (Eq. (10)). When the null space of ``M`` has dimension > 1 (the kNN graph has
+    several closed groups), an eigensolver returns an arbitrary basis of it, which need not
+    contain the constant vector; the constant direction is therefore projected out of the
+    ``n_components + 1`` bottom eigenvectors and the rest re-diagonalised (Rayleigh–Ritz).
 
     Parameters
     ----------
@@ -298,12 +319,11 @@ def lle_embedding(
     A = sp.eye(n, format="csr") - W
     M = (A.T @ A).tocsc()
     if eigen_solver == "dense":
-        values, vectors = scipy.linalg.eigh(M.toarray(), subset_by_index=(1, n_components))
+        values, vectors = scipy.linalg.eigh(M.toarray(), subset_by_index=(0, n_components))
     else:
         rng = np.random.RandomState(random_state) if not isinstance(random_state, np.random.RandomState) else random_state
         values, vectors = _smallest_arpack(M, n_components + 1, tol, max_iter, rng.uniform(-1, 1, n))
-        order = np.argsort(values)[1:]
-        values, vectors = values[order], vectors[:, order]
+    values, vectors = _orthogonal_to_constant(M, vectors, n_components)
     signs = np.sign(vectors[np.abs(vectors).argmax(0), np.arange(vectors.shape[1])])
     return LLEEmbedding(vectors * signs, values)
 

@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+import torch
+
+from attnlib.experiments.denoising import SmallCNNDenoiser, cnn_matching, count_parameters
+from attnlib.training import train
+
+
+def test_parameter_count_matches_the_formula():
+    for w, k in [(1, 3), (7, 3), (16, 3), (4, 5)]:
+        expected = (k * k + 1) * w + (k * k * w + 1) * w + (k * k * w + 1)
+        assert count_parameters(SmallCNNDenoiser(w, k)) == expected
+
+
+def test_untrained_model_is_the_identity_and_keeps_the_shape():
+    img = np.random.default_rng(0).random((13, 17))
+    out = SmallCNNDenoiser(5)(img)
+    assert out.shape == (13, 17)
+    np.testing.assert_allclose(out.detach().numpy(), img.astype(np.float32), atol=0)
+
+
+def test_cnn_matching_picks_the_closest_width():
+    model = cnn_matching(627)
+    counts = {w: count_parameters(SmallCNNDenoiser(w)) for w in range(1, 30)}
+    best = min(counts, key=lambda w: abs(counts[w] - 627))
+    assert model.width == best == 7
+
+
+def test_training_lowers_the_error_on_noisy_constant_images():
+    g = torch.Generator().manual_seed(0)
+
+    def batches(step):
+        clean = torch.full((12, 12), 0.5)
+        return clean + 0.1 * torch.randn(12, 12, generator=g), clean
+
+    model = SmallCNNDenoiser(4)
+    noisy, clean = batches(0)
+    before = ((model(noisy) - clean) ** 2).mean().item()
+    mse = lambda m, b: ((m(b[0]) - b[1]) ** 2).mean()
+    train(model, mse, batches, n_steps=60, lr=0.02, progress=False)
+    after = ((model(noisy) - clean) ** 2).mean().item()
+    assert after < 0.5 * before
+
+
+@pytest.mark.parametrize("kwargs, name", [({"width": 0}, "width"), ({"kernel_size": 4}, "kernel_size")])
+def test_bad_hyper_parameters_name_the_argument(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        SmallCNNDenoiser(**kwargs)
+
+
+@pytest.mark.parametrize("image", [np.zeros((4, 4, 3)), np.full((5, 5), np.nan), np.zeros((1, 9))])
+def test_bad_images_are_refused(image):
+    with pytest.raises(ValueError, match="image"):
+        SmallCNNDenoiser(3)(image)
+
+
+def test_bad_n_params():
+    with pytest.raises(ValueError, match="n_params"):
+        cnn_matching(0)
