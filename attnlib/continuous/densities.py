@@ -282,8 +282,8 @@ def support_ellipse(mu, Sigma, scale: float | None = None) -> tuple[np.ndarray, 
     ----------
     The support of Eq. (11) of the sparse-and-continuous attention paper for N = 2.
     """
-    mu = np.asarray(mu, dtype=float).reshape(2)
-    Sigma64 = torch.as_tensor(np.asarray(Sigma, dtype=float))
+    mu = np.array(mu, dtype=float).reshape(2)  # copies: reversed views have negative strides
+    Sigma64 = torch.tensor(np.array(Sigma, dtype=float))
     S = _spd(Sigma64, "Sigma", 2, Sigma64).numpy()
     if scale is None:
         R = math.sqrt(-2 * truncated_paraboloid_lambda(torch.as_tensor(S)).item())
