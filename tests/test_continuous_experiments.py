@@ -137,3 +137,52 @@ def test_read_out_times_rows():
         assert r["ratio"] == pytest.approx(r["continuous_ms"] / r["discrete_ms"])
     with pytest.raises(ValueError, match="lengths"):
         read_out_times(lengths=(0,), repeats=1)
+
+
+def test_monotone_alignment_copies_the_aligned_source_token():
+    from attnlib.experiments.alignment import monotone_alignment
+
+    task = monotone_alignment(5, 16, 8, vocab=7, seed=0)
+    assert task.aligned.tolist() == [round(i * 15 / 7) for i in range(8)]
+    assert (torch.diff(task.aligned) > 0).all()  # monotone
+    torch.testing.assert_close(task.target, task.source[:, task.aligned])
+    assert task.source.max() < 7
+    with pytest.raises(ValueError, match="target_len"):
+        monotone_alignment(5, 4, 8)
+
+
+@pytest.mark.parametrize("kind,alpha", [("discrete", 1), ("discrete", 2), ("continuous", 1), ("continuous", 2)])
+def test_alignment_model_shapes_weights_and_gradients(kind, alpha):
+    from attnlib.experiments.alignment import AlignmentModel, alignment_means, monotone_alignment
+
+    torch.manual_seed(0)
+    task = monotone_alignment(4, 12, 6, vocab=9, seed=1)
+    model = AlignmentModel(9, 12, 6, kind, alpha=alpha, dim=8, n_basis=8)
+    logits, att = model(task.source)
+    assert logits.shape == (4, 6, 9) and att.shape == (4, 6, 12)
+    torch.testing.assert_close(att.sum(-1), torch.ones(4, 6))
+    logits.sum().backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and p.grad.abs().sum() > 0, name
+    if kind == "continuous":
+        mu, s2 = alignment_means(model)
+        assert mu.shape == s2.shape == (6,) and ((mu > 0) & (mu < 1)).all() and (s2 > 0).all()
+    else:
+        with pytest.raises(ValueError, match="model"):
+            alignment_means(model)
+    with pytest.raises(ValueError, match="kind"):
+        AlignmentModel(9, 12, 6, "global")
+
+
+def test_fit_alignment_learns_the_diagonal():
+    from attnlib.experiments.alignment import (
+        AlignmentModel, alignment_accuracy, alignment_means, fit_alignment, monotone_alignment,
+    )
+
+    torch.manual_seed(0)
+    train, test = monotone_alignment(500, 8, 4, vocab=6, seed=2), monotone_alignment(100, 8, 4, vocab=6, seed=3)
+    model = AlignmentModel(6, 8, 4, "continuous", alpha=2, dim=16, n_basis=16)
+    fit_alignment(model, train, n_steps=150, progress=False)
+    assert alignment_accuracy(model, test) > 0.9
+    mu, _ = alignment_means(model)
+    assert (mu - train.aligned / 7).abs().max() < 0.5 / 7
