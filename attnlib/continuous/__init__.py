@@ -12,14 +12,14 @@ generalised covariance of Proposition 3 of Martins et al. (2020).
 
 One idea per module:
 
-* :mod:`attnlib.continuous.densities`: the densities and their thresholds (Eqs. 10–13);
-* :mod:`attnlib.continuous.basis`: the RBF value functions and their ridge fit (Eq. 16);
-* :mod:`attnlib.continuous.attention`: ``r`` and its Jacobian in 1-D and 2-D (Eqs. 15,
+* ``attnlib.continuous.densities``: the densities and their thresholds (Eqs. 10–13);
+* ``attnlib.continuous.basis``: the RBF value functions and their ridge fit (Eq. 16);
+* ``attnlib.continuous.attention``: ``r`` and its Jacobian in 1-D and 2-D (Eqs. 15,
   17–18, Algorithm 1);
-* :mod:`attnlib.continuous.modules`: the ``nn.Module`` layers.
+* ``attnlib.continuous.modules``: the ``nn.Module`` layers.
 
-The chapter's experiments live in :mod:`attnlib.experiments.documents`,
-:mod:`attnlib.experiments.digits` and :mod:`attnlib.experiments.classify`; their public
+The chapter's experiments live in ``attnlib.experiments.documents``,
+``attnlib.experiments.digits`` and ``attnlib.experiments.classify``; their public
 names are re-exported here so that ``from attnlib.continuous import span_documents`` keeps
 working.
 
