@@ -53,6 +53,8 @@ N_ANGLES = 48
 ROUNDOFF = 1e-12
 # Fraction of cue words in the diffuse documents (label spread over the whole text).
 DIFFUSE_CUE = 0.08
+# Starting variance of the "continuous-narrow" control.
+NARROW_VAR = 0.02
 
 
 # ------------------------------------------------------------------ the peer: numerical integration
@@ -223,7 +225,8 @@ def control_sweep(quick: bool, save=lambda rows: None):
       on the sweep's span documents: can a density read the span once it is put there?
     * ``diffuse``: documents whose cue words are spread over the whole text (``span =
       length``), where no place matters more than another and the paper's continuous model,
-      with μ and σ² from a max-pooled summary, should work.
+      with μ and σ² from a max-pooled summary, should work; ``continuous-narrow`` is that
+      model with σ² started at ``NARROW_VAR`` instead of ``softplus(0)``.
 
     Seed-major; ``save`` gets the rows so far.
     """
@@ -234,13 +237,17 @@ def control_sweep(quick: bool, save=lambda rows: None):
     diffuse = span_documents(n_train, length, seed=200, **kw), span_documents(n_test, length, seed=201, **kw)
     configs = [("span", "oracle", 1), ("span", "oracle", 2)]
     configs += [("diffuse", kind, alpha) for kind in ("discrete", "continuous", "combined") for alpha in (1, 2)]
+    # The continuous model started narrow (σ² = NARROW_VAR instead of softplus(0) ≈ 0.69).
+    configs += [("diffuse", "continuous-narrow", 1), ("diffuse", "continuous-narrow", 2)]
     accs = {c: [] for c in configs}
     rows = []
     for seed in seeds:
         for task, kind, alpha in configs:
             tr, te = span if task == "span" else diffuse
             torch.manual_seed(seed)
-            model = DocumentClassifier(48, kind, alpha=alpha, n_basis=32, span=tr.span)
+            narrow = kind == "continuous-narrow"
+            model = DocumentClassifier(48, "continuous" if narrow else kind, alpha=alpha, n_basis=32, span=tr.span,
+                                       init_var=NARROW_VAR if narrow else None)
             x_tr = (tr.tokens, tr.start) if kind == "oracle" else tr.tokens
             x_te = (te.tokens, te.start) if kind == "oracle" else te.tokens
             fit_classifier(model, x_tr, tr.labels, n_steps=steps, batch=32, seed=seed, progress=False)
@@ -248,6 +255,7 @@ def control_sweep(quick: bool, save=lambda rows: None):
             rows = [
                 {"task": t, "attention": k, "alpha": a, "N": None if k == "discrete" else 32, "L": length,
                  "cue": 0.3 if t == "span" else DIFFUSE_CUE, "steps": steps,
+                 "init_var": NARROW_VAR if k == "continuous-narrow" else None,
                  "mean": float(np.mean(v)), "std": float(np.std(v)), "accs": v}
                 for (t, k, a), v in accs.items() if v
             ]

@@ -186,3 +186,17 @@ def test_fit_alignment_learns_the_diagonal():
     assert alignment_accuracy(model, test) > 0.9
     mu, _ = alignment_means(model)
     assert (mu - train.aligned / 7).abs().max() < 0.5 / 7
+
+
+def test_init_var_sets_the_starting_variance():
+    torch.manual_seed(0)
+    docs = span_documents(3, 40, span=8, seed=5)
+    model = DocumentClassifier(48, "continuous", alpha=1, n_basis=8, init_var=0.02)
+    with torch.no_grad():
+        model.cont.head.weight.zero_()  # the bias alone: σ² = softplus(bias) + min_var
+        _, _, cont = model(docs.tokens)
+    torch.testing.assert_close(cont.sigma2, torch.full((3,), 0.02 + 1e-4))
+    with pytest.raises(ValueError, match="init_var"):
+        DocumentClassifier(48, "continuous", init_var=0.0)
+    with pytest.raises(ValueError, match="init_var"):
+        DocumentClassifier(48, "discrete", init_var=0.02)

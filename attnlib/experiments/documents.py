@@ -9,6 +9,7 @@ for the chapter to set our results beside (:data:`PAPER_TABLE1`, :func:`table1`)
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -17,7 +18,7 @@ from torch import nn
 from ..continuous.basis import GaussianRBF
 from ..continuous.densities import _alpha
 from ..continuous.modules import ContinuousAttention1D, ContinuousAttentionOutput
-from ..utils import as_tensor, check_int
+from ..utils import as_tensor, check_int, check_positive
 
 __all__ = [
     "SpanDocuments",
@@ -129,6 +130,9 @@ class DocumentClassifier(nn.Module):
     n_classes : int
     span : int
         Span length, for ``kind="oracle"``.
+    init_var : float, optional
+        For ``kind="continuous"``: start σ² at this value (the head's bias is set so that
+        ``softplus(bias) = init_var``) instead of at ``softplus(0) ≈ 0.69``.
 
     Implements
     ----------
@@ -148,6 +152,7 @@ class DocumentClassifier(nn.Module):
         dim: int = 24,
         n_classes: int = 2,
         span: int = 24,
+        init_var: float | None = None,
     ):
         super().__init__()
         if kind not in self.KINDS:
@@ -164,6 +169,12 @@ class DocumentClassifier(nn.Module):
         basis = GaussianRBF.linspace(n_basis, sigmas=(0.1, 0.5))
         head = dim if kind == "continuous" else None
         self.cont = ContinuousAttention1D(basis, in_features=head, alpha=alpha)
+        if init_var is not None:
+            if kind != "continuous":
+                raise ValueError(f"init_var applies to kind='continuous' only, got kind={kind!r}")
+            init_var = check_positive(init_var, "init_var")
+            with torch.no_grad():  # the head's second output is σ²'s softplus argument
+                self.cont.head.bias[1] = math.log(math.expm1(init_var))
         self.out = nn.Linear(dim, check_int(n_classes, "n_classes", minimum=2))
 
     def _span_weights(self, start, length: int, like: torch.Tensor) -> torch.Tensor:
