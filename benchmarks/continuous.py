@@ -11,8 +11,9 @@ two samples, a 400 × 400 grid over ±9σ for the Gaussian and Gauss–Legendre 
 whitened polar coordinates for the truncated paraboloid, whose kink at the ellipse would cap a
 grid reference at ~1e-3). Medians of repeats, side by side in one process.
 
-Part 2 (sweep, skipped with ``--quick``): the chapter's two experiments over more basis
-sizes and seeds than the chapter runs live.
+Part 2 (sweep): the chapter's two experiments over more basis sizes and seeds than the
+chapter runs live, and the document experiment's controls (``--part controls``: an oracle
+μ on the span documents, and documents whose label is diffuse).
 
     python benchmarks/continuous.py           # full run, writes attnlib/results/continuous.json
     python benchmarks/continuous.py --quick   # tiny sizes, < 30 s
@@ -29,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from _common import RESULTS, machine, median_seconds  # benchmarks/ is on sys.path when a script runs
+from _common import QUICK_RESULTS, RESULTS, machine, median_seconds  # benchmarks/ is on sys.path when a script runs
 from attnlib.continuous import (
     DigitClassifier,
     DocumentClassifier,
@@ -50,6 +51,10 @@ N_ANGLES = 48
 # Relative errors below this are float64 round-off (of r, of the gradients and of the reference
 # itself): two methods both below it count as equally accurate.
 ROUNDOFF = 1e-12
+# Fraction of cue words in the diffuse documents (label spread over the whole text).
+DIFFUSE_CUE = 0.08
+# Starting variance of the "continuous-narrow" control.
+NARROW_VAR = 0.02
 
 
 # ------------------------------------------------------------------ the peer: numerical integration
@@ -213,6 +218,52 @@ def document_sweep(quick: bool, save=lambda rows: None):
     return rows
 
 
+def control_sweep(quick: bool, save=lambda rows: None):
+    """Controls of the document experiment: is the continuous model's failure its location?
+
+    * ``oracle``: continuous attention moment-matched to the true span (μ at its centre),
+      on the sweep's span documents: can a density read the span once it is put there?
+    * ``diffuse``: documents whose cue words are spread over the whole text (``span =
+      length``), where no place matters more than another and the paper's continuous model,
+      with μ and σ² from a max-pooled summary, should work; ``continuous-narrow`` is that
+      model with σ² started at ``NARROW_VAR`` instead of ``softplus(0)``.
+
+    Seed-major; ``save`` gets the rows so far.
+    """
+    n_train, n_test, length, steps = (200, 200, 64, 5) if quick else (1500, 1000, 256, 150)
+    seeds = (0,) if quick else (0, 1, 2)
+    span = span_documents(n_train, length, seed=100), span_documents(n_test, length, seed=101)
+    kw = dict(span=length, cue=DIFFUSE_CUE)
+    diffuse = span_documents(n_train, length, seed=200, **kw), span_documents(n_test, length, seed=201, **kw)
+    configs = [("span", "oracle", 1), ("span", "oracle", 2)]
+    configs += [("diffuse", kind, alpha) for kind in ("discrete", "continuous", "combined") for alpha in (1, 2)]
+    # The continuous model started narrow (σ² = NARROW_VAR instead of softplus(0) ≈ 0.69).
+    configs += [("diffuse", "continuous-narrow", 1), ("diffuse", "continuous-narrow", 2)]
+    accs = {c: [] for c in configs}
+    rows = []
+    for seed in seeds:
+        for task, kind, alpha in configs:
+            tr, te = span if task == "span" else diffuse
+            torch.manual_seed(seed)
+            narrow = kind == "continuous-narrow"
+            model = DocumentClassifier(48, "continuous" if narrow else kind, alpha=alpha, n_basis=32, span=tr.span,
+                                       init_var=NARROW_VAR if narrow else None)
+            x_tr = (tr.tokens, tr.start) if kind == "oracle" else tr.tokens
+            x_te = (te.tokens, te.start) if kind == "oracle" else te.tokens
+            fit_classifier(model, x_tr, tr.labels, n_steps=steps, batch=32, seed=seed, progress=False)
+            accs[(task, kind, alpha)].append(accuracy(model, x_te, te.labels))
+            rows = [
+                {"task": t, "attention": k, "alpha": a, "N": None if k == "discrete" else 32, "L": length,
+                 "cue": 0.3 if t == "span" else DIFFUSE_CUE, "steps": steps,
+                 "init_var": NARROW_VAR if k == "continuous-narrow" else None,
+                 "mean": float(np.mean(v)), "std": float(np.std(v)), "accs": v}
+                for (t, k, a), v in accs.items() if v
+            ]
+            print(task, kind, alpha, accs[(task, kind, alpha)], flush=True)
+            save(rows)
+    return rows
+
+
 def digit_sweep(quick: bool, save=lambda rows: None):
     """Seed-major like :func:`document_sweep`; ``save`` gets the rows so far."""
     n_train, n_test, steps = (100, 100, 5) if quick else (1500, 500, 400)
@@ -240,12 +291,13 @@ def digit_sweep(quick: bool, save=lambda rows: None):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (CI)")
-    parser.add_argument("--part", choices=("all", "timing", "documents", "digits"), default="all", help="run one part, keeping the others' results in --out")
+    parser.add_argument("--part", choices=("all", "timing", "documents", "controls", "digits"), default="all", help="run one part, keeping the others' results in --out")
     parser.add_argument("--dims", type=int, nargs="+", default=[1, 2], help="timing: which dimensions to (re)measure")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     if args.quick and args.out == OUT:  # a quick run never replaces the committed results
-        args.out = RESULTS / "continuous.quick.json"
+        args.out = QUICK_RESULTS / "continuous.quick.json"
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     result = json.loads(args.out.read_text()) if args.part != "all" and args.out.exists() else {}
     result.update(
         {
@@ -255,7 +307,8 @@ def main() -> None:
             "targets": {"speedup": 10.0, "accuracy_ratio": 1.0, "roundoff": ROUNDOFF},
         }
     )
-    parts = {"timing": ("rows", timing_rows), "documents": ("documents", document_sweep), "digits": ("digits", digit_sweep)}
+    parts = {"timing": ("rows", timing_rows), "documents": ("documents", document_sweep),
+             "controls": ("controls", control_sweep), "digits": ("digits", digit_sweep)}
     for name, (key, fn) in parts.items():
         if args.part in ("all", name):
             save = lambda rows, key=key: args.out.write_text(json.dumps({**result, key: rows}, indent=1) + "\n")  # noqa: E731

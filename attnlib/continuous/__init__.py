@@ -1,0 +1,79 @@
+"""Continuous attention: the weights are a density over time or space, the context an expectation.
+
+The score is a function ``f(t) = -(t - μ)ᵀ Σ⁻¹ (t - μ) / 2`` of a position ``t`` (a point of
+``[0, 1]`` for a document, of ``[0, 1]²`` for an image). Softmax (α = 1) turns it into a
+Gaussian density, sparsemax (α = 2) into a truncated parabola or paraboloid whose support is
+an interval or an ellipse. The values are a function ``V(t) = Bᵀψ(t)`` of N Gaussian radial
+basis functions ``ψ``, fitted to the discrete tokens by ridge regression, so the context
+vector ``E_p[V(t)] = Bᵀr`` needs only ``r = E_p[ψ(t)]``, an N-vector computed in closed
+form (or, for the 2-D truncated paraboloid, by one short Gauss–Legendre sum along the
+ellipse's major axis over closed-form chord integrals), with a backward pass given by the
+generalised covariance of Proposition 3 of Martins et al. (2020).
+
+One idea per module:
+
+* ``attnlib.continuous.densities``: the densities and their thresholds (Eqs. 10–13);
+* ``attnlib.continuous.basis``: the RBF value functions and their ridge fit (Eq. 16);
+* ``attnlib.continuous.attention``: ``r`` and its Jacobian in 1-D and 2-D (Eqs. 15,
+  17–18, Algorithm 1);
+* ``attnlib.continuous.modules``: the ``nn.Module`` layers.
+
+The chapter's experiments live in ``attnlib.experiments.documents``,
+``attnlib.experiments.digits`` and ``attnlib.experiments.classify``; their public
+names are re-exported here so that ``from attnlib.continuous import span_documents`` keeps
+working.
+
+Shapes follow the book's conventions: a batch of densities has ``mu`` of shape ``(batch,)``
+(1-D) or ``(batch, 2)`` (2-D) and returns ``r`` of shape ``(batch, N)``; tokens are rows, so
+the value coefficients ``B`` are ``(..., N, D)``.
+"""
+
+from .attention import (
+    continuous_attention_1d,
+    continuous_attention_2d,
+    generalized_covariance_1d,
+    generalized_covariance_2d,
+)
+from .basis import GaussianRBF, ridge_value_coefficients
+from .densities import (
+    gaussian_pdf,
+    location_scale_pdf,
+    support_ellipse,
+    triangular_pdf,
+    truncated_parabola_pdf,
+    truncated_parabola_radius,
+    truncated_paraboloid_lambda,
+    truncated_paraboloid_pdf,
+)
+from .modules import ContinuousAttention1D, ContinuousAttention2D, ContinuousAttentionOutput
+
+# The experiments import the modules above: import them last.
+from ..experiments.classify import accuracy, fit_classifier  # noqa: E402
+from ..experiments.digits import DigitClassifier, cluttered_digits  # noqa: E402
+from ..experiments.documents import DocumentClassifier, span_documents  # noqa: E402
+
+__all__ = [
+    "gaussian_pdf",
+    "truncated_parabola_pdf",
+    "triangular_pdf",
+    "location_scale_pdf",
+    "truncated_paraboloid_pdf",
+    "truncated_paraboloid_lambda",
+    "truncated_parabola_radius",
+    "support_ellipse",
+    "GaussianRBF",
+    "ridge_value_coefficients",
+    "continuous_attention_1d",
+    "continuous_attention_2d",
+    "generalized_covariance_1d",
+    "generalized_covariance_2d",
+    "ContinuousAttention1D",
+    "ContinuousAttention2D",
+    "ContinuousAttentionOutput",
+    "span_documents",
+    "DocumentClassifier",
+    "cluttered_digits",
+    "DigitClassifier",
+    "accuracy",
+    "fit_classifier",
+]

@@ -1,0 +1,132 @@
+"""Value functions: Gaussian radial basis functions and the ridge fit of the tokens on them.
+
+The values of continuous attention are a function ``V(t) = Bᵀψ(t)`` of a position: N basis
+functions ψ and coefficients ``B`` (``N × D``, one row per basis function, as tokens are rows)
+fitted to the discrete tokens by ridge regression, Eq. (16) of Martins et al. (2020).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..utils import as_tensor, check_int, check_positive
+from .densities import _positive
+
+__all__ = ["GaussianRBF", "ridge_value_coefficients"]
+
+
+class GaussianRBF:
+    """N isotropic Gaussian radial basis functions ``ψ_j(t) = N(t; μ_j, σ_j² I)`` on ``R^d`` (d = 1 or 2).
+
+    Parameters
+    ----------
+    mu : array-like, shape (N,) or (N, d)
+        Centres.
+    sigma2 : float or array-like of shape (N,)
+        Positive variances.
+
+    Attributes
+    ----------
+    mu : tensor, shape (N,) in 1-D or (N, 2) in 2-D
+    sigma2 : tensor, shape (N,)
+    dim : int
+        1 or 2.
+    """
+
+    def __init__(self, mu, sigma2):
+        mu = as_tensor(mu, "mu", min_ndim=1)
+        if mu.ndim > 2 or (mu.ndim == 2 and mu.shape[1] not in (1, 2)):
+            raise ValueError(f"mu must have shape (N,) or (N, d) with d in (1, 2), got {tuple(mu.shape)}")
+        if mu.ndim == 2 and mu.shape[1] == 1:
+            mu = mu[:, 0]
+        sigma2 = _positive(sigma2, "sigma2", mu).expand(mu.shape[0]).clone()
+        self.mu, self.sigma2 = mu, sigma2
+        self.dim = 1 if mu.ndim == 1 else 2
+
+    def __len__(self) -> int:
+        return self.mu.shape[0]
+
+    def __repr__(self) -> str:
+        return f"GaussianRBF(N={len(self)}, dim={self.dim})"
+
+    @classmethod
+    def linspace(cls, n: int, sigmas=(0.1, 0.5), low: float = 0.0, high: float = 1.0) -> "GaussianRBF":
+        """``n`` 1-D functions: for each standard deviation in ``sigmas``, ``n // len(sigmas)`` centres evenly in ``[low, high]``."""
+        n = check_int(n, "n", minimum=len(sigmas))
+        per = [n // len(sigmas) + (i < n % len(sigmas)) for i in range(len(sigmas))]
+        mu = torch.cat([torch.linspace(low, high, k) for k in per])
+        sigma2 = torch.cat([torch.full((k,), float(s) ** 2) for k, s in zip(per, sigmas)])
+        return cls(mu, sigma2)
+
+    @classmethod
+    def grid(cls, n_side: int, sigma2: float = 1e-3, low: float = 0.0, high: float = 1.0) -> "GaussianRBF":
+        """``n_side²`` 2-D functions of variance ``sigma2`` with centres on a regular grid of ``[low, high]²``."""
+        n_side = check_int(n_side, "n_side")
+        axis = torch.linspace(low, high, n_side)
+        rows, cols = torch.meshgrid(axis, axis, indexing="ij")
+        return cls(torch.stack([rows.flatten(), cols.flatten()], -1), check_positive(sigma2, "sigma2"))
+
+    def params(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Centres and variances in ``like``'s dtype and device."""
+        return self.mu.to(like), self.sigma2.to(like)
+
+    def __call__(self, t) -> torch.Tensor:
+        """Evaluate every function at points ``t`` of shape ``(...,)`` (1-D) or ``(..., 2)``: returns ``(..., N)``."""
+        t = as_tensor(t, "t", min_ndim=0 if self.dim == 1 else 1)
+        mu, s2 = self.params(t)
+        if self.dim == 1:
+            sq, d = (t.unsqueeze(-1) - mu) ** 2, 1
+        else:
+            if t.shape[-1] != 2:
+                raise ValueError(f"t must have shape (..., 2) for a 2-D basis, got {tuple(t.shape)}")
+            sq, d = ((t.unsqueeze(-2) - mu) ** 2).sum(-1), 2
+        return torch.exp(-0.5 * sq / s2 - 0.5 * d * torch.log(2 * math.pi * s2))
+
+
+def _check_basis(basis, dim: int) -> GaussianRBF:
+    if not isinstance(basis, GaussianRBF):
+        raise ValueError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
+    if basis.dim != dim:
+        raise ValueError(f"basis must be {dim}-D for this function, got a {basis.dim}-D basis")
+    return basis
+
+
+def ridge_value_coefficients(H, positions, basis: GaussianRBF, lam: float = 1e-3) -> torch.Tensor:
+    """Fit the value function ``V(t) = Bᵀψ(t)`` to tokens ``H`` at ``positions`` by ridge regression.
+
+    With ``F[l, j] = ψ_j(t_l)`` (``L × N``), ``B = (FᵀF + λI)⁻¹ FᵀH``: the transpose of the
+    paper's ``B = H G`` with ``G = Fᵀ(FFᵀ + λI)⁻¹`` written for tokens in columns.
+
+    Parameters
+    ----------
+    H : tensor, shape (..., L, D)
+        Token representations, one per row.
+    positions : tensor, shape (L,) in 1-D or (L, 2) in 2-D
+        Where each token sits (``[0, 1]`` or ``[0, 1]²``).
+    basis : GaussianRBF
+        The N basis functions.
+    lam : float
+        Positive ridge penalty.
+
+    Returns
+    -------
+    tensor, shape (..., N, D)
+
+    Implements
+    ----------
+    Eq. (16) of the sparse-and-continuous attention paper.
+    """
+    H = as_tensor(H, "H", min_ndim=2)
+    if not isinstance(basis, GaussianRBF):
+        raise ValueError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
+    positions = as_tensor(positions, "positions", ndim=basis.dim, dtype=H.dtype, device=H.device)
+    if positions.shape[0] != H.shape[-2]:
+        raise ValueError(f"positions must have one row per token ({H.shape[-2]}), got {positions.shape[0]}")
+    lam = check_positive(lam, "lam")
+    F = basis(positions)
+    gram = F.T @ F + lam * torch.eye(F.shape[1], dtype=H.dtype, device=H.device)
+    G = torch.linalg.solve(gram, F.T)  # (N, L): depends on the positions only
+    return G @ H
+

@@ -1,0 +1,296 @@
+"""The densities of continuous attention and their closed-form thresholds.
+
+Sparsemax (α = 2) of a quadratic score is a truncated parabola (1-D) or paraboloid (N-D), of a
+Laplace score a triangle; softmax (α = 1) of a quadratic score is a Gaussian. Each density
+here is written with the threshold λ that makes it integrate to one, in closed form, as in
+§2.4 (Eqs. 10–13) of Martins et al. (2020); the support helpers say where a truncated
+density is non-zero.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+import torch
+from scipy.optimize import brentq
+
+from ..utils import as_tensor, check_positive
+
+__all__ = [
+    "gaussian_pdf",
+    "truncated_parabola_pdf",
+    "triangular_pdf",
+    "location_scale_pdf",
+    "truncated_paraboloid_pdf",
+    "truncated_paraboloid_lambda",
+    "truncated_parabola_radius",
+    "support_ellipse",
+]
+
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _like(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
+    """``x`` as a tensor of ``like``'s dtype and device (Python floats converted directly, without a float32 detour)."""
+    if not isinstance(x, torch.Tensor) and np.ndim(x) == 0 and isinstance(x, (int, float, np.number)):
+        x = torch.tensor(float(x), dtype=like.dtype, device=like.device)
+    return as_tensor(x, name, min_ndim=min_ndim, dtype=like.dtype, device=like.device)
+
+
+def _positive(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
+    x = as_tensor(x, name, min_ndim=0) if like is None else _like(x, name, like)
+    if (x <= 0).any():
+        raise ValueError(f"{name} must be positive everywhere, got a minimum of {x.min().item():.3g}")
+    return x
+
+
+def _alpha(alpha) -> int:
+    if alpha not in (1, 2):
+        raise ValueError(f"alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated paraboloid), got {alpha!r}")
+    return int(alpha)
+
+
+def _spd(Sigma, name: str, d: int, like: torch.Tensor) -> torch.Tensor:
+    """Check a batch of ``d × d`` covariances; return their symmetric part."""
+    Sigma = as_tensor(Sigma, name, min_ndim=2, dtype=like.dtype, device=like.device)
+    if Sigma.shape[-2:] != (d, d):
+        raise ValueError(f"{name} must have shape (..., {d}, {d}), got {tuple(Sigma.shape)}")
+    Sigma = 0.5 * (Sigma + Sigma.transpose(-1, -2))
+    if (torch.linalg.cholesky_ex(Sigma).info != 0).any():
+        raise ValueError(f"{name} must be symmetric positive definite")
+    return Sigma
+
+
+# --------------------------------------------------------------------------- densities
+
+
+def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
+    """The Gaussian density ``N(t; μ, σ²)``, the continuous softmax of ``-(t-μ)²/(2σ²)``.
+
+    Parameters
+    ----------
+    t, mu, sigma2 : tensors or array-likes, broadcastable
+        Points, means and (positive) variances.
+
+    Returns
+    -------
+    tensor of the broadcast shape
+
+    Implements
+    ----------
+    Eq. (2) of the sparse-and-continuous attention paper with ``f(t) = -(t-μ)²/(2σ²)``.
+    """
+    t = as_tensor(t, "t", min_ndim=0)
+    mu = _like(mu, "mu", t)
+    sigma2 = _positive(sigma2, "sigma2", t)
+    return torch.exp(-0.5 * (t - mu) ** 2 / sigma2 - 0.5 * torch.log(sigma2) - _LOG_SQRT_2PI)
+
+
+def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
+    """The truncated parabola ``TP(t; μ, σ²) = [-(t-μ)²/(2σ²) - λ]₊``, the continuous sparsemax.
+
+    ``λ = -½ (3 / (2σ))^(2/3)`` makes it integrate to one; the support is
+    ``|t - μ| ≤ (3σ²/2)^(1/3)``.
+
+    Parameters
+    ----------
+    t, mu, sigma2 : tensors or array-likes, broadcastable
+        Points, means and (positive) scale parameters σ².
+
+    Returns
+    -------
+    tensor of the broadcast shape
+
+    Implements
+    ----------
+    Eq. (10) of the sparse-and-continuous attention paper.
+    """
+    t = as_tensor(t, "t", min_ndim=0)
+    mu = _like(mu, "mu", t)
+    sigma2 = _positive(sigma2, "sigma2", t)
+    lam = -0.5 * (1.5 / torch.sqrt(sigma2)) ** (2 / 3)
+    return torch.clamp(-((t - mu) ** 2) / (2 * sigma2) - lam, min=0)
+
+
+def triangular_pdf(t, mu, b) -> torch.Tensor:
+    """The triangular density ``[-λ - |t-μ|/b]₊`` with ``λ = -1/√b``: continuous sparsemax of a Laplace score.
+
+    Parameters
+    ----------
+    t, mu, b : tensors or array-likes, broadcastable
+        Points, locations and (positive) scales.
+
+    Returns
+    -------
+    tensor of the broadcast shape
+
+    Implements
+    ----------
+    Eq. (12) of the sparse-and-continuous attention paper.
+    """
+    t = as_tensor(t, "t", min_ndim=0)
+    mu = _like(mu, "mu", t)
+    b = _positive(b, "b", t)
+    return torch.clamp(1 / torch.sqrt(b) - (t - mu).abs() / b, min=0)
+
+
+def location_scale_pdf(t, mu, sigma, g: Callable, dg: Callable | None = None) -> torch.Tensor:
+    """Continuous sparsemax of the location-scale score ``f(t) = -g'(|t-μ|/σ)/σ``.
+
+    The density is ``[-λ - g'(|t-μ|/σ)/σ]₊`` with ``λ = -g'(a)/σ``, where ``a`` solves
+    ``a g'(a) - g(a) + g(0) = ½`` (found with :func:`scipy.optimize.brentq`). ``g(u) = u²/2``
+    gives the triangular density with ``b = σ²``, ``g(u) = u³/6`` the truncated parabola with
+    ``σ²_TP = σ³``.
+
+    Parameters
+    ----------
+    t, mu : tensors or array-likes, broadcastable
+        Points and locations.
+    sigma : float
+        Positive scale.
+    g : callable
+        Convex, continuously differentiable ``g: [0, ∞) → R`` acting on floats.
+    dg : callable, optional
+        Its derivative; a central finite difference of ``g`` by default.
+
+    Returns
+    -------
+    tensor of the broadcast shape of ``t`` and ``mu``
+
+    Implements
+    ----------
+    Eq. (13) of the sparse-and-continuous attention paper.
+    """
+    if not callable(g) or (dg is not None and not callable(dg)):
+        raise ValueError("g (and dg, if given) must be callables mapping a float to a float")
+    sigma = check_positive(sigma, "sigma")
+    t = as_tensor(t, "t", min_ndim=0)
+    mu = _like(mu, "mu", t)
+    if dg is None:
+        def dg(u):
+            h = 1e-6 * max(1.0, u)
+            return (g(u + h) - g(max(u - h, 0.0))) / (u + h - max(u - h, 0.0))
+
+    gap = lambda a: a * dg(a) - g(a) + g(0.0) - 0.5  # noqa: E731
+    hi = 1.0
+    while gap(hi) < 0:
+        hi *= 2
+        if hi > 1e12:
+            raise ValueError("a g'(a) - g(a) + g(0) = 1/2 has no solution: is g strongly convex?")
+    a = brentq(gap, 0.0, hi, xtol=1e-14)
+    u = ((t - mu).abs() / sigma).detach().cpu().numpy()
+    score = torch.as_tensor(np.vectorize(dg, otypes=[float])(u), dtype=t.dtype, device=t.device)
+    return torch.clamp((dg(a) - score) / sigma, min=0)
+
+
+def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
+    """The threshold ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))`` of an N-dimensional truncated paraboloid.
+
+    Implements
+    ----------
+    Eq. (11) of the sparse-and-continuous attention paper.
+    """
+    Sigma = as_tensor(Sigma, "Sigma", min_ndim=2)
+    d = Sigma.shape[-1]
+    Sigma = _spd(Sigma, "Sigma", d, Sigma)
+    log_det = torch.linalg.slogdet(2 * math.pi * Sigma).logabsdet
+    return -torch.exp((2 / (d + 2)) * (math.lgamma(d / 2 + 2) - 0.5 * log_det))
+
+
+def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
+    """The N-dimensional truncated paraboloid ``[-λ - ½(t-μ)ᵀΣ⁻¹(t-μ)]₊``, sparsemax counterpart of ``N(μ, Σ)``.
+
+    Parameters
+    ----------
+    t : tensor or array-like, shape (..., N)
+        Points.
+    mu : tensor or array-like, shape (..., N)
+        Means, broadcastable against ``t``.
+    Sigma : tensor or array-like, shape (..., N, N)
+        Symmetric positive definite shape matrices, broadcastable against ``t``.
+
+    Returns
+    -------
+    tensor of shape ``t.shape[:-1]`` (broadcast)
+
+    Implements
+    ----------
+    Eq. (11) of the sparse-and-continuous attention paper.
+    """
+    t = as_tensor(t, "t", min_ndim=1)
+    mu = as_tensor(mu, "mu", min_ndim=1, dtype=t.dtype, device=t.device)
+    d = t.shape[-1]
+    if mu.shape[-1] != d:
+        raise ValueError(f"mu must have {d} coordinates like t, got shape {tuple(mu.shape)}")
+    Sigma = _spd(Sigma, "Sigma", d, t)
+    x = (t - mu).unsqueeze(-1)
+    quad = (x * torch.linalg.solve(Sigma, x)).sum((-2, -1))
+    return torch.clamp(-truncated_paraboloid_lambda(Sigma) - 0.5 * quad, min=0)
+
+
+
+def truncated_parabola_radius(sigma2) -> torch.Tensor:
+    """Half-width ``a = (3σ²/2)^(1/3)`` of the truncated parabola's support ``[μ - a, μ + a]``.
+
+    Parameters
+    ----------
+    sigma2 : tensor or array-like
+        Positive scale parameters σ².
+
+    Returns
+    -------
+    tensor of the shape of ``sigma2``
+
+    Implements
+    ----------
+    The support of Eq. (10) of the sparse-and-continuous attention paper: where
+    ``-(t-μ)²/(2σ²) - λ ≥ 0`` with its λ.
+    """
+    sigma2 = _positive(as_tensor(sigma2, "sigma2", min_ndim=0), "sigma2")
+    return (1.5 * sigma2) ** (1 / 3)
+
+
+def support_ellipse(mu, Sigma, scale: float | None = None) -> tuple[np.ndarray, float, float, float]:
+    """Centre, axis lengths and angle of the ellipse ``(t-μ)ᵀΣ⁻¹(t-μ) ≤ R²`` of a 2-D density.
+
+    With ``scale=None``, ``R² = -2λ`` from :func:`truncated_paraboloid_lambda`: the exact
+    boundary of the truncated paraboloid's support. With a number, ``R = scale`` (e.g. 1 or
+    2 for a Gaussian's 1σ and 2σ contours).
+
+    Parameters
+    ----------
+    mu : array-like, shape (2,)
+    Sigma : array-like, shape (2, 2)
+        Symmetric positive definite.
+    scale : float, optional
+
+    Returns
+    -------
+    centre : ndarray, shape (2,)
+    width, height : float
+        Full lengths of the axes along the first and second coordinate after rotating by
+        ``angle``.
+    angle : float
+        Rotation of the first axis from the first coordinate, in degrees (counter-clockwise).
+
+    Implements
+    ----------
+    The support of Eq. (11) of the sparse-and-continuous attention paper for N = 2.
+    """
+    mu = np.array(mu, dtype=float).reshape(2)  # copies: reversed views have negative strides
+    Sigma64 = torch.tensor(np.array(Sigma, dtype=float))
+    S = _spd(Sigma64, "Sigma", 2, Sigma64).numpy()
+    if scale is None:
+        R = math.sqrt(-2 * truncated_paraboloid_lambda(torch.as_tensor(S)).item())
+    else:
+        R = check_positive(scale, "scale")
+    vals, vecs = np.linalg.eigh(S)
+    width, height = 2 * R * np.sqrt(vals[::-1])
+    # The larger eigenvalue's vector; an eigenvector's sign is arbitrary, so fold into [0, 180).
+    angle = math.degrees(math.atan2(vecs[1, 1], vecs[0, 1])) % 180.0
+    return mu, float(width), float(height), angle

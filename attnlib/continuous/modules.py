@@ -1,0 +1,166 @@
+"""The continuous-attention layers: a density from an encoder or from discrete weights, read out.
+
+Implements the 1-D and 2-D attention models of §3.1 and §4 of Martins et al. (2020).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from ..utils import as_tensor, check_int, check_positive
+from .attention import continuous_attention_1d, continuous_attention_2d
+from .basis import GaussianRBF, _check_basis, ridge_value_coefficients
+from .densities import _alpha
+
+__all__ = ["ContinuousAttention1D", "ContinuousAttention2D", "ContinuousAttentionOutput"]
+
+
+# --------------------------------------------------------------------------- modules
+
+
+class ContinuousAttentionOutput(NamedTuple):
+    """What the continuous-attention modules return."""
+
+    context: torch.Tensor  # (batch, D): E_p[V(t)]
+    mu: torch.Tensor  # (batch,) or (batch, 2)
+    sigma2: torch.Tensor  # (batch,) in 1-D, Σ (batch, 2, 2) in 2-D
+    r: torch.Tensor  # (batch, N): E_p[ψ(t)]
+
+
+class _ContinuousAttention(nn.Module):
+    def __init__(self, basis: GaussianRBF, dim: int, in_features, alpha, lam, min_var, n_params):
+        super().__init__()
+        self.basis = _check_basis(basis, dim)
+        self.alpha = _alpha(alpha)
+        self.lam = check_positive(lam, "lam")
+        self.min_var = check_positive(min_var, "min_var")
+        self.head = None if in_features is None else nn.Linear(check_int(in_features, "in_features"), n_params)
+
+    def _inputs(self, H, positions, weights):
+        H = as_tensor(H, "H", ndim=3)
+        if (weights is None) == (self.head is None):
+            raise ValueError("pass weights (moment matching) if and only if the module was built without in_features")
+        if weights is not None:
+            weights = as_tensor(weights, "weights", ndim=2, dtype=H.dtype, device=H.device)
+            if weights.shape != H.shape[:2]:
+                raise ValueError(f"weights must have shape {tuple(H.shape[:2])}, got {tuple(weights.shape)}")
+        elif H.shape[-1] != self.head.in_features:
+            raise ValueError(f"H must have {self.head.in_features} features, got {H.shape[-1]}")
+        return H, as_tensor(positions, "positions", ndim=self.basis.dim, dtype=H.dtype, device=H.device), weights
+
+    def _context(self, H, positions, r):
+        B = ridge_value_coefficients(H, positions, self.basis, self.lam)
+        return (r.unsqueeze(-2) @ B).squeeze(-2)
+
+
+class ContinuousAttention1D(_ContinuousAttention):
+    """Continuous attention over a sequence placed on ``[0, 1]``.
+
+    The density's ``(μ, σ²)`` come either from an encoder summary (``in_features`` given:
+    ``μ = sigmoid(w₁ᵀv)``, ``σ² = softplus(w₂ᵀv)`` with ``v`` the max-pool of the tokens) or,
+    in the *combined* variant, from discrete attention weights by moment matching
+    (``μ = E_w[t]``, ``σ² = E_w[t²] - μ²``). The values are the tokens fitted by ridge
+    regression on the basis, and the context is ``Bᵀ r`` with ``r`` from
+    :func:`continuous_attention_1d`.
+
+    Parameters
+    ----------
+    basis : GaussianRBF
+        1-D basis of N functions.
+    in_features : int, optional
+        Token size D for the encoder variant; None for moment matching.
+    alpha : {1, 2}
+        Continuous softmax or sparsemax.
+    lam : float
+        Ridge penalty of Eq. (16).
+    min_var : float
+        Floor added to σ² so the density never collapses to a point.
+
+    Implements
+    ----------
+    §3.1 and the continuous and combined document-classification models of §4 of the
+    sparse-and-continuous attention paper.
+    """
+
+    def __init__(self, basis: GaussianRBF, in_features: int | None = None, *, alpha: int = 1, lam: float = 1e-3, min_var: float = 1e-4):
+        super().__init__(basis, 1, in_features, alpha, lam, min_var, 2)
+
+    def forward(self, H, weights=None) -> ContinuousAttentionOutput:
+        """Attend over tokens ``H`` ``(batch, L, D)`` at evenly spaced positions of ``[0, 1]``.
+
+        ``weights`` ``(batch, L)``: discrete attention to moment-match (combined variant).
+        """
+        H = as_tensor(H, "H", ndim=3)
+        positions = torch.linspace(0, 1, H.shape[1], dtype=H.dtype, device=H.device)
+        H, positions, weights = self._inputs(H, positions, weights)
+        if weights is None:
+            a, b = self.head(H.amax(1)).unbind(-1)
+            mu, var = torch.sigmoid(a), nn.functional.softplus(b)
+        else:
+            mu = weights @ positions
+            var = (weights @ positions**2 - mu**2).clamp_min(0)
+        sigma2 = var + self.min_var
+        r = continuous_attention_1d(mu, sigma2, self.basis, self.alpha)
+        return ContinuousAttentionOutput(self._context(H, positions, r), mu, sigma2, r)
+
+
+class ContinuousAttention2D(_ContinuousAttention):
+    """Continuous attention over an image's grid of feature vectors placed on ``[0, 1]²``.
+
+    As :class:`ContinuousAttention1D`, with ``μ = sigmoid(W₁v)`` and ``Σ = LLᵀ + min_var·I``
+    from a Cholesky factor with softplus diagonal (encoder variant), or ``μ`` and ``Σ`` the
+    mean and covariance of discrete attention over the grid cells (combined variant).
+
+    Parameters
+    ----------
+    basis : GaussianRBF
+        2-D basis of N functions.
+    in_features, alpha, lam, min_var : as in :class:`ContinuousAttention1D`.
+    n_angles : int
+        Gauss–Legendre nodes for α = 2 (see :func:`continuous_attention_2d`).
+
+    Implements
+    ----------
+    §3.1 and the 2-D (visual question answering) models of §4 of the sparse-and-continuous
+    attention paper.
+    """
+
+    def __init__(
+        self, basis: GaussianRBF, in_features: int | None = None, *, alpha: int = 1, lam: float = 1e-3, min_var: float = 1e-4, n_angles: int = 48
+    ):
+        super().__init__(basis, 2, in_features, alpha, lam, min_var, 5)
+        self.n_angles = check_int(n_angles, "n_angles", minimum=8)
+
+    @staticmethod
+    def grid_positions(height: int, width: int, dtype=None, device=None) -> torch.Tensor:
+        """Cell centres of a ``height × width`` grid in ``[0, 1]²``, row-major, as ``(row, col)``: ``(height·width, 2)``."""
+        rows = (torch.arange(height, dtype=dtype, device=device) + 0.5) / height
+        cols = (torch.arange(width, dtype=dtype, device=device) + 0.5) / width
+        return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(-1, 2)
+
+    def forward(self, H, weights=None) -> ContinuousAttentionOutput:
+        """Attend over a feature map ``H`` ``(batch, height, width, D)``.
+
+        ``weights`` ``(batch, height·width)``: discrete attention to moment-match (combined variant).
+        """
+        H = as_tensor(H, "H", ndim=4)
+        positions = self.grid_positions(H.shape[1], H.shape[2], H.dtype, H.device)
+        H, positions, weights = self._inputs(H.flatten(1, 2), positions, weights)
+        eye = torch.eye(2, dtype=H.dtype, device=H.device)
+        if weights is None:
+            p = self.head(H.amax(1))
+            mu = torch.sigmoid(p[:, :2])
+            d1, d2 = nn.functional.softplus(p[:, 2]), nn.functional.softplus(p[:, 3])
+            Lc = torch.stack([torch.stack([d1, torch.zeros_like(d1)], -1), torch.stack([p[:, 4], d2], -1)], -2)
+            cov = Lc @ Lc.transpose(-1, -2)
+        else:
+            mu = weights @ positions
+            centred = positions - mu.unsqueeze(-2)
+            cov = torch.einsum("bl,bli,blj->bij", weights, centred, centred)
+        Sigma = cov + self.min_var * eye
+        r = continuous_attention_2d(mu, Sigma, self.basis, self.alpha, self.n_angles)
+        return ContinuousAttentionOutput(self._context(H, positions, r), mu, Sigma, r)
+

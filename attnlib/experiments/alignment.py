@@ -1,0 +1,179 @@
+"""A toy monotone-alignment task, chapter 07b's stand-in for the paper's machine translation.
+
+In the paper's De→En model every output step attends over the source, and the continuous
+densities' means run close to the diagonal of the attention map (its Figure 2). The toy
+keeps only that structure: the target's step ``i`` must copy the source token at position
+``round(i (S - 1) / (T - 1))``, a monotone alignment, so each step has to read one place of
+the source and the places move forward with ``i``. :class:`AlignmentModel` reads the source
+through discrete attention or through one continuous density per target step.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from ..continuous.attention import continuous_attention_1d
+from ..continuous.basis import GaussianRBF, ridge_value_coefficients
+from ..continuous.densities import _alpha
+from ..utils import check_int
+
+__all__ = [
+    "AlignmentTask",
+    "monotone_alignment",
+    "AlignmentModel",
+    "fit_alignment",
+    "alignment_accuracy",
+    "alignment_means",
+]
+
+
+class AlignmentTask(NamedTuple):
+    """Source token ids ``(n, S)``, target ids ``(n, T)`` and the aligned source position of each target step ``(T,)``."""
+
+    source: torch.Tensor
+    target: torch.Tensor
+    aligned: torch.Tensor
+
+
+def monotone_alignment(n: int, source_len: int = 16, target_len: int = 8, *, vocab: int = 20, seed: int = 0) -> AlignmentTask:
+    """Random source sequences; target step ``i`` is the source token at ``round(i (S-1)/(T-1))``.
+
+    Parameters
+    ----------
+    n : int
+        Sequences.
+    source_len, target_len : int
+        S ≥ T ≥ 2.
+    vocab : int
+        Token ids ``0..vocab-1``.
+    seed : int
+
+    Returns
+    -------
+    AlignmentTask
+    """
+    n, S, T = check_int(n, "n"), check_int(source_len, "source_len", minimum=2), check_int(target_len, "target_len", minimum=2)
+    if T > S:
+        raise ValueError(f"target_len must be at most source_len ({S}), got {T}")
+    g = torch.Generator().manual_seed(seed)
+    source = torch.randint(check_int(vocab, "vocab", minimum=2), (n, S), generator=g)
+    aligned = torch.round(torch.arange(T, dtype=torch.float64) * (S - 1) / (T - 1)).long()
+    return AlignmentTask(source, source[:, aligned], aligned)
+
+
+class AlignmentModel(nn.Module):
+    """Embed the source, let each target step attend over it, classify the copied token.
+
+    Each target step ``i`` has a learned query ``q_i``. ``kind="discrete"``: attention of
+    ``q_i`` against the source embeddings plus learned positional embeddings (softmax or
+    sparsemax). ``kind="continuous"``: ``μ_i = sigmoid(w₁ᵀq_i)`` and ``σ_i² = softplus(w₂ᵀq_i)``
+    give a Gaussian (α = 1) or truncated parabola (α = 2) over the source's positions in
+    ``[0, 1]``, read through the ridge-fitted value function on ``n_basis`` RBFs.
+
+    Parameters
+    ----------
+    vocab, source_len, target_len : int
+    kind : {"discrete", "continuous"}
+    alpha : {1, 2}
+    dim : int
+        Embedding size.
+    n_basis : int
+        RBFs, half of standard deviation 0.03 and half 0.1 (continuous only).
+
+    Implements
+    ----------
+    A toy of the machine-translation use of continuous attention in §4 (Figure 2) of the
+    sparse-and-continuous attention paper: one density per output step over the source.
+    """
+
+    def __init__(self, vocab: int, source_len: int, target_len: int, kind: str = "continuous", *, alpha: int = 1, dim: int = 32, n_basis: int = 32):
+        super().__init__()
+        if kind not in ("discrete", "continuous"):
+            raise ValueError(f"kind must be 'discrete' or 'continuous', got {kind!r}")
+        self.kind, self.alpha = kind, _alpha(alpha)
+        self.embed = nn.Embedding(check_int(vocab, "vocab"), dim)
+        self.query = nn.Parameter(torch.randn(check_int(target_len, "target_len"), dim) / dim**0.5)
+        if kind == "discrete":
+            self.position = nn.Parameter(torch.randn(check_int(source_len, "source_len"), dim) / dim**0.5)
+        else:
+            self.head = nn.Linear(dim, 2)
+            self.basis = GaussianRBF.linspace(check_int(n_basis, "n_basis", minimum=2), sigmas=(0.03, 0.1))
+        self.out = nn.Linear(dim, vocab)
+
+    def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits ``(batch, T, vocab)`` and the attention over source positions ``(batch, T, S)``.
+
+        For the continuous model the second output is the density at the source positions,
+        ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display only).
+        """
+        from ..attention import attention
+        from ..continuous.densities import gaussian_pdf, truncated_parabola_pdf
+
+        H = self.embed(source)  # (batch, S, dim)
+        b, S, _ = H.shape
+        q = self.query.expand(b, -1, -1)
+        if self.kind == "discrete":
+            normalizer = "softmax" if self.alpha == 1 else "sparsemax"
+            context, weights = attention(q, H + self.position, H, normalizer=normalizer)
+            return self.out(context), weights
+        pos = torch.linspace(0, 1, S, dtype=H.dtype, device=H.device)
+        a, s = self.head(self.query).unbind(-1)
+        # The same floor on σ² as the continuous-attention modules: never a point mass.
+        mu, sigma2 = torch.sigmoid(a), nn.functional.softplus(s) + 1e-4
+        r = continuous_attention_1d(mu, sigma2, self.basis, self.alpha)  # (T, N)
+        B = ridge_value_coefficients(H, pos, self.basis)  # (batch, N, dim)
+        context = r @ B  # (batch, T, dim)
+        pdf = gaussian_pdf if self.alpha == 1 else truncated_parabola_pdf
+        dens = pdf(pos, mu[:, None], sigma2[:, None]).detach()
+        dens = dens / dens.sum(-1, keepdim=True).clamp_min(1e-30)
+        return self.out(context), dens.expand(b, -1, -1)
+
+
+def fit_alignment(model: AlignmentModel, task: AlignmentTask, *, n_steps: int, batch: int = 32, lr: float = 1e-2, seed: int = 0, progress: bool = True, desc: str = "training") -> list[float]:
+    """Train ``model`` on ``task`` with cross-entropy over every target step, by :func:`attnlib.training.train`.
+
+    Parameters
+    ----------
+    model : AlignmentModel
+    task : AlignmentTask
+    n_steps, batch, lr, seed, progress, desc
+        As in :func:`attnlib.training.train`; ``seed`` also draws the mini-batches.
+
+    Returns
+    -------
+    list of float
+        The loss at every step.
+    """
+    from ..training import train
+
+    g = torch.Generator().manual_seed(seed)
+
+    def batches(step):
+        idx = torch.randint(len(task.source), (batch,), generator=g)
+        return task.source[idx], task.target[idx]
+
+    def loss(m, b):
+        return nn.functional.cross_entropy(m(b[0])[0].flatten(0, 1), b[1].flatten())
+
+    return train(model, loss, batches, n_steps=n_steps, lr=lr, seed=seed, progress=progress, desc=desc)
+
+
+def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
+    """Fraction of target tokens (all steps of all sequences) that ``model`` copies right, in eval mode."""
+    model.eval()
+    with torch.no_grad():
+        logits, _ = model(task.source)
+    model.train()
+    return (logits.argmax(-1) == task.target).double().mean().item()
+
+
+def alignment_means(model: AlignmentModel) -> tuple[torch.Tensor, torch.Tensor]:
+    """The continuous model's density means μ_i and variances σ_i², one per target step ``(T,)`` each."""
+    if model.kind != "continuous":
+        raise ValueError("model must be a continuous AlignmentModel (kind='continuous')")
+    with torch.no_grad():
+        a, s = model.head(model.query).unbind(-1)
+    return torch.sigmoid(a), nn.functional.softplus(s) + 1e-4
