@@ -103,17 +103,20 @@ def test_lsr_tends_to_scaled_dot_product_like_one_over_lambda_squared(small):
 def test_lrsc_forms(small):
     X, lam = small.X, 0.5
     U, s, Vt = np.linalg.svd(X, full_matrices=False)
-    np.testing.assert_allclose(self_expressive(X, "lrsc", lam), (U * np.maximum(s - lam, 0)) @ U.T, atol=1e-12)
+    paper = self_expressive(X, "lrsc", lam, form="paper")
+    np.testing.assert_allclose(paper, (U * np.maximum(s - lam, 0)) @ U.T, atol=1e-12)
     r = np.linalg.matrix_rank(X)
     np.testing.assert_allclose(self_expressive(X, "lrsc", lam, form="noiseless"), U[:, :r] @ U[:, :r].T, atol=1e-10)
     # the exact form minimises ½‖X − CX‖² + λ‖C‖_*: compare with singular-value thresholding by prox-gradient
-    C_exact = self_expressive(X, "lrsc", lam, form="exact")
+    C_exact = self_expressive(X, "lrsc", lam)  # the default
     G, L = X @ X.T, np.linalg.norm(X, 2) ** 2
     C = np.zeros_like(G)
     for _ in range(3000):
         u, sv, vt = np.linalg.svd(C - (C @ G - G) / L)
         C = (u * np.maximum(sv - lam / L, 0)) @ vt
     np.testing.assert_allclose(C_exact, C, atol=1e-6)
+    objective = lambda M: 0.5 * np.sum((X - M @ X) ** 2) + lam * np.linalg.norm(M, "nuc")
+    assert objective(paper) > objective(C_exact) + 1e-3  # the paper's printed form is not it
 
 
 @pytest.mark.parametrize("solver", ["ista", "fista", "admm"])
