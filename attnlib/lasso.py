@@ -19,7 +19,7 @@ import torch
 
 from .utils import check_int, check_positive
 
-__all__ = ["soft_threshold", "SolverInfo", "ssc_rows", "SOLVERS"]
+__all__ = ["soft_threshold", "SolverInfo", "ssc_rows", "lasso_codes", "SOLVERS"]
 
 SOLVERS = ("active_set", "ista", "fista", "admm")
 
@@ -523,3 +523,27 @@ def ssc_rows(X, lam, solver="active_set", *, max_iter=5000, tol=1e-7, rho=None, 
     if not info.converged:
         warnings.warn(f"SSC stopped at max_iter={max_iter} with relative duality gap {info.rel_gap:.2g} > tol={tol:g}")
     return C, info
+
+
+def lasso_codes(Y, K, lam: float, max_steps: int = 1000) -> np.ndarray:
+    """Exact Lasso codes ``min_c ½‖y − c K‖² + λ‖c‖₁`` of every row ``y`` of Y over the rows of K.
+
+    Parameters
+    ----------
+    Y : ndarray (n_queries, n_features);  K : ndarray (n_keys, n_features);  lam : float
+
+    Returns
+    -------
+    C : ndarray (n_queries, n_keys)
+
+    Implements
+    ----------
+    Eqs. (16)-(17) of the self-expression paper (rows as tokens), solved exactly by the
+    homotopy path (Osborne, Presnell & Turlach 2000) for all queries at once.
+    """
+    Y, K = np.asarray(Y, dtype=np.float64), np.asarray(K, dtype=np.float64)
+    if Y.ndim != 2 or K.ndim != 2 or Y.shape[1] != K.shape[1]:
+        raise ValueError(f"Y and K must be 2-D with the same number of features, got {Y.shape} and {K.shape}")
+    lam = check_positive(lam, "lam")
+    B = np.broadcast_to(K, (len(Y),) + K.shape)
+    return _homotopy_rows(B, Y, np.full(len(Y), lam), check_int(max_steps, "max_steps"))[0]
