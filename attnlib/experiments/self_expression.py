@@ -102,7 +102,7 @@ def sparse_combination_batch(step: int, size: int = 64, n_keys: int = 12, n_quer
 
 
 def combination_report(output, weights, test, n_params: int) -> dict:
-    """Test error relative to the target variance, exact zeros, |weight| on the right keys.
+    """Test error relative to the target variance, exact zeros, ``|weight|`` on the right keys.
 
     ``weights`` may carry a head axis (it is reshaped to the shape of ``test[4]``).
     """
