@@ -23,12 +23,18 @@ import torch
 from scipy.optimize import linear_sum_assignment
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import SpectralClustering
-from sklearn.utils.validation import validate_data
 from torch import nn
 
 from .attention import AttentionResult, attention
 from .lasso import SOLVERS, SolverInfo, _lam_column, soft_threshold, ssc_rows
 from .utils import as_float_array, as_tensor, check_int, check_positive
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data
+except ImportError:  # older releases (pyproject allows >= 1.2): the estimator's own method
+
+    def validate_data(estimator, X, **kwargs):
+        return estimator._validate_data(X, **kwargs)
 
 METHODS = ("lsr", "lrsc", "ssc")
 # λ per method when none is given, chosen by the sweep of benchmarks/subspace.py (5 random
