@@ -14,6 +14,9 @@ multiplied by N / (subset size); objectives are compared on that same subset.
    seeds, the peer on seed 0.
 3. The same comparison at lam = 0.05 (seed 0 only), the λ of the earlier table: the peer's
    coordinate descent is much faster at a larger λ, so the speed-up is smaller there.
+4. The λ of LSR and LRSC swept the same way (they fail on this protocol, whose subspaces
+   together fill R^9, at every λ), and ``SubspaceClustering()`` with its defaults (which
+   attnlib.subspace.DEFAULT_LAM takes from these sweeps) on the evaluation seeds.
 
     python benchmarks/subspace.py           # N = 1000, 5000, 10000 (~15 minutes)
     python benchmarks/subspace.py --quick   # tiny sizes, < 30 s
@@ -31,7 +34,7 @@ from sklearn.linear_model import Lasso
 
 from _common import machine, parse_args, write_result  # benchmarks/ is on sys.path when a script runs
 from attnlib.data import union_of_subspaces
-from attnlib.subspace import affinity, clustering_accuracy, self_expressive, spectral_clustering
+from attnlib.subspace import SubspaceClustering, affinity, clustering_accuracy, self_expressive, spectral_clustering
 
 PEER_TOLS = {"default": 1e-4, "equal": 1e-6}
 REF_LAM = 0.05
@@ -78,6 +81,33 @@ def sweep(N, seeds, lams, normalizations=(None, "l1")):
     return [{"lam": lam, "normalize": str(norm), "accuracy_median": float(np.median(a)), "accuracies": a} for (lam, norm), a in acc.items()]
 
 
+def sweep_closed(N, seeds, lams):
+    """LSR and LRSC: median accuracy over the tuning seeds for every λ, and the chosen λ."""
+    out = {}
+    for method in ("lsr", "lrsc"):
+        acc = {lam: [] for lam in lams}
+        for seed in seeds:
+            data = union_of_subspaces(5, 6, 9, N // 5, seed=seed)
+            for lam in lams:
+                labels = spectral_clustering(affinity(self_expressive(data.X, method, lam)), 5)
+                acc[lam].append(clustering_accuracy(data.labels, labels))
+        table = [{"lam": lam, "accuracy_median": float(np.median(a)), "accuracies": a} for lam, a in acc.items()]
+        out[method] = {"table": table, "chosen": max(table, key=lambda r: (r["accuracy_median"], r["lam"]))["lam"]}
+    return out
+
+
+def defaults(sizes, seeds):
+    """``SubspaceClustering(n_clusters=5)`` with every other parameter at its default."""
+    rows = []
+    for N in sizes:
+        accs = []
+        for seed in seeds:
+            data = union_of_subspaces(5, 6, 9, N // 5, seed=seed)
+            accs.append(clustering_accuracy(data.labels, SubspaceClustering(5).fit_predict(data.X)))
+        rows.append({"N": N, "accuracy": float(np.median(accs)), "accuracies": accs})
+    return rows
+
+
 def run(N, lam, normalize, seeds, n_peer):
     accs, t_coefs, t_totals = [], [], []
     for seed in seeds:
@@ -116,15 +146,23 @@ def main():
     if args.quick:
         sizes, eval_seeds, tune_seeds, lams, tune_N = {250: 20, 500: 10}, (0,), (101,), (0.005, 0.05), 250
         ref_sizes = {250: 10}
+        closed_lams = (0.01, 1.0)
     else:
         sizes, eval_seeds, tune_seeds, lams, tune_N = {1000: 100, 5000: 30, 10000: 20}, (0, 1, 2), (101, 102, 103, 104, 105), (0.002, 0.005, 0.01, 0.02, 0.05, 0.1), 1000
         ref_sizes = {1000: 100, 5000: 30, 10000: 20}
+        closed_lams = (0.001, 0.01, 0.1, 1.0, 10.0)
     table = sweep(tune_N, tune_seeds, lams)
     for r in table:
         print(f"sweep N={tune_N} lam={r['lam']:<6} normalize={r['normalize']:<4} median acc={r['accuracy_median']:.4f}", flush=True)
     best = max(table, key=lambda r: (r["accuracy_median"], r["lam"], r["normalize"] == "None"))
     lam, normalize = best["lam"], None if best["normalize"] == "None" else best["normalize"]
     print(f"chosen: lam={lam}, normalize={normalize}", flush=True)
+    closed = sweep_closed(tune_N, tune_seeds, closed_lams)
+    for method, r in closed.items():
+        print(f"sweep {method}: " + ", ".join(f"{t['lam']}: {t['accuracy_median']:.3f}" for t in r["table"]), flush=True)
+    default_rows = defaults(list(sizes), eval_seeds)
+    for r in default_rows:
+        print(f"defaults N={r['N']} accuracy={r['accuracy']:.4f}", flush=True)
     rows, ref_rows = [], []
     jobs = [(rows, N, lam, normalize, eval_seeds, n) for N, n in sizes.items()]
     jobs += [(ref_rows, N, REF_LAM, None, eval_seeds[:1], n) for N, n in ref_sizes.items()]
@@ -147,6 +185,8 @@ def main():
             "peer timed on 'peer_rows_timed' random samples of seed 0 and scaled by N / that number"
         ),
         "sweep": {"N": tune_N, "seeds": list(tune_seeds), "table": table, "chosen": {"lam": lam, "normalize": str(normalize)}},
+        "sweep_closed": {"N": tune_N, "seeds": list(tune_seeds), **closed},
+        "defaults": default_rows,
         "rows": rows,
         f"rows_lam_{REF_LAM}": ref_rows,
         "targets": {"accuracy_N1000": 0.97, "accuracy_N10000": 0.99, "seconds_N10000": 60, "speedup": 10},

@@ -9,8 +9,10 @@ from hypothesis import strategies as st
 from sklearn.cluster import SpectralClustering
 from sklearn.linear_model import Lasso
 
+from attnlib import results
 from attnlib.data import union_of_subspaces
 from attnlib.subspace import (
+    DEFAULT_LAM,
     SubspaceClustering,
     UnrolledISTAAttention,
     affinity,
@@ -103,17 +105,20 @@ def test_lsr_tends_to_scaled_dot_product_like_one_over_lambda_squared(small):
 def test_lrsc_forms(small):
     X, lam = small.X, 0.5
     U, s, Vt = np.linalg.svd(X, full_matrices=False)
-    np.testing.assert_allclose(self_expressive(X, "lrsc", lam), (U * np.maximum(s - lam, 0)) @ U.T, atol=1e-12)
+    paper = self_expressive(X, "lrsc", lam, form="paper")
+    np.testing.assert_allclose(paper, (U * np.maximum(s - lam, 0)) @ U.T, atol=1e-12)
     r = np.linalg.matrix_rank(X)
     np.testing.assert_allclose(self_expressive(X, "lrsc", lam, form="noiseless"), U[:, :r] @ U[:, :r].T, atol=1e-10)
     # the exact form minimises ½‖X − CX‖² + λ‖C‖_*: compare with singular-value thresholding by prox-gradient
-    C_exact = self_expressive(X, "lrsc", lam, form="exact")
+    C_exact = self_expressive(X, "lrsc", lam)  # the default
     G, L = X @ X.T, np.linalg.norm(X, 2) ** 2
     C = np.zeros_like(G)
     for _ in range(3000):
         u, sv, vt = np.linalg.svd(C - (C @ G - G) / L)
         C = (u * np.maximum(sv - lam / L, 0)) @ vt
     np.testing.assert_allclose(C_exact, C, atol=1e-6)
+    objective = lambda M: 0.5 * np.sum((X - M @ X) ** 2) + lam * np.linalg.norm(M, "nuc")
+    assert objective(paper) > objective(C_exact) + 1e-3  # the paper's printed form is not it
 
 
 @pytest.mark.parametrize("solver", ["ista", "fista", "admm"])
@@ -236,6 +241,34 @@ def test_estimator_api():
     assert model.coef_.shape == model.affinity_matrix_.shape == (30, 30)
     np.testing.assert_array_equal(model.labels_, labels)
     assert clone(model).get_params()["lam"] == 0.02
+
+
+def test_subspace_clustering_passes_sklearn_check_estimator():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    check_estimator(SubspaceClustering())  # raises on the first failed check
+
+
+def test_subspace_clustering_defaults_cluster_the_benchmark_protocol():
+    # 1 000 points on a seed that neither the sweep nor the benchmark saw. The target (≥ 0.97,
+    # median over the benchmark's seeds) is checked on the committed results below; single
+    # seeds spread from about 0.94 to 0.98 (seeds 7-11: 0.965, 0.975, 0.973, 0.959, 0.941).
+    d = union_of_subspaces(5, 6, 9, 200, seed=7)
+    model = SubspaceClustering(5).fit(d.X)
+    assert clustering_accuracy(d.labels, model.labels_) >= 0.96
+    assert model.n_features_in_ == 9 and model.n_iter_ == model.solver_info_.n_iter > 0
+    with pytest.raises(ValueError, match="n_clusters"):
+        SubspaceClustering(50).fit(d.X[:10])
+
+
+def test_defaults_are_the_committed_sweeps_choice():
+    bench = results.load("subspace")
+    assert DEFAULT_LAM["ssc"] == bench["sweep"]["chosen"]["lam"]
+    assert bench["sweep"]["chosen"]["normalize"] == "None"  # SubspaceClustering's default
+    for method in ("lsr", "lrsc"):
+        assert DEFAULT_LAM[method] == bench["sweep_closed"][method]["chosen"]
+    by_n = {r["N"]: r["accuracy"] for r in bench["defaults"]}
+    assert by_n[1000] >= 0.97 and by_n[10000] >= 0.99
 
 
 def test_sparse_coding_attention_converges_to_the_lasso():

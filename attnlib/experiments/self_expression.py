@@ -1,0 +1,292 @@
+"""Experiments of chapter 05: data that is (nearly) a union of subspaces, and small models.
+
+- :func:`motion` and :func:`faces`: the two classic subspace-clustering settings, generated
+  (rigid motions under an affine camera; Lambertian objects under distant lights).
+- :func:`sparse_combination_batch` and :func:`combination_report`: a task whose targets are
+  sparse, signed combinations of values, the situation self-expression describes.
+- :class:`AttentionStack`: Figure 4 of the self-expression paper as a stack, 2-3 blocks of
+  attention (softmax, sparsemax or unrolled ISTA), residual connections and feed-forwards.
+- :class:`SelfExpressiveNet`: parametrised self-expressive coefficients in the spirit of
+  SENet (Zhang, You, Vidal & Li 2021), which give coefficients for points never seen.
+- :func:`normalized_self_expression`: self-expressive coefficients constrained to the
+  simplex through softmax or sparsemax, fitted to the self-expression loss.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from ..attention import MultiHeadAttention
+from ..lasso import soft_threshold
+from ..subspace import UnrolledISTAAttention
+from ..utils import as_float_array, check_int, check_positive
+
+__all__ = [
+    "motion",
+    "faces",
+    "sparse_combination_batch",
+    "combination_report",
+    "AttentionStack",
+    "SelfExpressiveNet",
+    "fit_self_expressive_net",
+    "LearnedISTACodes",
+    "fit_learned_ista",
+    "normalized_self_expression",
+    "assign_by_coefficients",
+]
+
+
+def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 0):
+    """Trajectories of points on rigid bodies seen by an affine camera.
+
+    Each body has ``n_points`` random 3-D points; each frame applies a random affine camera
+    ``(2, 4)`` to the homogeneous points, so a trajectory (``2 * frames`` numbers) lies in the
+    at most 4-dimensional subspace of its body (Tomasi & Kanade 1992).
+
+    Returns
+    -------
+    X : ndarray (n_bodies * n_points, 2 * frames);  labels : ndarray (n_bodies * n_points,)
+    """
+    rng = np.random.default_rng(seed)
+    bodies = []
+    for _ in range(check_int(n_bodies, "n_bodies")):
+        P = np.vstack([rng.standard_normal((3, n_points)), np.ones(n_points)])
+        bodies.append(np.concatenate([rng.standard_normal((2, 4)) @ P for _ in range(frames)]))
+    return np.hstack(bodies).T, np.repeat(np.arange(n_bodies), n_points)
+
+
+def faces(n_faces: int = 3, n_images: int = 40, pixels: int = 100, seed: int = 0):
+    """Images of convex Lambertian objects under distant lights, with attached shadows.
+
+    Each object has random unit normals and albedos per pixel; an image under light ``l`` is
+    ``albedo * max(normal · l, 0)``, near a low-dimensional subspace per object (Basri &
+    Jacobs 2003). Lights point mostly towards the object.
+
+    Returns
+    -------
+    X : ndarray (n_faces * n_images, pixels);  labels : ndarray (n_faces * n_images,)
+    """
+    rng = np.random.default_rng(seed)
+    images = []
+    for _ in range(check_int(n_faces, "n_faces")):
+        normals = rng.standard_normal((pixels, 3))
+        normals /= np.linalg.norm(normals, axis=1, keepdims=True)
+        albedo = rng.uniform(0.3, 1, pixels)
+        lights = rng.standard_normal((3, n_images)) + [[0], [0], [2]]
+        images.append((albedo[:, None] * np.maximum(normals @ lights, 0)).T)
+    return np.vstack(images), np.repeat(np.arange(n_faces), n_images)
+
+
+def sparse_combination_batch(step: int, size: int = 64, n_keys: int = 12, n_queries: int = 8, dim: int = 8):
+    """A batch of the sparse-combination task, reproducible from ``step``.
+
+    Keys are random unit vectors, values random vectors; each query is ``a k_j + b k_l`` for
+    two random keys and signed weights ``|a|, |b| ∈ [0.5, 1.5]``, and its target is
+    ``a v_j + b v_l``.
+
+    Returns
+    -------
+    queries (size, n_queries, dim), keys (size, n_keys, dim), values (size, n_keys, dim),
+    targets (size, n_queries, dim), right (size, n_queries, n_keys) bool: the two right keys
+    """
+    g = torch.Generator().manual_seed(10_000 + step)
+    k = nn.functional.normalize(torch.randn(size, n_keys, dim, generator=g), dim=-1)
+    v = torch.randn(size, n_keys, dim, generator=g)
+    pick = torch.rand(size, n_queries, n_keys, generator=g).argsort(-1)[..., :2]
+    w = torch.randn(size, n_queries, 2, generator=g).sign()
+    w = w * (0.5 + torch.rand(size, n_queries, 2, generator=g))
+    C = torch.zeros(size, n_queries, n_keys).scatter_(-1, pick, w)
+    return C @ k, k, v, C @ v, C != 0
+
+
+def combination_report(output, weights, test, n_params: int) -> dict:
+    """Test error relative to the target variance, exact zeros, ``|weight|`` on the right keys.
+
+    ``weights`` may carry a head axis (it is reshaped to the shape of ``test[4]``).
+    """
+    W = weights.reshape(test[4].shape)
+    return {
+        "params": n_params,
+        "test error / variance": ((output - test[3]) ** 2).mean().item() / test[3].var().item(),
+        "zero weights": (W == 0).float().mean().item(),
+        "|weight| on the right keys": ((W.abs() * test[4]).sum() / W.abs().sum()).item(),
+    }
+
+
+class AttentionStack(nn.Module):
+    """Blocks of cross-attention to fixed keys/values, each with residual and feed-forward.
+
+    ``h ← h + attend(h, keys, values)``, then ``h ← h + FF(h)`` with a two-layer ReLU
+    feed-forward, ``n_layers`` times, from ``h = queries``. ``kind`` picks the attention:
+    ``"softmax"`` or ``"sparsemax"`` (:class:`attnlib.attention.MultiHeadAttention`, one
+    head) or ``"ista"`` (:class:`attnlib.subspace.UnrolledISTAAttention`, which adds two
+    scalars per unrolled step). The parameter counts are otherwise equal.
+
+    Implements
+    ----------
+    Figure 4 of the self-expression paper read as a stack of layers (our construction: the
+    paper sketches one layer and leaves the stack as a conjecture).
+    """
+
+    def __init__(self, kind: str, dim: int = 8, n_layers: int = 2, *, n_iter: int = 3, lam: float = 0.05, hidden: int = 16):
+        super().__init__()
+        if kind not in ("softmax", "sparsemax", "ista"):
+            raise ValueError(f"kind must be 'softmax', 'sparsemax' or 'ista', got {kind!r}")
+        n_layers = check_int(n_layers, "n_layers")
+        if kind == "ista":
+            make = lambda: UnrolledISTAAttention(dim, n_iter=n_iter, lam=lam)  # noqa: E731
+        else:
+            make = lambda: MultiHeadAttention(dim, normalizer=kind)  # noqa: E731
+        self.attn = nn.ModuleList(make() for _ in range(n_layers))
+        self.ff = nn.ModuleList(nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim)) for _ in range(n_layers))
+
+    def forward(self, queries, keys, values):
+        """Return the output ``(..., n_q, dim)`` and the first block's weights.
+
+        The first block codes the queries themselves over the keys, so its weights are the
+        ones to compare with the task's true sparse codes.
+        """
+        h, first = queries, None
+        for attn, ff in zip(self.attn, self.ff):
+            out, weights = attn(h, keys, values)
+            first = weights if first is None else first
+            h = h + out
+            h = h + ff(h)
+        return h, first
+
+
+class SelfExpressiveNet(nn.Module):
+    """Self-expressive coefficients as a function of the points: ``c(x, x') = T_b(u(x)·w(x'))``.
+
+    Two small MLPs embed the query point and the key point; the coefficient is the soft
+    threshold ``T_b`` (learned ``b ≥ 0``) of their scaled inner product. Because the
+    coefficients are a function, they exist for a point never seen in training.
+
+    Implements
+    ----------
+    The self-expressive network of Zhang, You, Vidal & Li (2021), simplified (one hidden
+    layer per embedding, ℓ1 penalty only); §5.3, difference 3 of the self-expression paper.
+    """
+
+    def __init__(self, dim: int, hidden: int = 64, scale: float = 1.0):
+        super().__init__()
+        dim, hidden = check_int(dim, "dim"), check_int(hidden, "hidden")
+        self.query = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden))
+        self.key = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden))
+        self.raw_b = nn.Parameter(torch.tensor(-8.0))  # b = softplus(-8) ≈ 3e-4 at the start
+        self.scale = check_positive(scale, "scale") / hidden
+
+    def forward(self, queries, keys, *, exclude_self: bool = False):
+        """Coefficients ``(n_q, n_k)`` of the queries over the keys (diagonal 0 if asked)."""
+        C = soft_threshold(self.scale * self.query(queries) @ self.key(keys).T, nn.functional.softplus(self.raw_b))
+        if exclude_self:
+            C = C * (1 - torch.eye(C.shape[0], dtype=C.dtype, device=C.device))
+        return C
+
+
+def fit_self_expressive_net(X, *, lam: float = 0.01, hidden: int = 64, n_steps: int = 300, lr: float = 3e-3, seed: int = 0):
+    """Train :class:`SelfExpressiveNet` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0).
+
+    Full-batch Adam; returns the model in eval mode and the loss per step.
+    """
+    X = torch.as_tensor(as_float_array(X, "X"), dtype=torch.float32)
+    torch.manual_seed(seed)
+    model = SelfExpressiveNet(X.shape[1], hidden)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(check_int(n_steps, "n_steps")):
+        C = model(X, X, exclude_self=True)
+        loss = (0.5 * ((X - C @ X) ** 2).sum() + lam * C.abs().sum()) / len(X)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return model.eval(), losses
+
+
+class LearnedISTACodes(nn.Module):
+    """Self-expressive codes of queries over keys by ``n_iter`` ISTA steps with learned steps and thresholds.
+
+    ``C ← T_{ε_t λ_t}(C + ε_t (Q − C K) Kᵀ)`` from ``C = 0``, with ``ε_t = s_t / ‖K‖²``; ``s_t``
+    and ``λ_t`` are learned (LISTA-style, Gregor & LeCun 2010, keeping the matrices of
+    Eq. (15) fixed). A fixed-cost forward pass, so it gives codes for new points.
+    """
+
+    def __init__(self, n_iter: int = 5, lam: float = 0.01):
+        super().__init__()
+        self.n_iter = check_int(n_iter, "n_iter")
+        self.raw_step = nn.Parameter(torch.zeros(self.n_iter))
+        self.raw_lam = nn.Parameter(torch.full((self.n_iter,), float(np.log(np.expm1(check_positive(lam, "lam"))))))
+
+    def forward(self, queries, keys, *, exclude_self: bool = False):
+        """Codes ``(n_q, n_k)``; with ``exclude_self`` the diagonal is held at 0 (queries = keys)."""
+        base = 1.0 / torch.linalg.matrix_norm(keys, ord=2) ** 2
+        keep = 1.0 - torch.eye(len(queries), len(keys), dtype=keys.dtype) if exclude_self else 1.0
+        C = torch.zeros(len(queries), len(keys), dtype=keys.dtype)
+        for t in range(self.n_iter):
+            eps = base * 2 * torch.sigmoid(self.raw_step[t])  # in (0, 2/‖K‖²): a stable step
+            C = soft_threshold(C + eps * (queries - C @ keys) @ keys.T, eps * nn.functional.softplus(self.raw_lam[t]))
+            C = C * keep
+        return C
+
+
+def fit_learned_ista(X, *, n_iter: int = 5, lam: float = 0.002, n_steps: int = 200, lr: float = 0.05, seed: int = 0):
+    """Train :class:`LearnedISTACodes` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0)."""
+    X = torch.as_tensor(as_float_array(X, "X"))
+    torch.manual_seed(seed)
+    model = LearnedISTACodes(n_iter, lam).to(X.dtype)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(check_int(n_steps, "n_steps")):
+        C = model(X, X, exclude_self=True)
+        loss = (0.5 * ((X - C @ X) ** 2).sum() + lam * C.abs().sum()) / len(X)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return model.eval(), losses
+
+
+def assign_by_coefficients(C, train_labels, n_clusters: int) -> np.ndarray:
+    """Label each query with the cluster of training points that carries most of its ``|C|``.
+
+    Parameters
+    ----------
+    C : array (n_queries, n_train), coefficients of new points over the training points
+    train_labels : array (n_train,), the clusters found on the training points
+    """
+    C = np.abs(np.asarray(C, dtype=np.float64))
+    mass = np.stack([C[:, np.asarray(train_labels) == k].sum(1) for k in range(n_clusters)], 1)
+    return mass.argmax(1)
+
+
+def normalized_self_expression(X, normalizer: str = "softmax", *, n_steps: int = 300, lr: float = 0.1, seed: int = 0):
+    """Self-expressive coefficients on the simplex: ``C = normalizer(Z)``, Z fitted to ``½‖X − C X‖²``.
+
+    Each row of ``C`` is the softmax or sparsemax of free logits (the diagonal masked), so
+    each point is written as a convex combination of the others; Adam on the logits.
+
+    Returns
+    -------
+    C : ndarray (n_samples, n_samples), rows on the probability simplex, zero diagonal
+    """
+    from ..normalizers import sparsemax, softmax
+
+    norm = {"softmax": softmax, "sparsemax": sparsemax}.get(normalizer)
+    if norm is None:
+        raise ValueError(f"normalizer must be 'softmax' or 'sparsemax', got {normalizer!r}")
+    X = torch.as_tensor(as_float_array(X, "X"))
+    torch.manual_seed(seed)
+    Z = (0.01 * torch.randn(len(X), len(X), dtype=X.dtype)).requires_grad_()
+    mask = torch.eye(len(X), dtype=torch.bool)
+    opt = torch.optim.Adam([Z], lr=lr)
+    for _ in range(check_int(n_steps, "n_steps")):
+        C = norm(Z.masked_fill(mask, -torch.inf), dim=-1)
+        loss = 0.5 * ((X - C @ X) ** 2).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        return norm(Z.masked_fill(mask, -torch.inf), dim=-1).numpy()

@@ -1,0 +1,43 @@
+"""Tests of attnlib.lasso: the row-wise solvers against scikit-learn's Lasso."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import Lasso
+
+from attnlib.lasso import lasso_codes, soft_threshold, ssc_rows
+
+
+def test_lasso_codes_match_sklearn():
+    rng = np.random.default_rng(0)
+    K, Y = rng.standard_normal((40, 7)), rng.standard_normal((6, 7))
+    C = lasso_codes(Y, K, 0.2)
+    for i in range(len(Y)):  # scikit-learn's loss is ours divided by the number of features
+        ref = Lasso(alpha=0.2 / 7, fit_intercept=False, tol=1e-14, max_iter=10**6).fit(K.T, Y[i])
+        np.testing.assert_allclose(C[i], ref.coef_, atol=1e-9)
+    assert (C != 0).sum(1).max() <= 7  # at most n_features non-zeros per row
+
+
+def test_ssc_rows_zero_diagonal_and_gap():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((25, 5))
+    C, info = ssc_rows(X, 0.1)
+    assert np.all(np.diag(C) == 0) and info.converged and info.rel_gap < 1e-7
+
+
+def test_soft_threshold_numpy_and_torch_agree():
+    x = np.linspace(-2, 2, 9)
+    expected = np.array([-1.5, -1.0, -0.5, 0, 0, 0, 0.5, 1.0, 1.5])
+    np.testing.assert_allclose(soft_threshold(x, 0.5), expected)
+    np.testing.assert_allclose(soft_threshold(torch.tensor(x), 0.5).numpy(), expected)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="solver"):
+        ssc_rows(np.ones((4, 2)), 0.1, solver="cd")
+    with pytest.raises(ValueError, match="lam"):
+        ssc_rows(np.ones((4, 2)), -1.0)
+    with pytest.raises(ValueError, match="Y and K"):
+        lasso_codes(np.ones((2, 3)), np.ones((4, 2)), 0.1)
+    with pytest.raises(ValueError, match="lam"):
+        lasso_codes(np.ones((2, 3)), np.ones((4, 3)), 0.0)
