@@ -248,6 +248,11 @@ class KnowledgeAttention(nn.Module):
     ``Wᵢ`` is a learned ``(d, d)`` matrix (the change of embedding of Eq. 4); the map is then
     equivariant only if the ``Wᵢ`` rotate too, which :func:`equivariance_error` detects.
 
+    The learned tensors are ``knowledge`` ``(num_layers, num_heads, n_knowledge, embed_dim)``,
+    ``a`` ``(num_layers, num_heads, n_knowledge, n_knowledge)``, ``c`` of the same shape
+    (``"higher_order"`` only) and ``head_weight`` ``(num_layers, num_heads)``, with two more
+    dimensions ``(embed_dim, embed_dim)`` for ``value="linear"``.
+
     Parameters
     ----------
     embed_dim : int
@@ -260,11 +265,6 @@ class KnowledgeAttention(nn.Module):
     residual : bool
         Add each layer's input to its output.
     normalizer, temperature : see :func:`knowledge_attention`.
-
-    The learned tensors are ``knowledge`` ``(num_layers, num_heads, n_knowledge, embed_dim)``,
-    ``a`` ``(num_layers, num_heads, n_knowledge, n_knowledge)``, ``c`` of the same shape
-    (``"higher_order"`` only) and ``head_weight`` ``(num_layers, num_heads)``, with two more
-    dimensions ``(embed_dim, embed_dim)`` for ``value="linear"``.
 
     Implements
     ----------

@@ -123,6 +123,11 @@ def layers_to_see_everything(length: int, kernel_size: int) -> int:
     Computed directly: a one-hot at position 0 is spread through the band of one
     convolution, layer after layer, until it reaches position ``length - 1`` (the farthest
     pair). The closed form is ``ceil(2 (length - 1) / (kernel_size - 1))``.
+
+    Implements
+    ----------
+    The receptive field ``1 + L (k - 1)`` of stacked convolutions (Luo et al. 2016), asked
+    to span a whole sequence.
     """
     length, kernel_size = check_int(length, "length", minimum=2), check_int(kernel_size, "kernel_size")
     if kernel_size % 2 == 0 or kernel_size < 3:
@@ -147,6 +152,11 @@ def green_function(n: int) -> np.ndarray:
 
     Indices are 1-based in the formula. Every entry is positive: each output of the inverse
     depends on every input.
+
+    Implements
+    ----------
+    The attention note's (seed 004) remark that inverting a differential operator is a
+    non-local operation, for the 1-D Dirichlet Laplacian.
     """
     n = check_int(n, "n", minimum=2)
     i = np.arange(1, n + 1)
@@ -169,6 +179,11 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
     kernel : ndarray, shape (width,)
     matrix : ndarray, shape (n, n)
         The banded Toeplitz matrix of the kernel (``matrix[j, j + o] = kernel[o + width // 2]``).
+
+    Implements
+    ----------
+    A test of the note's (seed 004) suggestion that a few convolution layers come close to
+    the inverse of a differential operator.
     """
     target = np.asarray(target, dtype=float)
     if target.ndim != 2 or target.shape[0] != target.shape[1]:

@@ -107,7 +107,7 @@ class MeanBaseline(nn.Module):
 class RidgeBaseline(nn.Module):
     """Ridge regression of the flattened target sequence on the flattened input sequence.
 
-    The linear counterpart of :class:`SequenceMLP` (same inputs, same fixed length), fitted in
+    The linear counterpart of :class:`~attnlib.experiments.symmetry.SequenceMLP` (same inputs, same fixed length), fitted in
     closed form by :meth:`fit` with penalty ``ridge`` times the number of training sequences.
     """
 
@@ -154,10 +154,15 @@ def make_teacher(
 ) -> KnowledgeAttention:
     """A random one-head :class:`~attnlib.symmetry.KnowledgeAttention` (``value="scalar"``).
 
-    ``kernel`` is one of :data:`TEACHERS`: ``"quadratic"`` lies in the class of the
+    ``kernel`` is one of ``TEACHERS``: ``"quadratic"`` lies in the class of the
     ``KnowledgeAttention`` learner, ``"rbf"`` has the same symmetries but lies outside it.
     ``sharpness`` scales the knowledge vectors, hence the scores by its square: larger
     values give peakier attention and a harder task.
+
+    Implements
+    ----------
+    A target that is orthogonal equivariant with knowledge (Definition 2 of the symmetry
+    paper, seed 003) and permutation equivariant; the RBF score is the kernel of its §3.3.
     """
     if kernel not in TEACHERS:
         raise ValueError(f"kernel must be one of {TEACHERS}, got {kernel!r}")
@@ -175,7 +180,7 @@ def knowledge_task(
     """Gaussian token sequences ``X`` ``(n_sequences, length, d)`` and targets ``teacher(X) + noise``.
 
     The clean targets are equivariant with the teacher's knowledge whenever the teacher is
-    (a :class:`KnowledgeAttention` with ``value="scalar"``); ``noise`` is the standard
+    (a :class:`~attnlib.symmetry.KnowledgeAttention` with ``value="scalar"``); ``noise`` is the standard
     deviation of the Gaussian noise added to every target entry.
     """
     n_sequences, length = check_int(n_sequences, "n_sequences"), check_int(length, "length")
@@ -261,7 +266,7 @@ def sample_efficiency(
 
     A random teacher (:func:`make_teacher` with ``kernel=teacher``) labels Gaussian sequences
     of ``length`` tokens, with label noise ``noise``. For each training-set size in ``sizes``
-    and each seed, every learner named in ``learners`` (keys of :data:`LEARNERS`) is fitted
+    and each seed, every learner named in ``learners`` (keys of ``LEARNERS``) is fitted
     (:func:`fit_and_score`) and scored on clean test sequences of every length in
     ``test_lengths``.
 
@@ -272,6 +277,11 @@ def sample_efficiency(
         (fitted numbers), ``seconds``, ``train`` (final training loss relative to the
         target power) and ``test_n{L}`` (the :func:`relative_error` at length ``L``; NaN
         where the model cannot take it).
+
+    Implements
+    ----------
+    This book's test of whether the symmetry of seed 003 makes learning cheaper; the paper
+    itself has no experiment.
     """
     sizes = [check_int(s, "sizes") for s in sizes]
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
