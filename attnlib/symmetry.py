@@ -22,12 +22,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-import time
-
-from tqdm import tqdm
-
-from .attention import AttentionResult, MultiHeadAttention, attention
-from .training import train
+from .attention import AttentionResult, attention
 from .utils import as_tensor, check_int, check_positive
 
 __all__ = [
@@ -37,12 +32,6 @@ __all__ = [
     "equivariance_error",
     "knowledge_attention",
     "KnowledgeAttention",
-    "SequenceMLP",
-    "make_teacher",
-    "knowledge_task",
-    "relative_error",
-    "fit_and_score",
-    "sample_efficiency",
 ]
 
 KERNELS = ("quadratic", "rbf", "higher_order")
@@ -259,6 +248,11 @@ class KnowledgeAttention(nn.Module):
     ``Wᵢ`` is a learned ``(d, d)`` matrix (the change of embedding of Eq. 4); the map is then
     equivariant only if the ``Wᵢ`` rotate too, which :func:`equivariance_error` detects.
 
+    The learned tensors are ``knowledge`` ``(num_layers, num_heads, n_knowledge, embed_dim)``,
+    ``a`` ``(num_layers, num_heads, n_knowledge, n_knowledge)``, ``c`` of the same shape
+    (``"higher_order"`` only) and ``head_weight`` ``(num_layers, num_heads)``, with two more
+    dimensions ``(embed_dim, embed_dim)`` for ``value="linear"``.
+
     Parameters
     ----------
     embed_dim : int
@@ -271,11 +265,6 @@ class KnowledgeAttention(nn.Module):
     residual : bool
         Add each layer's input to its output.
     normalizer, temperature : see :func:`knowledge_attention`.
-
-    The learned tensors are ``knowledge`` ``(num_layers, num_heads, n_knowledge, embed_dim)``,
-    ``a`` ``(num_layers, num_heads, n_knowledge, n_knowledge)``, ``c`` of the same shape
-    (``"higher_order"`` only) and ``head_weight`` ``(num_layers, num_heads)``, with two more
-    dimensions ``(embed_dim, embed_dim)`` for ``value="linear"``.
 
     Implements
     ----------
@@ -335,175 +324,3 @@ class KnowledgeAttention(nn.Module):
             mixed = (heads * w[:, None, None]).sum(-3) if self.value == "scalar" else (heads @ w.transpose(-2, -1)).sum(-3)
             h = h + mixed if self.residual else mixed
         return h
-
-
-class SequenceMLP(nn.Module):
-    """A plain MLP on the flattened sequence: no symmetry built in, a fixed length only.
-
-    Parameters
-    ----------
-    length : int
-        The one sequence length it accepts.
-    embed_dim : int
-        Token size.
-    hidden : int
-        Width of the two hidden layers.
-    """
-
-    def __init__(self, length: int, embed_dim: int, hidden: int = 128):
-        super().__init__()
-        self.length, self.embed_dim = check_int(length, "length"), check_int(embed_dim, "embed_dim")
-        size = self.length * self.embed_dim
-        hidden = check_int(hidden, "hidden")
-        self.net = nn.Sequential(
-            nn.Linear(size, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, size)
-        )
-
-    def forward(self, x) -> torch.Tensor:
-        """Map ``x`` ``(..., length, embed_dim)`` to a sequence of the same shape."""
-        x = as_tensor(x, "x", min_ndim=2)
-        if x.shape[-2:] != (self.length, self.embed_dim):
-            raise ValueError(f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}")
-        return self.net(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
-
-
-def make_teacher(embed_dim: int, n_knowledge: int, *, sharpness: float = 2.0, seed: int = 0) -> KnowledgeAttention:
-    """A random one-head :class:`KnowledgeAttention` (``value="scalar"``) to generate targets.
-
-    ``sharpness`` scales the knowledge vectors, hence the scores by its square: larger
-    values give peakier attention and a harder task.
-    """
-    check_positive(sharpness, "sharpness")
-    torch.manual_seed(seed)
-    teacher = KnowledgeAttention(embed_dim, n_knowledge)
-    with torch.no_grad():
-        teacher.knowledge.mul_(sharpness)
-    return teacher.requires_grad_(False)
-
-
-def knowledge_task(
-    teacher: nn.Module, n_sequences: int, length: int, *, noise: float = 0.0, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gaussian token sequences ``X`` ``(n_sequences, length, d)`` and targets ``teacher(X) + noise``.
-
-    The clean targets are equivariant with the teacher's knowledge whenever the teacher is
-    (a :class:`KnowledgeAttention` with ``value="scalar"``); ``noise`` is the standard
-    deviation of the Gaussian noise added to every target entry.
-    """
-    n_sequences, length = check_int(n_sequences, "n_sequences"), check_int(length, "length")
-    noise = check_positive(noise, "noise", allow_zero=True)
-    g = torch.Generator().manual_seed(seed)
-    p = next(teacher.parameters())
-    x = torch.randn(n_sequences, length, teacher.embed_dim, generator=g).to(p)
-    eps = noise * torch.randn(x.shape, generator=g).to(p)
-    with torch.no_grad():
-        return x, teacher(x) + eps
-
-
-def relative_error(model: Callable, x, y) -> float:
-    """``‖model(x) − y‖² / ‖y‖²`` without gradients: 0 is perfect, 1 is as bad as predicting zero."""
-    x = as_tensor(x, "x", min_ndim=2)
-    y = as_tensor(y, "y", min_ndim=2, dtype=x.dtype, device=x.device)
-    with torch.no_grad():
-        pred = _as_output(model(x))
-        if pred.shape != y.shape:
-            raise ValueError(f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}")
-        return float(((pred - y) ** 2).sum() / (y**2).sum())
-
-
-def fit_and_score(
-    model: nn.Module,
-    train_data: tuple,
-    test_data: dict,
-    *,
-    n_steps: int = 300,
-    lr: float = 1e-2,
-    seed: int = 0,
-    progress: bool = False,
-) -> dict:
-    """Fit ``model`` to ``train_data = (X, Y)`` by full-batch mean squared error, then score it.
-
-    Training goes through :func:`attnlib.training.train`. ``test_data`` maps a name to
-    ``(X, Y)``; the result maps each name to :func:`relative_error`, or NaN where the model
-    cannot take that input (an MLP on another sequence length).
-    """
-    x, y = train_data
-
-    def loss(m, batch):
-        return ((_as_output(m(batch[0])) - batch[1]) ** 2).mean()
-
-    history = train(model, loss, [(x, y)], n_steps=n_steps, lr=lr, seed=seed, progress=progress)
-    scores = {"train": history[-1] / float((y**2).mean())}
-    for name, (xt, yt) in test_data.items():
-        try:
-            scores[name] = relative_error(model, xt, yt)
-        except ValueError:
-            scores[name] = float("nan")
-    return scores
-
-
-def sample_efficiency(
-    sizes,
-    seeds,
-    *,
-    embed_dim: int = 8,
-    length: int = 6,
-    n_knowledge: int = 4,
-    noise: float = 0.1,
-    test_lengths=(3, 6, 12, 24),
-    n_test: int = 256,
-    n_steps: int = 300,
-    lr: float = 1e-2,
-    teacher_seed: int = 0,
-    progress: bool = True,
-) -> list[dict]:
-    """Learning curves of three learners on a task that is equivariant with knowledge.
-
-    A random teacher (:func:`make_teacher`) labels Gaussian sequences of ``length`` tokens,
-    with label noise ``noise``. For each training-set size in ``sizes`` and each seed, three
-    learners are fitted (:func:`fit_and_score`): ``"MLP"`` (:class:`SequenceMLP`, no
-    symmetry), ``"KnowledgeAttention"`` (the teacher's form) and ``"MultiHeadAttention"``
-    (one standard head, :class:`attnlib.attention.MultiHeadAttention`). Each is scored on
-    clean test sequences of every length in ``test_lengths``.
-
-    Returns
-    -------
-    list of dict
-        One row per fit: ``model``, ``n_train``, ``seed``, ``n_params``, ``seconds``,
-        ``train`` (final training loss relative to the target power) and ``test_n{L}`` (the
-        :func:`relative_error` at length ``L``; NaN where the model cannot take it).
-    """
-    sizes = [check_int(s, "sizes") for s in sizes]
-    seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
-    teacher = make_teacher(embed_dim, n_knowledge, seed=teacher_seed)
-    tests = {
-        f"test_n{n}": knowledge_task(teacher, n_test, n, seed=10_000 + n)
-        for n in (check_int(n, "test_lengths") for n in test_lengths)
-    }
-    learners = {
-        "MLP": lambda: SequenceMLP(length, embed_dim, hidden=64),
-        "KnowledgeAttention": lambda: KnowledgeAttention(embed_dim, n_knowledge),
-        "MultiHeadAttention": lambda: MultiHeadAttention(embed_dim, 1),
-    }
-    rows = []
-    jobs = [(size, seed, name) for size in sizes for seed in seeds for name in learners]
-    # These models are so small that extra threads only add synchronisation overhead.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        for size, seed, name in tqdm(jobs, desc="learning curves", disable=not progress, mininterval=0.5):
-            rows.append(_fit_one(learners[name], name, teacher, tests, size, seed, length, noise, n_steps, lr))
-    finally:
-        torch.set_num_threads(threads)
-    return rows
-
-
-def _fit_one(make, name, teacher, tests, size, seed, length, noise, n_steps, lr) -> dict:
-    data = knowledge_task(teacher, size, length, noise=noise, seed=seed)
-    torch.manual_seed(seed)
-    model = make()
-    start = time.perf_counter()
-    scores = fit_and_score(model, data, tests, n_steps=n_steps, lr=lr, seed=seed)
-    n_params = sum(p.numel() for p in model.parameters())
-    return {"model": name, "n_train": size, "seed": seed, "n_params": n_params,
-            "seconds": time.perf_counter() - start, **scores}

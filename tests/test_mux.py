@@ -70,6 +70,16 @@ def test_weekday_task_accepts_an_explicit_rota():
     assert t.rota.tolist() == rota
 
 
+def test_weekday_task_accepts_a_shared_rota():
+    rota = [0, 1, 2, 3, 4, 5, 0]  # friend 0 decides twice, friend 6 never
+    t = weekday_task(200, seed=3, rota=rota)
+    ids, prefs = t.friends[..., :7].argmax(-1), t.friends[..., 7:].argmax(-1)
+    decider = torch.tensor(rota)[t.day.argmax(-1)]
+    slot = (ids == decider[:, None]).float().argmax(1)
+    torch.testing.assert_close(t.target, prefs.gather(1, slot[:, None])[:, 0])
+    assert set(decider.tolist()) == set(range(6))
+
+
 def test_translation_sequences_have_zero_margins():
     x = translation_sequences(3, 20, 2, margin=5, seed=0)
     assert x.shape == (3, 20, 2)
@@ -285,7 +295,8 @@ def test_to_device_keeps_named_tuples():
         (lambda: weekday_task(0), "n"),
         (lambda: weekday_task(3, n_friends=1), "n_friends"),
         (lambda: weekday_task(3, n_restaurants=1), "n_restaurants"),
-        (lambda: weekday_task(3, rota=[0, 0, 1, 2, 3, 4, 5]), "rota"),
+        (lambda: weekday_task(3, rota=[0, 7, 1, 2, 3, 4, 5]), "rota"),
+        (lambda: weekday_task(3, rota=[0, 1, 2]), "rota"),
         (lambda: translation_sequences(2, 10, margin=5), "margin"),
         (lambda: translation_sequences(2, 10, dim=0), "dim"),
         (lambda: shift_tokens(torch.zeros(2, 5, 1), 5), "shift"),

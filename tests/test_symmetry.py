@@ -12,17 +12,11 @@ from scipy.stats import ortho_group
 from attnlib.attention import attention
 from attnlib.symmetry import (
     KnowledgeAttention,
-    SequenceMLP,
     equivariance_error,
-    fit_and_score,
     householder,
     knowledge_attention,
-    knowledge_task,
-    make_teacher,
     random_orthogonal,
     random_permutation,
-    relative_error,
-    sample_efficiency,
 )
 
 ROUND_OFF = 1e-12
@@ -240,43 +234,6 @@ def test_module_gradcheck_float64():
     assert torch.autograd.gradcheck(lambda x: m(x), (X,))
 
 
-# ---------------------------------------------------------------- experiment helpers
-
-
-def test_fit_and_score_learns_the_teacher_and_mlp_refuses_other_lengths():
-    teacher = make_teacher(4, 2, seed=0)
-    data = knowledge_task(teacher, 8, 5, seed=1)
-    tests = {"n5": knowledge_task(teacher, 16, 5, seed=2), "n9": knowledge_task(teacher, 16, 9, seed=3)}
-    torch.manual_seed(0)
-    scores = fit_and_score(KnowledgeAttention(4, 2), data, tests, n_steps=80, lr=3e-2)
-    assert scores["n5"] < 0.05 and scores["n9"] < 0.05
-    mlp_scores = fit_and_score(SequenceMLP(5, 4, hidden=8), data, tests, n_steps=2)
-    assert math.isnan(mlp_scores["n9"]) and not math.isnan(mlp_scores["n5"])
-
-
-def test_knowledge_task_targets_are_equivariant_with_knowledge():
-    teacher = make_teacher(5, 3, seed=0).double()
-    X, Y = knowledge_task(teacher, 3, 4, seed=0)
-    assert X.dtype == torch.float64 and Y.shape == (3, 4, 5)
-    assert equivariance_error(teacher, X, Z=teacher.knowledge, generator=gen()) < ROUND_OFF
-    _, Yn = knowledge_task(teacher, 3, 4, noise=0.5, seed=0)
-    assert 0.1 < (Yn - Y).std() < 1.0
-
-
-def test_relative_error_matches_definition():
-    x, y = torch.randn(3, 2, 2), torch.randn(3, 2, 2)
-    assert relative_error(lambda t: 0 * t, x, y) == pytest.approx(1.0)
-    assert relative_error(lambda t: y, x, y) == 0.0
-
-
-def test_sample_efficiency_rows():
-    rows = sample_efficiency([3], [0], embed_dim=4, length=3, n_knowledge=2, test_lengths=(3, 5),
-                             n_test=8, n_steps=2, progress=False)
-    assert [r["model"] for r in rows] == ["MLP", "KnowledgeAttention", "MultiHeadAttention"]
-    assert math.isnan(rows[0]["test_n5"]) and not math.isnan(rows[1]["test_n5"])
-    assert rows[1]["n_params"] == 2 * 4 + 2 * 2 + 1
-
-
 # ---------------------------------------------------------------- bad inputs
 
 
@@ -322,19 +279,3 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
         KnowledgeAttention(3, 2)(torch.randn(4, 5))
     with pytest.raises(ValueError, match="knowledge"):
         KnowledgeAttention(3, 2)(X, knowledge=torch.randn(2, 3))
-    with pytest.raises(ValueError, match="x"):
-        SequenceMLP(4, 3)(torch.randn(5, 3))
-    with pytest.raises(ValueError, match="hidden"):
-        SequenceMLP(4, 3, hidden=0)
-    with pytest.raises(ValueError, match="sharpness"):
-        make_teacher(3, 2, sharpness=0)
-    with pytest.raises(ValueError, match="noise"):
-        knowledge_task(make_teacher(3, 2), 2, 3, noise=-1.0)
-    with pytest.raises(ValueError, match="n_sequences"):
-        knowledge_task(make_teacher(3, 2), 0, 3)
-    with pytest.raises(ValueError, match="y"):
-        relative_error(lambda t: t, X, torch.randn(4, 2))
-    with pytest.raises(ValueError, match="sizes"):
-        sample_efficiency([0], [0], progress=False)
-    with pytest.raises(ValueError, match="n_steps"):
-        fit_and_score(KnowledgeAttention(3, 2), (torch.randn(2, 4, 3), torch.randn(2, 4, 3)), {}, n_steps=0)

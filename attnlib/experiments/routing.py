@@ -1,0 +1,198 @@
+"""Chapter 08's controls: a pointer task that pooling cannot solve, and a non-local operator.
+
+The routing task of :mod:`attnlib.mux` has one answer per sequence: every position must name
+the value of the one marked token, so a model that pools the whole sequence once and copies
+the result everywhere solves it. In the *pointer* task of this module every position asks for
+a different token: token ``i`` carries a label, a value and a pointer (the label of the token
+it must read), and output ``i`` is the value of the token whose label its pointer names.
+Reading by content, wherever the token is, is what one attention layer does; a convolution
+stack can only read inside its receptive field.
+
+The second experiment makes concrete the attention note's remark that inverting a
+differential operator is non-local: the discrete Laplacian is a three-tap convolution, but its
+inverse (the discrete Green's function) is dense, and no convolution, however wide, equals it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..utils import check_int
+
+__all__ = [
+    "PointerTask",
+    "pointer_task",
+    "pointer_loss",
+    "accuracy_by_offset",
+    "layers_to_see_everything",
+    "dirichlet_laplacian",
+    "green_function",
+    "best_convolution",
+]
+
+
+class PointerTask(NamedTuple):
+    """Sequences in which every position must output the value of the token it points at.
+
+    ``x[b, i]`` is the one-hot label of token i, then the one-hot label it points at, then
+    its one-hot value; ``source[b, i]`` is the position of the token that i points at and
+    ``target[b, i]`` that token's value, the answer at position i.
+    """
+
+    x: torch.Tensor  # (n, length, 2 * n_labels + n_values)
+    target: torch.Tensor  # (n, length)
+    source: torch.Tensor  # (n, length)
+
+
+def pointer_task(n: int, length: int = 24, n_values: int = 6, *, n_labels: int | None = None,
+                 seed: int = 0) -> PointerTask:
+    """Draw ``n`` pointer sequences: distinct labels, random values, a random pointer per token.
+
+    Parameters
+    ----------
+    n : int
+        Number of sequences.
+    length : int
+        Tokens per sequence.
+    n_values : int
+        Size of the value vocabulary (chance accuracy is ``1 / n_values``).
+    n_labels : int, optional
+        Size of the label vocabulary, at least ``length`` (default ``length``); the labels of
+        one sequence are distinct, so a pointer names exactly one token.
+    seed : int
+        The same seed gives the same task.
+
+    Returns
+    -------
+    PointerTask
+        ``x`` of shape ``(n, length, 2 n_labels + n_values)``, ``target`` and ``source`` of
+        shape ``(n, length)``.
+
+    Implements
+    ----------
+    A control for the routing task of the attention note (seed 004): each output needs a
+    different input, chosen by content, so no single pooled summary answers every position.
+    """
+    n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
+    n_values = check_int(n_values, "n_values", minimum=2)
+    n_labels = length if n_labels is None else check_int(n_labels, "n_labels")
+    if n_labels < length:
+        raise ValueError(f"n_labels must be at least length = {length}, got {n_labels}")
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.argsort(torch.rand(n, n_labels, generator=g), dim=1)[:, :length]
+    values = torch.randint(n_values, (n, length), generator=g)
+    source = torch.randint(length, (n, length), generator=g)
+    pointer = labels.gather(1, source)
+    x = torch.cat([F.one_hot(labels, n_labels), F.one_hot(pointer, n_labels), F.one_hot(values, n_values)], -1)
+    return PointerTask(x.to(torch.get_default_dtype()), values.gather(1, source), source)
+
+
+def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
+    """Mean cross-entropy over every position of every sequence."""
+    logits = model(task.x)
+    return F.cross_entropy(logits.flatten(0, 1), task.target.flatten())
+
+
+@torch.no_grad()
+def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
+    """Accuracy at position i as a function of ``|i - source[i]|``, the distance it must read.
+
+    Returns an array of length ``length`` (NaN where no position has that distance).
+    """
+    was_training = model.training
+    model.eval()
+    pred = model(task.x).argmax(-1).cpu()
+    model.train(was_training)
+    length = task.x.shape[1]
+    distance = (torch.arange(length)[None, :] - task.source).abs().flatten()
+    correct = (pred == task.target).double().flatten()
+    hits = torch.zeros(length, dtype=torch.float64).index_add_(0, distance, correct)
+    counts = torch.bincount(distance, minlength=length).double()
+    with np.errstate(invalid="ignore"):
+        return (hits / counts).numpy()
+
+
+def layers_to_see_everything(length: int, kernel_size: int) -> int:
+    """Fewest stacked convolutions of odd width ``kernel_size`` after which every output sees every input.
+
+    Computed directly: a one-hot at position 0 is spread through the band of one
+    convolution, layer after layer, until it reaches position ``length - 1`` (the farthest
+    pair). The closed form is ``ceil(2 (length - 1) / (kernel_size - 1))``.
+
+    Implements
+    ----------
+    The receptive field ``1 + L (k - 1)`` of stacked convolutions (Luo et al. 2016), asked
+    to span a whole sequence.
+    """
+    length, kernel_size = check_int(length, "length", minimum=2), check_int(kernel_size, "kernel_size")
+    if kernel_size % 2 == 0 or kernel_size < 3:
+        raise ValueError(f"kernel_size must be odd and at least 3, got {kernel_size}")
+    half = kernel_size // 2
+    band = np.abs(np.subtract.outer(np.arange(length), np.arange(length))) <= half
+    seen, layers = np.eye(length, dtype=bool)[0], 0
+    while not seen.all():
+        seen = band[seen].any(0)
+        layers += 1
+    return layers
+
+
+def dirichlet_laplacian(n: int) -> np.ndarray:
+    """The ``(n, n)`` negative second difference with zero boundary values: 2 on the diagonal, -1 beside it."""
+    n = check_int(n, "n", minimum=2)
+    return 2 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
+
+
+def green_function(n: int) -> np.ndarray:
+    """The inverse of :func:`dirichlet_laplacian` in closed form, ``min(i, j)(n + 1 - max(i, j)) / (n + 1)``.
+
+    Indices are 1-based in the formula. Every entry is positive: each output of the inverse
+    depends on every input.
+
+    Implements
+    ----------
+    The attention note's (seed 004) remark that inverting a differential operator is a
+    non-local operation, for the 1-D Dirichlet Laplacian.
+    """
+    n = check_int(n, "n", minimum=2)
+    i = np.arange(1, n + 1)
+    return np.minimum.outer(i, i) * (n + 1 - np.maximum.outer(i, i)) / (n + 1)
+
+
+def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The zero-padded convolution of odd ``width`` closest to ``target`` in Frobenius norm.
+
+    Parameters
+    ----------
+    target : array-like, shape (n, n)
+        The linear map to approximate.
+    width : int
+        Odd kernel width; a stack of ``L`` linear convolutions of width ``k`` is one
+        convolution of width ``1 + L (k - 1)``, so this is also the best such stack.
+
+    Returns
+    -------
+    kernel : ndarray, shape (width,)
+    matrix : ndarray, shape (n, n)
+        The banded Toeplitz matrix of the kernel (``matrix[j, j + o] = kernel[o + width // 2]``).
+
+    Implements
+    ----------
+    A test of the note's (seed 004) suggestion that a few convolution layers come close to
+    the inverse of a differential operator.
+    """
+    target = np.asarray(target, dtype=float)
+    if target.ndim != 2 or target.shape[0] != target.shape[1]:
+        raise ValueError(f"target must be a square matrix, got shape {target.shape}")
+    width = check_int(width, "width")
+    if width % 2 == 0:
+        raise ValueError(f"width must be odd, got {width}")
+    n, half = len(target), width // 2
+    shifts = [np.eye(n, k=o) for o in range(-half, half + 1)]
+    design = np.stack([s.ravel() for s in shifts], 1)
+    kernel = np.linalg.lstsq(design, target.ravel(), rcond=None)[0]
+    return kernel, sum(w * s for w, s in zip(kernel, shifts))

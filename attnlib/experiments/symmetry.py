@@ -1,0 +1,338 @@
+"""Chapter 06's learning curves: what building a symmetry into a model buys in data.
+
+A *teacher* that is orthogonal equivariant with knowledge labels Gaussian token sequences;
+*learners* with more or less of that symmetry built in are fitted to growing training sets
+and scored on clean test sequences of the training length and of lengths never seen.
+
+Two teachers share the same symmetries (orthogonal equivariance with knowledge, permutation
+equivariance) but only the first lies in the quadratic learner's class:
+
+* ``"quadratic"``: a random one-head :class:`~attnlib.symmetry.KnowledgeAttention`, scores
+  ``Y A Yᵀ`` with ``Y = X Zᵀ``, exactly the form the ``KnowledgeAttention`` learner fits;
+* ``"rbf"``: the same layer with the RBF score ``-‖(yᵢ - yⱼ) A‖² / 2`` (§3.3 of the symmetry
+  paper), which no quadratic score reproduces (it contains ``-‖yⱼ A‖²/2``, a term in the key
+  alone that softmax does not cancel).
+
+The learners range from no symmetry at all (a mean, a ridge regression and two MLPs on the
+flattened sequence) through permutation equivariance (one standard attention head, the
+``value="linear"`` ablation of ``KnowledgeAttention``) to the full symmetry
+(``KnowledgeAttention`` with a scalar value map).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from ..attention import MultiHeadAttention
+from ..symmetry import KnowledgeAttention, _as_output
+from ..training import train
+from ..utils import as_tensor, check_int, check_positive
+
+__all__ = [
+    "TEACHERS",
+    "LEARNERS",
+    "SequenceMLP",
+    "MeanBaseline",
+    "RidgeBaseline",
+    "make_teacher",
+    "knowledge_task",
+    "relative_error",
+    "fit_and_score",
+    "sample_efficiency",
+    "sequences_needed",
+]
+
+TEACHERS = ("quadratic", "rbf")
+
+
+class SequenceMLP(nn.Module):
+    """A plain MLP on the flattened sequence: no symmetry built in, a fixed length only.
+
+    Parameters
+    ----------
+    length : int
+        The one sequence length it accepts.
+    embed_dim : int
+        Token size.
+    hidden : int
+        Width of the two hidden layers.
+    """
+
+    def __init__(self, length: int, embed_dim: int, hidden: int = 128):
+        super().__init__()
+        self.length, self.embed_dim = check_int(length, "length"), check_int(embed_dim, "embed_dim")
+        size = self.length * self.embed_dim
+        hidden = check_int(hidden, "hidden")
+        self.net = nn.Sequential(
+            nn.Linear(size, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, size)
+        )
+
+    def forward(self, x) -> torch.Tensor:
+        """Map ``x`` ``(..., length, embed_dim)`` to a sequence of the same shape."""
+        x = as_tensor(x, "x", min_ndim=2)
+        if x.shape[-2:] != (self.length, self.embed_dim):
+            raise ValueError(f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}")
+        return self.net(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
+
+
+class MeanBaseline(nn.Module):
+    """Predict every output token as the mean training target token, whatever the input.
+
+    Fitted in closed form by :meth:`fit`; takes sequences of any length. Its relative error
+    is the floor that any learner must beat to have learned something from the inputs.
+    """
+
+    def __init__(self, embed_dim: int):
+        super().__init__()
+        self.mean = nn.Parameter(torch.zeros(check_int(embed_dim, "embed_dim")), requires_grad=False)
+
+    def fit(self, x, y) -> "MeanBaseline":
+        """Set the mean from targets ``y`` ``(n_sequences, length, embed_dim)``."""
+        y = as_tensor(y, "y", min_ndim=3)
+        self.mean.data = y.reshape(-1, y.shape[-1]).mean(0).to(self.mean)
+        return self
+
+    def forward(self, x) -> torch.Tensor:
+        """The mean token, broadcast to the shape of ``x`` ``(..., n, embed_dim)``."""
+        x = as_tensor(x, "x", min_ndim=2)
+        return self.mean.to(x).expand_as(x)
+
+
+class RidgeBaseline(nn.Module):
+    """Ridge regression of the flattened target sequence on the flattened input sequence.
+
+    The linear counterpart of :class:`~attnlib.experiments.symmetry.SequenceMLP` (same inputs, same fixed length), fitted in
+    closed form by :meth:`fit` with penalty ``ridge`` times the number of training sequences.
+    """
+
+    def __init__(self, length: int, embed_dim: int, ridge: float = 1.0):
+        super().__init__()
+        self.length, self.embed_dim = check_int(length, "length"), check_int(embed_dim, "embed_dim")
+        self.ridge = check_positive(ridge, "ridge")
+        size = self.length * self.embed_dim
+        self.linear = nn.Linear(size, size).requires_grad_(False)
+
+    def fit(self, x, y) -> "RidgeBaseline":
+        """Solve the ridge problem for ``x``, ``y`` ``(n_sequences, length, embed_dim)``."""
+        x, y = as_tensor(x, "x", min_ndim=3).flatten(-2).double(), as_tensor(y, "y", min_ndim=3).flatten(-2).double()
+        xm, ym = x.mean(0), y.mean(0)
+        xc, yc = x - xm, y - ym
+        gram = xc.T @ xc + self.ridge * len(x) * torch.eye(x.shape[1], dtype=x.dtype)
+        coef = torch.linalg.solve(gram, xc.T @ yc)  # (in, out)
+        self.linear.weight.data = coef.T.to(self.linear.weight)
+        self.linear.bias.data = (ym - xm @ coef).to(self.linear.bias)
+        return self
+
+    def forward(self, x) -> torch.Tensor:
+        """Map ``x`` ``(..., length, embed_dim)`` to a sequence of the same shape."""
+        x = as_tensor(x, "x", min_ndim=2)
+        if x.shape[-2:] != (self.length, self.embed_dim):
+            raise ValueError(f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}")
+        return self.linear(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
+
+
+# name -> (factory(length, embed_dim, n_knowledge), weight decay of the training loop)
+LEARNERS: dict[str, tuple[Callable[[int, int, int], nn.Module], float]] = {
+    "mean": (lambda n, d, k: MeanBaseline(d), 0.0),
+    "ridge": (lambda n, d, k: RidgeBaseline(n, d), 0.0),
+    "MLP": (lambda n, d, k: SequenceMLP(n, d, hidden=64), 0.0),
+    "MLP, weight decay": (lambda n, d, k: SequenceMLP(n, d, hidden=64), 1e-3),
+    "MultiHeadAttention": (lambda n, d, k: MultiHeadAttention(d, 1), 0.0),
+    "KnowledgeAttention, linear value": (lambda n, d, k: KnowledgeAttention(d, k, value="linear"), 0.0),
+    "KnowledgeAttention": (lambda n, d, k: KnowledgeAttention(d, k), 0.0),
+}
+
+
+def make_teacher(
+    embed_dim: int, n_knowledge: int, *, kernel: str = "quadratic", sharpness: float = 2.0, seed: int = 0
+) -> KnowledgeAttention:
+    """A random one-head :class:`~attnlib.symmetry.KnowledgeAttention` (``value="scalar"``).
+
+    ``kernel`` is one of ``TEACHERS``: ``"quadratic"`` lies in the class of the
+    ``KnowledgeAttention`` learner, ``"rbf"`` has the same symmetries but lies outside it.
+    ``sharpness`` scales the knowledge vectors, hence the scores by its square: larger
+    values give peakier attention and a harder task.
+
+    Implements
+    ----------
+    A target that is orthogonal equivariant with knowledge (Definition 2 of the symmetry
+    paper, seed 003) and permutation equivariant; the RBF score is the kernel of its §3.3.
+    """
+    if kernel not in TEACHERS:
+        raise ValueError(f"kernel must be one of {TEACHERS}, got {kernel!r}")
+    check_positive(sharpness, "sharpness")
+    torch.manual_seed(seed)
+    teacher = KnowledgeAttention(embed_dim, n_knowledge, kernel=kernel)
+    with torch.no_grad():
+        teacher.knowledge.mul_(sharpness)
+    return teacher.requires_grad_(False)
+
+
+def knowledge_task(
+    teacher: nn.Module, n_sequences: int, length: int, *, noise: float = 0.0, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gaussian token sequences ``X`` ``(n_sequences, length, d)`` and targets ``teacher(X) + noise``.
+
+    The clean targets are equivariant with the teacher's knowledge whenever the teacher is
+    (a :class:`~attnlib.symmetry.KnowledgeAttention` with ``value="scalar"``); ``noise`` is the standard
+    deviation of the Gaussian noise added to every target entry.
+    """
+    n_sequences, length = check_int(n_sequences, "n_sequences"), check_int(length, "length")
+    noise = check_positive(noise, "noise", allow_zero=True)
+    g = torch.Generator().manual_seed(seed)
+    p = next(teacher.parameters())
+    x = torch.randn(n_sequences, length, teacher.embed_dim, generator=g).to(p)
+    eps = noise * torch.randn(x.shape, generator=g).to(p)
+    with torch.no_grad():
+        return x, teacher(x) + eps
+
+
+def relative_error(model: Callable, x, y) -> float:
+    """``‖model(x) − y‖² / ‖y‖²`` without gradients: 0 is perfect, 1 is as bad as predicting zero."""
+    x = as_tensor(x, "x", min_ndim=2)
+    y = as_tensor(y, "y", min_ndim=2, dtype=x.dtype, device=x.device)
+    with torch.no_grad():
+        pred = _as_output(model(x))
+        if pred.shape != y.shape:
+            raise ValueError(f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}")
+        return float(((pred - y) ** 2).sum() / (y**2).sum())
+
+
+def fit_and_score(
+    model: nn.Module,
+    train_data: tuple,
+    test_data: dict,
+    *,
+    n_steps: int = 300,
+    lr: float = 1e-2,
+    weight_decay: float = 0.0,
+    seed: int = 0,
+    progress: bool = False,
+) -> dict:
+    """Fit ``model`` to ``train_data = (X, Y)``, then score it.
+
+    A model with a ``fit`` method (the baselines) is fitted in closed form; any other by
+    full-batch mean squared error through :func:`attnlib.training.train`. ``test_data`` maps
+    a name to ``(X, Y)``; the result maps ``"train"`` to the final training error relative to
+    the target power and each test name to :func:`relative_error`, or NaN where the model
+    cannot take that input (a fixed-length model on another sequence length).
+    """
+    x, y = train_data
+    if hasattr(model, "fit"):
+        model.fit(x, y)
+        with torch.no_grad():
+            final = float(((_as_output(model(x)) - y) ** 2).mean())
+    else:
+
+        def loss(m, batch):
+            return ((_as_output(m(batch[0])) - batch[1]) ** 2).mean()
+
+        history = train(model, loss, [(x, y)], n_steps=n_steps, lr=lr, weight_decay=weight_decay,
+                        seed=seed, progress=progress)
+        final = history[-1]
+    scores = {"train": final / float((y**2).mean())}
+    for name, (xt, yt) in test_data.items():
+        try:
+            scores[name] = relative_error(model, xt, yt)
+        except ValueError:
+            scores[name] = float("nan")
+    return scores
+
+
+def sample_efficiency(
+    sizes,
+    seeds,
+    *,
+    teacher: str = "quadratic",
+    learners=("MLP", "MultiHeadAttention", "KnowledgeAttention"),
+    embed_dim: int = 8,
+    length: int = 6,
+    n_knowledge: int = 4,
+    noise: float = 0.1,
+    test_lengths=(3, 6, 12, 24),
+    n_test: int = 256,
+    n_steps: int = 300,
+    lr: float = 1e-2,
+    teacher_seed: int = 0,
+    progress: bool = True,
+) -> list[dict]:
+    """Learning curves of several learners on a task that is equivariant with knowledge.
+
+    A random teacher (:func:`make_teacher` with ``kernel=teacher``) labels Gaussian sequences
+    of ``length`` tokens, with label noise ``noise``. For each training-set size in ``sizes``
+    and each seed, every learner named in ``learners`` (keys of ``LEARNERS``) is fitted
+    (:func:`fit_and_score`) and scored on clean test sequences of every length in
+    ``test_lengths``.
+
+    Returns
+    -------
+    list of dict
+        One row per fit: ``teacher``, ``model``, ``n_train``, ``seed``, ``n_params``
+        (fitted numbers), ``seconds``, ``train`` (final training loss relative to the
+        target power) and ``test_n{L}`` (the :func:`relative_error` at length ``L``; NaN
+        where the model cannot take it).
+
+    Implements
+    ----------
+    This book's test of whether the symmetry of seed 003 makes learning cheaper; the paper
+    itself has no experiment.
+    """
+    sizes = [check_int(s, "sizes") for s in sizes]
+    seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
+    unknown = [name for name in learners if name not in LEARNERS]
+    if unknown or not learners:
+        raise ValueError(f"learners must be names from {tuple(LEARNERS)}, got {list(learners)}")
+    labeller = make_teacher(embed_dim, n_knowledge, kernel=teacher, seed=teacher_seed)
+    tests = {
+        f"test_n{n}": knowledge_task(labeller, n_test, n, seed=10_000 + n)
+        for n in (check_int(n, "test_lengths") for n in test_lengths)
+    }
+    rows = []
+    jobs = [(size, seed, name) for size in sizes for seed in seeds for name in learners]
+    # These models are so small that extra threads only add synchronisation overhead.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for size, seed, name in tqdm(jobs, desc="learning curves", disable=not progress, mininterval=0.5):
+            data = knowledge_task(labeller, size, length, noise=noise, seed=seed)
+            make, weight_decay = LEARNERS[name]
+            torch.manual_seed(seed)
+            model = make(length, embed_dim, n_knowledge)
+            start = time.perf_counter()
+            scores = fit_and_score(model, data, tests, n_steps=n_steps, lr=lr, weight_decay=weight_decay,
+                                   seed=seed)
+            n_params = sum(p.numel() for p in model.parameters())
+            rows.append({"teacher": teacher, "model": name, "n_train": size, "seed": seed,
+                         "n_params": n_params, "seconds": time.perf_counter() - start, **scores})
+    finally:
+        torch.set_num_threads(threads)
+    return rows
+
+
+def sequences_needed(sizes, errors, target: float) -> float:
+    """Training-set size at which a learning curve reaches ``target``, by log-log interpolation.
+
+    Parameters
+    ----------
+    sizes : array-like, shape (m,)
+        Training-set sizes, increasing.
+    errors : array-like, shape (m,)
+        The (median) error at each size, decreasing.
+    target : float
+        The error to reach; NaN if the curve never reaches it (or starts below it).
+    """
+    sizes, errors = np.asarray(sizes, dtype=float), np.asarray(errors, dtype=float)
+    if sizes.ndim != 1 or sizes.shape != errors.shape or len(sizes) < 2:
+        raise ValueError("sizes and errors must be 1-D of the same length >= 2")
+    if np.any(np.diff(errors) >= 0):
+        raise ValueError("errors must decrease with the size")
+    target = check_positive(target, "target")
+    if not errors[-1] <= target <= errors[0]:
+        return float("nan")
+    return float(np.exp(np.interp(np.log(target), np.log(errors[::-1]), np.log(sizes[::-1]))))

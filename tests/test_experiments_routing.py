@@ -1,0 +1,108 @@
+"""Tests of chapter 08's controls (attnlib.experiments.routing)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from scipy.linalg import toeplitz
+
+from attnlib.experiments.routing import (
+    accuracy_by_offset,
+    best_convolution,
+    dirichlet_laplacian,
+    green_function,
+    layers_to_see_everything,
+    pointer_loss,
+    pointer_task,
+)
+from attnlib.mux import ConvRouter
+
+
+def test_pointer_task_targets_are_the_values_of_the_pointed_tokens():
+    t = pointer_task(30, length=10, n_values=4, n_labels=12, seed=3)
+    x = t.x.numpy()
+    labels, pointer, values = x[..., :12].argmax(-1), x[..., 12:24].argmax(-1), x[..., 24:].argmax(-1)
+    for b in range(30):
+        assert len(set(labels[b])) == 10  # distinct labels
+        for i in range(10):
+            j = list(labels[b]).index(pointer[b, i])
+            assert j == t.source[b, i] and values[b, j] == t.target[b, i]
+    again = pointer_task(30, length=10, n_values=4, n_labels=12, seed=3)
+    assert torch.equal(again.x, t.x) and not torch.equal(pointer_task(30, 10, 4, n_labels=12, seed=4).x, t.x)
+
+
+def test_pointer_task_has_many_answers_per_sequence():
+    t = pointer_task(200, length=24, n_values=6, seed=0)
+    best_single = [np.bincount(row, minlength=6).max() / 24 for row in t.target.numpy()]
+    assert np.mean(best_single) < 0.5
+
+
+def test_accuracy_by_offset_and_loss_against_a_direct_count():
+    t = pointer_task(8, length=6, n_values=3, seed=1)
+
+    class Oracle(torch.nn.Module):
+        def forward(self, x):
+            return 10 * torch.nn.functional.one_hot(t.target, 3).float()
+
+    acc = accuracy_by_offset(Oracle(), t)
+    offsets = (torch.arange(6)[None] - t.source).abs()
+    present = set(offsets.flatten().tolist())
+    assert all(acc[d] == 1.0 for d in present) and all(math.isnan(acc[d]) for d in range(6) if d not in present)
+    assert pointer_loss(Oracle(), t) < 1e-3
+
+
+@pytest.mark.parametrize("length,kernel", [(24, 5), (8, 5), (10, 3), (1000, 5), (7, 7)])
+def test_layers_to_see_everything_matches_the_closed_form_and_a_conv_stack(length, kernel):
+    layers = layers_to_see_everything(length, kernel)
+    assert layers == math.ceil(2 * (length - 1) / (kernel - 1))
+    if length <= 24:  # a real stack: the last output feels the first input only at that depth
+        for depth, feels in [(layers - 1, False), (layers, True)]:
+            if depth == 0:
+                continue
+            torch.manual_seed(0)
+            cnn = ConvRouter(1, 1, kernel_size=kernel, depth=depth, width=4).double()
+            x = torch.randn(1, length, 1, dtype=torch.float64, requires_grad=True)
+            cnn(x)[0, -1].sum().backward()
+            assert (x.grad[0, 0, 0] != 0).item() == feels
+
+
+def test_green_function_inverts_the_laplacian_and_is_dense():
+    for n in (2, 5, 24):
+        np.testing.assert_allclose(green_function(n), np.linalg.inv(dirichlet_laplacian(n)), atol=1e-12)
+        assert (green_function(n) > 0).all()
+
+
+def test_best_convolution_is_toeplitz_and_optimal():
+    rng = np.random.default_rng(0)
+    target = rng.normal(size=(9, 9))
+    kernel, matrix = best_convolution(target, 5)
+    col = np.r_[kernel[2::-1], np.zeros(6)]  # matrix[j, j + o] = kernel[o + 2]
+    row = np.r_[kernel[2:], np.zeros(6)]
+    np.testing.assert_allclose(matrix, toeplitz(col, row), atol=1e-12)
+    best = np.linalg.norm(matrix - target)
+    for _ in range(20):  # no other kernel of that width does better
+        _, other = best_convolution(target + 0.0, 5)
+        perturbed = other + sum(e * np.eye(9, k=o) for e, o in zip(1e-3 * rng.normal(size=5), range(-2, 3)))
+        assert np.linalg.norm(perturbed - target) >= best
+    exact = toeplitz(np.r_[1.0, 2.0, np.zeros(7)], np.r_[1.0, -1.0, np.zeros(7)])
+    np.testing.assert_allclose(best_convolution(exact, 3)[0], [2.0, 1.0, -1.0], atol=1e-12)
+
+
+def test_bad_inputs_raise_value_errors_naming_the_argument():
+    with pytest.raises(ValueError, match="n_labels"):
+        pointer_task(2, length=5, n_labels=4)
+    with pytest.raises(ValueError, match="length"):
+        pointer_task(2, length=1)
+    with pytest.raises(ValueError, match="n_values"):
+        pointer_task(2, n_values=1)
+    with pytest.raises(ValueError, match="kernel_size"):
+        layers_to_see_everything(5, 4)
+    with pytest.raises(ValueError, match="length"):
+        layers_to_see_everything(1, 3)
+    with pytest.raises(ValueError, match="n"):
+        dirichlet_laplacian(1)
+    with pytest.raises(ValueError, match="target"):
+        best_convolution(np.zeros((2, 3)), 3)
+    with pytest.raises(ValueError, match="width"):
+        best_convolution(np.zeros((3, 3)), 2)
