@@ -46,6 +46,7 @@ def as_tensor(
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
     allow_inf: bool = False,
+    allow_empty: bool = False,
 ) -> torch.Tensor:
     """Convert an array-like to a floating tensor and check it.
 
@@ -72,7 +73,7 @@ def as_tensor(
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
     if t.ndim < min_ndim:
         raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {tuple(t.shape)}")
-    if t.numel() == 0:
+    if t.numel() == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     bad = torch.isnan(t) if allow_inf else ~torch.isfinite(t)
     if bad.any():
