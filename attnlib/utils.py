@@ -20,6 +20,7 @@ __all__ = [
     "check_positive",
     "check_in_range",
     "check_int",
+    "check_same_dtype",
 ]
 
 
@@ -124,3 +125,23 @@ def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None)
         upper = "" if maximum is None else f" and at most {maximum}"
         raise ValueError(f"{name} must be an integer at least {minimum}{upper}, got {value!r}")
     return int(value)
+
+
+def check_same_dtype(reference: torch.Tensor, **tensors: torch.Tensor) -> None:
+    """Raise ``ValueError`` naming the first of ``tensors`` whose dtype differs from ``reference``'s.
+
+    Parameters
+    ----------
+    reference : torch.Tensor
+        The tensor whose dtype the others must share (e.g. the first input, or a parameter).
+    **tensors : torch.Tensor
+        The tensors to check, by argument name.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument and both dtypes; attnlib never casts a tensor silently.
+    """
+    for name, t in tensors.items():
+        if t.dtype != reference.dtype:
+            raise ValueError(f"{name} must have dtype {reference.dtype} like the other inputs, got {t.dtype}")
