@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple, Union
 import torch
 from torch import nn
 
-from .utils import as_tensor, check_int, check_positive, check_same_dtype
+from .utils import as_tensor, check_int, check_positive
 
 __all__ = [
     "AttentionResult",
@@ -91,7 +91,18 @@ def register_normalizer(name: str, fn: Callable[[torch.Tensor], torch.Tensor]) -
 
     ``fn`` maps scores ``(..., n_q, n_k)``, with ``-inf`` at masked keys, to weights of the
     same shape, normalising along the last dimension and giving masked keys zero weight.
+
+    Parameters
+    ----------
+    name : str
+        The name that :func:`attention` accepts as ``normalizer``.
+    fn : callable
+        The map from scores to weights.
     """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {fn!r}")
     _NORMALIZERS[name] = fn
 
 
@@ -165,11 +176,20 @@ def attention(
         True where the query may attend to the key. Every query needs at least one key.
     temperature : float, optional
         Positive divisor of the scores; ``sqrt(d)`` for ``"scaled_dot"`` and 1 otherwise.
+        For softmax, sparsemax and entmax the row maximum is subtracted first, so that a
+        tiny temperature gives the limit (all weight on the highest score, shared on ties).
 
     Returns
     -------
     AttentionResult
-        ``output`` of shape ``(..., n_q, d_v)`` and ``weights`` of shape ``(..., n_q, n_k)``.
+        ``output`` of shape ``(..., n_q, d_v)`` and ``weights`` of shape ``(..., n_q, n_k)``,
+        in the widest dtype of ``q``, ``k`` and ``v`` (array-likes take the dtype of ``q``).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: bad shapes, NaN or infinite inputs, an unknown score or
+        normalizer, a bad mask, a non-positive temperature, or scores that overflow.
 
     Implements
     ----------
@@ -179,7 +199,9 @@ def attention(
     q = as_tensor(q, "q", min_ndim=2, allow_empty=True)
     k = as_tensor(k, "k", min_ndim=2, dtype=_like(k, q), device=q.device, allow_empty=True)
     v = as_tensor(v, "v", min_ndim=2, dtype=_like(v, q), device=q.device, allow_empty=True)
-    check_same_dtype(q, q=q, k=k, v=v)
+    # Tensors of different floating dtypes are promoted to the widest (never cast down).
+    dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     if k.shape[-2] == 0 or q.shape[-1] == 0 or k.shape[-1] == 0:
         raise ValueError(f"k must hold at least one key and q, k at least one feature, got shapes {tuple(q.shape)}, {tuple(k.shape)}")
     if not callable(score) and q.shape[-1] != k.shape[-1]:
@@ -211,6 +233,8 @@ def attention(
     if shift:
         scores = scores - top  # finite gaps: the division below can overflow only to -inf (weight 0)
     divided = scores / temperature
+    if shift and torch.isnan(divided).any():  # the temperature underflowed in this dtype: 0 / 0
+        divided = (scores.double() / temperature).to(scores.dtype)  # gap 0 stays 0, others go to -inf
     if not shift and (torch.isinf(divided) & torch.isfinite(scores)).any():
         raise ValueError(f"temperature={temperature!r} makes the scores overflow {scores.dtype}")
     scores = divided
@@ -316,11 +340,18 @@ class MultiHeadAttention(nn.Module):
         """
         query = self._tokens(query, "query", self.q_proj)
         key = query if key is None else self._tokens(key, "key", self.k_proj)
+        if key.shape[-1] != self.k_proj.in_features:
+            raise ValueError(f"key (default: query) must have kdim={self.k_proj.in_features} features, got {key.shape[-1]}")
         value = key if value is None else self._tokens(value, "value", self.v_proj)
+        if value.shape[-1] != self.v_proj.in_features:
+            raise ValueError(f"value (default: key) must have vdim={self.v_proj.in_features} features, got {value.shape[-1]}")
         if key.shape[-2] != value.shape[-2]:
             raise ValueError(f"key and value must have the same number of tokens, got {key.shape[-2]} and {value.shape[-2]}")
         q, k, v = (self._split_heads(p(x)) for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
-        out, weights = attention(q, k, v, score=self.score, normalizer=self.normalizer, mask=mask)
+        try:
+            out, weights = attention(q, k, v, score=self.score, normalizer=self.normalizer, mask=mask)
+        except ValueError as err:  # name what the caller passed, not the projections
+            raise ValueError(f"query, key, value or mask: {err}") from err
         return AttentionResult(self.out_proj(out.transpose(-3, -2).flatten(-2)), weights)
 
 
@@ -389,5 +420,9 @@ class TransformerEncoderLayer(nn.Module):
             The transformed tokens.
         """
         x = self.self_attn._tokens(x, "x", self.self_attn.q_proj)
-        x = self.norm1(x + self.self_attn(x, mask=mask).output)
+        try:
+            attended = self.self_attn(x, mask=mask).output
+        except ValueError as err:
+            raise ValueError(f"x or mask: {err}") from err
+        x = self.norm1(x + attended)
         return self.norm2(x + self.linear2(self.activation(self.linear1(x))))

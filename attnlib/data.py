@@ -48,7 +48,7 @@ def shuffled_translation(
     n_pairs, length = check_int(n_pairs, "n_pairs"), check_int(length, "length")
     vocab_size = check_int(vocab_size, "vocab_size", minimum=length)
     dim, noise = check_int(dim, "dim"), check_positive(noise, "noise", allow_zero=True)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     src_vocab = torch.randn(vocab_size, dim, generator=g)
     rotation, _ = torch.linalg.qr(torch.randn(dim, dim, generator=g))
     tgt_vocab = src_vocab @ rotation + noise * torch.randn(vocab_size, dim, generator=g)
@@ -106,7 +106,9 @@ def captioned_images(
     """
     n = check_int(n, "n")
     n_objects = check_int(n_objects, "n_objects", maximum=len(SHAPES))
-    rng = np.random.default_rng(seed)
+    size, feature_dim = check_int(size, "size", minimum=4), check_int(feature_dim, "feature_dim")
+    noise = check_positive(noise, "noise", allow_zero=True)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     colours = list(COLOURS)
     vocabulary = tuple(colours) + SHAPES
     mixing = rng.standard_normal((len(vocabulary), feature_dim)) / np.sqrt(2)
@@ -117,6 +119,8 @@ def captioned_images(
     word_ids = np.zeros((n, 2 * n_objects), int)
     target = np.zeros((n, 2 * n_objects), int)
     cells = [(r, c) for r in range(0, size - side, side + 2) for c in range(0, size - side, side + 2)]
+    if len(cells) < n_objects:
+        raise ValueError(f"size={size} leaves room for {len(cells)} objects, fewer than n_objects={n_objects}")
     for b in range(n):
         cs = rng.choice(len(colours), n_objects, replace=False)
         ss = rng.choice(len(SHAPES), n_objects, replace=False)
@@ -160,7 +164,7 @@ def union_of_subspaces(
     ambient_dim = check_int(ambient_dim, "ambient_dim")
     dim = check_int(dim, "dim", maximum=ambient_dim)
     noise = check_positive(noise, "noise", allow_zero=True)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     bases = np.linalg.qr(rng.standard_normal((n_subspaces, ambient_dim, dim)))[0]
     X = np.einsum("sDd,snd->snD", bases, rng.standard_normal((n_subspaces, n_per, dim))).reshape(-1, ambient_dim)
     X += noise * rng.standard_normal(X.shape)

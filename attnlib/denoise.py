@@ -600,7 +600,13 @@ class PatchAttentionDenoiser(nn.Module):
             return bchw.permute(0, 2, 3, 1).reshape(shape)
         tokens = torch.stack([patch_tokens(im.permute(1, 2, 0), self.patch_size, 1.0) for im in bchw])  # h enters below
         q = tokens[:, None] @ self.proj  # (B, heads, n, dim): query = key for self-attention
-        scores = 2 * SCORES["neg_sq_dist"](q, q) / (self.h**2 * torch.exp(2 * self.log_h_scale))[:, None, None]
+        dist = 2 * SCORES["neg_sq_dist"](q, q)  # -‖q - k‖², 0 on the diagonal
+        if not torch.isfinite(dist).all():
+            raise ValueError(f"image: its patch distances overflow {dist.dtype}; rescale it to [0, 1]")
+        # 1 / h² in float64, capped at the dtype's largest value: a tiny h gives the identity
+        # (each pixel keeps itself), its limit, instead of 0 / 0.
+        inv = (1 / (self.h**2 * torch.exp(2 * self.log_h_scale.double()))).clamp(max=torch.finfo(dist.dtype).max)
+        scores = (dist * inv.to(dist.dtype)[:, None, None]).clamp(min=torch.finfo(dist.dtype).min)
         pos = _pixel_grid(hh, ww, dtype=bchw.dtype, device=bchw.device)
         if self.pos_weight is not None:
             pos_sq = 2 * SCORES["neg_sq_dist"](pos, pos) / (hh * ww)  # -|x - x'|², scaled to the image

@@ -32,7 +32,7 @@ from torch import nn
 
 from .attention import SCORES, attention
 from .training import train
-from .utils import as_float_array, as_tensor, check_int, check_positive
+from .utils import as_float_array, as_tensor, check_int, check_positive, host_array
 
 __all__ = [
     "KERNELS",
@@ -339,9 +339,10 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         """
         loo = isinstance(self.bandwidth, str) and self.bandwidth == "loo"
         X, y = validate_data(
-            self, X, y, dtype=np.float64, y_numeric=True, multi_output=True, ensure_min_samples=2 if loo else 1
+            self, host_array(X), host_array(y), dtype=np.float64, y_numeric=True, multi_output=True,
+            ensure_min_samples=2 if loo else 1,
         )
-        X, y = np.require(X, requirements="W"), np.require(y, requirements="W")  # torch wants writable
+        X, y = np.require(X, requirements="W"), np.require(y, np.float64, requirements="W")  # torch wants writable
         _check_kernel(self.kernel)
         check_int(self.chunk_size, "chunk_size")
         if loo:
@@ -381,7 +382,7 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             The kernel-weighted averages of the training targets.
         """
         check_is_fitted(self, "X_fit_")
-        X = np.require(validate_data(self, X, dtype=np.float64, reset=False), requirements="W")
+        X = np.require(validate_data(self, host_array(X), dtype=np.float64, reset=False), requirements="W")
         pred = nadaraya_watson_streaming(
             torch.from_numpy(X), torch.from_numpy(self.X_fit_), torch.from_numpy(self.y_fit_),
             kernel=self.kernel, bandwidth=self.bandwidth_, chunk_size=self.chunk_size,
@@ -491,8 +492,10 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         MetricNadarayaWatson
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True, ensure_min_samples=2)
-        X, y = np.require(X, requirements="W"), np.require(y, requirements="W")  # torch wants writable
+        X, y = validate_data(
+            self, host_array(X), host_array(y), dtype=np.float64, y_numeric=True, multi_output=True, ensure_min_samples=2
+        )
+        X, y = np.require(X, requirements="W"), np.require(y, np.float64, requirements="W")  # torch wants writable
         n, d = X.shape
         p = d if self.n_components is None else check_int(self.n_components, "n_components", maximum=d)
         n_steps = check_int(self.n_steps, "n_steps")
@@ -538,7 +541,7 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
             The kernel-weighted averages of the training targets.
         """
         check_is_fitted(self, "W_")
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, host_array(X), dtype=np.float64, reset=False)
         return nadaraya_watson_streaming(X @ self.W_.T, self.X_fit_ @ self.W_.T, self.y_fit_).numpy()
 
 

@@ -28,7 +28,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .attention import AttentionResult, attention
-from .utils import as_float_array, as_tensor, check_int, check_positive
+from .utils import as_float_array, as_tensor, check_int, check_positive, host_array
 
 __all__ = [
     "LLEWeights",
@@ -388,7 +388,7 @@ class LocallyLinearEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
         LocallyLinearEmbedding
             The fitted estimator.
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = validate_data(self, host_array(X), dtype=np.float64, ensure_min_samples=2)
         n_neighbors = _check_n_neighbors(self.n_neighbors, X.shape[0], True)
         reg = check_positive(self.reg, "reg", allow_zero=True)
         self.nbrs_ = NearestNeighbors(n_neighbors=n_neighbors).fit(X)
@@ -440,6 +440,6 @@ class LocallyLinearEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
             Each point's barycentric weights on its training neighbours times their embedding.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
+        X = validate_data(self, host_array(X), dtype=np.float64, reset=False)
         ind = self.nbrs_.kneighbors(X, return_distance=False)
         return _weights_on_neighbors(X, self.X_fit_, ind, self.reg, dense=False).weights @ self.embedding_

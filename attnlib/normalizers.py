@@ -15,6 +15,7 @@ Importing this module registers ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as n
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numba
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 
 from .attention import register_normalizer
-from .utils import as_tensor, check_in_range
+from .utils import as_tensor
 
 __all__ = [
     "softmax",
@@ -483,7 +484,20 @@ def _check_alpha(alpha, x: torch.Tensor, dim: int):
         if alpha.shape[dim] != 1:
             raise ValueError(f"alpha must have size 1 along dim, got shape {tuple(alpha.shape)}")
         return alpha
-    return check_in_range(alpha, "alpha", 1.0, float("inf"))
+    return _check_index(alpha, "alpha")
+
+
+def _check_index(value, name: str) -> float:
+    """A finite Tsallis index ≥ 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 1:
+        raise ValueError(f"{name} must be a finite number ≥ 1, got {value!r}")
+    return float(value)
+
+
+def _check_deformation(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
 
 
 def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
@@ -536,7 +550,7 @@ def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
     Parameters
     ----------
     p : tensor or array-like, shape (..., n, ...)
-        Non-negative weights (usually a probability vector along ``dim``).
+        Weights in [0, 1] (usually a probability vector along ``dim``).
     alpha : float ≥ 1
         The Tsallis index.
     dim : int
@@ -545,6 +559,7 @@ def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
     Returns
     -------
     tensor, shape of ``p`` without ``dim``
+        The entropy of each slice.
 
     Implements
     ----------
@@ -552,10 +567,10 @@ def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
     1/α scaling of Blondel et al. (2020).
     """
     p = as_tensor(p, "p")
-    if (p < 0).any():
-        raise ValueError("p must be non-negative")
+    if ((p < 0) | (p > 1 + 4 * torch.finfo(p.dtype).eps)).any():
+        raise ValueError("p must hold weights in [0, 1]")
     _, dim = _check_scores(p, dim, "p")
-    alpha = check_in_range(alpha, "alpha", 1.0, float("inf"))
+    alpha = _check_index(alpha, "alpha")
     if alpha == 1:
         return -torch.special.xlogy(p, p).sum(dim)
     return (1 - p.pow(alpha).sum(dim)) / (alpha * (alpha - 1))
@@ -574,13 +589,14 @@ def exp_beta(u, beta: float) -> torch.Tensor:
     Returns
     -------
     tensor, shape of ``u``
+        ``exp_β(u)``; ``inf`` where the result exceeds the dtype's range (as ``exp`` does).
 
     Implements
     ----------
     Eq. (4) (right) of the sparse-continuous attention paper (Martins et al., 2020).
     """
     u = as_tensor(u, "u", min_ndim=0)
-    beta = check_in_range(beta, "beta", -float("inf"), float("inf"))
+    beta = _check_deformation(beta, "beta")
     if beta == 1:
         return u.exp()
     return (1 + (1 - beta) * u).clamp_min(0).pow(1 / (1 - beta))
@@ -599,6 +615,7 @@ def log_beta(u, beta: float) -> torch.Tensor:
     Returns
     -------
     tensor, shape of ``u``
+        ``log_β(u)``; ``-inf`` at ``u = 0`` for β ≥ 1, as ``log`` gives.
 
     Implements
     ----------
@@ -607,7 +624,7 @@ def log_beta(u, beta: float) -> torch.Tensor:
     u = as_tensor(u, "u", min_ndim=0)
     if (u < 0).any():
         raise ValueError("u must be non-negative")
-    beta = check_in_range(beta, "beta", -float("inf"), float("inf"))
+    beta = _check_deformation(beta, "beta")
     if beta == 1:
         return u.log()
     return (u.pow(1 - beta) - 1) / (1 - beta)
@@ -641,7 +658,10 @@ def fenchel_young_loss(scores, target, alpha=1.5, reduction: str = "mean") -> to
     of Eq. (6) of the sparse-continuous attention paper.
     """
     scores, _ = _check_scores(scores, -1, "scores")
-    alpha = check_in_range(alpha, "alpha", 1.0, float("inf"))
+    if scores.numel() == 0:
+        raise ValueError(f"scores must hold at least one row, got shape {tuple(scores.shape)}")
+    _row_max(scores, "scores")
+    alpha = _check_index(alpha, "alpha")
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if isinstance(target, torch.Tensor) and not target.is_floating_point():
@@ -651,9 +671,17 @@ def fenchel_young_loss(scores, target, alpha=1.5, reduction: str = "mean") -> to
             raise ValueError(f"target indices must lie in [0, {scores.shape[-1] - 1}]")
         target = torch.nn.functional.one_hot(target, scores.shape[-1]).to(scores.dtype)
     else:
-        target = as_tensor(target, "target", dtype=scores.dtype, device=scores.device)
+        floating = isinstance(target, torch.Tensor) or (isinstance(target, np.ndarray) and target.dtype.kind == "f")
+        target = as_tensor(target, "target", min_ndim=0, device=scores.device, allow_empty=True,
+                           dtype=None if floating else scores.dtype)
         if target.shape != scores.shape or (target < 0).any():
             raise ValueError(f"target of probabilities must be non-negative with shape {tuple(scores.shape)}")
+        dtype = torch.promote_types(scores.dtype, target.dtype)  # never cast a float64 target down
+        scores, target = scores.to(dtype), target.to(dtype)
+        total = target.sum(-1)
+        tol = 1e-3 if dtype in (torch.float16, torch.bfloat16) else 1e-5 if dtype == torch.float32 else 1e-10
+        if not torch.allclose(total, torch.ones_like(total), atol=tol, rtol=0):
+            raise ValueError(f"target of probabilities must sum to one along the last dimension (within {tol})")
     # p̂ is held fixed: by Danskin's theorem the loss's gradient in θ is then exactly p̂ - y.
     p_hat = entmax(scores.detach(), alpha)
     theta = scores.masked_fill(torch.isneginf(scores), 0.0)

@@ -9,6 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from .utils import check_int, check_positive
+
 __all__ = ["PALETTE", "use_book_style", "attention_heatmap", "image_grid"]
 
 #: Okabe–Ito colours, distinguishable under the common colour-vision deficiencies.
@@ -37,10 +39,18 @@ def use_book_style() -> None:
     )
 
 
-def _to_numpy(x) -> np.ndarray:
+def _to_numpy(x, name: str) -> np.ndarray:
+    """A finite numeric array from a tensor (any dtype, device) or array-like."""
     if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    return np.asarray(x)
+        x = x.detach().cpu()
+        x = (x.double() if x.is_floating_point() else x).numpy()
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be an array of numbers, got {type(x).__name__}") from err
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return a
 
 
 def attention_heatmap(
@@ -60,7 +70,7 @@ def attention_heatmap(
     Signed matrices (LLE, self-expression) get a diverging colour map centred at zero.
     Returns the axes.
     """
-    W = _to_numpy(weights)
+    W = _to_numpy(weights, "weights")
     if W.ndim != 2:
         raise ValueError(f"weights must be a 2-D [query, key] matrix, got shape {W.shape}")
     ax = ax or plt.gca()
@@ -97,8 +107,15 @@ def image_grid(images, titles=None, *, ncols: int | None = None, cmap: str = "gr
 
     ``images`` are arrays ``(H, W)`` or ``(H, W, 3)`` with values in ``[vmin, vmax]``.
     """
-    images = [_to_numpy(im) for im in images]
-    ncols = ncols or min(len(images), 4)
+    images = [_to_numpy(im, "images") for im in images]
+    if not images or any(im.ndim not in (2, 3) or (im.ndim == 3 and im.shape[-1] not in (3, 4)) for im in images):
+        raise ValueError(f"images must be a non-empty list of (H, W) or (H, W, 3|4) arrays, got shapes {[im.shape for im in images]}")
+    if titles is not None and len(titles) != len(images):
+        raise ValueError(f"titles must have one entry per image ({len(images)}), got {len(titles)}")
+    ncols = min(len(images), 4) if ncols is None else check_int(ncols, "ncols")
+    size = check_positive(size, "size")
+    if size > 100:
+        raise ValueError(f"size must be at most 100 inches per image, got {size}")
     nrows = math.ceil(len(images) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows), squeeze=False)
     for ax in axes.flat:

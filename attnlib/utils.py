@@ -20,21 +20,44 @@ __all__ = [
     "check_positive",
     "check_in_range",
     "check_int",
-    "check_same_dtype",
+    "host_array",
 ]
 
 
 def set_seed(seed: int = 0) -> None:
-    """Seed Python's, NumPy's and PyTorch's generators so that a chapter is reproducible."""
+    """Seed Python's, NumPy's and PyTorch's generators so that a chapter is reproducible.
+
+    Parameters
+    ----------
+    seed : int
+        A seed in ``[0, 2**32 - 1]`` (NumPy's range).
+    """
+    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
 
 
 def get_device(prefer: str | None = None) -> torch.device:
-    """The device to compute on: ``prefer`` if given, else CUDA when present, else the CPU."""
+    """The device to compute on: ``prefer`` if given, else CUDA when present, else the CPU.
+
+    Parameters
+    ----------
+    prefer : str or torch.device, optional
+        A device such as ``"cpu"`` or ``"cuda:0"``.
+
+    Returns
+    -------
+    torch.device
+        The device.
+    """
     if prefer is not None:
-        return torch.device(prefer)
+        if not isinstance(prefer, (str, torch.device)):
+            raise ValueError(f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}")
+        try:
+            return torch.device(prefer)
+        except RuntimeError as err:
+            raise ValueError(f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}") from err
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -127,21 +150,24 @@ def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None)
     return int(value)
 
 
-def check_same_dtype(reference: torch.Tensor, **tensors: torch.Tensor) -> None:
-    """Raise ``ValueError`` naming the first of ``tensors`` whose dtype differs from ``reference``'s.
+
+def host_array(X):
+    """A torch tensor (any dtype or device) as a NumPy array; anything else unchanged.
+
+    scikit-learn's validation converts array-likes itself but not every tensor (bfloat16,
+    CUDA); the estimators call this first.
 
     Parameters
     ----------
-    reference : torch.Tensor
-        The tensor whose dtype the others must share (e.g. the first input, or a parameter).
-    **tensors : torch.Tensor
-        The tensors to check, by argument name.
+    X : tensor or array-like
+        The input.
 
-    Raises
-    ------
-    ValueError
-        Naming the argument and both dtypes; attnlib never casts a tensor silently.
+    Returns
+    -------
+    ndarray or the input
+        ``X`` on the host, floating tensors as float64.
     """
-    for name, t in tensors.items():
-        if t.dtype != reference.dtype:
-            raise ValueError(f"{name} must have dtype {reference.dtype} like the other inputs, got {t.dtype}")
+    if isinstance(X, torch.Tensor):
+        X = X.detach().cpu()
+        return (X.double() if X.is_floating_point() else X).numpy()
+    return X

@@ -121,7 +121,6 @@ def test_rows_are_probability_vectors_and_outputs_convex(n_q, n_k, d, t, seed):
         (dict(k=torch.randn(7, 4)), "same feature size"),
         (dict(v=torch.randn(6, 3)), "same number of tokens"),
         (dict(k=torch.randn(0, 8), v=torch.randn(0, 3)), "k must hold at least one key"),
-        (dict(k=torch.randn(7, 8, dtype=torch.float64)), "k must have dtype torch.float32"),
         (dict(q=torch.randn(2, 5, 8), k=torch.randn(3, 7, 8)), "broadcastable batch"),
         (dict(k=torch.full((7, 8), float("nan"))), "k contains NaN"),
         (dict(v=torch.full((7, 3), float("inf"))), "v contains NaN or infinite"),
@@ -241,6 +240,9 @@ def test_tiny_temperature_gives_the_arg_max_limit_and_huge_scores_raise():
 def test_float64_inputs_and_modules_are_never_cast():
     q, k, v = qkv(dtype=torch.float64)
     assert attention(q.numpy(), k.numpy(), v.numpy()).output.dtype == torch.float64
+    out, w = attention(q.float(), k, v.float())  # mixed dtypes are promoted, never cast down
+    assert out.dtype == w.dtype == torch.float64
+    torch.testing.assert_close(out, attention(q.float().double(), k, v.float().double()).output)
     assert attention(q, k.tolist(), v.numpy()).output.dtype == torch.float64  # array-likes follow q
     m = MultiHeadAttention(8, 2)
     with pytest.raises(ValueError, match="query must have the module's dtype torch.float32"):
