@@ -584,7 +584,7 @@ class PatchAttentionDenoiser(nn.Module):
 
         Parameters
         ----------
-        image : tensor or array-like
+        image : tensor or array-like, shape (H, W), (B, H, W), (H, W, C) or (B, H, W, C)
             Grey images ``(H, W)`` or a batch ``(B, H, W)`` when ``channels=1``; colour
             images ``(H, W, C)`` or ``(B, H, W, C)``, channels last, otherwise. A tensor
             must have the module's dtype; an array-like is converted to it.

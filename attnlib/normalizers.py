@@ -510,7 +510,7 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     ----------
     x : tensor or array-like, shape (..., n, ...)
         Scores; ``-inf`` marks a masked entry. float16, bfloat16, float32 or float64.
-    alpha : float ≥ 1, or tensor > 1
+    alpha : float ≥ 1, or tensor > 1 of a shape broadcastable to x's with size 1 along dim
         The Tsallis index. A tensor (e.g. a learned parameter) may have one value per slice:
         its shape must broadcast to ``x`` with size 1 along ``dim``; gradients flow to it.
     dim : int
@@ -581,7 +581,7 @@ def exp_beta(u, beta: float) -> torch.Tensor:
 
     Parameters
     ----------
-    u : tensor or array-like
+    u : tensor or array-like, any shape
         Any real values.
     beta : float
         The deformation; entmax with index α uses β = 2 - α.
@@ -607,7 +607,7 @@ def log_beta(u, beta: float) -> torch.Tensor:
 
     Parameters
     ----------
-    u : tensor or array-like
+    u : tensor or array-like, any shape
         Non-negative values.
     beta : float
         The deformation.

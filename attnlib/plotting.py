@@ -18,7 +18,10 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 
 
 def use_book_style() -> None:
-    """Set matplotlib defaults for the book: the palette, readable fonts, light grids."""
+    """Set matplotlib defaults for the book: the palette, readable fonts, light grids.
+
+    Changes ``matplotlib.rcParams`` for the rest of the session.
+    """
     mpl.rcParams.update(
         {
             "axes.prop_cycle": mpl.cycler(color=PALETTE),
@@ -68,7 +71,33 @@ def attention_heatmap(
     """Draw a ``[query, key]`` weight matrix: queries down the rows, keys along the columns.
 
     Signed matrices (LLE, self-expression) get a diverging colour map centred at zero.
-    Returns the axes.
+
+    Parameters
+    ----------
+    weights : tensor or array-like, shape (n_q, n_k)
+        The finite weights.
+    query_labels : sequence of str, length n_q, optional
+        Tick labels of the rows.
+    key_labels : sequence of str, length n_k, optional
+        Tick labels of the columns.
+    ax : matplotlib Axes, optional
+        Where to draw (default: the current axes).
+    title : str, optional
+        The axes' title.
+    signed : bool, optional
+        Force the diverging (True) or sequential (False) colour map; default: signed if any
+        weight is negative.
+    annotate : bool
+        Write each weight in its cell.
+    colorbar : bool
+        Add a colour bar.
+    cmap : str, optional
+        A matplotlib colour map instead of the default.
+
+    Returns
+    -------
+    matplotlib Axes
+        The axes drawn on.
     """
     W = _to_numpy(weights, "weights")
     if W.ndim != 2:
@@ -103,9 +132,27 @@ def attention_heatmap(
 
 
 def image_grid(images, titles=None, *, ncols: int | None = None, cmap: str = "gray", size: float = 2.6, vmin=0.0, vmax=1.0):
-    """Show images side by side with optional titles; returns the figure.
+    """Show images side by side with optional titles.
 
-    ``images`` are arrays ``(H, W)`` or ``(H, W, 3)`` with values in ``[vmin, vmax]``.
+    Parameters
+    ----------
+    images : sequence of tensors or arrays, each shape (H, W) or (H, W, 3|4)
+        The images, values in ``[vmin, vmax]`` (clipped to it).
+    titles : sequence of str, one per image, optional
+        Titles above the images.
+    ncols : int, optional
+        Images per row (default: up to 4).
+    cmap : str
+        Colour map of grey images.
+    size : float
+        Inches per image.
+    vmin, vmax : float
+        The range of the values shown.
+
+    Returns
+    -------
+    matplotlib Figure
+        The figure.
     """
     images = [_to_numpy(im, "images") for im in images]
     if not images or any(im.ndim not in (2, 3) or (im.ndim == 3 and im.shape[-1] not in (3, 4)) for im in images):

@@ -30,8 +30,9 @@ def to_device(batch, device):
 
     Parameters
     ----------
-    batch : tensor, tuple, list, dict or NamedTuple of them (nested), or anything else
-        What to move; entries that are not tensors are returned unchanged.
+    batch : object
+        A tensor, or a tuple, list, dict or NamedTuple of them (nested); entries that are
+        not tensors are returned unchanged.
     device : str or torch.device, optional
         Where to; ``None`` leaves tensors where they are.
 

@@ -76,8 +76,37 @@ def as_tensor(
 
     Tensors and floating NumPy arrays keep their dtype (and tensors their device); lists,
     integer data and other array-likes become ``torch.get_default_dtype()`` (float32 unless
-    changed). Raises ``ValueError`` naming ``name`` when the array is not numeric, is empty,
-    has the wrong number of dimensions or holds NaN (or infinities, unless ``allow_inf``).
+    changed).
+
+    Parameters
+    ----------
+    x : tensor or array-like, any shape
+        The input.
+    name : str
+        The argument's name, for error messages.
+    min_ndim : int
+        The fewest dimensions accepted.
+    ndim : int, optional
+        The exact number of dimensions required.
+    dtype : torch.dtype, optional
+        Convert to this dtype.
+    device : torch.device or str, optional
+        Move to this device.
+    allow_inf : bool
+        Accept ``±inf`` entries (``-inf`` marks masked scores).
+    allow_empty : bool
+        Accept zero-size inputs (e.g. a batch of 0).
+
+    Returns
+    -------
+    torch.Tensor, shape of ``x``
+        A floating tensor.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` when the array is not numeric, is empty, has the wrong number of
+        dimensions or holds NaN (or infinities, unless ``allow_inf``).
     """
     if isinstance(x, torch.Tensor):
         t = x
@@ -108,8 +137,27 @@ def as_tensor(
 def as_float_array(X, name: str = "X", *, ndim: int = 2, min_samples: int = 1) -> np.ndarray:
     """Check a NumPy-style input (``(n_samples, n_features)`` by default) and return float64.
 
-    Raises ``ValueError`` naming ``name`` for the wrong number of dimensions, too few
-    samples, or non-finite values.
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features) by default
+        The input.
+    name : str
+        The argument's name, for error messages.
+    ndim : int
+        The number of dimensions required.
+    min_samples : int
+        The fewest rows accepted.
+
+    Returns
+    -------
+    ndarray, shape of ``X``, float64
+        The checked array.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` for the wrong number of dimensions, too few samples, or non-finite
+        values.
     """
     try:
         A = np.asarray(X, dtype=np.float64)
@@ -125,7 +173,22 @@ def as_float_array(X, name: str = "X", *, ndim: int = 2, min_samples: int = 1) -
 
 
 def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as a float if it is a finite positive number, else raise ``ValueError``."""
+    """Return ``value`` as a float if it is a finite positive number, else raise ``ValueError``.
+
+    Parameters
+    ----------
+    value : float
+        The number to check.
+    name : str
+        The argument's name, for the error message.
+    allow_zero : bool
+        Accept zero as well.
+
+    Returns
+    -------
+    float
+        ``value``.
+    """
     ok = isinstance(value, numbers.Real) and np.isfinite(value) and (value >= 0 if allow_zero else value > 0)
     if not ok:
         what = "non-negative" if allow_zero else "positive"
@@ -134,14 +197,46 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
 
 
 def check_in_range(value, name: str, low: float, high: float) -> float:
-    """Return ``value`` as a float if ``low <= value <= high``, else raise ``ValueError``."""
+    """Return ``value`` as a float if ``low <= value <= high``, else raise ``ValueError``.
+
+    Parameters
+    ----------
+    value : float
+        The number to check.
+    name : str
+        The argument's name, for the error message.
+    low, high : float
+        The closed interval accepted.
+
+    Returns
+    -------
+    float
+        ``value``.
+    """
     if not (isinstance(value, numbers.Real) and low <= value <= high):
         raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
     return float(value)
 
 
 def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """Return ``value`` if it is an integer in ``[minimum, maximum]``, else raise ``ValueError``."""
+    """Return ``value`` if it is an integer in ``[minimum, maximum]``, else raise ``ValueError``.
+
+    Parameters
+    ----------
+    value : int
+        The number to check (``bool`` is refused).
+    name : str
+        The argument's name, for the error message.
+    minimum : int
+        The smallest value accepted.
+    maximum : int, optional
+        The largest value accepted.
+
+    Returns
+    -------
+    int
+        ``value``.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum or (
         maximum is not None and value > maximum
     ):
@@ -159,7 +254,7 @@ def host_array(X):
 
     Parameters
     ----------
-    X : tensor or array-like
+    X : tensor or array-like, any shape
         The input.
 
     Returns
