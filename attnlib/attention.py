@@ -229,15 +229,18 @@ def attention(
         raise ValueError(
             f"score(q, k) gave {what} in a row (q and k too large for {scores.dtype}, or a score callable's output)"
         )
-    shift = isinstance(normalizer, str) and normalizer in _SHIFT_INVARIANT
-    if shift:
+    # A temperature that the scores' dtype rounds to 0 or inf is applied in float64, so that
+    # 0 / 0 and -inf / inf (masked keys) do not become NaN.
+    t_cast = float(torch.tensor(temperature, dtype=scores.dtype))
+    exact = t_cast != 0 and math.isfinite(t_cast)
+    if isinstance(normalizer, str) and normalizer in _SHIFT_INVARIANT:
         scores = scores - top  # finite gaps: the division below can overflow only to -inf (weight 0)
-    divided = scores / temperature
-    if shift and torch.isnan(divided).any():  # the temperature underflowed in this dtype: 0 / 0
-        divided = (scores.double() / temperature).to(scores.dtype)  # gap 0 stays 0, others go to -inf
-    if not shift and (torch.isinf(divided) & torch.isfinite(scores)).any():
-        raise ValueError(f"temperature={temperature!r} makes the scores overflow {scores.dtype}")
-    scores = divided
+        scores = scores.div_(temperature) if exact else (scores.double() / temperature).to(scores.dtype)
+    else:
+        divided = scores / temperature if exact else (scores.double() / temperature).to(scores.dtype)
+        if temperature < 1 and (torch.isinf(divided) & torch.isfinite(scores)).any():
+            raise ValueError(f"temperature={temperature!r} makes the scores overflow {scores.dtype}")
+        scores = divided
     weights = normalize(scores)
     return AttentionResult(weights @ v, weights)
 

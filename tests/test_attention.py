@@ -276,3 +276,14 @@ def test_hyper_parameters_are_not_silently_replaced_and_extra_repr():
         TransformerEncoderLayer(0)
     assert "embed_dim=8, num_heads=2" in repr(MultiHeadAttention(8, 2))
     assert "d_model=8, dim_feedforward=32" in repr(TransformerEncoderLayer(8, 2))
+
+
+def test_huge_temperature_with_a_mask_gives_uniform_weights_not_nan():
+    """t -> inf: softmax tends to uniform over the keys a query may see (float32 rounds 1e60 to inf)."""
+    q, k, v = qkv(dtype=torch.float32)
+    mask = torch.ones(5, 7, dtype=torch.bool).tril()
+    _, w = attention(q, k, v, mask=mask, temperature=1e60)
+    expected = mask.float() / mask.sum(-1, keepdim=True)
+    torch.testing.assert_close(w, expected)
+    _, w = attention(q, k, v, mask=mask, normalizer="none", temperature=1e60)
+    assert torch.isfinite(w).all() and (w[~mask] == 0).all()
