@@ -223,7 +223,10 @@ def attention(
         scores = scores.masked_fill(~_check_mask(mask, scores), float("-inf"))
     if scores.numel() == 0:
         return AttentionResult(normalize(scores) @ v, normalize(scores))
-    top = scores.amax(-1, keepdim=True)  # NaN, +inf and rows without a finite score show here
+    # NaN, +inf and rows without a finite score show in the row maxima. Detached: the shift
+    # below changes no output (softmax, sparsemax, entmax are shift-invariant), so it needs
+    # no gradient.
+    top = scores.detach().amax(-1, keepdim=True)
     if not torch.isfinite(top).all():
         what = "NaN" if torch.isnan(top).any() else "+inf" if torch.isposinf(top).any() else "only -inf"
         raise ValueError(
