@@ -397,7 +397,12 @@ class _LearnedMetric(nn.Module):
         super().__init__()
         self.W = nn.Parameter(W0.clone())
 
+    def extra_repr(self) -> str:
+        return f"n_components={self.W.shape[0]}, n_features={self.W.shape[1]}"
+
     def forward(self, x_query, x_train, y_train, mask=None) -> torch.Tensor:
+        """Predictions ``(n_q, n_outputs)`` for ``x_query`` ``(n_q, d)`` from ``x_train`` ``(n, d)``,
+        ``y_train`` ``(n, n_outputs)``; ``mask`` ``(n_q, n)`` True where a query may use a point."""
         return attention(x_query @ self.W.T, x_train @ self.W.T, y_train, score="neg_sq_dist", mask=mask).output
 
 
