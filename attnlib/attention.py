@@ -78,6 +78,10 @@ _NORMALIZERS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "softmax": _masked_softmax,
     "none": _no_normalizer,
 }
+# Maps for which adding a constant to a row changes nothing: attention subtracts the row
+# maximum before dividing by the temperature, so that a tiny temperature gives the limit
+# (the arg-max) instead of inf - inf.
+_SHIFT_INVARIANT = {"softmax", "sparsemax", "entmax"}
 # Names that another module of attnlib registers when it is imported.
 _LAZY_NORMALIZERS = {"sparsemax": "attnlib.normalizers", "entmax": "attnlib.normalizers"}
 
@@ -87,7 +91,18 @@ def register_normalizer(name: str, fn: Callable[[torch.Tensor], torch.Tensor]) -
 
     ``fn`` maps scores ``(..., n_q, n_k)``, with ``-inf`` at masked keys, to weights of the
     same shape, normalising along the last dimension and giving masked keys zero weight.
+
+    Parameters
+    ----------
+    name : str
+        The name that :func:`attention` accepts as ``normalizer``.
+    fn : callable
+        The map from scores to weights.
     """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty string, got {name!r}")
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {fn!r}")
     _NORMALIZERS[name] = fn
 
 
@@ -161,34 +176,81 @@ def attention(
         True where the query may attend to the key. Every query needs at least one key.
     temperature : float, optional
         Positive divisor of the scores; ``sqrt(d)`` for ``"scaled_dot"`` and 1 otherwise.
+        For softmax, sparsemax and entmax the row maximum is subtracted first, so that a
+        tiny temperature gives the limit (all weight on the highest score, shared on ties).
 
     Returns
     -------
     AttentionResult
-        ``output`` of shape ``(..., n_q, d_v)`` and ``weights`` of shape ``(..., n_q, n_k)``.
+        ``output`` of shape ``(..., n_q, d_v)`` and ``weights`` of shape ``(..., n_q, n_k)``,
+        in the widest dtype of ``q``, ``k`` and ``v`` (array-likes take the dtype of ``q``).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument: bad shapes, NaN or infinite inputs, an unknown score or
+        normalizer, a bad mask, a non-positive temperature, or scores that overflow.
 
     Implements
     ----------
     Eqs. (1)-(2) of the self-expression paper (Z = V C with C = softmax(KᵀQ/√d)), in rows;
     Eq. (1) of Vaswani et al. (2017).
     """
-    q = as_tensor(q, "q", min_ndim=2)
-    k = as_tensor(k, "k", min_ndim=2, dtype=q.dtype, device=q.device)
-    v = as_tensor(v, "v", min_ndim=2, dtype=q.dtype, device=q.device)
+    q = as_tensor(q, "q", min_ndim=2, allow_empty=True)
+    k = as_tensor(k, "k", min_ndim=2, dtype=_like(k, q), device=q.device, allow_empty=True)
+    v = as_tensor(v, "v", min_ndim=2, dtype=_like(v, q), device=q.device, allow_empty=True)
+    # Tensors of different floating dtypes are promoted to the widest (never cast down).
+    dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
+    q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
+    if k.shape[-2] == 0 or q.shape[-1] == 0 or k.shape[-1] == 0:
+        raise ValueError(f"k must hold at least one key and q, k at least one feature, got shapes {tuple(q.shape)}, {tuple(k.shape)}")
     if not callable(score) and q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must have the same feature size, got {q.shape[-1]} and {k.shape[-1]}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same number of tokens, got {k.shape[-2]} and {v.shape[-2]}")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError as err:
+        shapes = ", ".join(str(tuple(t.shape)) for t in (q, k, v))
+        raise ValueError(f"q, k and v must have broadcastable batch dimensions, got shapes {shapes}") from err
     score_fn, normalize = _resolve_score(score), _resolve_normalizer(normalizer)
     if temperature is None:
         temperature = math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
     temperature = check_positive(temperature, "temperature")
 
-    scores = score_fn(q, k) / temperature
+    scores = score_fn(q, k)
     if mask is not None:
         scores = scores.masked_fill(~_check_mask(mask, scores), float("-inf"))
+    if scores.numel() == 0:
+        return AttentionResult(normalize(scores) @ v, normalize(scores))
+    # NaN, +inf and rows without a finite score show in the row maxima. Detached: the shift
+    # below changes no output (softmax, sparsemax, entmax are shift-invariant), so it needs
+    # no gradient.
+    top = scores.detach().amax(-1, keepdim=True)
+    if not torch.isfinite(top).all():
+        what = "NaN" if torch.isnan(top).any() else "+inf" if torch.isposinf(top).any() else "only -inf"
+        raise ValueError(
+            f"score(q, k) gave {what} in a row (q and k too large for {scores.dtype}, or a score callable's output)"
+        )
+    # A temperature that the scores' dtype rounds to 0 or inf is applied in float64, so that
+    # 0 / 0 and -inf / inf (masked keys) do not become NaN.
+    t_cast = float(torch.tensor(temperature, dtype=scores.dtype))
+    exact = t_cast != 0 and math.isfinite(t_cast)
+    if isinstance(normalizer, str) and normalizer in _SHIFT_INVARIANT:
+        scores = scores - top  # finite gaps: the division below can overflow only to -inf (weight 0)
+        scores = scores.div_(temperature) if exact else (scores.double() / temperature).to(scores.dtype)
+    else:
+        divided = scores / temperature if exact else (scores.double() / temperature).to(scores.dtype)
+        if temperature < 1 and (torch.isinf(divided) & torch.isfinite(scores)).any():
+            raise ValueError(f"temperature={temperature!r} makes the scores overflow {scores.dtype}")
+        scores = divided
     weights = normalize(scores)
     return AttentionResult(weights @ v, weights)
+
+
+def _like(x, ref: torch.Tensor):
+    """Array-likes take the dtype of ``ref``; tensors keep theirs (checked, not cast)."""
+    return None if isinstance(x, torch.Tensor) and x.is_floating_point() else ref.dtype
 
 
 class MultiHeadAttention(nn.Module):
@@ -207,7 +269,10 @@ class MultiHeadAttention(nn.Module):
         Sizes of the key and value tokens (default ``embed_dim``).
     bias : bool
         Whether the four projections have biases.
-    score, normalizer : see :func:`attention`.
+    score : str or callable
+        How queries are compared with keys, see :func:`attention`.
+    normalizer : str or callable
+        How a row of scores becomes weights, see :func:`attention`.
 
     Implements
     ----------
@@ -231,31 +296,68 @@ class MultiHeadAttention(nn.Module):
         num_heads = check_int(num_heads, "num_heads")
         if embed_dim % num_heads:
             raise ValueError(f"num_heads ({num_heads}) must divide embed_dim ({embed_dim})")
+        kdim = embed_dim if kdim is None else check_int(kdim, "kdim")
+        vdim = embed_dim if vdim is None else check_int(vdim, "vdim")
+        _resolve_score(score), _resolve_normalizer(normalizer)  # fail now, not at the first call
         self.embed_dim, self.num_heads = embed_dim, num_heads
         self.head_dim = embed_dim // num_heads
         self.score, self.normalizer = score, normalizer
         self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.k_proj = nn.Linear(kdim or embed_dim, embed_dim, bias=bias)
-        self.v_proj = nn.Linear(vdim or embed_dim, embed_dim, bias=bias)
+        self.k_proj = nn.Linear(kdim, embed_dim, bias=bias)
+        self.v_proj = nn.Linear(vdim, embed_dim, bias=bias)
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         # (..., n, embed_dim) -> (..., heads, n, head_dim)
         return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(-3, -2)
 
-    def forward(self, query, key=None, value=None, *, mask=None) -> AttentionResult:
-        """Attend from ``query`` ``(..., n_q, embed_dim)`` to ``key``/``value`` (default: ``query``).
+    def extra_repr(self) -> str:
+        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, score={self.score!r}, normalizer={self.normalizer!r}"
 
-        ``mask`` (True = may attend) broadcasts to ``(..., num_heads, n_q, n_k)``. Returns the
-        output ``(..., n_q, embed_dim)`` and the per-head weights ``(..., num_heads, n_q, n_k)``.
+    def _tokens(self, x, name: str, proj: nn.Linear) -> torch.Tensor:
+        """``x`` as a tensor of the module's dtype with ``proj.in_features`` features, checked."""
+        dtype = proj.weight.dtype
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != dtype:
+            raise ValueError(f"{name} must have the module's dtype {dtype} (call .to() on one of them), got {x.dtype}")
+        x = as_tensor(x, name, min_ndim=2, dtype=dtype, device=proj.weight.device, allow_empty=True)
+        if x.shape[-1] != proj.in_features:
+            raise ValueError(f"{name} must have {proj.in_features} features, got {x.shape[-1]}")
+        return x
+
+    def forward(self, query, key=None, value=None, *, mask=None) -> AttentionResult:
+        """Attend from ``query`` to ``key`` and ``value`` (by default, ``query`` itself).
+
+        Parameters
+        ----------
+        query : tensor or array-like, shape (..., n_q, embed_dim)
+            Query tokens, one per row; a tensor must have the module's dtype.
+        key : tensor or array-like, shape (..., n_k, kdim), optional
+            Key tokens (default: ``query``).
+        value : tensor or array-like, shape (..., n_k, vdim), optional
+            Value tokens (default: ``key``).
+        mask : bool tensor, broadcastable to (..., num_heads, n_q, n_k), optional
+            True where a query may attend to a key.
+
+        Returns
+        -------
+        AttentionResult
+            ``output`` of shape ``(..., n_q, embed_dim)`` and the per-head ``weights`` of
+            shape ``(..., num_heads, n_q, n_k)``.
         """
-        query = as_tensor(query, "query", min_ndim=2)
-        key = query if key is None else as_tensor(key, "key", min_ndim=2)
-        value = key if value is None else as_tensor(value, "value", min_ndim=2)
-        if query.shape[-1] != self.q_proj.in_features:
-            raise ValueError(f"query must have {self.q_proj.in_features} features, got {query.shape[-1]}")
+        query = self._tokens(query, "query", self.q_proj)
+        key = query if key is None else self._tokens(key, "key", self.k_proj)
+        if key.shape[-1] != self.k_proj.in_features:
+            raise ValueError(f"key (default: query) must have kdim={self.k_proj.in_features} features, got {key.shape[-1]}")
+        value = key if value is None else self._tokens(value, "value", self.v_proj)
+        if value.shape[-1] != self.v_proj.in_features:
+            raise ValueError(f"value (default: key) must have vdim={self.v_proj.in_features} features, got {value.shape[-1]}")
+        if key.shape[-2] != value.shape[-2]:
+            raise ValueError(f"key and value must have the same number of tokens, got {key.shape[-2]} and {value.shape[-2]}")
         q, k, v = (self._split_heads(p(x)) for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
-        out, weights = attention(q, k, v, score=self.score, normalizer=self.normalizer, mask=mask)
+        try:
+            out, weights = attention(q, k, v, score=self.score, normalizer=self.normalizer, mask=mask)
+        except ValueError as err:  # name what the caller passed, not the projections
+            raise ValueError(f"query, key, value or mask: {err}") from err
         return AttentionResult(self.out_proj(out.transpose(-3, -2).flatten(-2)), weights)
 
 
@@ -272,7 +374,10 @@ class TransformerEncoderLayer(nn.Module):
         Hidden size of the two-layer MLP.
     activation : callable
         The MLP's non-linearity (ReLU by default).
-    score, normalizer : see :func:`attention`.
+    score : str or callable
+        How queries are compared with keys, see :func:`attention`.
+    normalizer : str or callable
+        How a row of scores becomes weights, see :func:`attention`.
 
     Implements
     ----------
@@ -291,7 +396,10 @@ class TransformerEncoderLayer(nn.Module):
         normalizer: Normalizer = "softmax",
     ):
         super().__init__()
-        dim_feedforward = check_int(dim_feedforward or 4 * d_model, "dim_feedforward")
+        d_model = check_int(d_model, "d_model")
+        dim_feedforward = 4 * d_model if dim_feedforward is None else check_int(dim_feedforward, "dim_feedforward")
+        if not callable(activation):
+            raise ValueError(f"activation must be callable, got {activation!r}")
         self.self_attn = MultiHeadAttention(d_model, num_heads, score=score, normalizer=normalizer)
         self.linear1 = nn.Linear(d_model, dim_feedforward)
         self.linear2 = nn.Linear(dim_feedforward, d_model)
@@ -299,7 +407,28 @@ class TransformerEncoderLayer(nn.Module):
         self.norm2 = nn.LayerNorm(d_model)
         self.activation = activation
 
+    def extra_repr(self) -> str:
+        return f"d_model={self.linear1.in_features}, dim_feedforward={self.linear1.out_features}"
+
     def forward(self, x, *, mask=None) -> torch.Tensor:
-        """Transform tokens ``x`` of shape ``(..., n, d_model)``; ``mask`` as in :class:`MultiHeadAttention`."""
-        x = self.norm1(x + self.self_attn(x, mask=mask).output)
+        """Transform a sequence of tokens.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, d_model)
+            Tokens, one per row; a tensor must have the module's dtype.
+        mask : bool tensor, broadcastable to (..., num_heads, n, n), optional
+            True where a token may attend to another, as in :class:`MultiHeadAttention`.
+
+        Returns
+        -------
+        torch.Tensor, shape (..., n, d_model)
+            The transformed tokens.
+        """
+        x = self.self_attn._tokens(x, "x", self.self_attn.q_proj)
+        try:
+            attended = self.self_attn(x, mask=mask).output
+        except ValueError as err:
+            raise ValueError(f"x or mask: {err}") from err
+        x = self.norm1(x + attended)
         return self.norm2(x + self.linear2(self.activation(self.linear1(x))))

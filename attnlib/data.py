@@ -44,11 +44,32 @@ def shuffled_translation(
     related by a hidden rotation plus noise. A target sentence holds the translations of
     the source words in a shuffled order, so attention from source words (queries) to
     target words (keys) should recover the permutation once the two spaces are aligned.
+
+    Parameters
+    ----------
+    n_pairs : int
+        Number of sentence pairs.
+    length : int
+        Words per sentence.
+    vocab_size : int
+        Words in the vocabulary, at least ``length`` (a sentence has distinct words).
+    dim : int
+        Size of the word embeddings.
+    noise : float
+        Standard deviation of the noise between a word's two embeddings (≥ 0).
+    seed : int
+        Seeds the generator (≥ 0).
+
+    Returns
+    -------
+    TranslationPairs
+        ``src`` and ``tgt`` ``(n_pairs, length, dim)``, ``perm`` and ``src_words``
+        ``(n_pairs, length)``.
     """
     n_pairs, length = check_int(n_pairs, "n_pairs"), check_int(length, "length")
     vocab_size = check_int(vocab_size, "vocab_size", minimum=length)
     dim, noise = check_int(dim, "dim"), check_positive(noise, "noise", allow_zero=True)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     src_vocab = torch.randn(vocab_size, dim, generator=g)
     rotation, _ = torch.linalg.qr(torch.randn(dim, dim, generator=g))
     tgt_vocab = src_vocab @ rotation + noise * torch.randn(vocab_size, dim, generator=g)
@@ -103,10 +124,34 @@ def captioned_images(
     word names exactly one box. Region features are what a detector's CNN might give: a
     fixed random linear map of the box's colour and shape plus noise, so a learned
     projection is needed to match words with regions.
+
+    Parameters
+    ----------
+    n : int
+        Number of images.
+    n_objects : int
+        Objects per image (at most 3: their shapes are distinct).
+    size : int
+        Side of the square images in pixels; large enough for ``n_objects`` boxes.
+    feature_dim : int
+        Size of the region features.
+    noise : float
+        Standard deviation of the noise on the region features (≥ 0).
+    seed : int
+        Seeds the generator (≥ 0).
+
+    Returns
+    -------
+    CaptionedImages
+        ``images`` ``(n, size, size, 3)``, ``boxes`` ``(n, n_objects, 4)``,
+        ``region_features`` ``(n, n_objects, feature_dim)``, ``word_ids`` and ``target``
+        ``(n, 2 n_objects)``, and the ``vocabulary``.
     """
     n = check_int(n, "n")
     n_objects = check_int(n_objects, "n_objects", maximum=len(SHAPES))
-    rng = np.random.default_rng(seed)
+    size, feature_dim = check_int(size, "size", minimum=4), check_int(feature_dim, "feature_dim")
+    noise = check_positive(noise, "noise", allow_zero=True)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     colours = list(COLOURS)
     vocabulary = tuple(colours) + SHAPES
     mixing = rng.standard_normal((len(vocabulary), feature_dim)) / np.sqrt(2)
@@ -117,6 +162,8 @@ def captioned_images(
     word_ids = np.zeros((n, 2 * n_objects), int)
     target = np.zeros((n, 2 * n_objects), int)
     cells = [(r, c) for r in range(0, size - side, side + 2) for c in range(0, size - side, side + 2)]
+    if len(cells) < n_objects:
+        raise ValueError(f"size={size} leaves room for {len(cells)} objects, fewer than n_objects={n_objects}")
     for b in range(n):
         cs = rng.choice(len(colours), n_objects, replace=False)
         ss = rng.choice(len(SHAPES), n_objects, replace=False)
@@ -155,12 +202,37 @@ def union_of_subspaces(
     Each subspace has a uniformly random orthonormal basis; each point is a standard Gaussian
     combination of its basis vectors, plus isotropic noise of standard deviation ``noise``,
     scaled to unit norm. Points are grouped by subspace (labels sorted).
+
+    Parameters
+    ----------
+    n_subspaces : int
+        Number of subspaces.
+    dim : int
+        Dimension of each subspace, at most ``ambient_dim``.
+    ambient_dim : int
+        Dimension of the space they live in.
+    n_per_subspace : int
+        Points drawn on each subspace.
+    noise : float
+        Standard deviation of the isotropic noise (≥ 0).
+    seed : int
+        Seeds the generator (≥ 0).
+
+    Returns
+    -------
+    UnionOfSubspaces
+        ``X`` ``(n_subspaces · n_per_subspace, ambient_dim)``, ``labels`` ``(n_samples,)``
+        and ``bases`` ``(n_subspaces, ambient_dim, dim)``.
+
+    Implements
+    ----------
+    The synthetic protocol of You et al. (2016), §5.1, used in §5 of the self-expression paper.
     """
     n_subspaces, n_per = check_int(n_subspaces, "n_subspaces"), check_int(n_per_subspace, "n_per_subspace")
     ambient_dim = check_int(ambient_dim, "ambient_dim")
     dim = check_int(dim, "dim", maximum=ambient_dim)
     noise = check_positive(noise, "noise", allow_zero=True)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     bases = np.linalg.qr(rng.standard_normal((n_subspaces, ambient_dim, dim)))[0]
     X = np.einsum("sDd,snd->snD", bases, rng.standard_normal((n_subspaces, n_per, dim))).reshape(-1, ambient_dim)
     X += noise * rng.standard_normal(X.shape)

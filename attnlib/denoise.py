@@ -195,9 +195,12 @@ def extract_patches(image, patch_size: int = 7) -> torch.Tensor:
 def _reflect_pad(chw: torch.Tensor, r: int) -> torch.Tensor:
     if r == 0:
         return chw
-    # NumPy's reflect also handles pads larger than the image (by repeated reflection).
-    arr = np.pad(chw.detach().cpu().numpy(), ((0, 0), (r, r), (r, r)), mode="reflect")
-    return torch.from_numpy(arr).to(chw.device)
+    # Padding stays in PyTorch so that gradients reach the image through the border pixels.
+    if r < chw.shape[-2] and r < chw.shape[-1]:
+        return F.pad(chw[None], (r, r, r, r), mode="reflect")[0]
+    # Pads larger than the image: NumPy's repeated reflection, as indices into the tensor.
+    rows, cols = (torch.from_numpy(np.pad(np.arange(n), r, mode="reflect")).to(chw.device) for n in chw.shape[-2:])
+    return chw[:, rows][:, :, cols]
 
 
 def patch_kernel(patch_size: int = 7, *, dtype=torch.float32, device=None) -> torch.Tensor:
@@ -508,6 +511,15 @@ class PatchAttentionDenoiser(nn.Module):
     patch_distance : int, optional
         Search radius (``None``: global).
 
+    Attributes
+    ----------
+    proj : Parameter, shape (num_heads, dim, dim)
+        Query/key projection of each head, ``dim = patch_size² · channels``.
+    log_h_scale, mix : Parameter, shape (num_heads,)
+        Log-scale of each head's bandwidth and the logits of the head mixture.
+    pos_weight : Parameter, shape (num_heads,), or None
+        Weight of the positional score (only with ``positional=True``).
+
     Implements
     ----------
     §3.2 of the self-expression paper: NLM plus the ViT ingredients (learned projections,
@@ -541,28 +553,71 @@ class PatchAttentionDenoiser(nn.Module):
         self.mix = nn.Parameter(torch.zeros(self.num_heads))
         self.pos_weight = nn.Parameter(torch.zeros(self.num_heads)) if positional else None
 
+    def extra_repr(self) -> str:
+        return (
+            f"patch_size={self.patch_size}, h={self.h}, num_heads={self.num_heads}, channels={self.channels}, "
+            f"positional={self.pos_weight is not None}, patch_distance={self.patch_distance}"
+        )
+
+    def _as_batch(self, image) -> tuple[torch.Tensor, tuple[int, ...], bool]:
+        """The input as ``(B, C, H, W)`` in the module's dtype, its shape, and whether it was batched."""
+        dtype = self.proj.dtype
+        if isinstance(image, torch.Tensor) and image.is_floating_point() and image.dtype != dtype:
+            raise ValueError(f"image must have the module's dtype {dtype} (call .to() on one of them), got {image.dtype}")
+        x = as_tensor(image, "image", min_ndim=2, dtype=dtype, device=self.proj.device, allow_empty=True)
+        c = self.channels
+        layouts = {2: "(H, W)", 3: "(B, H, W)" if c == 1 else f"(H, W, {c})", 4: f"(B, H, W, {c})"}
+        channels_last = x.ndim == 4 or (x.ndim == 3 and c != 1)
+        if x.ndim not in layouts or (x.ndim == 2 and c != 1) or (channels_last and x.shape[-1] != c):
+            expected = " or ".join(v for k, v in layouts.items() if k != 2 or c == 1)
+            raise ValueError(f"image must be {expected} for channels={c}, got shape {tuple(x.shape)}")
+        batched = x.ndim == 4 or (x.ndim == 3 and c == 1)
+        bhwc = x[None, ..., None] if x.ndim == 2 else x[..., None] if not channels_last else x if batched else x[None]
+        if min(bhwc.shape[1:3]) == 0:
+            raise ValueError(f"image must have at least one row and one column, got shape {tuple(x.shape)}")
+        if not torch.isfinite(x).all():
+            raise ValueError("image contains NaN or infinite values")
+        return bhwc.permute(0, 3, 1, 2), tuple(x.shape), batched
+
     def forward(self, image) -> torch.Tensor:
-        """Denoise ``image`` ``(H, W)`` or ``(H, W, C)``; returns a tensor of the same shape."""
-        chw, _ = _as_image(image)
-        chw = chw.to(self.proj)
-        c, hh, ww = chw.shape
-        if c != self.channels:
-            raise ValueError(f"image must have {self.channels} channel(s), got {c}")
-        tokens = patch_tokens(chw.permute(1, 2, 0), self.patch_size, 1.0)  # h enters below
-        q = tokens @ self.proj  # (heads, n, dim): query = key for self-attention
-        scores = 2 * SCORES["neg_sq_dist"](q, q) / (self.h**2 * torch.exp(2 * self.log_h_scale))[:, None, None]
-        pos = _pixel_grid(hh, ww, dtype=chw.dtype, device=chw.device)
+        """Denoise ``image``.
+
+        Parameters
+        ----------
+        image : tensor or array-like, shape (H, W), (B, H, W), (H, W, C) or (B, H, W, C)
+            Grey images ``(H, W)`` or a batch ``(B, H, W)`` when ``channels=1``; colour
+            images ``(H, W, C)`` or ``(B, H, W, C)``, channels last, otherwise. A tensor
+            must have the module's dtype; an array-like is converted to it.
+
+        Returns
+        -------
+        torch.Tensor
+            The denoised image(s), same shape as ``image``.
+        """
+        bchw, shape, _ = self._as_batch(image)
+        b, c, hh, ww = bchw.shape
+        if b == 0:
+            return bchw.permute(0, 2, 3, 1).reshape(shape)
+        tokens = torch.stack([patch_tokens(im.permute(1, 2, 0), self.patch_size, 1.0) for im in bchw])  # h enters below
+        q = tokens[:, None] @ self.proj  # (B, heads, n, dim): query = key for self-attention
+        dist = 2 * SCORES["neg_sq_dist"](q, q)  # -‖q - k‖², 0 on the diagonal
+        if not torch.isfinite(dist).all():
+            raise ValueError(f"image: its patch distances overflow {dist.dtype}; rescale it to [0, 1]")
+        # 1 / h² in float64, capped at the dtype's largest value: a tiny h gives the identity
+        # (each pixel keeps itself), its limit, instead of 0 / 0.
+        inv = (1 / (self.h**2 * torch.exp(2 * self.log_h_scale.double()))).clamp(max=torch.finfo(dist.dtype).max)
+        scores = (dist * inv.to(dist.dtype)[:, None, None]).clamp(min=torch.finfo(dist.dtype).min)
+        pos = _pixel_grid(hh, ww, dtype=bchw.dtype, device=bchw.device)
         if self.pos_weight is not None:
             pos_sq = 2 * SCORES["neg_sq_dist"](pos, pos) / (hh * ww)  # -|x - x'|², scaled to the image
             scores = scores + self.pos_weight[:, None, None] * pos_sq
         mask = None
         if self.patch_distance is not None:
             mask = (pos[:, None] - pos[None]).abs().amax(-1) <= self.patch_distance
-        values = chw.reshape(c, -1).T
+        values = bchw.reshape(b, 1, c, -1).transpose(-1, -2)  # (B, 1, n, C), shared by the heads
         out, _ = attention(scores, scores, values, score=lambda s, _k: s, mask=mask, temperature=1.0)
-        mixed = (torch.softmax(self.mix, 0)[:, None, None] * out).sum(0)  # (n, C)
-        out_chw = mixed.T.reshape(c, hh, ww)
-        return out_chw[0] if image_is_grey(image) else out_chw.permute(1, 2, 0)
+        mixed = (torch.softmax(self.mix, 0)[:, None, None] * out).sum(1)  # (B, n, C)
+        return mixed.reshape(b, hh, ww, c).reshape(shape)
 
 
 def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):

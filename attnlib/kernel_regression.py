@@ -20,17 +20,19 @@ Two ways of normalising are used, both through :func:`attnlib.attention.attentio
 
 from __future__ import annotations
 
+import numbers
 from typing import Callable, Union
 
 import numpy as np
 import torch
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
 
 from .attention import SCORES, attention
 from .training import train
-from .utils import as_float_array, as_tensor, check_int, check_positive
+from .utils import as_float_array, as_tensor, check_int, check_positive, host_array
 
 __all__ = [
     "KERNELS",
@@ -302,6 +304,7 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
     X_fit_, y_fit_ : ndarray
         The training data (the keys and values).
     n_features_in_ : int
+        The number of features seen by :meth:`fit`.
 
     Implements
     ----------
@@ -314,13 +317,38 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         self.bandwidths = bandwidths
         self.chunk_size = chunk_size
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # y of shape (n_samples, n_outputs) is averaged as a whole
+        return tags
+
     def fit(self, X, y):
-        """Store the training data and choose the bandwidth; returns ``self``."""
-        X = as_float_array(X, "X")
-        y = _check_targets(y, X)
+        """Store the training data and choose the bandwidth.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            Training inputs (the keys).
+        y : array-like, shape (n_samples,) or (n_samples, n_outputs)
+            Training targets (the values).
+
+        Returns
+        -------
+        NadarayaWatson
+            The fitted estimator.
+        """
+        loo = isinstance(self.bandwidth, str) and self.bandwidth == "loo"
+        X, y = validate_data(
+            self, host_array(X), host_array(y), dtype=np.float64, y_numeric=True, multi_output=True,
+            ensure_min_samples=2 if loo else 1,
+        )
+        X, y = np.require(X, requirements="W"), np.require(y, np.float64, requirements="W")  # torch wants writable
         _check_kernel(self.kernel)
-        if isinstance(self.bandwidth, str) and self.bandwidth == "loo":
+        check_int(self.chunk_size, "chunk_size")
+        if loo:
             grid = _default_bandwidths(X) if self.bandwidths is None else np.asarray(self.bandwidths, dtype=float).ravel()
+            if grid.size == 0:
+                raise ValueError("bandwidths must hold at least one candidate")
             for h in grid:
                 check_positive(float(h), "bandwidths")
             self.bandwidths_ = grid
@@ -331,7 +359,6 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         else:
             self.bandwidth_ = check_positive(self.bandwidth, "bandwidth")
         self.X_fit_, self.y_fit_ = X, y
-        self.n_features_in_ = X.shape[1]
         return self
 
     def _loo_mse(self, X, y, h: float) -> float:
@@ -342,28 +369,25 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         return float(((pred.numpy() - y) ** 2).mean())
 
     def predict(self, X) -> np.ndarray:
-        """Predictions ``(n_samples,)`` (or ``(n_samples, n_outputs)``), streamed over the training set."""
+        """Predict at new points, streamed over the training set.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            Query points.
+
+        Returns
+        -------
+        ndarray, shape (n_samples,) or (n_samples, n_outputs)
+            The kernel-weighted averages of the training targets.
+        """
         check_is_fitted(self, "X_fit_")
-        X = _check_features(X, self.n_features_in_)
+        X = np.require(validate_data(self, host_array(X), dtype=np.float64, reset=False), requirements="W")
         pred = nadaraya_watson_streaming(
             torch.from_numpy(X), torch.from_numpy(self.X_fit_), torch.from_numpy(self.y_fit_),
             kernel=self.kernel, bandwidth=self.bandwidth_, chunk_size=self.chunk_size,
         )
         return pred.numpy()
-
-
-def _check_targets(y, X: np.ndarray) -> np.ndarray:
-    y = as_float_array(y, "y", ndim=2 if np.ndim(y) == 2 else 1)
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have one entry per row of X ({X.shape[0]}), got shape {y.shape}")
-    return y
-
-
-def _check_features(X, n_features: int) -> np.ndarray:
-    X = as_float_array(X, "X")
-    if X.shape[1] != n_features:
-        raise ValueError(f"X must have {n_features} features, as in fit, got {X.shape[1]}")
-    return X
 
 
 class _LearnedMetric(nn.Module):
@@ -373,7 +397,12 @@ class _LearnedMetric(nn.Module):
         super().__init__()
         self.W = nn.Parameter(W0.clone())
 
+    def extra_repr(self) -> str:
+        return f"n_components={self.W.shape[0]}, n_features={self.W.shape[1]}"
+
     def forward(self, x_query, x_train, y_train, mask=None) -> torch.Tensor:
+        """Predictions ``(n_q, n_outputs)`` for ``x_query`` ``(n_q, d)`` from ``x_train`` ``(n, d)``,
+        ``y_train`` ``(n, n_outputs)``; ``mask`` ``(n_q, n)`` True where a query may use a point."""
         return attention(x_query @ self.W.T, x_train @ self.W.T, y_train, score="neg_sq_dist", mask=mask).output
 
 
@@ -398,10 +427,13 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         Decoupled weight decay on ``W`` (shrinks the metric towards wider kernels).
     batch_size : int, optional
         Queries per step, each attending to every other training point.
-    progress : bool
-        Show the tqdm progress bar.
-    random_state : int
-        Seeds the mini-batches.
+    verbose : int
+        0 (default) trains silently, as inside cross-validation; 1 or more shows the tqdm
+        progress bar of :func:`attnlib.training.train`.
+    progress : bool, optional
+        Older spelling of ``verbose`` (``True`` is ``verbose=1``); ``None`` follows ``verbose``.
+    random_state : int, RandomState or None
+        Seeds the mini-batches and PyTorch's generator; an int gives the same fit every time.
 
     Attributes
     ----------
@@ -411,8 +443,12 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
     init_bandwidth_ : float
     loss_history_ : list of float
         Leave-one-out loss at every step.
+    n_iter_ : int
+        Optimiser steps taken.
     X_fit_, y_fit_ : ndarray
+        The training data (the keys and values).
     n_features_in_ : int
+        The number of features seen by :meth:`fit`.
 
     Implements
     ----------
@@ -428,30 +464,59 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         lr: float = 0.02,
         weight_decay: float = 0.0,
         batch_size: int | None = None,
-        progress: bool = True,
-        random_state: int = 0,
+        verbose: int = 0,
+        progress: bool | None = None,
+        random_state=0,
     ):
         self.n_components = n_components
         self.n_steps = n_steps
         self.lr = lr
         self.weight_decay = weight_decay
         self.batch_size = batch_size
+        self.verbose = verbose
         self.progress = progress
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
     def fit(self, X, y):
-        """Learn ``W`` on the leave-one-out loss; returns ``self``."""
-        X = as_float_array(X, "X", min_samples=2)
-        y = _check_targets(y, X)
+        """Learn ``W`` on the leave-one-out loss.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            Training inputs, at least two.
+        y : array-like, shape (n_samples,) or (n_samples, n_outputs)
+            Training targets.
+
+        Returns
+        -------
+        MetricNadarayaWatson
+            The fitted estimator.
+        """
+        X, y = validate_data(
+            self, host_array(X), host_array(y), dtype=np.float64, y_numeric=True, multi_output=True, ensure_min_samples=2
+        )
+        X, y = np.require(X, requirements="W"), np.require(y, np.float64, requirements="W")  # torch wants writable
         n, d = X.shape
         p = d if self.n_components is None else check_int(self.n_components, "n_components", maximum=d)
         n_steps = check_int(self.n_steps, "n_steps")
+        check_positive(self.lr, "lr")
+        check_positive(self.weight_decay, "weight_decay", allow_zero=True)
+        verbose = check_int(self.verbose, "verbose", minimum=0)
+        progress = verbose > 0 if self.progress is None else bool(self.progress)
         batch = n if self.batch_size is None else min(check_int(self.batch_size, "batch_size"), n)
+        # An int seeds as it always did (same fit every time); None or a RandomState draws a seed.
+        rs = self.random_state
+        seed = int(rs) if isinstance(rs, numbers.Integral) else int(check_random_state(rs).randint(2**31 - 1))
         self.init_bandwidth_ = NadarayaWatson().fit(X, y).bandwidth_
         directions = np.eye(d) if p == d else np.linalg.svd(X - X.mean(0), full_matrices=False)[2]
         model = _LearnedMetric(torch.from_numpy(directions[:p] / self.init_bandwidth_))
         Xt, yt = torch.from_numpy(X), torch.from_numpy(y.reshape(n, -1))
-        rng = torch.Generator().manual_seed(self.random_state)
+        rng = torch.Generator().manual_seed(seed)
 
         def batches(step):
             idx = torch.arange(n) if batch == n else torch.randperm(n, generator=rng)[:batch]
@@ -459,18 +524,29 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
 
         self.loss_history_ = train(
             model, _loo_loss, batches, n_steps=n_steps, lr=self.lr, weight_decay=self.weight_decay,
-            seed=self.random_state, progress=self.progress, desc="metric NW",
+            seed=seed, progress=progress, desc="metric NW",
         )
+        self.n_iter_ = n_steps
         self.W_ = model.W.detach().cpu().numpy().copy()
         self.metric_ = self.W_.T @ self.W_
         self.X_fit_, self.y_fit_ = X, y
-        self.n_features_in_ = d
         return self
 
     def predict(self, X) -> np.ndarray:
-        """Predictions ``(n_samples,)`` (or ``(n_samples, n_outputs)``), streamed over the training set."""
+        """Predict at new points with the learned metric, streamed over the training set.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            Query points.
+
+        Returns
+        -------
+        ndarray, shape (n_samples,) or (n_samples, n_outputs)
+            The kernel-weighted averages of the training targets.
+        """
         check_is_fitted(self, "W_")
-        X = _check_features(X, self.n_features_in_)
+        X = validate_data(self, host_array(X), dtype=np.float64, reset=False)
         return nadaraya_watson_streaming(X @ self.W_.T, self.X_fit_ @ self.W_.T, self.y_fit_).numpy()
 
 

@@ -22,12 +22,13 @@ import scipy.linalg
 import scipy.sparse as sp
 import torch
 from scipy.sparse.linalg import LinearOperator, eigsh, splu
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.neighbors import NearestNeighbors
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .attention import AttentionResult, attention
-from .utils import as_float_array, as_tensor, check_int, check_positive
+from .utils import as_float_array, as_tensor, check_int, check_positive, host_array
 
 __all__ = [
     "LLEWeights",
@@ -328,8 +329,12 @@ def lle_embedding(
     return LLEEmbedding(vectors * signs, values)
 
 
-class LocallyLinearEmbedding(TransformerMixin, BaseEstimator):
+class LocallyLinearEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Locally linear embedding, a scikit-learn estimator built on masked attention weights.
+
+    Duplicate rows are accepted, as by scikit-learn's estimator: a point's twin is then one of
+    its neighbours, at distance zero, and the regulariser keeps its local Gram matrix
+    invertible. :meth:`transform` honours ``set_output`` (e.g. pandas).
 
     Parameters
     ----------
@@ -339,7 +344,14 @@ class LocallyLinearEmbedding(TransformerMixin, BaseEstimator):
         Dimension of the embedding.
     reg : float
         Regulariser of the local Gram matrices.
-    eigen_solver, tol, max_iter, random_state : see :func:`lle_embedding`.
+    eigen_solver : {"auto", "arpack", "dense"}
+        See :func:`lle_embedding`.
+    tol : float
+        Convergence tolerance of arpack.
+    max_iter : int, optional
+        Iteration cap of arpack.
+    random_state : int, RandomState or None
+        Seeds arpack's starting vector.
 
     Attributes
     ----------
@@ -382,34 +394,72 @@ class LocallyLinearEmbedding(TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        """Compute the weights of ``X`` ``(n_samples, n_features)`` and embed it; returns self."""
-        X = as_float_array(X, "X")
-        self.weights_ = lle_weights(X, self.n_neighbors, self.reg).weights
+        """Compute the weights of ``X`` and embed it.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            The points; more than ``n_neighbors`` and at least ``n_components + 2``.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        LocallyLinearEmbedding
+            The fitted estimator.
+        """
+        X = validate_data(self, host_array(X), dtype=np.float64, ensure_min_samples=2)
+        n_neighbors = _check_n_neighbors(self.n_neighbors, X.shape[0], True)
+        reg = check_positive(self.reg, "reg", allow_zero=True)
+        self.nbrs_ = NearestNeighbors(n_neighbors=n_neighbors).fit(X)
+        # Each point's neighbours other than itself (a duplicate's twin included), as in
+        # scikit-learn, rather than lle_weights, which rejects duplicates.
+        ind = self.nbrs_.kneighbors(return_distance=False)
+        self.weights_ = _weights_on_neighbors(X, X, ind, reg, dense=False).weights
         self.embedding_, values = lle_embedding(
             self.weights_,
             self.n_components,
             eigen_solver=self.eigen_solver,
             tol=self.tol,
             max_iter=self.max_iter,
-            random_state=self.random_state,
+            random_state=check_random_state(self.random_state),
         )
         self.reconstruction_error_ = float(values.sum())
-        self.nbrs_ = NearestNeighbors(n_neighbors=self.n_neighbors).fit(X)
-        self.X_fit_, self.n_features_in_ = X, X.shape[1]
+        self.X_fit_ = X
+        self._n_features_out = self.embedding_.shape[1]
         return self
 
     def fit_transform(self, X, y=None):
-        """Fit to ``X`` and return ``embedding_`` ``(n_samples, n_components)``."""
+        """Fit to ``X`` and return its embedding.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            The points.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        ndarray, shape (n_samples, n_components)
+            ``embedding_``.
+        """
         return self.fit(X).embedding_
 
     def transform(self, X):
-        """Embed new points ``(n, n_features)``: attend to their training neighbours, mix their embeddings.
+        """Embed new points: attend to their training neighbours, mix their embeddings.
 
-        Returns an array ``(n, n_components)``.
+        Parameters
+        ----------
+        X : array-like, shape (n, n_features)
+            New points.
+
+        Returns
+        -------
+        ndarray, shape (n, n_components)
+            Each point's barycentric weights on its training neighbours times their embedding.
         """
         check_is_fitted(self)
-        X = as_float_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X must have {self.n_features_in_} features, got {X.shape[1]}")
+        X = validate_data(self, host_array(X), dtype=np.float64, reset=False)
         ind = self.nbrs_.kneighbors(X, return_distance=False)
         return _weights_on_neighbors(X, self.X_fit_, ind, self.reg, dense=False).weights @ self.embedding_

@@ -15,7 +15,7 @@ Importing this module registers ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as n
 
 from __future__ import annotations
 
-import functools
+import math
 import numbers
 
 import numba
@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .attention import register_normalizer
-from .utils import as_tensor, check_in_range
+from .utils import as_tensor
 
 __all__ = [
     "softmax",
@@ -40,13 +40,19 @@ _MAX_ITER = 200
 
 # ----------------------------------------------------------------------------- helpers
 def _check_scores(x, dim: int, name: str = "x") -> tuple[torch.Tensor, int]:
-    """A floating tensor of scores and ``dim`` made non-negative; ``-inf`` allowed (masked)."""
+    """A floating tensor of scores and ``dim`` made non-negative; ``-inf`` allowed (masked).
+
+    An empty batch (a zero-size dimension other than ``dim``) passes, as in ``torch.softmax``;
+    an empty ``dim`` does not, as no distribution lives on an empty set.
+    """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        x = as_tensor(x, name, allow_inf=True)
-    if x.ndim == 0 or x.numel() == 0:
-        raise ValueError(f"{name} must have at least one dimension and be non-empty, got shape {tuple(x.shape)}")
+        x = as_tensor(x, name, min_ndim=0, allow_inf=True, allow_empty=True)
+    if x.ndim == 0:
+        raise ValueError(f"{name} must have at least one dimension, got a scalar")
     if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or not -x.ndim <= dim < x.ndim:
         raise ValueError(f"dim must be an integer in [{-x.ndim}, {x.ndim - 1}], got {dim!r}")
+    if x.shape[dim] == 0:
+        raise ValueError(f"{name} must have at least one entry along dim {dim}, got shape {tuple(x.shape)}")
     return x, int(dim) % x.ndim
 
 
@@ -113,6 +119,8 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
     Ω-RPM of the Shannon negentropy.
     """
     x, dim = _check_scores(x, dim)
+    if x.numel() == 0:
+        return x.clone()
     return _along_last(_Softmax.apply, x, dim)
 
 
@@ -122,58 +130,73 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 # in t, so Newton's method started below t* climbs monotonically to it and never overshoots;
 # for α = 2 it is Michelot's algorithm, exact once the support stops changing. The start
 # ``max(x) - q`` is below t* because no weight exceeds one; it puts every e in [0, 1], so that
-# e^q neither overflows nor, for the largest, underflows, however large q is.
+# e^q neither overflows nor, for the largest, underflows, however large q is. Both searches
+# run on the scores minus their row maximum (as the entmax package does): at an offset of
+# 1e9 in float32, ``max(x) - q`` itself would round to ``max(x)``.
 #
 # On a CPU the search runs as compiled loops over the rows (numba): a row is read from memory
 # once, and every Newton pass over it then runs in cache, vectorised. Everywhere else (CUDA,
 # α > 2, where g is not convex) the threshold is bisected with tensor operations.
 _FASTMATH = {"nsz", "arcp", "contract", "reassoc"}  # not nnan/ninf: -inf marks masked keys
+# cache=True: the compiled loops are written next to this file (or to numba's user cache
+# directory) and loaded by later processes in milliseconds instead of compiled anew.
 _JIT = dict(fastmath=_FASTMATH, error_model="numpy")
 _inline = numba.njit(inline="always", **_JIT)
+_kernel = numba.njit(nogil=True, cache=True, **_JIT)
 
 
 # Three small functions for each q: the powers (e^q, e^(q-1)) of a gap e ≥ 0, with e^0 read
 # as [e > 0]; N^(1-1/q) for the Newton step; and the Jacobian's s = p^(2-α) (Eq. 14).
 # q = 1, 2, 4 (α = 2, 1.5, 1.25) need no pow().
+@_inline
 def _powers_1(e, qm1, zero, one):
     return e, one if e > zero else zero
 
 
+@_inline
 def _root_1(n, am1):
     return 1.0
 
 
+@_inline
 def _slope_1(p, am1, zero, one):
     return one if p > zero else zero
 
 
+@_inline
 def _powers_2(e, qm1, zero, one):
     return e * e, e
 
 
+@_inline
 def _root_2(n, am1):
     return np.sqrt(n)
 
 
+@_inline
 def _slope_2(p, am1, zero, one):
     return np.sqrt(p)
 
 
+@_inline
 def _powers_4(e, qm1, zero, one):
     e2 = e * e
     return e2 * e2, e2 * e
 
 
+@_inline
 def _root_4(n, am1):
     r = np.sqrt(n)
     return r * np.sqrt(r)
 
 
+@_inline
 def _slope_4(p, am1, zero, one):
     r = np.sqrt(p)
     return r * np.sqrt(r)
 
 
+@_inline
 def _powers_any(e, qm1, zero, one):
     if e > zero:
         b = e**qm1
@@ -181,79 +204,132 @@ def _powers_any(e, qm1, zero, one):
     return zero, zero
 
 
+@_inline
 def _root_any(n, am1):
     return n ** (1 - am1)
 
 
+@_inline
 def _slope_any(p, am1, zero, one):
     return p ** (1 - am1) if p > zero else zero
 
 
-_FAMILIES = {
-    1: (_powers_1, _root_1, _slope_1),
-    2: (_powers_2, _root_2, _slope_2),
-    4: (_powers_4, _root_4, _slope_4),
-    0: (_powers_any, _root_any, _slope_any),
+@_inline
+def _forward_rows(x, top, am1, p, powers, root, keep):
+    """α-entmax of each row of ``x`` into ``p``; ``top`` holds the row maxima, ``am1`` α - 1 per row.
+
+    The search runs on the gaps to the row maximum, z = x - max x, which are exact (Sterbenz)
+    for every score that can carry weight however large the offset, so that a row of
+    ``-1e9`` or of ``finfo.min`` is as well-posed as a row of zeros. z is written into ``p``
+    once; the Newton passes read it (in cache), and the last pass turns it into weights:
+    recomputed where the powers are cheap, kept from the last pass (``keep``) where they
+    need ``pow``.
+    """
+    dtype = x.dtype.type
+    zero, one = dtype(0), dtype(1)
+    eps = np.finfo(x.dtype).eps
+    buf = np.empty(x.shape[1] if keep else 0, x.dtype)
+    for i in range(x.shape[0]):
+        xr, pr, a, m = x[i], p[i], am1[i], top[i]
+        for j in range(xr.shape[0]):
+            pr[j] = xr[j] - m
+        q = 1 / a
+        c, qm1 = dtype(a), dtype(q - 1)  # α - 1 and q - 1 in the dtype of x
+        t = -q  # below the threshold: no weight exceeds one
+        tol = 8 * eps * q
+        n = one
+        for _ in range(_MAX_ITER):
+            tt = dtype(t)
+            n = s = zero
+            for j in range(pr.shape[0]):
+                w, v = powers(max(c * (pr[j] - tt), zero), qm1, zero, one)
+                if keep:
+                    buf[j] = w
+                n += w
+                s += v
+            step = (n - root(n, a)) / (a * s)  # (g - 1) / -g'(t), in units of x
+            if step <= tol:  # t is the threshold
+                break
+            t += step
+        tt, scale = dtype(t), one / n
+        for j in range(pr.shape[0]):
+            if keep:
+                pr[j] = buf[j] * scale
+            else:
+                pr[j] = powers(max(c * (pr[j] - tt), zero), qm1, zero, one)[0] * scale
+
+
+@_inline
+def _backward_rows(p, g, am1, out, slope):
+    """The vector-Jacobian product ``(Diag(s) - s sᵀ/1ᵀs) g`` of each row, ``s = p^(2-α)``."""
+    zero, one = p.dtype.type(0), p.dtype.type(1)
+    for i in range(p.shape[0]):
+        pr, gr, o = p[i], g[i], out[i]
+        s_sum = sg_sum = zero
+        for j in range(pr.shape[0]):
+            s = slope(pr[j], am1[i], zero, one)
+            o[j] = s
+            s_sum += s
+            sg_sum += s * gr[j]
+        mean = sg_sum / s_sum
+        for j in range(pr.shape[0]):
+            o[j] *= gr[j] - mean
+
+
+# One compiled pair per power family, each written out at module level: numba caches only
+# functions it can find again in this file (not closures), and the family as a compile-time
+# constant keeps its loops specialised and vectorised.
+@_kernel
+def _forward_q1(x, top, am1, p):
+    _forward_rows(x, top, am1, p, _powers_1, _root_1, False)
+
+
+@_kernel
+def _forward_q2(x, top, am1, p):
+    _forward_rows(x, top, am1, p, _powers_2, _root_2, False)
+
+
+@_kernel
+def _forward_q4(x, top, am1, p):
+    _forward_rows(x, top, am1, p, _powers_4, _root_4, False)
+
+
+@_kernel
+def _forward_any(x, top, am1, p):
+    _forward_rows(x, top, am1, p, _powers_any, _root_any, True)
+
+
+@_kernel
+def _backward_q1(p, g, am1, out):
+    _backward_rows(p, g, am1, out, _slope_1)
+
+
+@_kernel
+def _backward_q2(p, g, am1, out):
+    _backward_rows(p, g, am1, out, _slope_2)
+
+
+@_kernel
+def _backward_q4(p, g, am1, out):
+    _backward_rows(p, g, am1, out, _slope_4)
+
+
+@_kernel
+def _backward_any(p, g, am1, out):
+    _backward_rows(p, g, am1, out, _slope_any)
+
+
+#: The compiled (forward, backward) row loops for q = 1/(α-1); 0 stands for any 1 < α ≤ 2.
+_KERNELS = {
+    1: (_forward_q1, _backward_q1),
+    2: (_forward_q2, _backward_q2),
+    4: (_forward_q4, _backward_q4),
+    0: (_forward_any, _backward_any),
 }
 
 
-@functools.cache
-def _kernels(q: int):
-    """The compiled forward and backward row loops for q = 1/(α-1) (0: any 1 < α ≤ 2).
-
-    Each power family is compiled into its own loops (specialised and vectorised), on first use.
-    """
-    powers, root, slope = (_inline(f) for f in _FAMILIES[q])
-
-    @numba.njit(nogil=True, **_JIT)
-    def forward(x, top, am1, p):
-        """α-entmax of each row of ``x`` into ``p``; ``top`` holds the row maxima, ``am1`` α - 1 per row."""
-        dtype = x.dtype.type
-        zero, one = dtype(0), dtype(1)
-        eps = np.finfo(x.dtype).eps
-        for i in range(x.shape[0]):
-            xr, pr, a = x[i], p[i], am1[i]
-            q = 1 / a
-            c, qm1 = dtype(a), dtype(q - 1)  # α - 1 and q - 1 in the dtype of x
-            t = top[i] - q
-            tol = 4 * eps * (q + abs(t))
-            for _ in range(_MAX_ITER):
-                tt = dtype(t)
-                n = s = zero
-                for j in range(xr.shape[0]):
-                    w, v = powers(max(c * (xr[j] - tt), zero), qm1, zero, one)
-                    pr[j] = w
-                    n += w
-                    s += v
-                step = (n - root(n, a)) / (a * s)  # (g - 1) / -g'(t), in units of x
-                if step <= tol:  # t is the threshold: pr holds the weights, up to their sum n
-                    break
-                t += step
-            scale = one / n
-            for j in range(xr.shape[0]):
-                pr[j] *= scale
-
-    @numba.njit(nogil=True, **_JIT)
-    def backward(p, g, am1, out):
-        """The vector-Jacobian product ``(Diag(s) - s sᵀ/1ᵀs) g`` of each row, ``s = p^(2-α)``."""
-        zero, one = p.dtype.type(0), p.dtype.type(1)
-        for i in range(p.shape[0]):
-            pr, gr, o = p[i], g[i], out[i]
-            s_sum = sg_sum = zero
-            for j in range(pr.shape[0]):
-                s = slope(pr[j], am1[i], zero, one)
-                o[j] = s
-                s_sum += s
-                sg_sum += s * gr[j]
-            mean = sg_sum / s_sum
-            for j in range(pr.shape[0]):
-                o[j] *= gr[j] - mean
-
-    return forward, backward
-
-
 def _family(alpha) -> int:
-    """The q = 1/(α-1) of :data:`_FAMILIES` for ``alpha``, or 0 (also for a tensor α)."""
+    """The q = 1/(α-1) of :data:`_KERNELS` for ``alpha``, or 0 (also for a tensor α)."""
     if isinstance(alpha, torch.Tensor):
         return 0
     q = 1 / (alpha - 1)
@@ -274,7 +350,7 @@ def _alpha_rows(alpha, x: torch.Tensor) -> torch.Tensor:
 def _entmax_cpu(x: torch.Tensor, alpha) -> torch.Tensor:
     """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D CPU tensor ``x``."""
     p = torch.empty_like(x)
-    forward, _ = _kernels(_family(alpha))
+    forward, _ = _KERNELS[_family(alpha)]
     _run_rows(forward, x, _row_max(x).squeeze(1), _alpha_rows(alpha, x), p)
     return p
 
@@ -282,18 +358,20 @@ def _entmax_cpu(x: torch.Tensor, alpha) -> torch.Tensor:
 def _entmax_vjp_cpu(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Tensor:
     """The gradient of α-entmax in its scores, rows of the 2-D CPU ``p``, given the output gradient ``g``."""
     grad = torch.empty_like(p)
-    _, backward = _kernels(_family(alpha))
+    _, backward = _KERNELS[_family(alpha)]
     _run_rows(backward, p, g, _alpha_rows(alpha, p), grad)
     return grad
 
 
 def _bisect_entmax(x: torch.Tensor, alpha) -> torch.Tensor:
-    """α-entmax for any α > 1 (``alpha`` may be a per-row tensor) by bisection on τ in Σ [(α-1)x - τ]₊^q = 1."""
-    z = x * (alpha - 1)
+    """α-entmax for any α > 1 (``alpha`` may be a per-row tensor) by bisection on τ in Σ [(α-1)x - τ]₊^q = 1.
+
+    As in the compiled search, the scores are first shifted by their row maximum.
+    """
+    z = (x - _row_max(x)) * (alpha - 1)
     q = 1 / (alpha - 1)
-    m = _row_max(z)
     n = torch.isfinite(z).sum(-1, keepdim=True).to(z.dtype)
-    lo, hi = m - 1, m - n ** (-(alpha - 1))  # the largest weight lies in [1/n, 1]
+    lo, hi = torch.full_like(n, -1.0), -n ** (-(alpha - 1))  # the largest weight lies in [1/n, 1]
     for _ in range(64 if z.dtype == torch.float64 else 36):
         mid = (lo + hi) / 2
         too_low = torch.where(z > mid, (z - mid).clamp_min(0).pow(q), 0).sum(-1, keepdim=True) >= 1
@@ -337,6 +415,8 @@ def sparsemax(x, dim: int = -1) -> torch.Tensor:
     is Eq. (14) with α = 2. The threshold is found by Michelot's (1986) algorithm.
     """
     x, dim = _check_scores(x, dim)
+    if x.numel() == 0:
+        return x.clone()
     return _along_last(_Entmax.apply, x, dim, 2.0)
 
 
@@ -346,7 +426,7 @@ class _Entmax(torch.autograd.Function):
     def forward(ctx, x, alpha):
         cd = _compute_dtype(x)
         alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
-        ctx.alpha, ctx.in_dtype = alpha, x.dtype
+        ctx.alpha = alpha
         newton = bool((alpha <= 2).all()) if isinstance(alpha, torch.Tensor) else alpha <= 2
         ctx.compiled = newton and x.device.type == "cpu"
         if ctx.compiled:
@@ -354,17 +434,27 @@ class _Entmax(torch.autograd.Function):
             p = _entmax_cpu(_rows(x.to(cd)), a).view(x.shape)
         else:
             p = _bisect_entmax(x.to(cd), alpha)
-        ctx.save_for_backward(p)
-        return p.to(x.dtype)
+        out = p.to(x.dtype)
+        # The output itself is saved (not a copy in the compute dtype), so that a backward
+        # run with create_graph=True differentiates through it: double backward is exact.
+        ctx.save_for_backward(out)
+        return out
 
     @staticmethod
     def backward(ctx, g):
         alpha = ctx.alpha
-        (p,) = ctx.saved_tensors
-        g = g.to(p.dtype)
-        if ctx.compiled and not isinstance(alpha, torch.Tensor):
-            return _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape).to(ctx.in_dtype), None
-        s = torch.where(p > 0, p.pow(2 - alpha), 0)
+        (out,) = ctx.saved_tensors
+        cd = _compute_dtype(out)
+        p, g = out.to(cd), g.to(cd)
+        # Under create_graph=True (grad mode on here) the compiled loops would return a
+        # gradient without a graph; the tensor formula below is differentiable.
+        if ctx.compiled and not isinstance(alpha, torch.Tensor) and not torch.is_grad_enabled():
+            return _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape).to(out.dtype), None
+        support = p > 0
+        # p^(2-α) and p log p only on the support: their derivatives at p = 0 are infinite
+        # (NaN once masked), and a second backward would differentiate them.
+        p_in = torch.where(support, p, 1)
+        s = torch.where(support, p_in.pow(2 - alpha), 0)
         sg = s * g
         grad_x = sg - s * (sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True))
         grad_alpha = None
@@ -372,10 +462,10 @@ class _Entmax(torch.autograd.Function):
             # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p), with q = 1/(α-1) and s̃ = s/Σs.
             q = 1 / (alpha - 1)
             skew = s / s.sum(-1, keepdim=True)
-            plogp = torch.special.xlogy(p, p)
+            plogp = torch.where(support, p_in * p_in.log(), 0)
             dp = q * q * (p - skew) - q * (plogp - skew * plogp.sum(-1, keepdim=True))
             grad_alpha = (g * dp).sum(-1, keepdim=True).sum_to_size(alpha.shape)
-        return grad_x.to(ctx.in_dtype), grad_alpha
+        return grad_x.to(out.dtype), grad_alpha
 
 
 def _check_alpha(alpha, x: torch.Tensor, dim: int):
@@ -394,7 +484,20 @@ def _check_alpha(alpha, x: torch.Tensor, dim: int):
         if alpha.shape[dim] != 1:
             raise ValueError(f"alpha must have size 1 along dim, got shape {tuple(alpha.shape)}")
         return alpha
-    return check_in_range(alpha, "alpha", 1.0, float("inf"))
+    return _check_index(alpha, "alpha")
+
+
+def _check_index(value, name: str) -> float:
+    """A finite Tsallis index ≥ 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 1:
+        raise ValueError(f"{name} must be a finite number ≥ 1, got {value!r}")
+    return float(value)
+
+
+def _check_deformation(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return float(value)
 
 
 def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
@@ -407,7 +510,7 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     ----------
     x : tensor or array-like, shape (..., n, ...)
         Scores; ``-inf`` marks a masked entry. float16, bfloat16, float32 or float64.
-    alpha : float ≥ 1, or tensor > 1
+    alpha : float ≥ 1, or tensor > 1 of a shape broadcastable to x's with size 1 along dim
         The Tsallis index. A tensor (e.g. a learned parameter) may have one value per slice:
         its shape must broadcast to ``x`` with size 1 along ``dim``; gradients flow to it.
     dim : int
@@ -432,6 +535,8 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     """
     x, dim = _check_scores(x, dim)
     alpha = _check_alpha(alpha, x, dim)
+    if x.numel() == 0:
+        return x.clone()
     if not isinstance(alpha, torch.Tensor):
         if alpha == 1:
             return _along_last(_Softmax.apply, x, dim)
@@ -445,7 +550,7 @@ def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
     Parameters
     ----------
     p : tensor or array-like, shape (..., n, ...)
-        Non-negative weights (usually a probability vector along ``dim``).
+        Weights in [0, 1] (usually a probability vector along ``dim``).
     alpha : float ≥ 1
         The Tsallis index.
     dim : int
@@ -454,6 +559,7 @@ def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
     Returns
     -------
     tensor, shape of ``p`` without ``dim``
+        The entropy of each slice.
 
     Implements
     ----------
@@ -461,10 +567,10 @@ def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
     1/α scaling of Blondel et al. (2020).
     """
     p = as_tensor(p, "p")
-    if (p < 0).any():
-        raise ValueError("p must be non-negative")
+    if ((p < 0) | (p > 1 + 4 * torch.finfo(p.dtype).eps)).any():
+        raise ValueError("p must hold weights in [0, 1]")
     _, dim = _check_scores(p, dim, "p")
-    alpha = check_in_range(alpha, "alpha", 1.0, float("inf"))
+    alpha = _check_index(alpha, "alpha")
     if alpha == 1:
         return -torch.special.xlogy(p, p).sum(dim)
     return (1 - p.pow(alpha).sum(dim)) / (alpha * (alpha - 1))
@@ -475,7 +581,7 @@ def exp_beta(u, beta: float) -> torch.Tensor:
 
     Parameters
     ----------
-    u : tensor or array-like
+    u : tensor or array-like, any shape
         Any real values.
     beta : float
         The deformation; entmax with index α uses β = 2 - α.
@@ -483,13 +589,14 @@ def exp_beta(u, beta: float) -> torch.Tensor:
     Returns
     -------
     tensor, shape of ``u``
+        ``exp_β(u)``; ``inf`` where the result exceeds the dtype's range (as ``exp`` does).
 
     Implements
     ----------
     Eq. (4) (right) of the sparse-continuous attention paper (Martins et al., 2020).
     """
     u = as_tensor(u, "u", min_ndim=0)
-    beta = check_in_range(beta, "beta", -float("inf"), float("inf"))
+    beta = _check_deformation(beta, "beta")
     if beta == 1:
         return u.exp()
     return (1 + (1 - beta) * u).clamp_min(0).pow(1 / (1 - beta))
@@ -500,7 +607,7 @@ def log_beta(u, beta: float) -> torch.Tensor:
 
     Parameters
     ----------
-    u : tensor or array-like
+    u : tensor or array-like, any shape
         Non-negative values.
     beta : float
         The deformation.
@@ -508,6 +615,7 @@ def log_beta(u, beta: float) -> torch.Tensor:
     Returns
     -------
     tensor, shape of ``u``
+        ``log_β(u)``; ``-inf`` at ``u = 0`` for β ≥ 1, as ``log`` gives.
 
     Implements
     ----------
@@ -516,7 +624,7 @@ def log_beta(u, beta: float) -> torch.Tensor:
     u = as_tensor(u, "u", min_ndim=0)
     if (u < 0).any():
         raise ValueError("u must be non-negative")
-    beta = check_in_range(beta, "beta", -float("inf"), float("inf"))
+    beta = _check_deformation(beta, "beta")
     if beta == 1:
         return u.log()
     return (u.pow(1 - beta) - 1) / (1 - beta)
@@ -550,7 +658,10 @@ def fenchel_young_loss(scores, target, alpha=1.5, reduction: str = "mean") -> to
     of Eq. (6) of the sparse-continuous attention paper.
     """
     scores, _ = _check_scores(scores, -1, "scores")
-    alpha = check_in_range(alpha, "alpha", 1.0, float("inf"))
+    if scores.numel() == 0:
+        raise ValueError(f"scores must hold at least one row, got shape {tuple(scores.shape)}")
+    _row_max(scores, "scores")
+    alpha = _check_index(alpha, "alpha")
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
     if isinstance(target, torch.Tensor) and not target.is_floating_point():
@@ -560,9 +671,17 @@ def fenchel_young_loss(scores, target, alpha=1.5, reduction: str = "mean") -> to
             raise ValueError(f"target indices must lie in [0, {scores.shape[-1] - 1}]")
         target = torch.nn.functional.one_hot(target, scores.shape[-1]).to(scores.dtype)
     else:
-        target = as_tensor(target, "target", dtype=scores.dtype, device=scores.device)
+        floating = isinstance(target, torch.Tensor) or (isinstance(target, np.ndarray) and target.dtype.kind == "f")
+        target = as_tensor(target, "target", min_ndim=0, device=scores.device, allow_empty=True,
+                           dtype=None if floating else scores.dtype)
         if target.shape != scores.shape or (target < 0).any():
             raise ValueError(f"target of probabilities must be non-negative with shape {tuple(scores.shape)}")
+        dtype = torch.promote_types(scores.dtype, target.dtype)  # never cast a float64 target down
+        scores, target = scores.to(dtype), target.to(dtype)
+        total = target.sum(-1)
+        tol = 1e-3 if dtype in (torch.float16, torch.bfloat16) else 1e-5 if dtype == torch.float32 else 1e-10
+        if not torch.allclose(total, torch.ones_like(total), atol=tol, rtol=0):
+            raise ValueError(f"target of probabilities must sum to one along the last dimension (within {tol})")
     # p̂ is held fixed: by Danskin's theorem the loss's gradient in θ is then exactly p̂ - y.
     p_hat = entmax(scores.detach(), alpha)
     theta = scores.masked_fill(torch.isneginf(scores), 0.0)

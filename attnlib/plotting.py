@@ -9,6 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from .utils import check_int, check_positive
+
 __all__ = ["PALETTE", "use_book_style", "attention_heatmap", "image_grid"]
 
 #: Okabe–Ito colours, distinguishable under the common colour-vision deficiencies.
@@ -16,7 +18,10 @@ PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F
 
 
 def use_book_style() -> None:
-    """Set matplotlib defaults for the book: the palette, readable fonts, light grids."""
+    """Set matplotlib defaults for the book: the palette, readable fonts, light grids.
+
+    Changes ``matplotlib.rcParams`` for the rest of the session.
+    """
     mpl.rcParams.update(
         {
             "axes.prop_cycle": mpl.cycler(color=PALETTE),
@@ -37,10 +42,18 @@ def use_book_style() -> None:
     )
 
 
-def _to_numpy(x) -> np.ndarray:
+def _to_numpy(x, name: str) -> np.ndarray:
+    """A finite numeric array from a tensor (any dtype, device) or array-like."""
     if isinstance(x, torch.Tensor):
-        x = x.detach().cpu().numpy()
-    return np.asarray(x)
+        x = x.detach().cpu()
+        x = (x.double() if x.is_floating_point() else x).numpy()
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be an array of numbers, got {type(x).__name__}") from err
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return a
 
 
 def attention_heatmap(
@@ -58,9 +71,35 @@ def attention_heatmap(
     """Draw a ``[query, key]`` weight matrix: queries down the rows, keys along the columns.
 
     Signed matrices (LLE, self-expression) get a diverging colour map centred at zero.
-    Returns the axes.
+
+    Parameters
+    ----------
+    weights : tensor or array-like, shape (n_q, n_k)
+        The finite weights.
+    query_labels : sequence of str, length n_q, optional
+        Tick labels of the rows.
+    key_labels : sequence of str, length n_k, optional
+        Tick labels of the columns.
+    ax : matplotlib Axes, optional
+        Where to draw (default: the current axes).
+    title : str, optional
+        The axes' title.
+    signed : bool, optional
+        Force the diverging (True) or sequential (False) colour map; default: signed if any
+        weight is negative.
+    annotate : bool
+        Write each weight in its cell.
+    colorbar : bool
+        Add a colour bar.
+    cmap : str, optional
+        A matplotlib colour map instead of the default.
+
+    Returns
+    -------
+    matplotlib Axes
+        The axes drawn on.
     """
-    W = _to_numpy(weights)
+    W = _to_numpy(weights, "weights")
     if W.ndim != 2:
         raise ValueError(f"weights must be a 2-D [query, key] matrix, got shape {W.shape}")
     ax = ax or plt.gca()
@@ -93,12 +132,37 @@ def attention_heatmap(
 
 
 def image_grid(images, titles=None, *, ncols: int | None = None, cmap: str = "gray", size: float = 2.6, vmin=0.0, vmax=1.0):
-    """Show images side by side with optional titles; returns the figure.
+    """Show images side by side with optional titles.
 
-    ``images`` are arrays ``(H, W)`` or ``(H, W, 3)`` with values in ``[vmin, vmax]``.
+    Parameters
+    ----------
+    images : sequence of tensors or arrays, each shape (H, W) or (H, W, 3|4)
+        The images, values in ``[vmin, vmax]`` (clipped to it).
+    titles : sequence of str, one per image, optional
+        Titles above the images.
+    ncols : int, optional
+        Images per row (default: up to 4).
+    cmap : str
+        Colour map of grey images.
+    size : float
+        Inches per image.
+    vmin, vmax : float
+        The range of the values shown.
+
+    Returns
+    -------
+    matplotlib Figure
+        The figure.
     """
-    images = [_to_numpy(im) for im in images]
-    ncols = ncols or min(len(images), 4)
+    images = [_to_numpy(im, "images") for im in images]
+    if not images or any(im.ndim not in (2, 3) or (im.ndim == 3 and im.shape[-1] not in (3, 4)) for im in images):
+        raise ValueError(f"images must be a non-empty list of (H, W) or (H, W, 3|4) arrays, got shapes {[im.shape for im in images]}")
+    if titles is not None and len(titles) != len(images):
+        raise ValueError(f"titles must have one entry per image ({len(images)}), got {len(titles)}")
+    ncols = min(len(images), 4) if ncols is None else check_int(ncols, "ncols")
+    size = check_positive(size, "size")
+    if size > 100:
+        raise ValueError(f"size must be at most 100 inches per image, got {size}")
     nrows = math.ceil(len(images) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows), squeeze=False)
     for ax in axes.flat:

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from .utils import check_int, check_positive, get_device
 
-__all__ = ["train", "to_device", "PROGRESS_ENV"]
+__all__ = ["train", "to_device", "TrainingDivergedError", "PROGRESS_ENV"]
 
 #: Set this environment variable to ``summary`` to replace the live progress bar by tqdm's
 #: final line, printed once. The Makefile does so for built pages, where every refresh of a
@@ -21,16 +21,40 @@ __all__ = ["train", "to_device", "PROGRESS_ENV"]
 PROGRESS_ENV = "ATTNLIB_PROGRESS"
 
 
+class TrainingDivergedError(ValueError, FloatingPointError):
+    """The loss became NaN or infinite: a ``ValueError`` about ``lr`` (and a ``FloatingPointError``)."""
+
+
 def to_device(batch, device):
-    """Move a tensor, or a tuple/list/dict of tensors, to ``device``."""
+    """Move a tensor, or a tuple/list/dict of tensors, to ``device``.
+
+    Parameters
+    ----------
+    batch : object
+        A tensor, or a tuple, list, dict or NamedTuple of them (nested); entries that are
+        not tensors are returned unchanged.
+    device : str or torch.device, optional
+        Where to; ``None`` leaves tensors where they are.
+
+    Returns
+    -------
+    object
+        ``batch`` with every tensor on ``device``, in the same container types.
+    """
+    if device is not None:
+        device = get_device(device) if not isinstance(device, torch.device) else device
+    return _to_device(batch, device)
+
+
+def _to_device(batch, device):
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
     if isinstance(batch, dict):
-        return {key: to_device(x, device) for key, x in batch.items()}
+        return {key: _to_device(x, device) for key, x in batch.items()}
     if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a NamedTuple takes its fields positionally
-        return type(batch)(*(to_device(x, device) for x in batch))
+        return type(batch)(*(_to_device(x, device) for x in batch))
     if isinstance(batch, (tuple, list)):
-        return type(batch)(to_device(x, device) for x in batch)
+        return type(batch)(_to_device(x, device) for x in batch)
     return batch
 
 
@@ -76,14 +100,30 @@ def train(
     progress : bool
         Show a tqdm progress bar with the running loss (or, when the environment variable
         ``ATTNLIB_PROGRESS`` is ``summary``, only its final line).
+    desc : str
+        The progress bar's label.
 
     Returns
     -------
     list of float
         The training loss at every step.
+
+    Raises
+    ------
+    TrainingDivergedError
+        A ``ValueError`` naming ``lr`` when the loss becomes NaN or infinite.
     """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not callable(loss_fn):
+        raise ValueError(f"loss_fn must be callable, got {loss_fn!r}")
+    if not callable(batches) and not isinstance(batches, Iterable):
+        raise ValueError(f"batches must be a function of the step or an iterable, got {type(batches).__name__}")
     n_steps = check_int(n_steps, "n_steps")
     lr = check_positive(lr, "lr")
+    weight_decay = check_positive(weight_decay, "weight_decay", allow_zero=True)
+    if clip_grad_norm is not None:
+        clip_grad_norm = check_positive(clip_grad_norm, "clip_grad_norm")
     if seed is not None:
         torch.manual_seed(seed)
     device = get_device(device)
@@ -102,7 +142,7 @@ def train(
         batch = to_device(next_batch(step), device)
         loss = loss_fn(model, batch)
         if not torch.isfinite(loss):
-            raise FloatingPointError(f"the loss became {loss.item()} at step {step}; lower the learning rate")
+            raise TrainingDivergedError(f"the loss became {loss.item()} at step {step}; lower the learning rate lr={lr}")
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if clip_grad_norm is not None:

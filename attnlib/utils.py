@@ -21,11 +21,19 @@ __all__ = [
     "check_positive",
     "check_in_range",
     "check_int",
+    "host_array",
 ]
 
 
 def set_seed(seed: int = 0) -> None:
-    """Seed Python's, NumPy's and PyTorch's generators so that a chapter is reproducible."""
+    """Seed Python's, NumPy's and PyTorch's generators so that a chapter is reproducible.
+
+    Parameters
+    ----------
+    seed : int
+        A seed in ``[0, 2**32 - 1]`` (NumPy's range).
+    """
+    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -60,9 +68,25 @@ def glue(name: str, value, display: bool = False) -> None:
 
 
 def get_device(prefer: str | None = None) -> torch.device:
-    """The device to compute on: ``prefer`` if given, else CUDA when present, else the CPU."""
+    """The device to compute on: ``prefer`` if given, else CUDA when present, else the CPU.
+
+    Parameters
+    ----------
+    prefer : str or torch.device, optional
+        A device such as ``"cpu"`` or ``"cuda:0"``.
+
+    Returns
+    -------
+    torch.device
+        The device.
+    """
     if prefer is not None:
-        return torch.device(prefer)
+        if not isinstance(prefer, (str, torch.device)):
+            raise ValueError(f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}")
+        try:
+            return torch.device(prefer)
+        except RuntimeError as err:
+            raise ValueError(f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}") from err
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -75,13 +99,43 @@ def as_tensor(
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
     allow_inf: bool = False,
+    allow_empty: bool = False,
 ) -> torch.Tensor:
     """Convert an array-like to a floating tensor and check it.
 
     Tensors and floating NumPy arrays keep their dtype (and tensors their device); lists,
     integer data and other array-likes become ``torch.get_default_dtype()`` (float32 unless
-    changed). Raises ``ValueError`` naming ``name`` when the array is not numeric, is empty,
-    has the wrong number of dimensions or holds NaN (or infinities, unless ``allow_inf``).
+    changed).
+
+    Parameters
+    ----------
+    x : tensor or array-like, any shape
+        The input.
+    name : str
+        The argument's name, for error messages.
+    min_ndim : int
+        The fewest dimensions accepted.
+    ndim : int, optional
+        The exact number of dimensions required.
+    dtype : torch.dtype, optional
+        Convert to this dtype.
+    device : torch.device or str, optional
+        Move to this device.
+    allow_inf : bool
+        Accept ``±inf`` entries (``-inf`` marks masked scores).
+    allow_empty : bool
+        Accept zero-size inputs (e.g. a batch of 0).
+
+    Returns
+    -------
+    torch.Tensor, shape of ``x``
+        A floating tensor.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` when the array is not numeric, is empty, has the wrong number of
+        dimensions or holds NaN (or infinities, unless ``allow_inf``).
     """
     if isinstance(x, torch.Tensor):
         t = x
@@ -101,7 +155,7 @@ def as_tensor(
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
     if t.ndim < min_ndim:
         raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {tuple(t.shape)}")
-    if t.numel() == 0:
+    if t.numel() == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     bad = torch.isnan(t) if allow_inf else ~torch.isfinite(t)
     if bad.any():
@@ -112,8 +166,27 @@ def as_tensor(
 def as_float_array(X, name: str = "X", *, ndim: int = 2, min_samples: int = 1) -> np.ndarray:
     """Check a NumPy-style input (``(n_samples, n_features)`` by default) and return float64.
 
-    Raises ``ValueError`` naming ``name`` for the wrong number of dimensions, too few
-    samples, or non-finite values.
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features) by default
+        The input.
+    name : str
+        The argument's name, for error messages.
+    ndim : int
+        The number of dimensions required.
+    min_samples : int
+        The fewest rows accepted.
+
+    Returns
+    -------
+    ndarray, shape of ``X``, float64
+        The checked array.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` for the wrong number of dimensions, too few samples, or non-finite
+        values.
     """
     try:
         A = np.asarray(X, dtype=np.float64)
@@ -129,7 +202,22 @@ def as_float_array(X, name: str = "X", *, ndim: int = 2, min_samples: int = 1) -
 
 
 def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as a float if it is a finite positive number, else raise ``ValueError``."""
+    """Return ``value`` as a float if it is a finite positive number, else raise ``ValueError``.
+
+    Parameters
+    ----------
+    value : float
+        The number to check.
+    name : str
+        The argument's name, for the error message.
+    allow_zero : bool
+        Accept zero as well.
+
+    Returns
+    -------
+    float
+        ``value``.
+    """
     ok = isinstance(value, numbers.Real) and np.isfinite(value) and (value >= 0 if allow_zero else value > 0)
     if not ok:
         what = "non-negative" if allow_zero else "positive"
@@ -138,17 +226,72 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
 
 
 def check_in_range(value, name: str, low: float, high: float) -> float:
-    """Return ``value`` as a float if ``low <= value <= high``, else raise ``ValueError``."""
+    """Return ``value`` as a float if ``low <= value <= high``, else raise ``ValueError``.
+
+    Parameters
+    ----------
+    value : float
+        The number to check.
+    name : str
+        The argument's name, for the error message.
+    low, high : float
+        The closed interval accepted.
+
+    Returns
+    -------
+    float
+        ``value``.
+    """
     if not (isinstance(value, numbers.Real) and low <= value <= high):
         raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
     return float(value)
 
 
 def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """Return ``value`` if it is an integer in ``[minimum, maximum]``, else raise ``ValueError``."""
+    """Return ``value`` if it is an integer in ``[minimum, maximum]``, else raise ``ValueError``.
+
+    Parameters
+    ----------
+    value : int
+        The number to check (``bool`` is refused).
+    name : str
+        The argument's name, for the error message.
+    minimum : int
+        The smallest value accepted.
+    maximum : int, optional
+        The largest value accepted.
+
+    Returns
+    -------
+    int
+        ``value``.
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum or (
         maximum is not None and value > maximum
     ):
         upper = "" if maximum is None else f" and at most {maximum}"
         raise ValueError(f"{name} must be an integer at least {minimum}{upper}, got {value!r}")
     return int(value)
+
+
+
+def host_array(X):
+    """A torch tensor (any dtype or device) as a NumPy array; anything else unchanged.
+
+    scikit-learn's validation converts array-likes itself but not every tensor (bfloat16,
+    CUDA); the estimators call this first.
+
+    Parameters
+    ----------
+    X : tensor or array-like, any shape
+        The input.
+
+    Returns
+    -------
+    ndarray or the input
+        ``X`` on the host, floating tensors as float64.
+    """
+    if isinstance(X, torch.Tensor):
+        X = X.detach().cpu()
+        return (X.double() if X.is_floating_point() else X).numpy()
+    return X

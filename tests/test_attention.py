@@ -120,7 +120,8 @@ def test_rows_are_probability_vectors_and_outputs_convex(n_q, n_k, d, t, seed):
         (dict(q=torch.randn(5)), "q must have at least 2"),
         (dict(k=torch.randn(7, 4)), "same feature size"),
         (dict(v=torch.randn(6, 3)), "same number of tokens"),
-        (dict(q=torch.randn(0, 8)), "q must not be empty"),
+        (dict(k=torch.randn(0, 8), v=torch.randn(0, 3)), "k must hold at least one key"),
+        (dict(q=torch.randn(2, 5, 8), k=torch.randn(3, 7, 8)), "broadcastable batch"),
         (dict(k=torch.full((7, 8), float("nan"))), "k contains NaN"),
         (dict(v=torch.full((7, 3), float("inf"))), "v contains NaN or infinite"),
         (dict(temperature=0.0), "temperature must be a finite positive"),
@@ -193,3 +194,96 @@ def test_multihead_bad_input():
         MultiHeadAttention(8, 2)(torch.randn(2, 4, 6))
     with pytest.raises(ValueError, match="query contains NaN"):
         MultiHeadAttention(8, 2)(torch.full((2, 4, 8), float("nan")))
+
+
+# ----------------------------------------------------------------------------- gradients in the inputs, limits
+@pytest.mark.parametrize("score", ["scaled_dot", "neg_sq_dist", "neg_l1"])
+@pytest.mark.parametrize("normalizer", ["softmax", "sparsemax", "entmax", "none"])
+def test_attention_gradcheck_in_q_k_v(score, normalizer):
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, n, 3, generator=g, dtype=torch.float64, requires_grad=True) for n in (4, 5, 5))
+    mask = torch.rand(4, 5, generator=g) > 0.3
+    mask[:, 0] = True
+
+    def f(q, k, v):
+        return attention(q, k, v, score=score, normalizer=normalizer, mask=mask, temperature=0.7)
+
+    assert torch.autograd.gradcheck(f, (q, k, v))
+
+
+@pytest.mark.parametrize("module", ["mha", "encoder"])
+def test_modules_gradcheck_in_their_inputs(module):
+    torch.manual_seed(0)
+    if module == "mha":
+        m = MultiHeadAttention(4, 2, kdim=3, vdim=5).double()
+        inputs = tuple(torch.randn(2, n, d, dtype=torch.float64, requires_grad=True) for n, d in ((3, 4), (5, 3), (5, 5)))
+        assert torch.autograd.gradcheck(lambda *a: m(*a).output, inputs)
+    else:
+        m = TransformerEncoderLayer(4, 2, 8, normalizer="sparsemax").double()
+        x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+        assert torch.autograd.gradcheck(m, (x,))
+
+
+def test_tiny_temperature_gives_the_arg_max_limit_and_huge_scores_raise():
+    """softmax(s / t) tends to the one-hot arg-max as t -> 0; attention returns that limit."""
+    q, k, v = qkv(dtype=torch.float32)
+    for normalizer in ("softmax", "sparsemax", "entmax"):
+        _, w = attention(q, k, v, normalizer=normalizer, temperature=1e-40)
+        expected = torch.nn.functional.one_hot((q @ k.T).argmax(-1), k.shape[0]).float()
+        torch.testing.assert_close(w, expected)
+    with pytest.raises(ValueError, match="too large for torch.float32"):
+        attention(q * 1e20, k * 1e20, v)
+    with pytest.raises(ValueError, match="temperature=1e-40 makes the scores overflow"):
+        attention(q, k, v, normalizer="none", temperature=1e-40)
+
+
+def test_float64_inputs_and_modules_are_never_cast():
+    q, k, v = qkv(dtype=torch.float64)
+    assert attention(q.numpy(), k.numpy(), v.numpy()).output.dtype == torch.float64
+    out, w = attention(q.float(), k, v.float())  # mixed dtypes are promoted, never cast down
+    assert out.dtype == w.dtype == torch.float64
+    torch.testing.assert_close(out, attention(q.float().double(), k, v.float().double()).output)
+    assert attention(q, k.tolist(), v.numpy()).output.dtype == torch.float64  # array-likes follow q
+    m = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match="query must have the module's dtype torch.float32"):
+        m(q)
+    assert m.double()(q).output.dtype == torch.float64
+    enc = TransformerEncoderLayer(8, 2).double()
+    assert enc(q).dtype == torch.float64
+    with pytest.raises(ValueError, match="x must have the module's dtype"):
+        enc(q.float())
+    with pytest.raises(ValueError, match="x must have 8 features"):
+        enc(torch.randn(3, 5, dtype=torch.float64))
+
+
+def test_batch_of_zero_and_zero_queries_give_empty_outputs():
+    q, k, v = qkv(dtype=torch.float32)
+    out, w = attention(q[:0], k, v)
+    assert out.shape == (0, v.shape[1]) and w.shape == (0, k.shape[0])
+    m = MultiHeadAttention(8, 2)
+    out, w = m(torch.zeros(0, 5, 8))
+    assert out.shape == (0, 5, 8) and w.shape == (0, 2, 5, 5)
+    assert TransformerEncoderLayer(8, 2)(torch.zeros(0, 5, 8)).shape == (0, 5, 8)
+
+
+def test_hyper_parameters_are_not_silently_replaced_and_extra_repr():
+    for kwargs, name in ((dict(kdim=0), "kdim"), (dict(vdim=-1), "vdim"), (dict(normalizer="argmax"), "normalizer")):
+        with pytest.raises(ValueError, match=name):
+            MultiHeadAttention(8, 2, **kwargs)
+    with pytest.raises(ValueError, match="dim_feedforward"):
+        TransformerEncoderLayer(8, 2, 0)
+    with pytest.raises(ValueError, match="d_model"):
+        TransformerEncoderLayer(0)
+    assert "embed_dim=8, num_heads=2" in repr(MultiHeadAttention(8, 2))
+    assert "d_model=8, dim_feedforward=32" in repr(TransformerEncoderLayer(8, 2))
+
+
+def test_huge_temperature_with_a_mask_gives_uniform_weights_not_nan():
+    """t -> inf: softmax tends to uniform over the keys a query may see (float32 rounds 1e60 to inf)."""
+    q, k, v = qkv(dtype=torch.float32)
+    mask = torch.ones(5, 7, dtype=torch.bool).tril()
+    _, w = attention(q, k, v, mask=mask, temperature=1e60)
+    expected = mask.float() / mask.sum(-1, keepdim=True)
+    torch.testing.assert_close(w, expected)
+    _, w = attention(q, k, v, mask=mask, normalizer="none", temperature=1e60)
+    assert torch.isfinite(w).all() and (w[~mask] == 0).all()

@@ -252,3 +252,42 @@ def test_bad_inputs_raise(call, match):
 def test_psnr_matches_formula(rng):
     a, b = rng.random((5, 5)), rng.random((5, 5))
     assert dn.psnr(a, b) == pytest.approx(10 * np.log10(1 / np.mean((a - b) ** 2)))
+
+
+# ----------------------------------------------------------------------------- the denoiser as a PyTorch module
+@pytest.mark.parametrize("positional", [False, True])
+def test_denoiser_gradcheck_in_the_image(positional):
+    """The reflect padding stays in PyTorch: gradients reach the image through its border."""
+    model = dn.PatchAttentionDenoiser(3, 0.3, 2, positional=positional, patch_distance=2).double()
+    x = torch.rand(5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    assert torch.autograd.gradcheck(model, (x,))
+    big_pad = dn.PatchAttentionDenoiser(7, 0.3, patch_distance=None).double()  # pad 3 > 2 rows
+    x = torch.rand(2, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    assert torch.autograd.gradcheck(big_pad, (x,))
+
+
+def test_extract_patches_pads_like_numpy_reflect(rng):
+    img = rng.random((3, 5))
+    for s in (3, 5, 9):  # a pad of 4 is larger than the 3 rows: repeated reflection
+        r = s // 2
+        padded = np.pad(img, r, mode="reflect")
+        expected = np.lib.stride_tricks.sliding_window_view(padded, (s, s)).reshape(15, s * s)
+        np.testing.assert_array_equal(dn.extract_patches(img, s).numpy(), expected)
+
+
+def test_denoiser_takes_batches_and_keeps_dtype():
+    model = dn.PatchAttentionDenoiser(3, 0.2, 2, patch_distance=2).double()
+    x = torch.rand(3, 6, 7, dtype=torch.float64)
+    out = model(x)
+    assert out.shape == x.shape
+    torch.testing.assert_close(out[1], model(x[1]))
+    assert model(x[:0]).shape == (0, 6, 7)
+    colour = dn.PatchAttentionDenoiser(3, 0.2, channels=3, patch_distance=2).double()
+    xc = torch.rand(2, 6, 7, 3, dtype=torch.float64)
+    torch.testing.assert_close(colour(xc)[0], colour(xc[0]))
+    with pytest.raises(ValueError, match="image must have the module's dtype torch.float64"):
+        model(x.float())
+    with pytest.raises(ValueError, match=r"image must be \(H, W, 3\) or \(B, H, W, 3\)"):
+        colour(torch.rand(2, 6, 7, 2, dtype=torch.float64))
+    assert model(np.random.default_rng(0).random((6, 7)).astype(np.float32)).dtype == torch.float64
+    assert "patch_size=3, h=0.2, num_heads=2" in repr(model)

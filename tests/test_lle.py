@@ -173,7 +173,7 @@ def test_estimator_follows_sklearn_api():
         (lambda X: barycenter_weights(X, X[:5, None], 1e-3), "neighbors"),
         (lambda X: barycenter_weights(X, X, 1e-3), "neighbors"),
         (lambda X: LocallyLinearEmbedding(n_neighbors=40).fit(X), "n_neighbors"),
-        (lambda X: LocallyLinearEmbedding(5).fit(np.r_[X, [[np.inf] * 3]]), "X contains NaN"),
+        (lambda X: LocallyLinearEmbedding(5).fit(np.r_[X, [[np.inf] * 3]]), "Input X contains infinity"),
         (lambda X: LocallyLinearEmbedding(5, eigen_solver="dense").fit(X).transform(X[:, :2]), "features"),
     ],
 )

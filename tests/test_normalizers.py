@@ -101,6 +101,8 @@ def test_bad_arguments_raise():
             fn(torch.tensor(1.0))
         with pytest.raises(ValueError, match="x"):
             fn(torch.zeros(0))
+        with pytest.raises(ValueError, match="x must have at least one entry along dim"):
+            fn(torch.zeros(3, 0))
     with pytest.raises(ValueError, match="alpha"):
         entmax(x, alpha=0.5)
     with pytest.raises(ValueError, match="alpha"):
@@ -352,3 +354,108 @@ def test_tensor_alpha_per_slice_of_a_3d_input():
     alpha = torch.tensor([[1.2], [1.5], [2.0]], dtype=F64)  # one α per row of the middle dimension
     expected = torch.stack([torch.stack([reference(x[i, j], alpha[j].item()) for j in range(3)]) for i in range(2)])
     torch.testing.assert_close(entmax(x, alpha), expected, atol=1e-6, rtol=0)
+
+
+# ----------------------------------------------------------------------------- numerical soundness
+@pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0, 2.5])
+@pytest.mark.parametrize("dtype,offsets", [(torch.float32, [1e4, 1e7, 1e9]), (F64, [1e4, 1e9, 1e16])])
+def test_large_offsets_are_exact_as_in_the_package(alpha, dtype, offsets):
+    """A constant added to a row changes nothing: the search works on gaps to the row maximum."""
+    base = torch.randn(40, 17, dtype=F64, generator=torch.Generator().manual_seed(3))
+    for offset in offsets + [-o for o in offsets]:
+        x = (base + offset).to(dtype)  # the gaps the dtype can represent at this offset
+        gaps = x.double() - x.double().amax(-1, keepdim=True)
+        tol = 1e-6 if dtype == F64 else 2e-6
+        torch.testing.assert_close(ours(x, alpha).double(), reference(gaps, alpha), atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("fn", [softmax, sparsemax, entmax, lambda x: entmax(x, 1.3), lambda x: entmax(x, 3.0)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, F64])
+def test_masked_fill_and_finfo_min_rows_are_uniform_like_softmax(fn, dtype):
+    """The padding idiom ``masked_fill(-1e9)`` and ``finfo.min`` rows give softmax's answer."""
+    x = torch.randn(4, 6, dtype=dtype)
+    x[1] = -1e4 if dtype == torch.float16 else -1e9  # -1e9 overflows float16
+    x[2] = torch.finfo(dtype).min
+    x[3, 2:] = torch.finfo(dtype).min  # a padded row: two live keys, four padded
+    p = fn(x)
+    assert p.dtype == dtype and torch.isfinite(p).all()
+    torch.testing.assert_close(p[1:3].double(), torch.full((2, 6), 1 / 6, dtype=F64), atol=1e-3, rtol=0)
+    assert (p[3, 2:] == 0).all()
+    torch.testing.assert_close(p[3, :2].double(), fn(x[3:, :2].double())[0], atol=1e-2, rtol=0)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 1.25, 1.3, 1.5, 2.0, 2.5])
+def test_extreme_finite_rows_match_the_package(alpha):
+    big = torch.finfo(torch.float32).max
+    x = torch.tensor([[big, big, -big, 0.0], [big, -big, -big, -big], [-big, -big, -big, -big * 0.5]])
+    p = ours(x, alpha)
+    assert torch.isfinite(p).all()
+    torch.testing.assert_close(p.sum(-1), torch.ones(3))
+    torch.testing.assert_close(p[0], torch.tensor([0.5, 0.5, 0.0, 0.0]))
+    torch.testing.assert_close(p[1], torch.tensor([1.0, 0.0, 0.0, 0.0]))
+    torch.testing.assert_close(p[2], torch.tensor([0.0, 0.0, 0.0, 1.0]))
+
+
+@pytest.mark.parametrize("fn", [softmax, sparsemax, entmax, lambda x: entmax(x, 1.3), lambda x: entmax(x, 3.0)])
+def test_empty_batch_returns_empty_like_torch_softmax(fn):
+    for shape in [(0, 5), (2, 0, 5)]:
+        x = torch.zeros(shape, requires_grad=True)
+        p = fn(x)
+        assert p.shape == torch.softmax(x, -1).shape == shape
+        p.sum().backward()
+        assert x.grad.shape == shape
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.3, 1.5, 2.0, 2.5])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_double_backward_is_exact(alpha, compiled, monkeypatch):
+    """gradgradcheck on the compiled CPU path and on the tensor path (as run off the CPU)."""
+    import attnlib.normalizers as N
+
+    if not compiled:
+        monkeypatch.setattr(N, "_entmax_cpu", lambda x, a: N._bisect_entmax(x, a))
+    x = hard_rows(48)[::4].clone().requires_grad_()
+    assert torch.autograd.gradcheck(lambda x: ours(x, alpha), (x,))
+    assert torch.autograd.gradgradcheck(lambda x: ours(x, alpha), (x,))
+
+
+def test_double_backward_of_softmax_and_tensor_alpha():
+    x = torch.randn(3, 5, dtype=F64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(softmax, (x,))
+    alpha = torch.tensor([[1.3], [1.6], [1.9]], dtype=F64, requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda x, a: entmax(x, a), (x, alpha))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_gradient_matches_float32(dtype):
+    x = torch.randn(6, 9) * 2
+    g = torch.randn(6, 9)
+    xh = x.to(dtype).requires_grad_()
+    x32 = xh.detach().float().requires_grad_()
+    entmax(xh, 1.5).backward(g.to(dtype))
+    entmax(x32, 1.5).backward(g)
+    assert xh.grad.dtype == dtype
+    torch.testing.assert_close(xh.grad.float(), x32.grad, atol=5e-2, rtol=5e-2)
+
+
+def test_compiled_kernels_load_from_the_cache_in_a_new_process():
+    """Once compiled, a new process loads every power family's loops from numba's cache."""
+    import subprocess
+    import sys
+
+    code = (
+        "import torch\n"
+        "from attnlib.normalizers import _KERNELS, entmax\n"
+        "x = torch.randn(4, 9)\n"
+        "for a in (2.0, 1.5, 1.25, 1.3):\n"
+        "    p = entmax(x, a)\n"
+        "    p.requires_grad_()\n"
+        "    entmax(x.requires_grad_(), a).sum().backward()\n"
+        "    x = x.detach()\n"
+        "print(sum(sum(f.stats.cache_hits.values()) for pair in _KERNELS.values() for f in pair),"
+        " sum(sum(f.stats.cache_misses.values()) for pair in _KERNELS.values() for f in pair))\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)  # fills the cache
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    hits, misses = map(int, out.split())
+    assert (hits, misses) == (8, 0)

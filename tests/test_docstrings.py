@@ -1,0 +1,126 @@
+"""numpydoc's validation of every public callable's docstring, module by module.
+
+Each entry of :data:`DOCUMENTED` is one module: ``"all"`` checks every public callable of
+its ``__all__`` (classes with their public methods), or a tuple names the callables checked
+so far. Adding a module is one line. On top of numpydoc's checks: array parameters give their
+shape, and whatever implements an equation has an ``Implements`` section.
+"""
+
+import importlib
+import inspect
+import warnings
+
+import pytest
+
+numpydoc_validate = pytest.importorskip("numpydoc.validate")
+
+DOCUMENTED = {
+    "attention": "all",
+    "normalizers": "all",
+    "utils": "all",
+    "training": "all",
+    "data": "all",
+    "plotting": "all",
+    "kernel_regression": ("NadarayaWatson", "MetricNadarayaWatson"),
+    "lle": ("LocallyLinearEmbedding",),
+    "denoise": ("PatchAttentionDenoiser",),
+}
+#: numpydoc's codes that the book enforces: a docstring with a summary, every parameter
+#: documented with a description, no unknown parameter, a Returns section.
+CHECKS = {"GL08", "SS01", "PR01", "PR02", "PR07", "RT01"}
+#: Callables that implement no equation (plumbing): no Implements section needed.
+NO_EQUATION = {
+    "attention": {"register_normalizer", "AttentionResult"},
+    "utils": "all",
+    "training": "all",
+    "data": {"shuffled_translation", "captioned_images", "TranslationPairs", "CaptionedImages", "UnionOfSubspaces"},
+    "plotting": "all",
+}
+METHODS = ("fit", "predict", "transform", "fit_transform", "forward")
+
+
+def _targets():
+    for module, names in DOCUMENTED.items():
+        mod = importlib.import_module(f"attnlib.{module}")
+        public = [n for n in mod.__all__ if callable(getattr(mod, n))] if names == "all" else names
+        for name in public:
+            obj = getattr(mod, name)
+            yield module, name, f"attnlib.{module}.{name}"
+            if inspect.isclass(obj) and not issubclass(obj, (tuple, BaseException)):
+                for method in METHODS:
+                    if method in vars(obj):
+                        yield module, f"{name}.{method}", f"attnlib.{module}.{name}.{method}"
+
+
+TARGETS = list(_targets())
+
+
+def _is_namedtuple(path: str) -> bool:
+    module, name = path.rsplit(".", 1)
+    try:
+        obj = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return False
+    return inspect.isclass(obj) and issubclass(obj, tuple)
+
+
+@pytest.mark.parametrize("module, name, path", TARGETS, ids=[t[2] for t in TARGETS])
+def test_numpydoc_validation(module, name, path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpydoc warns about the Implements section it does not know
+        result = numpydoc_validate.validate(path)
+    checks = {"GL08", "SS01"} if _is_namedtuple(path) else CHECKS  # fields are commented, not parameters
+    if "." in name:  # methods: scikit-learn's y=None and PyTorch's forward are documented by their class
+        checks = checks - {"PR01"} if name.endswith(("fit", "fit_transform")) else checks
+    errors = [f"{code}: {message}" for code, message in result["errors"] if code in checks]
+    assert not errors, "\n".join(errors)
+
+
+@pytest.mark.parametrize("module, name, path", TARGETS, ids=[t[2] for t in TARGETS])
+def test_shapes_and_implements(module, name, path):
+    doc = inspect.getdoc(eval_path(path)) or ""
+    exempt = NO_EQUATION.get(module, set())
+    if "." not in name and exempt != "all" and name not in exempt and not _is_namedtuple(path):
+        assert "Implements\n----------" in doc, f"{path} implements an equation: add an Implements section"
+    for line in _parameter_lines(doc):
+        kind = line.split(":", 1)[1].lower()
+        if ("tensor" in kind or "array" in kind) and "array-like of" not in kind:
+            assert "shape" in kind or "broadcastable to (" in kind, f"{path}: give the shape of '{line}'"
+
+
+def eval_path(path: str):
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(path)
+
+
+def _parameter_lines(doc: str):
+    """The ``name : type`` lines of the Parameters section."""
+    if "Parameters\n----------" not in doc:
+        return
+    section = doc.split("Parameters\n----------", 1)[1]
+    for line in section.splitlines():
+        if line and not line.startswith(" ") and "\n" + line + "\n---" not in doc:
+            if line.endswith("-" * 3) or (line.strip() and set(line.strip()) == {"-"}):
+                return
+            if " : " in line:
+                yield line
+        if line.strip() in ("Returns", "Raises", "Attributes", "Implements", "Notes"):
+            return
+
+
+def _undocumented(x, y):
+    """Do something."""
+    return x + y
+
+
+def test_the_checks_can_fail():
+    result = numpydoc_validate.validate(f"{__name__}._undocumented")
+    assert {"PR01", "RT01"} <= {code for code, _ in result["errors"]}

@@ -1,0 +1,60 @@
+"""scikit-learn conformance of attnlib's estimators, by scikit-learn's own checks."""
+
+import numpy as np
+import pytest
+from sklearn import datasets
+from sklearn.manifold import LocallyLinearEmbedding as SklearnLLE
+from sklearn.model_selection import cross_val_score
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from attnlib.kernel_regression import MetricNadarayaWatson, NadarayaWatson
+from attnlib.lle import LocallyLinearEmbedding
+
+ESTIMATORS = [
+    NadarayaWatson(),
+    NadarayaWatson(kernel="laplace", bandwidth=0.5),
+    MetricNadarayaWatson(n_steps=5),
+    LocallyLinearEmbedding(),
+]
+
+
+@parametrize_with_checks(ESTIMATORS)
+def test_check_estimator(estimator, check):
+    check(estimator)
+
+
+def test_lle_accepts_duplicate_rows_like_scikit_learn():
+    X = datasets.load_iris().data  # holds duplicate rows
+    assert len(np.unique(X, axis=0)) < len(X)
+    ours = LocallyLinearEmbedding(n_neighbors=10, n_components=2, eigen_solver="dense").fit(X)
+    theirs = SklearnLLE(n_neighbors=10, n_components=2, eigen_solver="dense").fit(X)
+    assert np.isfinite(ours.embedding_).all()
+    np.testing.assert_allclose(ours.reconstruction_error_, theirs.reconstruction_error_, rtol=0, atol=1e-10)
+    # the embeddings agree up to the sign of each column; the eigenvalues (~3e-7) lie close
+    # together, so the eigenvectors are determined to ~1e-5 only
+    signs = np.sign((ours.embedding_ * theirs.embedding_).sum(0))
+    np.testing.assert_allclose(ours.embedding_, theirs.embedding_ * signs, atol=2e-5)
+
+
+def test_lle_set_output_and_feature_names():
+    pd = pytest.importorskip("pandas")
+    X = datasets.make_swiss_roll(120, random_state=0)[0]
+    lle = LocallyLinearEmbedding(n_neighbors=8).set_output(transform="pandas")
+    out = lle.fit_transform(X)
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == ["locallylinearembedding0", "locallylinearembedding1"]
+    assert list(lle.get_feature_names_out()) == list(out.columns)
+    assert isinstance(lle.transform(X[:5]), pd.DataFrame)
+
+
+def test_metric_nw_random_state_none_verbose_and_n_iter(capsys):
+    X, y = datasets.make_regression(60, 3, noise=0.1, random_state=0)
+    model = MetricNadarayaWatson(n_steps=4, random_state=None).fit(X, y)
+    assert model.n_iter_ == 4 and np.isfinite(model.predict(X)).all()
+    cross_val_score(MetricNadarayaWatson(n_steps=3), X, y, cv=2)
+    assert capsys.readouterr().err == ""  # quiet by default, also inside cross-validation
+    MetricNadarayaWatson(n_steps=3, verbose=1).fit(X, y)
+    captured = capsys.readouterr()
+    assert "metric NW" in captured.err + captured.out
+    a = MetricNadarayaWatson(n_steps=3, random_state=0).fit(X, y).W_
+    np.testing.assert_array_equal(a, MetricNadarayaWatson(n_steps=3, random_state=0).fit(X, y).W_)
