@@ -130,7 +130,8 @@ def self_expressive(
         The samples, one per row.
     method : {"ssc", "lsr", "lrsc"}
         ``"ssc"``: Θ = ‖C‖₁ with diag(C) = 0 (sparse subspace clustering);
-        ``"lsr"``: Θ = ‖C‖_F² (least-squares regression), closed form;
+        ``"lsr"``: Θ = ½‖C‖_F² (least-squares regression), closed form; the same minimiser
+        as the paper's unhalved ``‖X − CX‖_F² + λ‖C‖_F²``, so λ is the paper's;
         ``"lrsc"``: the nuclear norm (low-rank subspace clustering), closed form.
     lam : float or array of shape (n_samples,), optional
         The regularisation weight λ (for ``"ssc"`` one per sample is allowed); default
