@@ -84,6 +84,16 @@ def test_lsr_closed_form_equals_svd_form_and_definition(small):
     np.testing.assert_allclose(C, np.linalg.solve(G + lam * np.eye(len(X)), G), atol=1e-10)
 
 
+def test_lsr_minimises_half_squared_error_plus_half_lambda_frobenius(small):
+    # The gradient of ½‖X − CX‖² + (λ/2)‖C‖_F², written out, vanishes at the closed form;
+    # with λ‖C‖_F² instead (½ on the error only) it would not: the scaling is the paper's.
+    X, lam = small.X, 0.3
+    C = self_expressive(X, "lsr", lam)
+    grad = -(X - C @ X) @ X.T + lam * C
+    np.testing.assert_allclose(grad, 0.0, atol=1e-10)
+    assert np.abs(grad + lam * C).max() > 1e-3  # the other scaling's gradient
+
+
 def test_lsr_zero_diagonal_is_the_constrained_least_squares(small):
     X, lam = small.X, 0.2
     C = self_expressive(X, "lsr", lam, zero_diagonal=True)
