@@ -80,7 +80,8 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     reg : float
         Regulariser: ``reg · trace(G)`` (``reg`` if the trace is zero) is added to the
         diagonal of each local Gram matrix ``G``, as scikit-learn does, so that ``G`` is
-        invertible when ``K > d``.
+        invertible when ``K > d``. With ``reg=0`` the constrained least-squares problem is
+        solved through its KKT system, which needs no inverse of ``G``.
 
     Returns
     -------
@@ -105,9 +106,28 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     trace = gram.diagonal(dim1=1, dim2=2).sum(-1)
     ridge = torch.where(trace > 0, reg * trace, torch.full_like(trace, reg))
     gram = gram + ridge[:, None, None] * torch.eye(gram.shape[-1], dtype=gram.dtype, device=gram.device)
+    if reg == 0:
+        return _constrained_least_squares(gram)
     ones = torch.ones(*gram.shape[:2], 1, dtype=gram.dtype, device=gram.device)
     w = torch.linalg.solve(gram, ones).squeeze(-1)
     return w / w.sum(-1, keepdim=True)
+
+
+def _constrained_least_squares(gram: torch.Tensor) -> torch.Tensor:
+    """Minimise ``cᵀGc`` subject to ``1ᵀc = 1`` without inverting ``G``.
+
+    Without a regulariser ``G`` is singular whenever ``K > d`` (a point inside the affine
+    span of its neighbours), and ``G⁻¹1`` does not exist; the constrained problem still has
+    a minimiser, the minimum-norm solution of its KKT system ``[G 1; 1ᵀ 0][c; μ] = [0; 1]``.
+    """
+    n, k, _ = gram.shape
+    kkt = gram.new_zeros(n, k + 1, k + 1)
+    kkt[:, :k, :k] = gram
+    kkt[:, :k, k] = 1
+    kkt[:, k, :k] = 1
+    rhs = gram.new_zeros(n, k + 1, 1)
+    rhs[:, k] = 1
+    return (torch.linalg.pinv(kkt, hermitian=True) @ rhs)[:, :k, 0]
 
 
 def _nearest_neighbors(keys: np.ndarray, queries: np.ndarray | None, n_neighbors: int):
