@@ -78,7 +78,7 @@ def test_setup_statements_match_the_files():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert config["execute"]["execute_notebooks"] == "cache"  # "make book caches executed notebooks"
     assert "PYTEST_WORKERS ?= 2" in MAKEFILE and "-n $(PYTEST_WORKERS)" in MAKEFILE  # "two workers"
-    assert "-n -W --keep-going" in README and '"-n", "-W", "--keep-going"' in (ROOT / "tests" / "test_site.py").read_text()
+    assert "-n -W --keep-going" in README and '"-n", "-W", "--keep-going"' in (ROOT / "tests" / "conftest.py").read_text()
     assert "torch==2.13.0" in README and "torch==2.13.0\n" in (ROOT / "requirements.txt").read_text()
     assert "Python 3.11 or 3.12" in README and 'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text()
     assert "apt-get install" in MAKEFILE.split("browser:")[1].split("\n\n")[0]  # make test installs chromium
