@@ -70,7 +70,9 @@ test: setup browser
 # Opt-in, not part of `make test`: a Python 3.12 environment (.venv-latest) with the newest
 # release of every dependency, as on Colab; runs the library's tests and executes every
 # chapter. torch for 3.12 comes from the registry as its CUDA build (about 6 GB).
-PYTHON_LATEST ?= $(shell command -v python3.12 2>/dev/null || ls $$HOME/.pyenv/versions/3.12.*/bin/python3.12 2>/dev/null | tail -1)
+# The first python3.12 that runs (a pyenv shim may exist and refuse to run).
+PYTHON_LATEST ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12.*/bin/python3.12; do \
+	$$p -c '' 2>/dev/null && { command -v $$p; break; }; done)
 VENV_LATEST := .venv-latest
 LIBRARY_TESTS = $(wildcard $(patsubst attnlib/%.py,tests/test_%.py,$(wildcard attnlib/*.py)))
 test-latest: $(MATHJAX)
