@@ -50,6 +50,7 @@ def built_book():
     return result
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent from make test-latest
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile`, except that test_site.py and test_pdf.py go to the same worker."""
     if config.getvalue("dist") != "loadfile":

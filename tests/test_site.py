@@ -1,10 +1,11 @@
 """The website: built with every chapter executed, then opened in a real browser.
 
-The build runs once per test session (module fixture) with nitpicky warnings as errors and
-execution errors raised; every page is then served on loopback and opened in headless
-Chromium (Debian's, driven by Playwright) at desktop and phone widths: no console errors,
-math typeset, images loaded, no sideways scrolling, Colab buttons pointing at the chapter's
-notebook on ``main``; the search finds "sparsemax"; every internal link and anchor of the
+The build runs once per test session (conftest's ``built_book``, shared with test_pdf.py)
+with nitpicky warnings as errors and execution errors raised; every page is then served on
+loopback and opened in headless Chromium (Debian's, driven by Playwright) at desktop and
+phone widths: no console errors, math typeset, images loaded, no sideways scrolling, no
+display equation wider than its box and no table or code block beyond the column, Colab
+buttons pointing at the chapter's notebook on ``main``; the search finds "sparsemax"; every internal link and anchor of the
 built site resolves. Screenshots are written to ``_build/screenshots`` for people to look at.
 """
 
