@@ -84,8 +84,11 @@ test-latest: $(MATHJAX)
 	$(VENV_LATEST)/bin/python -c 'import sys, torch, numpy, scipy, sklearn, skimage; \
 		print("Python", sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__, \
 		"scipy", scipy.__version__, "scikit-learn", sklearn.__version__, "scikit-image", skimage.__version__)'
-	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider $(LIBRARY_TESTS)
-	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=300 book/*.ipynb
+	@# Both halves run even when the first fails; the target fails if either did.
+	status=0; \
+	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider $(LIBRARY_TESTS) || status=1; \
+	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=300 book/*.ipynb || status=1; \
+	exit $$status
 
 # Every benchmark side by side with its peer; results land in attnlib/results/ (committed)
 # and the book's benchmarks appendix shows them. `make bench QUICK=1` is the tiny smoke run.
