@@ -187,6 +187,10 @@ def test_every_internal_link_and_anchor_resolves(site):
                 path = path / "index.html"
             if not path.exists():
                 dead.append(f"{page.relative_to(site)} -> {href}")
-            elif fragment and path.suffix == ".html" and unquote(fragment) not in pages.get(path, _parse(path)).ids:
+            elif fragment and path.suffix == ".html":
+                # parsed once: the target of every link is among the pages parsed above
+                target_ids = pages[path].ids if path in pages else _parse(path).ids
+                if unquote(fragment) in target_ids:
+                    continue
                 dead.append(f"{page.relative_to(site)} -> {href} (no such anchor)")
     assert dead == [], "\n".join(dead)
