@@ -143,7 +143,7 @@ def assemble(site: Path, root: Path = ROOT, page_numbers: dict[str, int] | None 
     head = [str(t) for t in first.head.find_all("link", rel="stylesheet")]
     head += [str(t) for t in first.head.find_all("script")
              if "MathJax" in (t.string or "") or "mathjax" in (t.get("src") or "")
-             or "_static/book" in (t.get("src") or "")]
+             or "fit-math" in (t.get("src") or "")]
     numbers = page_numbers or {}
     contents, body, subtitle, outline = [], [], "", []
     part_seen = None
@@ -199,10 +199,16 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 def _print(browser, url: str, output: Path, title: str) -> None:
-    page = browser.new_page(viewport={"width": 1100, "height": 1400})
+    # The width of A4's text column (180 mm at 96 px per inch), so that _static/fit-math.js
+    # breaks or shrinks the equations that would not fit the printed column.
+    page = browser.new_page(viewport={"width": 680, "height": 1000})
     page.goto(url, wait_until="networkidle")
     page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60000)
     page.evaluate("MathJax.startup.promise")
+    page.wait_for_selector("html[data-math-fitted]", state="attached", timeout=120000)
+    errors = page.locator("mjx-merror").count()
+    if errors:
+        raise RuntimeError(f"MathJax could not typeset {errors} formulas of the assembled book")
     page.wait_for_function("[...document.images].every(i => i.complete)", timeout=60000)
     page.emulate_media(media="print")
     page.pdf(path=str(output), format="A4", print_background=True, outline=True, tagged=True,
