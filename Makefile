@@ -1,5 +1,7 @@
 # The two commands of the README: `make book` builds the website, `make test` runs every check.
 # Each does its own set-up on a fresh machine: a virtual environment, MathJax, Chromium.
+# The others: `make pdf` (the book as one PDF, after `make book`), `make serve`, `make lab`,
+# and the opt-in `make test-latest` (Python 3.12 with the newest release of every dependency).
 
 SHELL := /bin/bash
 VENV := .venv
@@ -7,7 +9,12 @@ PY := $(VENV)/bin/python
 JB := $(VENV)/bin/jupyter-book
 MATHJAX := _mathjax/mathjax/tex-chtml.js
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+AS_ROOT := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 PYTEST_WORKERS ?= 2
+# `make serve PORT=8001` when 8000 is taken; HTML is the folder that is served.
+PORT ?= 8000
+HTML ?= _build/html
+PDF := $(HTML)/book/attention-before-attention.pdf
 # Built pages show a training loop's final progress line, not every refresh (attnlib.training).
 export ATTNLIB_PROGRESS := summary
 # One BLAS/OpenMP thread per process: the suite runs two processes on two cores, and
@@ -16,9 +23,11 @@ export OMP_NUM_THREADS := 1
 export OPENBLAS_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: book test serve setup browser stamp strip bench clean
+.PHONY: book test serve setup browser stamp strip bench clean pdf lab test-latest
 
 $(VENV)/.installed: requirements.txt pyproject.toml
+	@python3 -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' || \
+		{ echo "Python 3.11 or newer is needed (pyproject.toml); python3 is $$(python3 -V)"; exit 1; }
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt -e .
@@ -41,11 +50,45 @@ book: setup
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html (or run: make serve)"
 
 serve:
-	@echo "Serving the book at http://127.0.0.1:8000 (Ctrl-C to stop)"
-	$(PY) -m http.server 8000 --bind 127.0.0.1 --directory _build/html
+	@test -f $(HTML)/index.html || { echo "No website in $(HTML): run make book first"; exit 1; }
+	@echo "Serving the book at http://127.0.0.1:$(PORT) (Ctrl-C to stop)"
+	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory $(HTML)
+
+# The whole book as one PDF (title page, contents, bookmarks, page numbers, typeset math),
+# printed from the built website by the same headless Chromium that the website tests use.
+pdf: setup browser
+	@test -f $(HTML)/index.html || { echo "No website in $(HTML): run make book first"; exit 1; }
+	$(PY) book/pdf.py --site $(HTML) --output $(PDF)
+
+# JupyterLab on the chapters, with this environment's Python (attnlib installed) as kernel.
+lab: setup
+	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=book $(AS_ROOT) $(LAB_ARGS)
 
 test: setup browser
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests
+
+# Opt-in, not part of `make test`: a Python 3.12 environment (.venv-latest) with the newest
+# release of every dependency, as on Colab; runs the library's tests and executes every
+# chapter. torch for 3.12 comes from the registry as its CUDA build (about 6 GB).
+# The first python3.12 that runs (a pyenv shim may exist and refuse to run).
+PYTHON_LATEST ?= $(shell for p in python3.12 $$HOME/.pyenv/versions/3.12.*/bin/python3.12; do \
+	$$p -c '' 2>/dev/null && { command -v $$p; break; }; done)
+VENV_LATEST := .venv-latest
+LIBRARY_TESTS = $(wildcard $(patsubst attnlib/%.py,tests/test_%.py,$(wildcard attnlib/*.py)))
+test-latest: $(MATHJAX)
+	@test -n "$(PYTHON_LATEST)" || { echo "python3.12 not found: make test-latest PYTHON_LATEST=/path/to/python3.12"; exit 1; }
+	test -x $(VENV_LATEST)/bin/python || $(PYTHON_LATEST) -m venv $(VENV_LATEST)
+	$(VENV_LATEST)/bin/python -m pip install -q --upgrade pip
+	$(VENV_LATEST)/bin/python -m pip install -q --upgrade --upgrade-strategy eager \
+		-e . pytest hypothesis entmax nbmake myst-nb ipykernel nbformat nbclient pandas
+	$(VENV_LATEST)/bin/python -c 'import sys, torch, numpy, scipy, sklearn, skimage; \
+		print("Python", sys.version.split()[0], "torch", torch.__version__, "numpy", numpy.__version__, \
+		"scipy", scipy.__version__, "scikit-learn", sklearn.__version__, "scikit-image", skimage.__version__)'
+	@# Both halves run even when the first fails; the target fails if either did.
+	status=0; \
+	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider $(LIBRARY_TESTS) || status=1; \
+	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=300 book/*.ipynb || status=1; \
+	exit $$status
 
 # Every benchmark side by side with its peer; results land in attnlib/results/ (committed)
 # and the book's benchmarks appendix shows them. `make bench QUICK=1` is the tiny smoke run.

@@ -1,5 +1,13 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+# The files whose tests share one build of the book (the session fixture `built_book`).
+WEBSITE_TESTS = ("tests/test_site.py", "tests/test_pdf.py")
 
 
 @pytest.fixture
@@ -19,3 +27,49 @@ def _seeded():
     from attnlib.utils import set_seed
 
     set_seed(0)
+
+
+@pytest.fixture(scope="session")
+def built_book():
+    """Build the website once per session (every chapter executed, nitpicky warnings as
+    errors, execution errors raised), then print the PDF edition from it (book/pdf.py).
+
+    Returns a dict: ``site`` (the built folder), ``pdf`` (its path), and for each step its
+    ``*_returncode`` and the lines to report. test_site.py and test_pdf.py both use it; under
+    xdist they run on the same worker (see ``pytest_xdist_make_scheduler``), so that the book
+    is built and printed once.
+    """
+    site = ROOT / "_build" / "html"
+    pdf = site / "book" / "attention-before-attention.pdf"
+    jupyter_book = Path(sys.executable).with_name("jupyter-book")
+    build = subprocess.run(
+        [str(jupyter_book), "build", str(ROOT), "--all", "-n", "-W", "--keep-going"],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    lines = (build.stdout + build.stderr).splitlines()
+    warnings = [line for line in lines if "WARNING" in line or "ERROR" in line or "Error" in line]
+    result = {"site": site, "pdf": pdf, "site_returncode": build.returncode,
+              "site_report": "\n".join(warnings[:60]) + "\n...\n" + "\n".join(lines[-40:])}
+    pdf.unlink(missing_ok=True)
+    if build.returncode == 0:
+        printed = subprocess.run([sys.executable, str(ROOT / "book" / "pdf.py"), "--site", str(site),
+                                  "--output", str(pdf)], capture_output=True, text=True, cwd=ROOT)
+        result.update(pdf_returncode=printed.returncode, pdf_report=(printed.stdout + printed.stderr)[-5000:])
+    else:
+        result.update(pdf_returncode=None, pdf_report="the website did not build")
+    return result
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent from make test-latest
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile`, except that test_site.py and test_pdf.py go to the same worker."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class WebsiteTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            scope = super()._split_scope(nodeid)
+            return "website" if scope.endswith(WEBSITE_TESTS) else scope
+
+    return WebsiteTogether(config, log)

@@ -1,17 +1,16 @@
 """The website: built with every chapter executed, then opened in a real browser.
 
-The build runs once per test session (module fixture) with nitpicky warnings as errors and
-execution errors raised; every page is then served on loopback and opened in headless
-Chromium (Debian's, driven by Playwright) at desktop and phone widths: no console errors,
-math typeset, images loaded, no sideways scrolling, Colab buttons pointing at the chapter's
-notebook on ``main``; the search finds "sparsemax"; every internal link and anchor of the
+The build runs once per test session (conftest's ``built_book``, shared with test_pdf.py)
+with nitpicky warnings as errors and execution errors raised; every page is then served on
+loopback and opened in headless Chromium (Debian's, driven by Playwright) at desktop and
+phone widths: no console errors, math typeset, images loaded, no sideways scrolling, no
+display equation wider than its box and no table or code block beyond the column, Colab
+buttons pointing at the chapter's notebook on ``main``; the search finds "sparsemax"; every internal link and anchor of the
 built site resolves. Screenshots are written to ``_build/screenshots`` for people to look at.
 """
 
 import functools
 import http.server
-import subprocess
-import sys
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
@@ -40,20 +39,10 @@ PAGES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part["cha
 
 
 @pytest.fixture(scope="module")
-def site():
-    """Build the whole book (every notebook executed) with warnings as errors."""
-    jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    build = subprocess.run(
-        [str(jupyter_book), "build", str(ROOT), "--all", "-n", "-W", "--keep-going"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-    )
-    lines = (build.stdout + build.stderr).splitlines()
-    warnings = [line for line in lines if "WARNING" in line or "ERROR" in line or "Error" in line]
-    tail = "\n".join(lines[-40:])
-    assert build.returncode == 0, "the book did not build cleanly:\n" + "\n".join(warnings[:60]) + f"\n...\n{tail}"
-    return SITE
+def site(built_book):
+    """The whole book built (every notebook executed) with warnings as errors (conftest)."""
+    assert built_book["site_returncode"] == 0, "the book did not build cleanly:\n" + built_book["site_report"]
+    return built_book["site"]
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +77,34 @@ def test_site_has_every_page(site):
 
 WIDTHS = {"desktop": 1280, "phone": 390}
 
+# What does not fit the column. A display equation must fit its own box (no sideways
+# scrolling: it is broken into lines or drawn smaller); a table or a code block may scroll
+# inside its own box (88-character code lines cannot fit a phone), but that box must lie
+# within the column.
+TOO_WIDE = """() => {
+  const column = document.querySelector("article.bd-article");
+  if (!column) return [];
+  const right = column.getBoundingClientRect().right + 1;
+  const bad = [];
+  const what = (el) => (el.textContent || "").replace(/\\s+/g, " ").trim().slice(0, 60);
+  for (const el of column.querySelectorAll('mjx-container[display="true"]')) {
+    if (el.scrollWidth > el.clientWidth + 1) {
+      bad.push(`equation ${el.scrollWidth}px wide in a ${el.clientWidth}px box: ${what(el)}`);
+    }
+    if (el.getBoundingClientRect().right > right) bad.push(`equation beyond the column: ${what(el)}`);
+  }
+  for (const el of column.querySelectorAll("table, pre")) {
+    let box = el;  // the element, or the nearest ancestor that scrolls it
+    for (let a = el.parentElement; a && a !== column; a = a.parentElement) {
+      if (["auto", "scroll"].includes(getComputedStyle(a).overflowX)) { box = a; break; }
+    }
+    if (box.getBoundingClientRect().right > right) {
+      bad.push(`${el.tagName.toLowerCase()} beyond the column: ${what(el)}`);
+    }
+  }
+  return bad;
+}"""
+
 
 def _open(browser, url, width=1280):
     page = browser.new_page(viewport={"width": width, "height": 900})
@@ -110,6 +127,11 @@ def test_page_in_browser(server, browser, name, width):
         unrendered = page.locator(".math:not(:has(mjx-container))").count()
         assert unrendered == 0, f"{unrendered} math elements were not typeset"
         assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+        # _static/fit-math.js breaks or shrinks display equations wider than the column.
+        page.wait_for_selector("html[data-math-fitted]", state="attached", timeout=30000)
+        assert page.locator("mjx-merror").count() == 0, "a refitted equation has a TeX error"
+    too_wide = page.evaluate(TOO_WIDE)
+    assert too_wide == [], f"at {WIDTHS[width]}px:\n" + "\n".join(too_wide)
     broken = page.evaluate("[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
     assert broken == [], f"images that did not load: {broken}"
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
@@ -165,6 +187,10 @@ def test_every_internal_link_and_anchor_resolves(site):
                 path = path / "index.html"
             if not path.exists():
                 dead.append(f"{page.relative_to(site)} -> {href}")
-            elif fragment and path.suffix == ".html" and unquote(fragment) not in pages.get(path, _parse(path)).ids:
+            elif fragment and path.suffix == ".html":
+                # parsed once: the target of every link is among the pages parsed above
+                target_ids = pages[path].ids if path in pages else _parse(path).ids
+                if unquote(fragment) in target_ids:
+                    continue
                 dead.append(f"{page.relative_to(site)} -> {href} (no such anchor)")
     assert dead == [], "\n".join(dead)
