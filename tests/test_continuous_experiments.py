@@ -30,6 +30,18 @@ def test_public_names_still_import_from_attnlib_continuous():
         assert getattr(continuous, name) is not None
 
 
+@pytest.mark.parametrize("module", ["documents", "digits", "classify", "alignment", "readout_cost"])
+def test_each_experiment_module_imports_first_in_a_fresh_interpreter(module):
+    # attnlib.continuous once imported the experiments eagerly: importing
+    # attnlib.experiments.documents (or .digits) first then failed on a circular import.
+    import subprocess
+    import sys
+
+    code = f"import attnlib.experiments.{module}"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize("kind", DocumentClassifier.KINDS)
 def test_every_parameter_of_a_document_model_gets_a_gradient(kind):
     # A registered parameter nothing reads would be counted, initialised and optimised for nothing.
