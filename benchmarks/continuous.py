@@ -226,7 +226,7 @@ def control_sweep(quick: bool, save=lambda rows: None):
     * ``diffuse``: documents whose cue words are spread over the whole text (``span =
       length``), where no place matters more than another and the paper's continuous model,
       with μ and σ² from a max-pooled summary, should work; ``continuous-narrow`` is that
-      model with σ² started at ``NARROW_VAR`` instead of ``softplus(0)``.
+      model with σ² started at ``NARROW_VAR`` instead of its default start (about 1).
 
     Seed-major; ``save`` gets the rows so far.
     """
@@ -237,7 +237,7 @@ def control_sweep(quick: bool, save=lambda rows: None):
     diffuse = span_documents(n_train, length, seed=200, **kw), span_documents(n_test, length, seed=201, **kw)
     configs = [("span", "oracle", 1), ("span", "oracle", 2)]
     configs += [("diffuse", kind, alpha) for kind in ("discrete", "continuous", "combined") for alpha in (1, 2)]
-    # The continuous model started narrow (σ² = NARROW_VAR instead of softplus(0) ≈ 0.69).
+    # The continuous model started narrow (σ² = NARROW_VAR instead of about 1 at the default init).
     configs += [("diffuse", "continuous-narrow", 1), ("diffuse", "continuous-narrow", 2)]
     accs = {c: [] for c in configs}
     rows = []

@@ -47,10 +47,30 @@ from .densities import (
 )
 from .modules import ContinuousAttention1D, ContinuousAttention2D, ContinuousAttentionOutput
 
-# The experiments import the modules above: import them last.
-from ..experiments.classify import accuracy, fit_classifier  # noqa: E402
-from ..experiments.digits import DigitClassifier, cluttered_digits  # noqa: E402
-from ..experiments.documents import DocumentClassifier, span_documents  # noqa: E402
+# The experiments import this package's modules, so they are re-exported lazily (PEP 562):
+# an eager import here made ``import attnlib.experiments.documents`` (or ``.digits``), done
+# first, fail on a circular import.
+_EXPERIMENTS = {
+    "accuracy": "classify",
+    "fit_classifier": "classify",
+    "DigitClassifier": "digits",
+    "cluttered_digits": "digits",
+    "DocumentClassifier": "documents",
+    "span_documents": "documents",
+}
+
+
+def __getattr__(name: str):
+    if name in _EXPERIMENTS:
+        from importlib import import_module
+
+        module = import_module(f"attnlib.experiments.{_EXPERIMENTS[name]}")
+        return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPERIMENTS))
 
 __all__ = [
     "gaussian_pdf",

@@ -132,7 +132,8 @@ class DocumentClassifier(nn.Module):
         Span length, for ``kind="oracle"``.
     init_var : float, optional
         For ``kind="continuous"``: start σ² at this value (the head's bias is set so that
-        ``softplus(bias) = init_var``) instead of at ``softplus(0) ≈ 0.69``.
+        ``softplus(bias) = init_var``) instead of at the default initialisation's
+        ``softplus(w₂ᵀv + bias)``, which with random weights and ``v ≥ 0`` is about 1.
 
     Implements
     ----------
