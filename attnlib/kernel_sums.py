@@ -19,12 +19,13 @@ couple of ulps (see ``tests/test_kernel_sums.py``).
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
 from numba.extending import overload
 
-__all__ = ["exp_nonpositive", "gaussian_sums"]
+__all__ = ["exp_nonpositive", "nadaraya_watson_sums"]
 
 # No "reassoc" in the exponential: it would let LLVM fold the two-part reduction
 # x - k·ln2_hi - k·ln2_lo back into one rounded product and lose float64 accuracy.
@@ -109,4 +110,124 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
         raise ValueError(f"x must be a 1-D float32 or float64 array, got {x.dtype} {x.shape}")
     out = np.empty_like(x)
     _exp_array(x, out)
+    return out
+
+
+# --------------------------------------------------------------------------- Nadaraya–Watson sums
+# For one query the keys are visited in blocks of _BLOCK (in L1): a first pass writes the
+# distances of the block and their minimum, a second pass adds exp(-c (D_j - D_min)) [y_j, 1].
+# Shifting by the running minimum distance (the online softmax of Milakov & Gimelshein, 2018)
+# keeps the nearest key's weight at one: nothing underflows to 0/0, and a bandwidth so small
+# that c overflows still gives the nearest neighbour (D_j - D_min = 0 is never multiplied by
+# inf, because c is clipped to the largest finite number). A block's sums are added in the
+# dtype, in vector lanes; the blocks' sums are added in float64.
+_BLOCK = 1024
+
+
+@numba.njit(**_FAST)
+def _block_distances(q, xt, start, stop, l1, dist):
+    """``dist[:n] = Σ_k (q_k - x_kj)²`` (or ``|q_k - x_kj|`` if ``l1``) for keys ``start..stop``."""
+    n = stop - start
+    for k in range(xt.shape[0]):
+        qk, row = q[k], xt[k, start:stop]
+        if l1:
+            if k == 0:
+                for j in range(n):
+                    dist[j] = abs(qk - row[j])
+            else:
+                for j in range(n):
+                    dist[j] += abs(qk - row[j])
+        elif k == 0:
+            for j in range(n):
+                t = qk - row[j]
+                dist[j] = t * t
+        else:
+            for j in range(n):
+                t = qk - row[j]
+                dist[j] += t * t
+    low = dist[0]
+    for j in range(n):
+        low = min(low, dist[j])
+    return low
+
+
+@numba.njit(**_FAST)
+def _nw_queries(xq, xt, yt, c, l1, out):
+    """``out[i] = Σ_j w_ij y_j / Σ_j w_ij`` with ``w_ij = exp(-c D(x_i, x_j))`` for each query row."""
+    n, dv = xt.shape[1], yt.shape[0]
+    dist = np.empty(_BLOCK, dtype=xt.dtype)
+    num = np.empty(dv, dtype=np.float64)
+    block_num = np.empty(dv, dtype=xt.dtype)
+    for i in range(xq.shape[0]):
+        low = np.inf
+        den = 0.0
+        num[:] = 0.0
+        for start in range(0, n, _BLOCK):
+            stop = min(n, start + _BLOCK)
+            m = stop - start
+            block_low = _block_distances(xq[i], xt, start, stop, l1, dist)
+            if block_low < low:  # the new nearest key weighs one; rescale what came before
+                rescale = math.exp(-c * (low - block_low)) if den > 0 else 0.0
+                den *= rescale
+                num *= rescale
+                low = block_low
+            shift, cc = dist.dtype.type(low), dist.dtype.type(c)
+            block_den = shift - shift
+            for j in range(m):
+                w = fast_exp(-cc * (dist[j] - shift))
+                dist[j] = w
+                block_den += w
+            den += block_den
+            for v in range(dv):
+                acc = block_den - block_den
+                yv = yt[v, start:stop]
+                for j in range(m):
+                    acc += dist[j] * yv[j]
+                block_num[v] = acc
+                num[v] += block_num[v]
+        for v in range(dv):
+            out[i, v] = num[v] / den
+
+
+def nadaraya_watson_sums(x_query, x_train, y_train, bandwidth: float, *, l1: bool = False, threads: int = 1):
+    """Gaussian (or Laplace) Nadaraya–Watson predictions, fused: no weight matrix is formed.
+
+    Parameters
+    ----------
+    x_query : ndarray, shape (n_query, d)
+    x_train : ndarray, shape (n_train, d)
+    y_train : ndarray, shape (n_train, d_v)
+        All three float32 or all float64 (the computation's dtype).
+    bandwidth : float
+        ``σ`` of the Gaussian ``exp(-||x - x_j||² / (2σ²))``; with ``l1`` the scale ``h`` of
+        the Laplace kernel ``exp(-||x - x_j||₁ / h)``.
+    threads : int
+        Worker threads; each takes a contiguous share of the queries.
+
+    Returns
+    -------
+    ndarray, shape (n_query, d_v)
+        Memory beyond the inputs: a transposed copy of the keys and values and ``O(threads)``
+        small buffers, whatever ``n_query × n_train``.
+
+    Implements
+    ----------
+    Eq. (5)-(6) of the self-expression paper (Nadaraya–Watson with the Gaussian kernel),
+    evaluated with an online softmax (Milakov & Gimelshein, 2018) in blocks that stay in cache.
+    """
+    dtype = x_query.dtype
+    if dtype not in (np.float32, np.float64) or x_train.dtype != dtype or y_train.dtype != dtype:
+        raise ValueError(f"x_query, x_train and y_train must all be float32 or all float64, got {dtype}")
+    xq = np.ascontiguousarray(x_query)
+    xt, yt = np.ascontiguousarray(x_train.T), np.ascontiguousarray(y_train.T)  # keys along the lanes
+    c = 1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth  # inf, not 1/0, for a tiny bandwidth
+    c = min(c, float(np.finfo(dtype).max))
+    out = np.empty((xq.shape[0], yt.shape[0]), dtype=dtype)
+    bounds = np.linspace(0, xq.shape[0], max(1, min(threads, xq.shape[0])) + 1).astype(int)
+    parts = list(zip(bounds[:-1], bounds[1:]))
+    if len(parts) == 1:
+        _nw_queries(xq, xt, yt, c, l1, out)
+    else:
+        with ThreadPoolExecutor(len(parts)) as pool:
+            list(pool.map(lambda p: _nw_queries(xq[p[0] : p[1]], xt, yt, c, l1, out[p[0] : p[1]]), parts))
     return out
