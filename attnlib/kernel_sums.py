@@ -96,6 +96,36 @@ def _fast_exp(x):
     return None
 
 
+def _bits(x):
+    """The bits of a float as a signed integer: ordered like the float for ``x >= 0``."""
+    raise NotImplementedError("_bits is called from numba-compiled functions")
+
+
+def _from_bits(i):
+    """The float whose bits are ``i`` (the inverse of :func:`_bits`)."""
+    raise NotImplementedError("_from_bits is called from numba-compiled functions")
+
+
+# A minimum over non-negative floats taken on their bits: LLVM vectorises an integer min
+# reduction, but not a floating-point one without the no-NaN, no-inf flags.
+@overload(_bits, jit_options=_EXACT)
+def _bits_impl(x):
+    if x == numba.types.float32:
+        return lambda x: np.float32(x).view(np.int32)
+    if x == numba.types.float64:
+        return lambda x: np.float64(x).view(np.int64)
+    return None
+
+
+@overload(_from_bits, jit_options=_EXACT)
+def _from_bits_impl(i):
+    if i == numba.types.int32:
+        return lambda i: np.int32(i).view(np.float32)
+    if i == numba.types.int64:
+        return lambda i: np.int64(i).view(np.float64)
+    return None
+
+
 @numba.njit(**_FAST)
 def _exp_array(x, out):
     for i in range(x.shape[0]):
@@ -114,77 +144,119 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- Nadaraya–Watson sums
-# For one query the keys are visited in blocks of _BLOCK (in L1): a first pass writes the
-# distances of the block and their minimum, a second pass adds exp(-c (D_j - D_min)) [y_j, 1].
-# Shifting by the running minimum distance (the online softmax of Milakov & Gimelshein, 2018)
-# keeps the nearest key's weight at one: nothing underflows to 0/0, and a bandwidth so small
-# that c overflows still gives the nearest neighbour (D_j - D_min = 0 is never multiplied by
-# inf, because c is clipped to the largest finite number). A block's sums are added in the
-# dtype, in vector lanes; the blocks' sums are added in float64.
+# For one query the keys are visited in blocks of _BLOCK (in L1). One pass over a block forms
+# each key's distance D_j, its weight exp(c (shift - D_j)) and the sums Σ w_j [y_j, 1], and
+# tracks the block's smallest distance. The shift is the smallest distance seen before the
+# block (the online softmax of Milakov & Gimelshein, 2018), so the nearest key so far weighs
+# one and nothing underflows to 0/0. A block that comes closer than that is kept if its
+# weights stay below e^_SLACK (the sums are then rescaled to the new minimum); a block far
+# closer than everything before it (the first, and rarely another) is summed again with its
+# own minimum as the shift: a weight e^a carries a rounding error of about a ulps. A bandwidth so small that c overflows still gives the nearest
+# neighbour: c is clipped to the largest finite number, and D_j - D_min = 0 is never
+# multiplied by inf. A block's sums are added in the dtype, in vector lanes; the blocks'
+# sums are added in float64.
 _BLOCK = 1024
+_SLACK = 1.0
 
 
 @numba.njit(**_FAST)
 def _block_distances(q, xt, start, stop, l1, dist):
-    """``dist[:n] = Σ_k (q_k - x_kj)²`` (or ``|q_k - x_kj|`` if ``l1``) for keys ``start..stop``."""
-    n = stop - start
-    for k in range(xt.shape[0]):
-        qk, row = q[k], xt[k, start:stop]
+    """``dist[:n] = Σ_k (q_k - x_kj)²`` (or ``Σ_k |q_k - x_kj|`` if ``l1``), two dimensions per sweep."""
+    n, d = stop - start, xt.shape[0]
+    zero = q[0] - q[0]
+    for j in range(n):
+        dist[j] = zero
+    for k in range(0, d - 1, 2):
+        qa, qb, ra, rb = q[k], q[k + 1], xt[k, start:stop], xt[k + 1, start:stop]
         if l1:
-            if k == 0:
-                for j in range(n):
-                    dist[j] = abs(qk - row[j])
-            else:
-                for j in range(n):
-                    dist[j] += abs(qk - row[j])
-        elif k == 0:
             for j in range(n):
-                t = qk - row[j]
-                dist[j] = t * t
+                dist[j] += abs(qa - ra[j]) + abs(qb - rb[j])
         else:
             for j in range(n):
-                t = qk - row[j]
-                dist[j] += t * t
-    low = dist[0]
-    for j in range(n):
-        low = min(low, dist[j])
-    return low
+                ta, tb = qa - ra[j], qb - rb[j]
+                dist[j] += ta * ta + tb * tb
+    if d % 2:
+        qa, ra = q[d - 1], xt[d - 1, start:stop]
+        if l1:
+            for j in range(n):
+                dist[j] += abs(qa - ra[j])
+        else:
+            for j in range(n):
+                ta = qa - ra[j]
+                dist[j] += ta * ta
+
+
+@numba.njit(**_FAST)
+def _sum_1d(q, x, y, shift, c):
+    """One block, one feature, one target: ``(Σ w_j y_j, Σ w_j, min_j D_j)``, fully fused."""
+    num, den, low = shift - shift, shift - shift, _bits(x.dtype.type(np.inf))
+    for j in range(x.shape[0]):
+        t = q - x[j]
+        dist = t * t
+        low = min(low, _bits(dist))
+        w = fast_exp(c * (shift - dist))
+        den += w
+        num += w * y[j]
+    return num, den, _from_bits(low)
+
+
+@numba.njit(**_FAST)
+def _sum_block(dist, m, yt, start, shift, c, block_num):
+    """Weights of the block's distances into ``dist``; ``block_num`` and the weight sum and min."""
+    den, low = shift - shift, _bits(dist.dtype.type(np.inf))
+    for j in range(m):
+        low = min(low, _bits(dist[j]))
+        w = fast_exp(c * (shift - dist[j]))
+        dist[j] = w
+        den += w
+    for v in range(yt.shape[0]):
+        acc, yv = den - den, yt[v, start : start + m]
+        for j in range(m):
+            acc += dist[j] * yv[j]
+        block_num[v] = acc
+    return den, _from_bits(low)
 
 
 @numba.njit(**_FAST)
 def _nw_queries(xq, xt, yt, c, l1, out):
     """``out[i] = Σ_j w_ij y_j / Σ_j w_ij`` with ``w_ij = exp(-c D(x_i, x_j))`` for each query row."""
     n, dv = xt.shape[1], yt.shape[0]
+    fused = xt.shape[0] == 1 and dv == 1 and not l1
     dist = np.empty(_BLOCK, dtype=xt.dtype)
     num = np.empty(dv, dtype=np.float64)
     block_num = np.empty(dv, dtype=xt.dtype)
+    cc = xt.dtype.type(c)
     for i in range(xq.shape[0]):
-        low = np.inf
+        low = np.inf  # the shift: the smallest distance of the blocks summed so far
         den = 0.0
         num[:] = 0.0
         for start in range(0, n, _BLOCK):
             stop = min(n, start + _BLOCK)
             m = stop - start
-            block_low = _block_distances(xq[i], xt, start, stop, l1, dist)
-            if block_low < low:  # the new nearest key weighs one; rescale what came before
-                rescale = math.exp(-c * (low - block_low)) if den > 0 else 0.0
-                den *= rescale
-                num *= rescale
-                low = block_low
-            shift, cc = dist.dtype.type(low), dist.dtype.type(c)
-            block_den = shift - shift
-            for j in range(m):
-                w = fast_exp(-cc * (dist[j] - shift))
-                dist[j] = w
-                block_den += w
-            den += block_den
+            if not fused:
+                _block_distances(xq[i], xt, start, stop, l1, dist)
+            # The first block, with nothing before it, is shifted by its first distance.
+            shift = low if den > 0 else (xq[i, 0] - xt[0, start]) ** 2 if fused else dist[0]
+            for attempt in range(2):
+                sh = xt.dtype.type(shift)
+                if fused:
+                    b_num, b_den, b_low = _sum_1d(xq[i, 0], xt[0, start:stop], yt[0, start:stop], sh, cc)
+                    block_num[0] = b_num
+                else:
+                    b_den, b_low = _sum_block(dist, m, yt, start, sh, cc, block_num)
+                if not c * (shift - b_low) > _SLACK:
+                    break
+                shift = b_low  # weights up to e^(c (shift - b_low)) would lose accuracy: again
+                if not fused:
+                    _block_distances(xq[i], xt, start, stop, l1, dist)
+            # Express the running sums and the block's sums relative to the new shift.
+            new = min(shift, b_low, low)
+            old_scale = math.exp(-c * (low - new)) if den > 0 else 0.0
+            block_scale = math.exp(-c * (shift - new))
+            den = den * old_scale + b_den * block_scale
             for v in range(dv):
-                acc = block_den - block_den
-                yv = yt[v, start:stop]
-                for j in range(m):
-                    acc += dist[j] * yv[j]
-                block_num[v] = acc
-                num[v] += block_num[v]
+                num[v] = num[v] * old_scale + block_num[v] * block_scale
+            low = new
         for v in range(dv):
             out[i, v] = num[v] / den
 
