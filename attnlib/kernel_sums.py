@@ -161,29 +161,29 @@ _SLACK = 1.0
 
 @numba.njit(**_FAST)
 def _block_distances(q, xt, start, stop, l1, dist):
-    """``dist[:n] = Σ_k (q_k - x_kj)²`` (or ``Σ_k |q_k - x_kj|`` if ``l1``), two dimensions per sweep."""
+    """``dist[:n] = Σ_k (q_k - x_kj)²`` (or ``Σ_k |q_k - x_kj|`` if ``l1``), four dimensions per sweep."""
     n, d = stop - start, xt.shape[0]
-    zero = q[0] - q[0]
     for j in range(n):
-        dist[j] = zero
-    for k in range(0, d - 1, 2):
-        qa, qb, ra, rb = q[k], q[k + 1], xt[k, start:stop], xt[k + 1, start:stop]
+        dist[j] = q[0] - q[0]
+    for k in range(0, d - 3, 4):
+        q0, q1, q2, q3 = q[k], q[k + 1], q[k + 2], q[k + 3]
+        r0, r1, r2, r3 = xt[k, start:stop], xt[k + 1, start:stop], xt[k + 2, start:stop], xt[k + 3, start:stop]
         if l1:
             for j in range(n):
-                dist[j] += abs(qa - ra[j]) + abs(qb - rb[j])
+                dist[j] += (abs(q0 - r0[j]) + abs(q1 - r1[j])) + (abs(q2 - r2[j]) + abs(q3 - r3[j]))
         else:
             for j in range(n):
-                ta, tb = qa - ra[j], qb - rb[j]
-                dist[j] += ta * ta + tb * tb
-    if d % 2:
-        qa, ra = q[d - 1], xt[d - 1, start:stop]
+                t0, t1, t2, t3 = q0 - r0[j], q1 - r1[j], q2 - r2[j], q3 - r3[j]
+                dist[j] += (t0 * t0 + t1 * t1) + (t2 * t2 + t3 * t3)
+    for k in range(d - d % 4, d):
+        qk, rk = q[k], xt[k, start:stop]
         if l1:
             for j in range(n):
-                dist[j] += abs(qa - ra[j])
+                dist[j] += abs(qk - rk[j])
         else:
             for j in range(n):
-                ta = qa - ra[j]
-                dist[j] += ta * ta
+                t = qk - rk[j]
+                dist[j] += t * t
 
 
 @numba.njit(**_FAST)
