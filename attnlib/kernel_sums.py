@@ -151,10 +151,10 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
 # one and nothing underflows to 0/0. A block that comes closer than that is kept if its
 # weights stay below e^_SLACK (the sums are then rescaled to the new minimum); a block far
 # closer than everything before it (the first, and rarely another) is summed again with its
-# own minimum as the shift: a weight e^a carries a rounding error of about a ulps. A bandwidth so small that c overflows still gives the nearest
-# neighbour: c is clipped to the largest finite number, and D_j - D_min = 0 is never
-# multiplied by inf. A block's sums are added in the dtype, in vector lanes; the blocks'
-# sums are added in float64.
+# own minimum as the shift, because a weight e^a carries a rounding error of about a ulps.
+# A bandwidth so small that c overflows still gives the nearest neighbour: c is clipped to
+# the largest finite number, and D_j - D_min = 0 is never multiplied by inf. A block's sums
+# are added in the dtype, in vector lanes; the blocks' sums are added in float64.
 _BLOCK = 1024
 _SLACK = 1.0
 

@@ -22,3 +22,14 @@ def test_exp_flushes_below_the_normal_range_to_the_smallest_normal():
 def test_exp_bad_input():
     with pytest.raises(ValueError, match="x must be"):
         ks.exp_nonpositive(np.zeros((2, 2)))
+
+
+def test_nadaraya_watson_sums_match_numpy_and_reject_mixed_dtypes():
+    rng = np.random.default_rng(0)
+    xq, xt, y = rng.random((7, 2)), rng.random((2500, 2)), rng.random((2500, 3))
+    w = np.exp(-((xq[:, None] - xt[None]) ** 2).sum(-1) / (2 * 0.1**2))
+    for threads in (1, 3):
+        out = ks.nadaraya_watson_sums(xq, xt, y, 0.1, threads=threads)
+        np.testing.assert_allclose(out, w @ y / w.sum(1, keepdims=True), rtol=1e-12)
+    with pytest.raises(ValueError, match="x_query, x_train and y_train"):
+        ks.nadaraya_watson_sums(xq.astype(np.float32), xt, y, 0.1)
