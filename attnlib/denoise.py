@@ -403,10 +403,11 @@ def _nlm_offsets(chw: torch.Tensor, s: int, d_rows: int, d_cols: int, h: float, 
         _nlm_rows(pad, vals, g.astype(dtype), offsets, share, factor, dtype.type(2 * var / h**2), floor, num, den)
         return num, den
 
-    # Each worker takes every workers-th strip (so that the cost evens out) and keeps its own
-    # sums; the compiled loops release the GIL, so Python threads run them side by side.
-    # PyTorch's thread setting is read, never changed.
-    shares = [strips[i::workers] for i in range(workers)]
+    # Each worker takes a contiguous run of strips (the sums it adds below a strip are those of
+    # its next strip, still in its cache) and keeps its own sums; the compiled loops release
+    # the GIL, so Python threads run them side by side. PyTorch's thread setting is read, never
+    # changed.
+    shares = np.array_split(strips, workers)
     if workers == 1:
         sums = [work(shares[0])]
     else:
