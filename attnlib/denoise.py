@@ -317,6 +317,8 @@ def patch_attention(image, pixel, patch_size: int = 7, h: float = 0.1, patch_dis
 @numba.njit(**_JIT)
 def _nlm_strip(pad, vals, g, offsets, y0, y1, factor, bias, floor, num, den, hz, e, w):
     """Add the weights of ``offsets`` (rows ``(dy, dx)``) for the pixels of rows ``[y0, y1)``."""
+    # Every inner loop runs over slices indexed from 0: LLVM then vectorises it (offset
+    # indices such as a[j0 + j] kept it scalar and cost a factor of two).
     c, hh, ww = vals.shape
     s = g.shape[0]
     zero = floor - floor  # in the image's dtype, so that float32 stays float32
@@ -326,40 +328,48 @@ def _nlm_strip(pad, vals, g, offsets, y0, y1, factor, bias, floor, num, den, hz,
         if stop <= y0:
             continue
         j0, j1 = max(0, -dx), min(ww, ww - dx)
-        n = j1 - j0
+        n, m = j1 - j0, j1 - j0 + s - 1
         for t in range(stop - y0 + s - 1):  # the row pass, on padded rows y0 .. stop + 2r
             for ch in range(c):
-                a, b = pad[ch, y0 + t], pad[ch, y0 + t + dy]
-                for j in range(n + s - 1):
-                    diff = a[j0 + j] - b[j0 + j + dx]
-                    e[j] = diff * diff if ch == 0 else e[j] + diff * diff
-            row = hz[t]
+                a, b = pad[ch, y0 + t, j0 : j0 + m], pad[ch, y0 + t + dy, j0 + dx : j0 + dx + m]
+                if ch == 0:
+                    for j in range(m):
+                        diff = a[j] - b[j]
+                        e[j] = diff * diff
+                else:
+                    for j in range(m):
+                        diff = a[j] - b[j]
+                        e[j] += diff * diff
+            row, first = hz[t, :n], e[:n]
             for j in range(n):
-                row[j] = g[0] * e[j]
+                row[j] = g[0] * first[j]
             for u in range(1, s):
+                shifted = e[u : u + n]
                 for j in range(n):
-                    row[j] += g[u] * e[j + u]
+                    row[j] += g[u] * shifted[j]
         for i in range(stop - y0):  # the column pass, the weight, and both sums
+            first = hz[i, :n]
             for j in range(n):
-                w[j] = g[0] * hz[i, j]
+                w[j] = g[0] * first[j]
             for t in range(1, s):
+                below = hz[i + t, :n]
                 for j in range(n):
-                    w[j] += g[t] * hz[i + t, j]
+                    w[j] += g[t] * below[j]
             for j in range(n):
                 w[j] = fast_exp(max(min(bias - factor * w[j], zero), floor))
             y = y0 + i
-            fwd, bwd = den[y], den[y + dy]
+            fwd, bwd = den[y, j0:j1], den[y + dy, j0 + dx : j1 + dx]
             for j in range(n):
-                fwd[j0 + j] += w[j]
+                fwd[j] += w[j]
             for j in range(n):
-                bwd[j0 + dx + j] += w[j]
+                bwd[j] += w[j]
             for ch in range(c):
-                out, src = num[ch, y], vals[ch, y + dy]
+                out, src = num[ch, y, j0:j1], vals[ch, y + dy, j0 + dx : j1 + dx]
                 for j in range(n):
-                    out[j0 + j] += w[j] * src[j0 + dx + j]
-                out, src = num[ch, y + dy], vals[ch, y]
+                    out[j] += w[j] * src[j]
+                out, src = num[ch, y + dy, j0 + dx : j1 + dx], vals[ch, y, j0:j1]
                 for j in range(n):
-                    out[j0 + dx + j] += w[j] * src[j0 + j]
+                    out[j] += w[j] * src[j]
 
 
 @numba.njit(**_JIT)
