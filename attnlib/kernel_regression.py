@@ -103,14 +103,33 @@ def _check_data(x_query, x_train, y_train):
     return xq, xt, (y[:, None] if squeeze else y), squeeze
 
 
-def _kernel_attention(xq, xt, y, kernel: Kernel, bandwidth: float, mask=None):
-    """Nadaraya–Watson as one :func:`attention` call on checked 2-D tensors."""
-    if kernel == "gaussian":
-        return attention(xq, xt, y, score="neg_sq_dist", temperature=bandwidth**2, mask=mask)
-    if kernel == "laplace":
-        return attention(xq, xt, y, score="neg_l1", temperature=bandwidth, mask=mask)
+def _kernel_attention(xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, offset: int = 0):
+    """Nadaraya–Watson as one :func:`attention` call on checked 2-D tensors.
+
+    For the softmax kernels each row's scores are shifted so that its largest unmasked score
+    is zero before they are divided by the temperature: as the bandwidth goes to zero the
+    nearest key keeps weight one (the nearest-neighbour limit) instead of every weight
+    underflowing (0/0). The Gaussian's squared distances are expanded into products, so the
+    points are first centred on the keys' mean (distances do not change; rounding does).
+    ``offset`` is the index of ``xq``'s first row in the caller's queries, for error messages.
+    """
+    if kernel in _SOFTMAX_KERNELS:
+        if kernel == "gaussian":
+            centre = xt.mean(0).detach()
+            xq, xt = xq - centre, xt - centre
+        base = SCORES[_SOFTMAX_KERNELS[kernel]]
+        inverse = 1 / bandwidth / bandwidth if kernel == "gaussian" else 1 / bandwidth  # inf, not 1/0
+        scale = min(inverse, torch.finfo(xq.dtype).max)
+
+        def shifted(a, b):
+            s = base(a, b)
+            top = s if mask is None else s.masked_fill(~mask, float("-inf"))
+            return (s - top.amax(-1, keepdim=True).detach()) * scale
+
+        return attention(xq, xt, y, score=shifted, temperature=1.0, mask=mask)
     score = _VALUE_KERNELS.get(kernel, kernel)
-    return attention(xq / bandwidth, xt / bandwidth, y, score=score, normalizer=_normalise_rows, mask=mask)
+    normalise = lambda values: _normalise_rows(values, offset)  # noqa: E731
+    return attention(xq / bandwidth, xt / bandwidth, y, score=score, normalizer=normalise, mask=mask)
 
 
 def nadaraya_watson(
@@ -206,22 +225,7 @@ def _blockwise(xq, xt, y, kernel: Kernel, bandwidth: float, grad: bool) -> torch
 
 
 def _block_prediction(q, xt, y, kernel: Kernel, bandwidth: float, offset: int) -> torch.Tensor:
-    if kernel in _SOFTMAX_KERNELS:
-        # Scores shifted so that each row's largest is zero before they are divided by the
-        # temperature: as the bandwidth goes to zero the nearest key keeps weight one (the
-        # nearest-neighbour limit) instead of every weight underflowing (0/0).
-        base = SCORES[_SOFTMAX_KERNELS[kernel]]
-        inverse = 1 / bandwidth / bandwidth if kernel == "gaussian" else 1 / bandwidth  # inf, not 1/0
-        scale = min(inverse, torch.finfo(q.dtype).max)
-
-        def shifted(a, b):
-            s = base(a, b)
-            return (s - s.amax(-1, keepdim=True).detach()) * scale
-
-        return attention(q, xt, y, score=shifted, temperature=1.0).output
-    score = _VALUE_KERNELS.get(kernel, kernel)
-    normalise = lambda values: _normalise_rows(values, offset)  # noqa: E731
-    return attention(q / bandwidth, xt / bandwidth, y, score=score, normalizer=normalise).output
+    return _kernel_attention(q, xt, y, kernel, bandwidth, offset=offset).output
 
 
 def _check_weights_fit(n_query: int, n_train: int, itemsize: int) -> None:

@@ -95,14 +95,25 @@ def test_limits_nearest_neighbour_and_mean():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("kernel", ["gaussian", "laplace"])
-@pytest.mark.parametrize("path", ["fused", "blockwise"])
+@pytest.mark.parametrize("path", ["fused", "blockwise", "weights", "loo"])
 def test_tiny_bandwidth_is_the_nearest_neighbour_not_nan(dtype, kernel, path):
     xq, xt, y = (torch.tensor(a, dtype=dtype) for a in make_data())
-    knn = KNeighborsRegressor(n_neighbors=1).fit(xt.double(), y.double()).predict(xq.double())
+    p = 1 if kernel == "laplace" else 2
+    if path == "loo":  # each training point predicted by its nearest other point
+        knn = KNeighborsRegressor(n_neighbors=2, p=p).fit(xt.double(), y.double())
+        knn = y.double().numpy()[knn.kneighbors(xt.double(), return_distance=False)[:, 1]]
+    else:
+        knn = KNeighborsRegressor(n_neighbors=1, p=p).fit(xt.double(), y.double()).predict(xq.double())
     if path == "blockwise":  # inputs that require gradients take the blockwise attention path
         xq.requires_grad_()
     for h in (1e-6, 1e-30, 1e-300):
-        pred = nadaraya_watson(xq, xt, y, kernel=kernel, bandwidth=h)
+        if path == "weights":
+            pred, weights = nadaraya_watson(xq, xt, y, kernel=kernel, bandwidth=h, return_weights=True)
+            assert torch.isfinite(weights).all()
+        elif path == "loo":
+            pred = loo_predictions(xt, y, kernel=kernel, bandwidth=h)
+        else:
+            pred = nadaraya_watson(xq, xt, y, kernel=kernel, bandwidth=h)
         np.testing.assert_allclose(pred.detach().double().numpy(), knn, rtol=1e-6)
 
 
