@@ -133,8 +133,24 @@ def _exp_array(x, out):
 
 
 def exp_nonpositive(x: np.ndarray) -> np.ndarray:
-    """``exp(x)`` for ``x <= 0`` (clipped to the smallest normal number below ``-87`` in
-    float32, ``-708`` in float64), vectorised; a 1-D float32 or float64 array."""
+    """The vectorised exponential of the compiled kernels, on an array (for tests and timing).
+
+    Parameters
+    ----------
+    x : ndarray, shape (n,), float32 or float64
+        Arguments ``<= 0`` (up to 88 in float32 and 709 in float64 also work). Below ``-87``
+        (float32) or ``-708`` (float64) the result is clipped to about the smallest normal number.
+
+    Returns
+    -------
+    ndarray, shape (n,), dtype of ``x``
+        ``exp(x)`` within a few ulps (relative error below 2.5e-7 in float32, 4e-16 in float64).
+
+    Implements
+    ----------
+    Range reduction ``e^x = 2^k e^f`` (Cody and Waite's two-part ``ln 2``) and a Taylor
+    polynomial for ``e^f``: a textbook construction, written so that LLVM vectorises it.
+    """
     x = np.ascontiguousarray(x)
     if x.ndim != 1 or x.dtype not in (np.float32, np.float64):
         raise ValueError(f"x must be a 1-D float32 or float64 array, got {x.dtype} {x.shape}")
