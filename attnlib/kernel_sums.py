@@ -160,9 +160,9 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- Nadaraya–Watson sums
-# For one query the keys are visited in blocks of _BLOCK (in L1). One pass over a block forms
-# each key's distance D_j, its weight exp(c (shift - D_j)) and the sums Σ w_j [y_j, 1], and
-# tracks the block's smallest distance. The shift is the smallest distance seen before the
+# For one query the keys are visited in blocks that fit in L1 with their distances. One pass
+# over a block forms each key's distance D_j, its weight exp(c (shift - D_j)) and the sums
+# Σ w_j [y_j, 1], and tracks the block's smallest distance. The shift is the smallest distance seen before the
 # block (the online softmax of Milakov & Gimelshein, 2018), so the nearest key so far weighs
 # one and nothing underflows to 0/0. A block that comes closer than that is kept if its
 # weights stay below e^_SLACK (the sums are then rescaled to the new minimum); a block far
@@ -171,7 +171,8 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
 # A bandwidth so small that c overflows still gives the nearest neighbour: c is clipped to
 # the largest finite number, and D_j - D_min = 0 is never multiplied by inf. A block's sums
 # are added in the dtype, in vector lanes; the blocks' sums are added in float64.
-_BLOCK = 1024
+_L1_BYTES = 48 * 1024  # L1 data cache of recent x86 cores (32 KiB on older ones: then L2 serves)
+_TILE = 64
 _SLACK = 1.0
 
 
@@ -234,47 +235,62 @@ def _sum_block(dist, m, yt, start, shift, c, block_num):
 
 
 @numba.njit(**_FAST)
-def _nw_queries(xq, xt, yt, c, l1, out):
-    """``out[i] = Σ_j w_ij y_j / Σ_j w_ij`` with ``w_ij = exp(-c D(x_i, x_j))`` for each query row."""
+def _nw_block(q, xt, yt, start, stop, l1, fused, c, low, den, num, dist, block_num):
+    """Add the keys ``start..stop`` to one query's sums ``(low, den, num)``; return ``(low, den)``."""
+    m = stop - start
+    cc = xt.dtype.type(c)
+    if not fused:
+        _block_distances(q, xt, start, stop, l1, dist)
+    # The first block, with nothing before it, is shifted by its first distance.
+    shift = low if den > 0 else (q[0] - xt[0, start]) ** 2 if fused else dist[0]
+    for attempt in range(2):
+        sh = xt.dtype.type(shift)
+        if fused:
+            b_num, b_den, b_low = _sum_1d(q[0], xt[0, start:stop], yt[0, start:stop], sh, cc)
+            block_num[0] = b_num
+        else:
+            b_den, b_low = _sum_block(dist, m, yt, start, sh, cc, block_num)
+        if not c * (shift - b_low) > _SLACK:
+            break
+        shift = b_low  # weights up to e^(c (shift - b_low)) would lose accuracy: again
+        if not fused:
+            _block_distances(q, xt, start, stop, l1, dist)
+    # Express the running sums and the block's sums relative to the new shift.
+    new = min(shift, b_low, low)
+    old_scale = math.exp(-c * (low - new)) if den > 0 else 0.0
+    block_scale = math.exp(-c * (shift - new))
+    for v in range(num.shape[0]):
+        num[v] = num[v] * old_scale + block_num[v] * block_scale
+    return new, den * old_scale + b_den * block_scale
+
+
+@numba.njit(**_FAST)
+def _nw_queries(xq, xt, yt, c, l1, block, out):
+    """``out[i] = Σ_j w_ij y_j / Σ_j w_ij`` with ``w_ij = exp(-c D(x_i, x_j))`` for each query row.
+
+    Queries are taken _TILE at a time, and each block of ``block`` keys is read once for the
+    whole tile: the block (its features, targets and distances: _L1_BYTES) stays in L1 while
+    the tile's queries pass over it, instead of every query streaming all the keys from memory.
+    """
     n, dv = xt.shape[1], yt.shape[0]
     fused = xt.shape[0] == 1 and dv == 1 and not l1
-    dist = np.empty(_BLOCK, dtype=xt.dtype)
-    num = np.empty(dv, dtype=np.float64)
+    dist = np.empty(block, dtype=xt.dtype)
     block_num = np.empty(dv, dtype=xt.dtype)
-    cc = xt.dtype.type(c)
-    for i in range(xq.shape[0]):
-        low = np.inf  # the shift: the smallest distance of the blocks summed so far
-        den = 0.0
+    low = np.empty(_TILE)  # per query: the shift, the smallest distance summed so far
+    den = np.empty(_TILE)
+    num = np.empty((_TILE, dv))
+    for q0 in range(0, xq.shape[0], _TILE):
+        q1 = min(xq.shape[0], q0 + _TILE)
+        low[:] = np.inf
+        den[:] = 0.0
         num[:] = 0.0
-        for start in range(0, n, _BLOCK):
-            stop = min(n, start + _BLOCK)
-            m = stop - start
-            if not fused:
-                _block_distances(xq[i], xt, start, stop, l1, dist)
-            # The first block, with nothing before it, is shifted by its first distance.
-            shift = low if den > 0 else (xq[i, 0] - xt[0, start]) ** 2 if fused else dist[0]
-            for attempt in range(2):
-                sh = xt.dtype.type(shift)
-                if fused:
-                    b_num, b_den, b_low = _sum_1d(xq[i, 0], xt[0, start:stop], yt[0, start:stop], sh, cc)
-                    block_num[0] = b_num
-                else:
-                    b_den, b_low = _sum_block(dist, m, yt, start, sh, cc, block_num)
-                if not c * (shift - b_low) > _SLACK:
-                    break
-                shift = b_low  # weights up to e^(c (shift - b_low)) would lose accuracy: again
-                if not fused:
-                    _block_distances(xq[i], xt, start, stop, l1, dist)
-            # Express the running sums and the block's sums relative to the new shift.
-            new = min(shift, b_low, low)
-            old_scale = math.exp(-c * (low - new)) if den > 0 else 0.0
-            block_scale = math.exp(-c * (shift - new))
-            den = den * old_scale + b_den * block_scale
+        for start in range(0, n, block):
+            stop = min(n, start + block)
+            for i in range(q1 - q0):
+                low[i], den[i] = _nw_block(xq[q0 + i], xt, yt, start, stop, l1, fused, c, low[i], den[i], num[i], dist, block_num)
+        for i in range(q1 - q0):
             for v in range(dv):
-                num[v] = num[v] * old_scale + block_num[v] * block_scale
-            low = new
-        for v in range(dv):
-            out[i, v] = num[v] / den
+                out[q0 + i, v] = num[i, v] / den[i]
 
 
 def nadaraya_watson_sums(x_query, x_train, y_train, bandwidth: float, *, l1: bool = False, threads: int = 1):
@@ -311,11 +327,13 @@ def nadaraya_watson_sums(x_query, x_train, y_train, bandwidth: float, *, l1: boo
     c = 1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth  # inf, not 1/0, for a tiny bandwidth
     c = min(c, float(np.finfo(dtype).max))
     out = np.empty((xq.shape[0], yt.shape[0]), dtype=dtype)
+    per_key = (xt.shape[0] + yt.shape[0] + 1) * xt.itemsize
+    block = int(min(4096, max(256, 2 ** int(math.log2(_L1_BYTES // per_key)))))
     bounds = np.linspace(0, xq.shape[0], max(1, min(threads, xq.shape[0])) + 1).astype(int)
     parts = list(zip(bounds[:-1], bounds[1:]))
     if len(parts) == 1:
-        _nw_queries(xq, xt, yt, c, l1, out)
+        _nw_queries(xq, xt, yt, c, l1, block, out)
     else:
         with ThreadPoolExecutor(len(parts)) as pool:
-            list(pool.map(lambda p: _nw_queries(xq[p[0] : p[1]], xt, yt, c, l1, out[p[0] : p[1]]), parts))
+            list(pool.map(lambda p: _nw_queries(xq[p[0] : p[1]], xt, yt, c, l1, block, out[p[0] : p[1]]), parts))
     return out

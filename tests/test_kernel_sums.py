@@ -33,3 +33,20 @@ def test_nadaraya_watson_sums_match_numpy_and_reject_mixed_dtypes():
         np.testing.assert_allclose(out, w @ y / w.sum(1, keepdims=True), rtol=1e-12)
     with pytest.raises(ValueError, match="x_query, x_train and y_train"):
         ks.nadaraya_watson_sums(xq.astype(np.float32), xt, y, 0.1)
+
+
+@pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 2e-6)])
+def test_one_feature_path_across_blocks_and_tiles(dtype, rtol):
+    # 20 000 sorted keys span several key blocks and 150 queries three query tiles; queries
+    # near the last keys meet their nearest key only in the last block, far closer than the
+    # first block's keys (the case where a block is summed again with its own minimum).
+    rng = np.random.default_rng(1)
+    xt = np.sort(rng.random(20_000))[:, None]
+    xq = np.concatenate([rng.random(140), 1 - rng.random(10) * 1e-3])[:, None]
+    y = np.cos(9 * xt)
+    for h in (0.2, 0.003):
+        d2 = (xq - xt.T) ** 2
+        w = np.exp(-(d2 - d2.min(1, keepdims=True)) / (2 * h * h))
+        ref = w @ y / w.sum(1, keepdims=True)
+        out = ks.nadaraya_watson_sums(xq.astype(dtype), xt.astype(dtype), y.astype(dtype), h)
+        np.testing.assert_allclose(out, ref, rtol=rtol, atol=rtol)
