@@ -138,7 +138,7 @@ def test_compact_kernel_without_neighbours_raises():
     seed=st.integers(0, 10_000),
 )
 def test_fused_and_blockwise_paths_equal_the_dense_weights(n, n_query, d, kernel, seed):
-    # n up to 3000 crosses the fused kernel's key blocks (512 to 2048 keys here); a budget of 64
+    # n up to 3000 crosses the fused kernel's key blocks (512 to 1024 keys here); a budget of 64
     # elements makes the blockwise path take several blocks of queries.
     with mock.patch.object(kr, "_BLOCK_ELEMENTS", 64):
         check_paths_agree(n, n_query, d, kernel, seed)
