@@ -9,8 +9,8 @@ positional encodings and several heads. Images are ``(H, W)`` (grey) or ``(H, W,
 :func:`nonlocal_means` computes exact NLM with the conventions of
 ``skimage.restoration.denoise_nl_means(fast_mode=False)`` but organises the work by offset:
 for each displacement ``δ`` in the search window it forms the image of squared differences
-``(y(x) - y(x + δ))²``, blurs it with the separable Gaussian patch kernel (a depthwise
-convolution over a chunk of offsets), exponentiates, and accumulates. The weight of ``δ`` at
+``(y(x) - y(x + δ))²``, blurs it with the separable Gaussian patch kernel, exponentiates, and
+accumulates, in compiled loops over row strips that stay in cache. The weight of ``δ`` at
 ``x`` is also the weight of ``-δ`` at ``x + δ``, so only half of the offsets are computed.
 """
 
@@ -19,12 +19,15 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 
+import numba
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .attention import SCORES, attention
+from .kernel_sums import _FAST as _JIT
+from .kernel_sums import fast_exp
 from .utils import as_tensor, check_int, check_positive
 
 __all__ = [
@@ -306,113 +309,127 @@ def patch_attention(image, pixel, patch_size: int = 7, h: float = 0.1, patch_dis
 
 
 # --------------------------------------------------------------------------- fast exact NLM
+# The loops below are compiled by numba (cached on disk) and run over row strips: for a strip
+# of ``strip_rows`` rows and one offset δ, the squared differences of the two shifted images
+# are blurred by the separable patch kernel (a row pass, then a column pass), exponentiated
+# with the vectorised exponential of ``kernel_sums``, and added to the sums at x (weight of
+# +δ) and at x + δ (the same weight, for -δ). A strip's rows, buffers and sums stay in the
+# L2 cache while all the offsets pass over them.
 
 
-def _offset_chunks(d_rows: int, d_cols: int, max_chunk: int):
-    """Half of the search window (δ > 0 in row-major order) as runs ``(dy, dx0, K)`` of consecutive dx."""
-    for dy in range(0, d_rows + 1):
-        lo = 1 if dy == 0 else -d_cols
-        for dx0 in range(lo, d_cols + 1, max_chunk):
-            yield dy, dx0, min(max_chunk, d_cols + 1 - dx0)
+@numba.njit(**_JIT)
+def _nlm_strip(pad, vals, g, offsets, y0, y1, factor, bias, floor, num, den, hz, e, w):
+    """Add the weights of ``offsets`` (rows ``(dy, dx)``) for the pixels of rows ``[y0, y1)``."""
+    # Every inner loop runs over slices indexed from 0: LLVM then vectorises it (offset
+    # indices such as a[j0 + j] kept it scalar and cost a factor of two).
+    c, hh, ww = vals.shape
+    s = g.shape[0]
+    zero = floor - floor  # in the image's dtype, so that float32 stays float32
+    for o in range(offsets.shape[0]):
+        dy, dx = offsets[o, 0], offsets[o, 1]
+        stop = min(y1, hh - dy)
+        if stop <= y0:
+            continue
+        j0, j1 = max(0, -dx), min(ww, ww - dx)
+        n, m = j1 - j0, j1 - j0 + s - 1
+        for t in range(stop - y0 + s - 1):  # the row pass, on padded rows y0 .. stop + 2r
+            for ch in range(c):
+                a, b = pad[ch, y0 + t, j0 : j0 + m], pad[ch, y0 + t + dy, j0 + dx : j0 + dx + m]
+                if ch == 0:
+                    for j in range(m):
+                        diff = a[j] - b[j]
+                        e[j] = diff * diff
+                else:
+                    for j in range(m):
+                        diff = a[j] - b[j]
+                        e[j] += diff * diff
+            row, first = hz[t, :n], e[:n]
+            for j in range(n):
+                row[j] = g[0] * first[j]
+            for u in range(1, s):
+                shifted = e[u : u + n]
+                for j in range(n):
+                    row[j] += g[u] * shifted[j]
+        for i in range(stop - y0):  # the column pass, the weight, and both sums
+            first = hz[i, :n]
+            for j in range(n):
+                w[j] = g[0] * first[j]
+            for t in range(1, s):
+                below = hz[i + t, :n]
+                for j in range(n):
+                    w[j] += g[t] * below[j]
+            for j in range(n):
+                w[j] = fast_exp(max(min(bias - factor * w[j], zero), floor))
+            y = y0 + i
+            fwd, bwd = den[y, j0:j1], den[y + dy, j0 + dx : j1 + dx]
+            for j in range(n):
+                fwd[j] += w[j]
+            for j in range(n):
+                bwd[j] += w[j]
+            for ch in range(c):
+                out, src = num[ch, y, j0:j1], vals[ch, y + dy, j0 + dx : j1 + dx]
+                for j in range(n):
+                    out[j] += w[j] * src[j]
+                out, src = num[ch, y + dy, j0 + dx : j1 + dx], vals[ch, y, j0:j1]
+                for j in range(n):
+                    out[j] += w[j] * src[j]
 
 
-def _nlm_offsets(chw: torch.Tensor, s: int, d_rows: int, d_cols: int, h: float, var: float, max_chunk: int, strip_elems: int) -> torch.Tensor:
-    """Exact NLM by offsets: see the module docstring. ``chw`` is ``(C, H, W)``."""
+@numba.njit(**_JIT)
+def _nlm_rows(pad, vals, g, offsets, strips, factor, bias, floor, num, den):
+    """:func:`_nlm_strip` for each ``(y0, y1)`` row of ``strips``, with its own buffers."""
+    ww, s = vals.shape[2], g.shape[0]
+    height = int((strips[:, 1] - strips[:, 0]).max()) if strips.shape[0] else 0
+    hz = np.empty((height + s - 1, ww), dtype=vals.dtype)
+    e = np.empty(ww + s - 1, dtype=vals.dtype)
+    w = np.empty(ww, dtype=vals.dtype)
+    for k in range(strips.shape[0]):
+        _nlm_strip(pad, vals, g, offsets, strips[k, 0], strips[k, 1], factor, bias, floor, num, den, hz, e, w)
+
+
+def _half_window(d_rows: int, d_cols: int) -> np.ndarray:
+    """The offsets δ > 0 in row-major order, ``(dy, dx)`` rows: half of the search window."""
+    offsets = [(0, dx) for dx in range(1, d_cols + 1)]
+    offsets += [(dy, dx) for dy in range(1, d_rows + 1) for dx in range(-d_cols, d_cols + 1)]
+    return np.array(offsets, dtype=np.int64).reshape(-1, 2)
+
+
+def _nlm_offsets(chw: torch.Tensor, s: int, d_rows: int, d_cols: int, h: float, var: float, strip_rows: int) -> torch.Tensor:
+    """Exact NLM by offsets (see the comment above); ``chw`` is ``(C, H, W)`` float32 or float64."""
     c, hh, ww = chw.shape
-    r, dtype, dev = s // 2, chw.dtype, chw.device
-    pad = 2 * d_cols + r  # columns beyond the reflected border, wide enough for every shifted read
-    g = patch_kernel(s, dtype=dtype, device=dev)
-    kh = -g / (c * h * h * g.sum() ** 2)  # folds the normalisation and the minus sign into the row pass
-    # Weights below the smallest normal float are flushed to it: denormals would slow exp
-    # tenfold, and a weight of 1e-38 (1e-307 in float64) next to the centre's 1 changes nothing.
-    floor = math.log(torch.finfo(dtype).tiny) + 0.5
-    base = _reflect_pad(chw, r)
-    # Outside the reflected border the two copies hold +inf and -inf, so any patch pair that
-    # reaches there (the neighbour lies outside the image) gets distance +inf and weight 0.
-    q_a = F.pad(base, (pad, pad), value=math.inf)
-    q_b = F.pad(base, (pad, pad), value=-math.inf)
-    vals = F.pad(chw, (pad, pad))  # zero values where the weights are zero
-    wide = ww + 2 * d_cols  # weights are kept for x in [-d, W + d) so the mirrored reads stay in range
+    vals = np.ascontiguousarray(chw.detach().cpu().numpy())
+    dtype = vals.dtype
+    pad = np.ascontiguousarray(_reflect_pad(torch.from_numpy(vals), s // 2).numpy())
+    g = patch_kernel(s, dtype=torch.float64).numpy()
+    # Fold the normalisation of the patch distance, 1 / (C h² (Σg)²), into one factor.
+    factor = dtype.type(1 / (c * h * h * g.sum() ** 2))
+    # Weights below the smallest normal float are flushed to it: a weight of 1e-38 (1e-307 in
+    # float64) beside the centre's 1 changes nothing, and denormals would be slow.
+    floor = dtype.type(math.log(np.finfo(dtype).tiny) + 0.5)
+    offsets = _half_window(d_rows, d_cols)
+    starts = np.arange(0, hh, strip_rows)
+    strips = np.stack([starts, np.minimum(starts + strip_rows, hh)], 1).astype(np.int64)
+    workers = max(1, min(torch.get_num_threads(), len(strips)))
 
-    def accumulate(chunks):
-        num = torch.zeros(c, hh + d_rows, ww + 2 * pad, dtype=dtype, device=dev)
-        den = torch.zeros(hh + d_rows, ww + 2 * pad, dtype=dtype, device=dev)
-        for dy, dx0, k in chunks:
-            rows_valid = hh - dy
-            strip = max(1, strip_elems // (k * (wide + 2 * r)))
-            kv_k = g.view(1, 1, -1, 1).repeat(k, 1, 1, 1).contiguous(memory_format=torch.channels_last)
-            kh_k = kh.view(1, 1, 1, -1).repeat(k, 1, 1, 1).contiguous(memory_format=torch.channels_last)
-            for y0 in range(0, rows_valid, strip):
-                y1 = min(rows_valid, y0 + strip)
-                dist = _patch_distances(q_a, q_b, y0, y1, dy, dx0, k, pad - d_cols, wide + 2 * r, r, c, var, kv_k, kh_k)
-                weights = dist.clamp_(min=floor, max=0).exp_()  # (y1 - y0, wide, k)
-                _accumulate(num, den, weights, vals, y0, y1, dy, dx0, k, pad, d_cols, ww)
-        return num[:, :hh, pad : pad + ww], den[:hh, pad : pad + ww]
+    def work(share):
+        num, den = np.zeros((c, hh, ww), dtype), np.zeros((hh, ww), dtype)
+        _nlm_rows(pad, vals, g.astype(dtype), offsets, share, factor, dtype.type(2 * var / h**2), floor, num, den)
+        return num, den
 
-    chunks = list(_offset_chunks(min(d_rows, hh - 1), d_cols, max_chunk))
-    sums = _in_parallel(accumulate, chunks) if dev.type == "cpu" else [accumulate(chunks)]
-    # The centre offset: distance max(-2σ²/h², 0) = 0, weight exactly one.
-    num = chw + sum(n for n, _ in sums)
-    den = 1 + sum(d for _, d in sums)
-    return num / den
-
-
-def _in_parallel(fn, items):
-    """``[fn(items[0::n]), ..., fn(items[n-1::n])]`` on ``n = torch.get_num_threads()`` Python threads.
-
-    Each step of exact NLM is a small tensor operation, too small for PyTorch's intra-op
-    threads (whose start-up and spin-waiting made two threads slower than one). Instead every
-    worker takes a share of the offsets, runs its operations on one thread (PyTorch releases
-    the GIL inside them) and keeps its own sums.
-    """
-    workers = min(torch.get_num_threads(), len(items))
-    if workers <= 1:
-        return [fn(items)]
-    torch.set_num_threads(1)
-    try:
+    # Each worker takes a contiguous run of strips (the sums it adds below a strip are those of
+    # its next strip, still in its cache) and keeps its own sums; the compiled loops release
+    # the GIL, so Python threads run them side by side. PyTorch's thread setting is read, never
+    # changed.
+    shares = np.array_split(strips, workers)
+    if workers == 1:
+        sums = [work(shares[0])]
+    else:
         with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(fn, [items[i::workers] for i in range(workers)]))
-    finally:
-        torch.set_num_threads(workers)
-
-
-def _patch_distances(q_a, q_b, y0, y1, dy, dx0, k, col0, ncols, r, c, var, kv_k, kh_k):
-    """Minus the NLM distance ``-(d² - 2σ²)/h²`` for offsets ``(dy, dx0 .. dx0+k-1)``, shape (rows, cols, k)."""
-    rows = y1 - y0 + 2 * r
-    a = q_a[:, y0 : y0 + rows, col0 : col0 + ncols, None]
-    sc, sr, sx = q_b.stride()
-    b = q_b.as_strided((c, rows, ncols, k), (sc, sr, sx, sx), q_b.storage_offset() + (y0 + dy) * sr + (col0 + dx0) * sx)
-    # A channels-last buffer (one channel per offset) is the layout in which oneDNN's
-    # depthwise convolution runs at memory speed.
-    buf = torch.empty((1, k, rows, ncols), dtype=q_a.dtype, device=q_a.device, memory_format=torch.channels_last)
-    sq = buf[0].permute(1, 2, 0)
-    torch.sub(a[0], b[0], out=sq).square_()
-    for ch in range(1, c):
-        diff = a[ch] - b[ch]
-        sq.addcmul_(diff, diff)
-    if var:
-        sq.sub_(2 * c * var)
-    out = F.conv2d(F.conv2d(buf, kv_k, groups=k), kh_k, groups=k)
-    return out[0].permute(1, 2, 0).contiguous()
-
-
-def _accumulate(num, den, weights, vals, y0, y1, dy, dx0, k, pad, d, ww):
-    """Add the weighted neighbours of offsets ``+δ`` (at x) and ``-δ`` (at x + δ) to the sums."""
-    rows, wide, _ = weights.shape
-    c = vals.shape[0]
-    sr, sx = vals.stride(1), vals.stride(2)
-    ws_r, ws_x, _ = weights.stride()
-    # +δ: pixel x gathers y(x + δ) with weight w(x, δ).
-    w_fwd = weights[:, d : d + ww]
-    v_fwd = vals.as_strided((c, rows, ww, k), (vals.stride(0), sr, sx, sx), vals.storage_offset() + (y0 + dy) * sr + (pad + dx0) * sx)
-    # -δ: pixel x gathers y(x - δ) with weight w(x - δ, δ); reading offsets in reverse keeps strides positive.
-    first = d - dx0 - (k - 1)
-    w_bwd = weights.as_strided((rows, ww, k), (ws_r, ws_x, ws_x - 1), weights.storage_offset() + first * ws_x + (k - 1))
-    v_bwd = vals.as_strided((c, rows, ww, k), (vals.stride(0), sr, sx, sx), vals.storage_offset() + y0 * sr + (pad - dx0 - (k - 1)) * sx)
-    num[:, y0:y1, pad : pad + ww] += (w_fwd * v_fwd).sum(-1)
-    den[y0:y1, pad : pad + ww] += w_fwd.sum(-1)
-    num[:, y0 + dy : y1 + dy, pad : pad + ww] += (w_bwd * v_bwd).sum(-1)
-    den[y0 + dy : y1 + dy, pad : pad + ww] += w_bwd.sum(-1)
+            sums = list(pool.map(work, shares))
+    # The centre offset: distance max(-2σ²/h², 0) = 0, weight exactly one.
+    num = vals + sum(n for n, _ in sums)
+    den = 1 + sum(d for _, d in sums)
+    return torch.from_numpy(num / den).to(chw.device)
 
 
 def nonlocal_means(
@@ -423,8 +440,7 @@ def nonlocal_means(
     sigma: float = 0.0,
     *,
     window: str | None = "square",
-    max_chunk: int = 24,
-    strip_elems: int = 2**20,
+    strip_rows: int = 32,
 ):
     """Exact non-local means denoising, with the parameters and meaning of scikit-image's slow mode.
 
@@ -432,13 +448,16 @@ def nonlocal_means(
     (``|δ|∞ ≤ patch_distance``, clipped to the image), with weight
     ``exp(-max(d²(x, x+δ) - 2σ², 0) / h²)`` where ``d²`` is the Gaussian-weighted mean squared
     difference of the two patches (averaged over channels; image reflected at the border).
-    Unlike scikit-image, the exponential is exact and no weight is cut off.
+    Unlike scikit-image, the exponential is exact to a few ulps of the dtype and no weight is
+    cut off (weights below the smallest normal number count as that number).
 
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
-        Grey or channels-last colour image. The computation runs in its dtype (float32 for
-        speed, float64 for reference-grade accuracy); array-likes of other types become float32.
+        Grey or channels-last colour image. The computation runs in its dtype, float32 or
+        float64, at nearly the same speed (float64 agrees with a float64 NumPy restatement to
+        about 1e-15); other dtypes are computed in float32 and cast back, and array-likes of
+        non-float types become float32. Tensors on other devices are computed on the CPU.
     patch_size : int
         Side of the patches; even sizes are rounded up to the next odd one, as scikit-image does.
     patch_distance : int
@@ -449,10 +468,10 @@ def nonlocal_means(
         Standard deviation of the noise, subtracted from the patch distances when positive.
     window : {"square", None}
         ``None`` ignores ``patch_distance`` and searches the whole image (truly global NLM).
-    max_chunk, strip_elems : int
-        Tuning: offsets handled per vectorised step, and elements per working buffer (which
-        bound the memory used, whatever the image or window size). On a CPU the offsets are
-        shared between ``torch.get_num_threads()`` worker threads.
+    strip_rows : int
+        Tuning: rows per strip, the unit of work that stays in cache while every offset of
+        the window passes over it. The strips are shared between ``torch.get_num_threads()``
+        worker threads (PyTorch's setting is read, not changed).
 
     Returns
     -------
@@ -467,8 +486,7 @@ def nonlocal_means(
     s = _odd_patch_size(patch_size)
     h = check_positive(h, "h")
     sigma = check_positive(sigma, "sigma", allow_zero=True)
-    max_chunk = check_int(max_chunk, "max_chunk")
-    strip_elems = check_int(strip_elems, "strip_elems")
+    strip_rows = check_int(strip_rows, "strip_rows")
     _, hh, ww = chw.shape
     if window is None:
         d_rows, d_cols = hh - 1, ww - 1
@@ -478,7 +496,8 @@ def nonlocal_means(
     else:
         raise ValueError(f"window must be 'square' or None, got {window!r}")
     with torch.no_grad():
-        out = _nlm_offsets(chw, s, d_rows, d_cols, h, sigma**2, min(max_chunk, 2 * d_cols + 1), strip_elems)
+        work = chw if chw.dtype in (torch.float32, torch.float64) else chw.float()
+        out = _nlm_offsets(work, s, d_rows, d_cols, h, sigma**2, strip_rows).to(chw.dtype)
     return _like_input(out, image_is_grey(image), from_numpy)
 
 

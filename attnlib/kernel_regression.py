@@ -21,6 +21,8 @@ Two ways of normalising are used, both through :func:`attnlib.attention.attentio
 from __future__ import annotations
 
 import numbers
+import os
+import warnings
 from typing import Callable, Union
 
 import numpy as np
@@ -29,8 +31,10 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from .attention import SCORES, attention
+from .kernel_sums import nadaraya_watson_sums
 from .training import train
 from .utils import as_float_array, as_tensor, check_int, check_positive, host_array
 
@@ -63,7 +67,7 @@ def _boxcar(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 _VALUE_KERNELS = {"epanechnikov": _epanechnikov, "boxcar": _boxcar}
 
 
-def _normalise_rows(kernel_values: torch.Tensor) -> torch.Tensor:
+def _normalise_rows(kernel_values: torch.Tensor, offset: int = 0) -> torch.Tensor:
     """Eq. (5): divide each row of kernel values by its sum; masked keys (-inf) weigh zero."""
     values = kernel_values.masked_fill(torch.isneginf(kernel_values), 0.0)
     if (values < 0).any() or not torch.isfinite(values).all():
@@ -72,7 +76,7 @@ def _normalise_rows(kernel_values: torch.Tensor) -> torch.Tensor:
     empty = (total == 0).flatten()
     if empty.any():
         raise ValueError(
-            f"x_query row {int(empty.nonzero()[0])} has no training point inside the kernel's support "
+            f"x_query row {offset + int(empty.nonzero()[0])} has no training point inside the kernel's support "
             "(all its kernel values are zero); increase bandwidth or use the gaussian kernel"
         )
     return values / total
@@ -101,18 +105,47 @@ def _check_data(x_query, x_train, y_train):
     return xq, xt, (y[:, None] if squeeze else y), squeeze
 
 
-def _kernel_attention(xq, xt, y, kernel: Kernel, bandwidth: float, mask=None):
-    """Nadaraya–Watson as one :func:`attention` call on checked 2-D tensors."""
-    if kernel == "gaussian":
-        return attention(xq, xt, y, score="neg_sq_dist", temperature=bandwidth**2, mask=mask)
-    if kernel == "laplace":
-        return attention(xq, xt, y, score="neg_l1", temperature=bandwidth, mask=mask)
+def _kernel_attention(xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, offset: int = 0):
+    """Nadaraya–Watson as one :func:`attention` call on checked 2-D tensors.
+
+    For the softmax kernels each row's scores are shifted so that its largest unmasked score
+    is zero before they are divided by the temperature: as the bandwidth goes to zero the
+    nearest key keeps weight one (the nearest-neighbour limit) instead of every weight
+    underflowing (0/0). The Gaussian's squared distances are expanded into products, so the
+    points are first centred on the keys' mean (distances do not change; rounding does).
+    ``offset`` is the index of ``xq``'s first row in the caller's queries, for error messages.
+    """
+    if kernel in _SOFTMAX_KERNELS:
+        if kernel == "gaussian":
+            centre = xt.mean(0).detach()
+            xq, xt = xq - centre, xt - centre
+        base = SCORES[_SOFTMAX_KERNELS[kernel]]
+        inverse = 1 / bandwidth / bandwidth if kernel == "gaussian" else 1 / bandwidth  # inf, not 1/0
+        scale = min(inverse, torch.finfo(xq.dtype).max)
+
+        def shifted(a, b):
+            s = base(a, b)
+            top = s if mask is None else s.masked_fill(~mask, float("-inf"))
+            return (s - top.amax(-1, keepdim=True).detach()) * scale
+
+        return attention(xq, xt, y, score=shifted, temperature=1.0, mask=mask)
     score = _VALUE_KERNELS.get(kernel, kernel)
-    return attention(xq / bandwidth, xt / bandwidth, y, score=score, normalizer=_normalise_rows, mask=mask)
+    normalise = lambda values: _normalise_rows(values, offset)  # noqa: E731
+    return attention(xq / bandwidth, xt / bandwidth, y, score=score, normalizer=normalise, mask=mask)
 
 
-def nadaraya_watson(x_query, x_train, y_train, *, kernel: Kernel = "gaussian", bandwidth: float = 1.0):
+def nadaraya_watson(
+    x_query, x_train, y_train, *, kernel: Kernel = "gaussian", bandwidth: float = 1.0, return_weights: bool = False
+):
     """Nadaraya–Watson regression: a kernel-weighted average of the training targets.
+
+    Memory stays bounded whatever ``n_query × n_train`` (below ~1 GiB beyond the inputs),
+    unless the weights are asked for. The Gaussian and Laplace kernels on the CPU, without
+    gradients, run as a fused compiled loop (:func:`attnlib.kernel_sums.nadaraya_watson_sums`:
+    distance, exponential and weighted sums in one pass, on ``torch.get_num_threads()``
+    threads); everything else (other kernels, other devices, inputs that require gradients)
+    runs as :func:`attention` on blocks of queries small enough that a block's weights take
+    at most 2²¹ numbers, with gradients recomputed block by block (checkpointing).
 
     Parameters
     ----------
@@ -127,20 +160,28 @@ def nadaraya_watson(x_query, x_train, y_train, *, kernel: Kernel = "gaussian", b
         bandwidth, ``(n_query, d)`` and ``(n_train, d)``, and returns non-negative kernel
         values ``(n_query, n_train)``.
     bandwidth : float
-        Positive scale ``h`` (``σ`` of the Gaussian).
+        Positive scale ``h`` (``σ`` of the Gaussian). As ``h → 0`` the prediction tends to
+        the nearest training target (the mean of the tied nearest ones), and that limit is
+        what a tiny ``h`` returns for the Gaussian and Laplace kernels, never NaN.
+    return_weights : bool
+        Also return the attention matrix. It costs ``n_query × n_train`` numbers, and
+        computing it about three times that (``3 × 4`` bytes per pair in float32, ``3 × 8`` in
+        float64: 24 GB for 2 000 × 10⁶ in float32); a ``ValueError`` is raised before
+        anything is allocated when that exceeds the memory available.
 
     Returns
     -------
     prediction : tensor, shape (n_query,) or (n_query, d_v)
         Shaped like ``y_train``; dtype and device of ``x_query``.
     weights : tensor, shape (n_query, n_train)
-        The attention matrix; each row sums to one.
+        Only with ``return_weights=True``: the attention matrix; each row sums to one.
 
     Raises
     ------
     ValueError
         Bad shapes, empty or non-finite inputs, a non-positive bandwidth, an unknown kernel,
-        or a query with no training point inside a compact kernel's support.
+        a query with no training point inside a compact kernel's support, or weights asked
+        for that would not fit in memory.
 
     Implements
     ----------
@@ -150,8 +191,70 @@ def nadaraya_watson(x_query, x_train, y_train, *, kernel: Kernel = "gaussian", b
     kernel = _check_kernel(kernel)
     bandwidth = check_positive(bandwidth, "bandwidth")
     xq, xt, y, squeeze = _check_data(x_query, x_train, y_train)
-    prediction, weights = _kernel_attention(xq, xt, y, kernel, bandwidth)
-    return (prediction[:, 0] if squeeze else prediction), weights
+    if return_weights:
+        _check_weights_fit(xq.shape[0], xt.shape[0], xq.element_size())
+        prediction, weights = _kernel_attention(xq, xt, y, kernel, bandwidth)
+        return (prediction[:, 0] if squeeze else prediction), weights
+    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (xq, xt, y))
+    fused = kernel in _SOFTMAX_KERNELS and xq.device.type == "cpu" and xq.dtype in (torch.float32, torch.float64)
+    if fused and not grad:
+        out = nadaraya_watson_sums(
+            xq.detach().numpy(), xt.detach().numpy(), y.detach().numpy(), bandwidth, l1=kernel == "laplace", threads=torch.get_num_threads()
+        )
+        prediction = torch.from_numpy(out)
+    else:
+        prediction = _blockwise(xq, xt, y, kernel, bandwidth, grad)
+    return prediction[:, 0] if squeeze else prediction
+
+
+# Elements of the weight matrix of one block of queries in the blockwise path (16 MiB in float64;
+# the scores, kernel values and weights of a block, with their temporaries, take ~10 times that).
+_BLOCK_ELEMENTS = 2**21
+
+
+def _blockwise(xq, xt, y, kernel: Kernel, bandwidth: float, grad: bool) -> torch.Tensor:
+    """:func:`attention` on blocks of queries; with ``grad``, each block is recomputed in backward."""
+    step = max(1, _BLOCK_ELEMENTS // xt.shape[0])
+    blocks = []
+    for start in range(0, xq.shape[0], step):
+        q = xq[start : start + step]
+        if grad:
+            out = checkpoint(_block_prediction, q, xt, y, kernel, bandwidth, start, use_reentrant=False)
+        else:
+            out = _block_prediction(q, xt, y, kernel, bandwidth, start)
+        blocks.append(out)
+    return torch.cat(blocks)
+
+
+def _block_prediction(q, xt, y, kernel: Kernel, bandwidth: float, offset: int) -> torch.Tensor:
+    return _kernel_attention(q, xt, y, kernel, bandwidth, offset=offset).output
+
+
+def _check_weights_fit(n_query: int, n_train: int, itemsize: int) -> None:
+    """Raise before allocating a weight matrix (and its two temporaries) that would not fit."""
+    need = 3 * n_query * n_train * itemsize
+    available = _available_memory()
+    if need > available:
+        raise ValueError(
+            f"return_weights=True needs the {n_query} x {n_train} weight matrix: about "
+            f"{need / 2**30:.1f} GiB to compute, more than the {available / 2**30:.1f} GiB available; "
+            "call nadaraya_watson without return_weights (its memory stays bounded), or pass fewer x_query rows"
+        )
+
+
+def _available_memory() -> int:
+    """Bytes the system can still give (MemAvailable), or total physical memory where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2**63
 
 
 def loo_predictions(x_train, y_train, *, kernel: Kernel = "gaussian", bandwidth: float = 1.0) -> torch.Tensor:
@@ -195,77 +298,19 @@ def nadaraya_watson_streaming(
     chunk_size: int = 4096,
     query_chunk_size: int = 1024,
 ) -> torch.Tensor:
-    """Nadaraya–Watson predictions computed block by block, never forming the weight matrix.
+    """Deprecated: :func:`nadaraya_watson` now streams itself; this is ``nadaraya_watson(...)``.
 
-    The training set is visited in chunks; for the softmax kernels each query keeps a
-    running maximum score, and the numerator and denominator are rescaled when it grows
-    (the online log-sum-exp of Milakov & Gimelshein, 2018, as in FlashAttention). Memory
-    is ``O(query_chunk_size × chunk_size)`` on top of the inputs, whatever ``n_query ×
-    n_train``. The Gaussian score is one matrix product of the augmented vectors
-    ``[x/σ², 1]`` and ``[x_j, -||x_j||²/2]``, which differs from ``-||x - x_j||²/(2σ²)`` by a
-    per-query constant that the softmax cancels.
-
-    Parameters
-    ----------
-    x_query, x_train, y_train, kernel, bandwidth : see :func:`nadaraya_watson`.
-    chunk_size : int
-        Training points per block.
-    query_chunk_size : int
-        Queries per block.
-
-    Returns
-    -------
-    tensor, shape (n_query,) or (n_query, d_v)
-        Equal to ``nadaraya_watson(...)[0]`` up to rounding.
-
-    Implements
-    ----------
-    Eq. (6) of the self-expression paper, evaluated with an online softmax.
+    ``chunk_size`` and ``query_chunk_size`` are checked and otherwise ignored.
     """
-    kernel = _check_kernel(kernel)
-    bandwidth = check_positive(bandwidth, "bandwidth")
-    chunk_size = check_int(chunk_size, "chunk_size")
-    query_chunk_size = check_int(query_chunk_size, "query_chunk_size")
-    xq, xt, y, squeeze = _check_data(x_query, x_train, y_train)
-    # Distances do not change under a shift; centring keeps the expanded square well conditioned.
-    centre = xt.mean(0)
-    xq, xt = (xq - centre) / bandwidth, (xt - centre) / bandwidth
-    # One product with [y, 1] gives the numerator and the denominator together.
-    y1 = torch.cat([y, torch.ones_like(y[:, :1])], 1)
-    if kernel == "gaussian":
-        xq = torch.cat([xq, torch.ones_like(xq[:, :1])], 1)
-        xt = torch.cat([xt, -0.5 * (xt * xt).sum(1, keepdim=True)], 1)
-    out = torch.empty(xq.shape[0], y.shape[1], dtype=xq.dtype, device=xq.device)
-    for start in range(0, xq.shape[0], query_chunk_size):
-        q = xq[start : start + query_chunk_size]
-        acc = _stream_block(q, xt, y1, kernel, chunk_size)
-        if (acc[:, -1] == 0).any():
-            row = start + int((acc[:, -1] == 0).nonzero()[0])
-            raise ValueError(
-                f"x_query row {row} has no training point inside the kernel's support; "
-                "increase bandwidth or use the gaussian kernel"
-            )
-        out[start : start + q.shape[0]] = acc[:, :-1] / acc[:, -1:]
-    return out[:, 0] if squeeze else out
-
-
-def _stream_block(q, xt, y1, kernel: Kernel, chunk_size: int) -> torch.Tensor:
-    """Running ``[Σ_j κ_j y_j, Σ_j κ_j]`` for the queries ``q`` (times ``exp(-max score)`` for softmax kernels)."""
-    acc = torch.zeros(q.shape[0], y1.shape[1], dtype=q.dtype, device=q.device)
-    running_max = torch.full((q.shape[0], 1), float("-inf"), dtype=q.dtype, device=q.device)
-    for start in range(0, xt.shape[0], chunk_size):
-        k, v = xt[start : start + chunk_size], y1[start : start + chunk_size]
-        if kernel == "gaussian" or kernel == "laplace":
-            s = q @ k.T if kernel == "gaussian" else -torch.cdist(q, k, p=1)
-            new_max = torch.maximum(running_max, s.amax(1, keepdim=True))
-            acc.mul_(torch.exp(running_max - new_max)).addmm_(s.sub_(new_max).exp_(), v)
-            running_max = new_max
-        else:
-            values = _VALUE_KERNELS.get(kernel, kernel)(q, k)
-            if (values < 0).any() or not torch.isfinite(values).all():
-                raise ValueError("kernel must return finite non-negative values")
-            acc.addmm_(values, v)
-    return acc
+    warnings.warn(
+        "nadaraya_watson_streaming is deprecated: nadaraya_watson never forms the weight matrix "
+        "unless return_weights=True; call it instead",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    check_int(chunk_size, "chunk_size")
+    check_int(query_chunk_size, "query_chunk_size")
+    return nadaraya_watson(x_query, x_train, y_train, kernel=kernel, bandwidth=bandwidth)
 
 
 def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
@@ -292,7 +337,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         Candidates for ``"loo"``; default: 30 values geometrically spaced from 0.01 to 3
         times the median pairwise distance.
     chunk_size : int
-        Training points per block in :meth:`predict` (see :func:`nadaraya_watson_streaming`).
+        Unused: :meth:`predict` calls :func:`nadaraya_watson`, whose memory is bounded
+        without it (kept so that existing code and pickles keep working).
 
     Attributes
     ----------
@@ -383,9 +429,9 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self, "X_fit_")
         X = np.require(validate_data(self, host_array(X), dtype=np.float64, reset=False), requirements="W")
-        pred = nadaraya_watson_streaming(
+        pred = nadaraya_watson(
             torch.from_numpy(X), torch.from_numpy(self.X_fit_), torch.from_numpy(self.y_fit_),
-            kernel=self.kernel, bandwidth=self.bandwidth_, chunk_size=self.chunk_size,
+            kernel=self.kernel, bandwidth=self.bandwidth_,
         )
         return pred.numpy()
 
@@ -547,7 +593,7 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self, "W_")
         X = validate_data(self, host_array(X), dtype=np.float64, reset=False)
-        return nadaraya_watson_streaming(X @ self.W_.T, self.X_fit_ @ self.W_.T, self.y_fit_).numpy()
+        return nadaraya_watson(X @ self.W_.T, self.X_fit_ @ self.W_.T, self.y_fit_).numpy()
 
 
 def _loo_loss(model: _LearnedMetric, batch) -> torch.Tensor:

@@ -31,13 +31,34 @@ def parse_args(description: str) -> argparse.Namespace:
     return parser.parse_args()
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def load_average() -> list:
+    """The 1, 5 and 15 minute load averages: how busy the machine was during the run."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
 def machine(**versions: str) -> dict:
-    """Where the numbers were measured: platform, cores, threads and library versions."""
+    """Where the numbers were measured: platform, CPU model, cores, threads, load and versions."""
     return {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
+        "load_average": load_average(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "numpy": np.__version__,
@@ -54,6 +75,19 @@ def median_seconds(fn, repeats: int = 5, warmup: int = 0) -> tuple[float, object
         start = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - start)
+    return float(np.median(times)), out
+
+
+def median_cpu_seconds(fn, repeats: int = 3, warmup: int = 0) -> tuple[float, object]:
+    """Median CPU time (``time.process_time``, all threads of this process) of ``fn()``, and its
+    last result: on a shared machine, unlike wall time, it is not charged for other processes."""
+    for _ in range(warmup):
+        fn()
+    times, out = [], None
+    for _ in range(repeats):
+        start = time.process_time()
+        out = fn()
+        times.append(time.process_time() - start)
     return float(np.median(times)), out
 
 

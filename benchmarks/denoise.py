@@ -6,8 +6,10 @@ setting of the issue's reference numbers; a second set of rows uses ``sigma = 0`
 scikit-image's cut-off of small weights shows): median wall time and PSNR of
 ``skimage.restoration.denoise_nl_means`` (slow: exact patches, approximate exponential and
 cut-offs; fast: box patches) and of ``attnlib.denoise.nonlocal_means`` (Gaussian patches,
-exact exponential) in float32, on one thread (as scikit-image) and on all threads (offsets shared
-between worker threads).
+exponential) in float32 and float64, on one thread (as scikit-image; median CPU time through
+``time.process_time``) and on all threads (row strips shared between worker threads; wall time).
+Accuracy: attnlib's float32 and float64 results against an independent float64 NumPy restatement
+(``nlm_numpy``) on a 128×128 crop of ``camera``.
 
 Part 2 (quality sweep shown in chapter 03): PSNR on a held-out 64×64 crop of ``camera`` at
 noise σ ∈ {0.05, 0.1, 0.2} of: the noisy image, a Gaussian filter, our NLM, scikit-image NLM
@@ -27,19 +29,18 @@ import argparse
 import datetime
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import torch
-from scipy import ndimage
+from scipy import ndimage, signal
 from skimage import color, data, img_as_float
 from skimage.restoration import denoise_nl_means
 
-from _common import machine, median_seconds, write_result  # benchmarks/ is on sys.path when a script runs
+from _common import RESULTS, machine, median_cpu_seconds, median_seconds, write_result  # benchmarks/ is on sys.path when a script runs
 from attnlib.denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
 from attnlib.training import train
 
-RESULT = Path(__file__).parent / "results" / "denoise.json"
+RESULT = RESULTS / "denoise.json"
 
 
 def speed_rows(quick: bool):
@@ -49,42 +50,87 @@ def speed_rows(quick: bool):
     cases = {"camera (grey)": img_as_float(data.camera())[:size, :size], "astronaut (colour)": img_as_float(data.astronaut())[: size // 2, : size // 2]}
     rows = []
     threads = len(os.sched_getaffinity(0))  # every core, whatever OMP_NUM_THREADS says
+    default = torch.get_num_threads()
     for sigma in (0.1, 0.0):
         params = dict(patch_size=7, patch_distance=11, h=0.08, sigma=sigma)
         for name, clean in cases.items():
             rng = np.random.default_rng(0)
-            noisy = clean + 0.1 * rng.standard_normal(clean.shape)
+            noisy = clean + 0.1 * rng.standard_normal(clean.shape)  # float64, as img_as_float gives
             axis = -1 if clean.ndim == 3 else None
-            t_slow, slow = median_seconds(lambda: denoise_nl_means(noisy, fast_mode=False, channel_axis=axis, **params), 1)
-            t_fast, fast = median_seconds(lambda: denoise_nl_means(noisy, fast_mode=True, channel_axis=axis, **params), repeats)
-            noisy32 = noisy.astype(np.float32)
-            default = torch.get_num_threads()
             torch.set_num_threads(1)
-            t_ours1, ours = median_seconds(lambda: nonlocal_means(noisy32, **params), repeats)
-            torch.set_num_threads(threads)
-            t_ours, _ = median_seconds(lambda: nonlocal_means(noisy32, **params), repeats)
-            torch.set_num_threads(default)
+            t_slow, slow = median_cpu_seconds(lambda: denoise_nl_means(noisy, fast_mode=False, channel_axis=axis, **params), 1)
+            runs = [("skimage slow (fast_mode=False)", "float64", 1, t_slow, slow)]
+            t_fast, fast = median_cpu_seconds(lambda: denoise_nl_means(noisy, fast_mode=True, channel_axis=axis, **params), repeats)
+            runs.append(("skimage fast (fast_mode=True)", "float64", 1, t_fast, fast))
+            cpu = {}  # CPU time of the multi-thread runs, all threads together
+            for dtype in ("float32", "float64"):
+                image = noisy.astype(dtype)
+                nonlocal_means(image[:16, :16], **params)  # loads the compiled loops
+                t, out = median_cpu_seconds(lambda: nonlocal_means(image, **params), repeats)
+                runs.append((f"attnlib nonlocal_means, {dtype}, 1 thread", dtype, 1, t, out))
+                torch.set_num_threads(threads)
+                t, out = median_seconds(lambda: nonlocal_means(image, **params), repeats)
+                cpu[f"attnlib nonlocal_means, {dtype}, {threads} threads"], _ = median_cpu_seconds(lambda: nonlocal_means(image, **params), repeats)
+                runs.append((f"attnlib nonlocal_means, {dtype}, {threads} threads", dtype, threads, t, out))
+                torch.set_num_threads(1)
             p_slow = psnr(clean, slow)
-            for method, t, out in [
-                ("skimage slow (fast_mode=False)", t_slow, slow),
-                ("skimage fast (fast_mode=True)", t_fast, fast),
-                ("attnlib nonlocal_means, float32, 1 thread", t_ours1, ours),
-                (f"attnlib nonlocal_means, float32, {threads} threads", t_ours, ours),
-            ]:
+            for method, dtype, n_threads, t, out in runs:
                 rows.append(
                     {
                         "image": name,
                         "sigma": sigma,
                         "shape": list(clean.shape),
                         "method": method,
+                        "dtype": dtype,
+                        "threads": n_threads,
+                        "clock": "cpu (process_time)" if n_threads == 1 else "wall (perf_counter)",
                         "seconds": round(t, 4),
+                        "cpu_seconds": round(cpu.get(method, t), 4),
                         "time / skimage fast": round(t / t_fast, 3),
                         "psnr_db": round(psnr(clean, out), 3),
                         "psnr - slow psnr": round(psnr(clean, out) - p_slow, 3),
                     }
                 )
             print(flush=True)
-            print(f"{name}, sigma {sigma}: slow {t_slow:.2f}s, fast {t_fast:.2f}s, ours(1 thread) {t_ours1:.2f}s, ours({threads}) {t_ours:.2f}s")
+            print(f"{name}, sigma {sigma}: " + ", ".join(f"{m} {t:.3f}s" for m, _, _, t, _ in runs), flush=True)
+    torch.set_num_threads(default)
+    return rows
+
+
+def nlm_numpy(image, s, d, h, sigma):
+    """Exact NLM in float64 NumPy, written independently of attnlib: every offset of the window
+    (clipped to the image), the Gaussian-weighted mean squared patch difference by a 2-D
+    correlation over the reflected image, ``np.exp``, and the weighted mean."""
+    r, (hh, ww) = s // 2, image.shape
+    pad = np.pad(image, r, mode="reflect")
+    t = np.arange(s) - r
+    g = np.exp(-(t**2) / (2 * ((s - 1) / 4) ** 2))
+    kernel = np.outer(g, g) / np.outer(g, g).sum()
+    num, den = np.zeros_like(image), np.zeros_like(image)
+    for dy in range(-d, d + 1):
+        for dx in range(-d, d + 1):
+            i0, i1, j0, j1 = max(0, -dy), min(hh, hh - dy), max(0, -dx), min(ww, ww - dx)
+            diff = pad[i0 : i1 + 2 * r, j0 : j1 + 2 * r] - pad[i0 + dy : i1 + dy + 2 * r, j0 + dx : j1 + dx + 2 * r]
+            dist = signal.correlate2d(diff**2, kernel, mode="valid")
+            w = np.exp(-np.maximum(dist - 2 * sigma**2, 0) / h**2)
+            num[i0:i1, j0:j1] += w * image[i0 + dy : i1 + dy, j0 + dx : j1 + dx]
+            den[i0:i1, j0:j1] += w
+    return num / den
+
+
+def accuracy_rows(quick: bool):
+    """Largest difference of attnlib's float32 and float64 results from the float64 NumPy restatement."""
+    size = 32 if quick else 128
+    clean = img_as_float(data.camera())[200 : 200 + size, 200 : 200 + size]
+    noisy = clean + 0.1 * np.random.default_rng(0).standard_normal(clean.shape)
+    params = dict(patch_size=7, patch_distance=11, h=0.08, sigma=0.1)
+    ref = nlm_numpy(noisy, 7, 11, 0.08, 0.1)
+    rows = []
+    for dtype in ("float32", "float64"):
+        diff = np.abs(nonlocal_means(noisy.astype(dtype), **params).astype(np.float64) - ref)
+        rows.append({"image": f"camera crop {size}×{size}", "dtype": dtype, "reference": "float64 NumPy restatement (nlm_numpy)",
+                     "max_abs_diff": float(f"{diff.max():.3g}"), "mean_abs_diff": float(f"{diff.mean():.3g}")})
+        print(f"accuracy {dtype}: max |ours - float64 NumPy| = {diff.max():.2e}", flush=True)
     return rows
 
 
@@ -153,17 +199,29 @@ def main():
         RESULT.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
         return
     speed = speed_rows(args.quick)
+    accuracy = accuracy_rows(args.quick)
     quality = quality_rows(args.quick)
     grey = {r["method"]: r for r in speed if r["image"].startswith("camera") and r["sigma"] > 0}
-    ours1 = grey["attnlib nonlocal_means, float32, 1 thread"]
+    threads = max(r["threads"] for r in speed)
+    f32, f64 = (grey[f"attnlib nonlocal_means, {t}, 1 thread"] for t in ("float32", "float64"))
+    f32n, f64n = (grey[f"attnlib nonlocal_means, {t}, {threads} threads"] for t in ("float32", "float64"))
+    err64 = next(r["max_abs_diff"] for r in accuracy if r["dtype"] == "float64")
+    ratio = lambda r: r["time / skimage fast"]  # noqa: E731
     result = {
         "benchmark": "exact non-local means vs scikit-image denoise_nl_means",
         "machine": machine(),
+        "timing": "one-thread rows: median CPU time (time.process_time); multi-thread rows: median wall time "
+                  "(seconds) and median CPU time of all threads together (cpu_seconds)",
         "rows": speed,
+        "accuracy_rows": accuracy,
         "quality_rows": quality,
         "targets": {
-            "time (1 thread) / skimage fast <= 1": {"value": ours1["time / skimage fast"], "met": ours1["time / skimage fast"] <= 1},
-            "|psnr - skimage slow psnr| <= 0.05 dB": {"value": ours1["psnr - slow psnr"], "met": abs(ours1["psnr - slow psnr"]) <= 0.05},
+            "float32, 1 thread: time / skimage fast <= 0.5": {"value": ratio(f32), "met": ratio(f32) <= 0.5},
+            "float64, 1 thread: time / skimage fast <= 0.5": {"value": ratio(f64), "met": ratio(f64) <= 0.5},
+            f"float32, {threads} threads faster than 1 thread": {"value": round(f32n["seconds"] / f32["seconds"], 3), "met": f32n["seconds"] < f32["seconds"]},
+            f"float64, {threads} threads faster than 1 thread": {"value": round(f64n["seconds"] / f64["seconds"], 3), "met": f64n["seconds"] < f64["seconds"]},
+            "float64: max |ours - float64 NumPy| <= 1e-12": {"value": err64, "met": err64 <= 1e-12},
+            "|psnr - skimage slow psnr| <= 0.05 dB": {"value": f32["psnr - slow psnr"], "met": abs(f32["psnr - slow psnr"]) <= 0.05},
         },
     }
     print(json.dumps(result["targets"], indent=1))

@@ -1,66 +1,47 @@
-"""Streaming Nadaraya–Watson against a dense implementation and PyTorch's fused attention.
+"""Nadaraya–Watson kernel sums: attnlib's fused kernel against KeOps and PyTorch's SDPA.
 
-    python benchmarks/kernel_regression.py            # the issue's sizes: 10^6 train x 10^4 queries
-    python benchmarks/kernel_regression.py --quick    # tiny sizes, < 30 s (CI)
-    python benchmarks/kernel_regression.py --n-query 1000 --repeats 1
+    python benchmarks/kernel_regression.py            # 10^6 keys x 10^4 queries, d = 1 and 8
+    python benchmarks/kernel_regression.py --quick    # tiny sizes (CI)
 
-Three ways of computing the same Gaussian-kernel predictions, in one process, in float32:
+The same Gaussian-kernel predictions ``Σ_j w_ij y_j / Σ_j w_ij``, ``w_ij = exp(-|x_i - x_j|² /
+(2σ²))``, computed in float32, side by side in one process, on one thread (CPU time through
+``time.process_time``, medians), for ``--n-train`` keys and a subset of the queries per method
+(each method's subset is large enough to time; throughput is reported in pairs per second):
 
-* ``streaming``: :func:`attnlib.kernel_regression.nadaraya_watson_streaming` (online softmax
-  over blocks of the training set);
+* ``attnlib``: :func:`attnlib.kernel_regression.nadaraya_watson` (the fused compiled kernel of
+  :mod:`attnlib.kernel_sums`); also on every core (wall time);
+* ``keops``: ``pykeops`` (``LazyTensor(...).sumsoftmaxweight``, the standard library for kernel
+  sums without memory; it compiles with the system's C++ compiler at first use). Where pykeops
+  is not installed, or does not compile, its rows say so and the run goes on;
 * ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` on the augmented vectors
-  ``q = [x, 1]``, ``k = [x_j, -||x_j||²/2]`` with ``scale = 1/σ²`` — the scores differ from
-  ``-||x - x_j||²/(2σ²)`` by ``-||x||²/(2σ²)``, constant along each row, so the softmax is
-  the same;
-* ``dense``: :func:`attnlib.kernel_regression.nadaraya_watson` (the full weight matrix via
-  ``attention()``), applied to ``--dense-queries`` queries at a time so that it fits.
+  ``q = [x, 1]``, ``k = [x_j, -|x_j|²/2]`` with ``scale = 1/σ²`` (the scores differ from
+  ``-|x - x_j|²/(2σ²)`` by a constant per row, which the softmax cancels), in blocks of queries.
 
-Peak memory is the growth of the process's peak resident set (``VmHWM`` in
-``/proc/self/status``, reset through ``/proc/self/clear_refs`` before each call) over the
-resident set before the call: everything the method allocates, inputs excluded.
+Accuracy: every method's largest error on the first ``--accuracy-queries`` queries against a
+float64 reference (the same sums in float64 by PyTorch, differences formed directly). The limit:
+``torch.exp`` on one core on 16 384 float32 numbers in cache, and the exponential of
+``attnlib.kernel_sums`` on the same; a kernel's fraction of the limit is its pairs/s over that.
+Memory: growth of the peak resident set (``VmHWM``, reset through ``/proc/self/clear_refs``) over
+the resident set before the call, for ``nadaraya_watson`` on 2 000 x 10^6 in 1-D.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import statistics
+import os
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-from attnlib.kernel_regression import nadaraya_watson, nadaraya_watson_streaming
+from attnlib.kernel_regression import nadaraya_watson
+from attnlib.kernel_sums import _exp_array, exp_nonpositive
 
-from _common import machine, write_result  # benchmarks/ is on sys.path when a script runs
+from _common import machine, median_cpu_seconds, write_result  # benchmarks/ is on sys.path
 
-TARGETS = {"peak_memory_mib": 1024, "streaming_over_sdpa_time": 1.5}
-
-
-def _status_mib(field: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def measure(fn, repeats: int):
-    """Median seconds over ``repeats`` calls, peak extra resident memory (MiB), and the last result."""
-    times, peaks, out = [], [], None
-    for _ in range(repeats):
-        del out
-        before = _status_mib("VmRSS")
-        try:
-            Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
-        except OSError:
-            pass
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-        peaks.append(_status_mib("VmHWM") - before)
-    return statistics.median(times), max(peaks), out
+TARGETS = {"keops_over_attnlib_time_1d": 10.0, "keops_over_attnlib_time_8d": 3.0, "peak_memory_mib": 1024}
 
 
 def problem(n_train: int, n_query: int, d: int, seed: int = 0):
@@ -68,13 +49,21 @@ def problem(n_train: int, n_query: int, d: int, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     x_train, x_query = torch.rand(n_train, d, generator=g), torch.rand(n_query, d, generator=g)
     y = torch.sin(2 * math.pi * x_train.sum(1)) + 0.1 * torch.randn(n_train, generator=g)
-    bandwidth = 0.05 * math.sqrt(d)
-    return x_query, x_train, y, bandwidth
+    return x_query, x_train, y, 0.05 * math.sqrt(d)
 
 
-def sdpa(x_query, x_train, y, bandwidth, block: int):
-    """PyTorch's fused attention on the augmented vectors, in blocks of queries: on the CPU it
-    materialises the scores (about 4 GB per 500 queries at 10^6 keys)."""
+def reference(x_query, x_train, y, bandwidth):
+    """The predictions in float64, each query's differences formed directly (no expansion)."""
+    xt, yy = x_train.double(), y.double()
+    out = []
+    for q in x_query.double():
+        s = -((q - xt) ** 2).sum(1) / (2 * bandwidth**2)
+        w = torch.exp(s - s.max())
+        out.append((w @ yy) / w.sum())
+    return torch.stack(out)
+
+
+def sdpa(x_query, x_train, y, bandwidth, block: int = 50):
     q = torch.cat([x_query, torch.ones_like(x_query[:, :1])], 1)
     k = torch.cat([x_train, -0.5 * (x_train * x_train).sum(1, keepdim=True)], 1)[None, None]
     v = y[None, None, :, None]
@@ -84,64 +73,154 @@ def sdpa(x_query, x_train, y, bandwidth, block: int):
     ])
 
 
-def dense(x_query, x_train, y, bandwidth, block: int):
-    return torch.cat([nadaraya_watson(x_query[i : i + block], x_train, y, bandwidth=bandwidth)[0] for i in range(0, len(x_query), block)])
+def keops_method():
+    """KeOps's Nadaraya–Watson (a stable softmax-weighted sum), or the reason it cannot run."""
+    try:
+        from pykeops.torch import LazyTensor
+    except Exception as e:  # noqa: BLE001 - any import failure means: not available here
+        return None, f"pykeops not available ({type(e).__name__})"
+
+    def run(x_query, x_train, y, bandwidth):
+        d2 = ((LazyTensor(x_query[:, None, :]) - LazyTensor(x_train[None, :, :])) ** 2).sum(-1)
+        return (-d2 * (0.5 / bandwidth**2)).sumsoftmaxweight(LazyTensor(y[None, :, None]), axis=1)[:, 0]
+
+    try:
+        g = torch.Generator().manual_seed(1)
+        run(torch.rand(3, 1, generator=g), torch.rand(50, 1, generator=g), torch.rand(50, generator=g), 0.1)
+    except Exception as e:  # noqa: BLE001 - a compiler problem must not stop the benchmark
+        return None, f"pykeops failed to run ({type(e).__name__}: {str(e)[:80]})"
+    import pykeops
+
+    return run, f"pykeops {pykeops.__version__}"
+
+
+def exp_limits(repeats: int = 7) -> dict:
+    """Exponentials per second on one core, in cache: torch.exp and attnlib's vectorised exp."""
+    x = -torch.rand(16384, generator=torch.Generator().manual_seed(0)) * 80
+    out = torch.empty_like(x)
+    xn, outn = x.numpy(), out.numpy().copy()
+    exp_nonpositive(xn)  # loads the compiled loop, timed below without the checks around it
+    rates = {}
+    for name, fn in {"torch.exp": lambda: torch.exp(x, out=out), "attnlib exp": lambda: _exp_array(xn, outn)}.items():
+        t, _ = median_cpu_seconds(lambda: [fn() for _ in range(200)], repeats)
+        rates[name] = 200 * x.numel() / t
+    return rates
+
+
+def _status_mib(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def peak_growth_mib(fn) -> float:
+    """Growth of the peak resident set during ``fn()`` over the resident set before it (MiB)."""
+    before = _status_mib("VmRSS")
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
+    except OSError:
+        return float("nan")
+    fn()
+    return _status_mib("VmHWM") - before
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for CI")
     parser.add_argument("--n-train", type=int, default=1_000_000)
-    parser.add_argument("--n-query", type=int, default=10_000)
-    parser.add_argument("--dims", type=int, nargs="+", default=[1, 8])
-    parser.add_argument("--dense-queries", type=int, default=64, help="queries per dense call")
-    parser.add_argument("--sdpa-queries", type=int, default=500, help="queries per SDPA call")
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--n-query", type=int, default=10_000, help="queries of the problem (attnlib runs them all)")
+    parser.add_argument("--keops-queries", type=int, default=1000, help="queries timed for KeOps")
+    parser.add_argument("--sdpa-queries", type=int, default=200, help="queries timed for SDPA")
+    parser.add_argument("--accuracy-queries", type=int, default=100)
+    parser.add_argument("--memory-queries", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if args.quick:
-        args.n_train, args.n_query, args.repeats = 10_000, 100, 3
+        args.n_train, args.n_query, args.keops_queries, args.sdpa_queries = 10_000, 200, 50, 50
+        args.accuracy_queries, args.memory_queries, args.repeats = 20, 100, 1
+    cores = len(os.sched_getaffinity(0))
+    default_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    keops, keops_note = keops_method()
+    print(keops_note, flush=True)
+    limits = exp_limits(7 if not args.quick else 1)
+    print("exp limits (G/s): " + ", ".join(f"{k} {v / 1e9:.2f}" for k, v in limits.items()), flush=True)
 
     rows = []
-    for d in args.dims:
+    for d in (1, 8):
         xq, xt, y, h = problem(args.n_train, args.n_query, d)
-        methods = {
-            "streaming": lambda: nadaraya_watson_streaming(xq, xt, y, bandwidth=h),
-            "sdpa": lambda: sdpa(xq, xt, y, h, args.sdpa_queries),
-            "dense": lambda: dense(xq, xt, y, h, args.dense_queries),
-        }
-        results = {name: measure(fn, args.repeats) for name, fn in methods.items()}
-        reference = results["sdpa"][2]
-        t_stream = results["streaming"][0]
-        for name, (seconds, peak, out) in results.items():
-            rows.append(
-                {
-                    "d": d, "n_train": args.n_train, "n_query": args.n_query, "bandwidth": h, "method": name,
-                    "median_s": round(seconds, 3), "peak_extra_mib": round(peak, 1),
-                    "time_over_streaming": round(seconds / t_stream, 3),
-                    "max_abs_diff_vs_sdpa": float((out - reference).abs().max()),
-                }
-            )
-            print(f"d={d:2d} {name:10s} {seconds:9.3f} s  peak +{peak:8.1f} MiB  time/streaming {seconds / t_stream:6.2f}  "
-                  f"max|Δ| vs sdpa {rows[-1]['max_abs_diff_vs_sdpa']:.2e}", flush=True)
+        nw = lambda q: nadaraya_watson(q, xt, y, bandwidth=h)  # noqa: E731
+        nw(xq[:2])  # loads (or, once, compiles) the kernel
+        ref = reference(xq[: args.accuracy_queries], xt, y, h)
+        methods = [("attnlib nadaraya_watson (fused)", 1, args.n_query, nw)]
+        if keops is not None:
+            methods.append(("keops sumsoftmaxweight", 1, args.keops_queries, lambda q: keops(q, xt, y, h)))
+        methods.append(("torch sdpa (augmented vectors)", 1, args.sdpa_queries, lambda q: sdpa(q, xt, y, h)))
+        methods.append((f"attnlib nadaraya_watson (fused), {cores} threads", cores, args.n_query, nw))
+        for name, threads, n_q, fn in methods:
+            torch.set_num_threads(threads)
+            q = xq[:n_q]
+            fn(xq[:2])
+            if threads == 1:
+                seconds, _ = median_cpu_seconds(lambda: fn(q), args.repeats)
+                clock = "cpu (process_time)"
+            else:
+                start = time.perf_counter()
+                fn(q)
+                seconds, clock = time.perf_counter() - start, "wall (perf_counter)"
+            error = float((fn(xq[: args.accuracy_queries]).double() - ref).abs().max())
+            torch.set_num_threads(1)
+            pairs = n_q * args.n_train / seconds
+            rows.append({
+                "d": d, "n_train": args.n_train, "queries_timed": n_q, "bandwidth": round(h, 4), "dtype": "float32",
+                "method": name, "threads": threads, "clock": clock, "seconds": round(seconds, 4),
+                "pairs_per_s": float(f"{pairs:.4g}"),
+                "fraction_of_torch_exp": round(pairs / limits["torch.exp"], 3),
+                "fraction_of_attnlib_exp": round(pairs / limits["attnlib exp"], 3),
+                "max_abs_error_vs_float64": float(f"{error:.3g}"),
+            })
+            print(f"d={d} {name:48s} {pairs / 1e6:10.1f} M pairs/s ({clock}), max error {error:.2e}", flush=True)
+        if keops is None:
+            rows.append({"d": d, "n_train": args.n_train, "method": "keops sumsoftmaxweight", "note": keops_note})
 
-    by = {(r["d"], r["method"]): r for r in rows}
-    summary = {
-        f"d={d}": {
-            "streaming_over_sdpa_time": round(by[d, "streaming"]["median_s"] / by[d, "sdpa"]["median_s"], 3),
-            "dense_over_streaming_time": round(by[d, "dense"]["median_s"] / by[d, "streaming"]["median_s"], 3),
-            "streaming_peak_extra_mib": by[d, "streaming"]["peak_extra_mib"],
-        }
-        for d in args.dims
+    xq, xt, y, h = problem(args.n_train, args.memory_queries, 1)
+    peak = peak_growth_mib(lambda: nadaraya_watson(xq[:, 0], xt[:, 0], y, bandwidth=h))
+    print(f"peak memory of nadaraya_watson, {args.memory_queries} x {args.n_train} (1-D): +{peak:.1f} MiB")
+    torch.set_num_threads(default_threads)
+
+    by = {(r["d"], r["method"]): r for r in rows if "pairs_per_s" in r}
+    ours = {d: by[d, "attnlib nadaraya_watson (fused)"]["pairs_per_s"] for d in (1, 8)}
+    summary = {}
+    for d in (1, 8):
+        row = {"attnlib_pairs_per_s": ours[d], "sdpa_over_attnlib_time": round(ours[d] / by[d, "torch sdpa (augmented vectors)"]["pairs_per_s"], 2)}
+        if (d, "keops sumsoftmaxweight") in by:
+            row["keops_over_attnlib_time"] = round(ours[d] / by[d, "keops sumsoftmaxweight"]["pairs_per_s"], 2)
+        row["fraction_of_torch_exp"] = by[d, "attnlib nadaraya_watson (fused)"]["fraction_of_torch_exp"]
+        summary[f"d={d}"] = row
+    met = {
+        "keops_over_attnlib_time_1d": summary["d=1"].get("keops_over_attnlib_time"),
+        "keops_over_attnlib_time_8d": summary["d=8"].get("keops_over_attnlib_time"),
     }
-    print(json.dumps(summary, indent=1))
+    targets = {
+        "attnlib >= 10x KeOps's throughput, 1-D": {"target": TARGETS["keops_over_attnlib_time_1d"], "value": met["keops_over_attnlib_time_1d"],
+                                                   "met": None if met["keops_over_attnlib_time_1d"] is None else met["keops_over_attnlib_time_1d"] >= 10},
+        "attnlib >= 3x KeOps's throughput, 8-D": {"target": TARGETS["keops_over_attnlib_time_8d"], "value": met["keops_over_attnlib_time_8d"],
+                                                  "met": None if met["keops_over_attnlib_time_8d"] is None else met["keops_over_attnlib_time_8d"] >= 3},
+        f"peak memory <= 1024 MiB at {args.memory_queries} x {args.n_train}": {"target": 1024, "value": round(peak, 1), "met": bool(peak <= 1024)},
+    }
+    for name, t in targets.items():
+        print(f"{name}: {t['value']} ({'met' if t['met'] else 'NOT met' if t['met'] is False else 'not measured'})")
     record = {
-        "benchmark": "streaming Nadaraya-Watson (attnlib) vs dense attention() and torch SDPA, Gaussian kernel, float32",
-        "machine": machine(),
-        "command": "python benchmarks/kernel_regression.py " + ("--quick" if args.quick else f"--n-query {args.n_query} --repeats {args.repeats}"),
-        "memory_method": "growth of VmHWM over VmRSS, VmHWM reset via /proc/self/clear_refs before each call",
+        "benchmark": "fused Nadaraya-Watson kernel sums (attnlib) vs KeOps and torch SDPA, Gaussian kernel, float32",
+        "machine": machine(pykeops=keops_note),
+        "command": "python benchmarks/kernel_regression.py" + (" --quick" if args.quick else ""),
+        "exp_limits_per_s": {k: float(f"{v:.4g}") for k, v in limits.items()},
+        "memory_method": "growth of VmHWM over VmRSS, VmHWM reset via /proc/self/clear_refs before the call",
+        "peak_memory_mib": {"n_query": args.memory_queries, "n_train": args.n_train, "d": 1, "dtype": "float32", "value": round(peak, 1)},
         "rows": rows,
         "summary": summary,
-        "targets": TARGETS,
+        "targets": targets,
     }
     print(f"wrote {write_result('kernel_regression', record, args.quick)}")
 

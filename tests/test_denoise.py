@@ -110,21 +110,34 @@ def test_patch_attention_is_a_distribution_peaked_at_the_query(rng):
 def test_nonlocal_means_equals_float64_restatement(rng, shape, s, d, h, sigma):
     img = rng.random(shape)
     ref = nlm_reference(img, s, d, h, sigma)
-    for kw in ({}, {"max_chunk": 3, "strip_elems": 200}):
+    for kw in ({}, {"strip_rows": 3}):
         np.testing.assert_allclose(dn.nonlocal_means(img, s, d, h, sigma, **kw), ref, rtol=0, atol=1e-10)
 
 
 @pytest.mark.parametrize("threads", [2, 3])
-def test_nonlocal_means_worker_threads_share_the_offsets(rng, threads):
+def test_nonlocal_means_worker_threads_share_the_strips(rng, threads):
     img = rng.random((12, 14, 2))
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        out = dn.nonlocal_means(img, 3, 4, 0.3, 0.05, max_chunk=2)
-        assert torch.get_num_threads() == threads  # the caller's setting is restored
+        out = dn.nonlocal_means(img, 3, 4, 0.3, 0.05, strip_rows=2)
+        assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(before)
     np.testing.assert_allclose(out, nlm_reference(img, 3, 4, 0.3, 0.05), rtol=0, atol=1e-10)
+
+
+def test_nonlocal_means_restores_the_callers_thread_count(rng):
+    # Two strips give two workers: a count of 3 must survive the call (it used to become 2).
+    img = rng.random((8, 9))
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        out = dn.nonlocal_means(img, 3, 2, 0.3, strip_rows=4)
+        assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
+    np.testing.assert_allclose(out, nlm_reference(img, 3, 2, 0.3), rtol=0, atol=1e-10)
 
 
 def test_global_window_is_the_whole_image(rng):
@@ -163,6 +176,9 @@ def test_float32_and_tensor_inputs_keep_type(rng):
     np.testing.assert_allclose(out, nlm_reference(img, 3, 2, 0.2), atol=1e-5)
     t = dn.nonlocal_means(torch.tensor(img, dtype=torch.float64), 3, 2, 0.2)
     assert isinstance(t, torch.Tensor) and t.dtype == torch.float64
+    half = dn.nonlocal_means(torch.tensor(img, dtype=torch.float16), 3, 2, 0.2)  # runs in float32
+    assert half.dtype == torch.float16
+    np.testing.assert_allclose(half.numpy(), nlm_reference(img, 3, 2, 0.2), atol=2e-3)
 
 
 @settings(max_examples=25, deadline=None)
@@ -231,6 +247,7 @@ def test_denoiser_colour_and_channel_check(rng):
         (lambda img: dn.nonlocal_means(img, patch_distance=-1), "patch_distance"),
         (lambda img: dn.nonlocal_means(img, sigma=-1.0), "sigma"),
         (lambda img: dn.nonlocal_means(img, window="disc"), "window"),
+        (lambda img: dn.nonlocal_means(img, strip_rows=0), "strip_rows"),
         (lambda img: dn.nlm_attention(img, h=0.0), "h"),
         (lambda img: dn.gaussian_filter_attention(img, 0.0), "sigma"),
         (lambda img: dn.gaussian_filter_attention(img[0], 1.0), "image"),
