@@ -11,12 +11,13 @@ from attnlib.experiments.routing import (
     accuracy_by_offset,
     best_convolution,
     dirichlet_laplacian,
+    fit_linear_stack,
     green_function,
     layers_to_see_everything,
     pointer_loss,
     pointer_task,
 )
-from attnlib.mux import ConvRouter
+from attnlib.mux import ConvRouter, conv_matrix
 
 
 def test_pointer_task_targets_are_the_values_of_the_pointed_tokens():
@@ -89,6 +90,28 @@ def test_best_convolution_is_toeplitz_and_optimal():
     np.testing.assert_allclose(best_convolution(exact, 3)[0], [2.0, 1.0, -1.0], atol=1e-12)
 
 
+def test_fit_linear_stack_is_a_product_of_zero_padded_convolutions():
+    target = green_function(10)
+    kernels, matrix = fit_linear_stack(target, 3, seeds=(0,), max_iter=50)
+    product = np.eye(10)
+    for w in kernels:  # first layer first: M_3 M_2 M_1
+        product = conv_matrix(torch.tensor(w), 10).numpy() @ product
+    np.testing.assert_allclose(matrix, product, atol=1e-12)
+    # the zero padding cuts the bands: the product is not Toeplitz at the borders
+    assert not np.allclose(np.diag(matrix), np.diag(matrix)[0])
+
+
+def test_fit_linear_stack_recovers_a_reachable_target_and_beats_one_convolution():
+    rng = np.random.default_rng(1)
+    kernels = [rng.normal(size=3) for _ in range(2)]
+    reachable = conv_matrix(torch.tensor(kernels[1]), 8).numpy() @ conv_matrix(
+        torch.tensor(kernels[0]), 8).numpy()
+    _, fitted = fit_linear_stack(reachable, 2, kernel_size=3, seeds=(0, 1, 2, 3))
+    assert np.linalg.norm(fitted - reachable) < 1e-6 * np.linalg.norm(reachable)
+    # and a single convolution of the stack's width cannot reach it (it is not Toeplitz)
+    assert np.linalg.norm(best_convolution(reachable, 5)[1] - reachable) > 1e-3
+
+
 def test_bad_inputs_raise_value_errors_naming_the_argument():
     with pytest.raises(ValueError, match="n_labels"):
         pointer_task(2, length=5, n_labels=4)
@@ -106,3 +129,9 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
         best_convolution(np.zeros((2, 3)), 3)
     with pytest.raises(ValueError, match="width"):
         best_convolution(np.zeros((3, 3)), 2)
+    with pytest.raises(ValueError, match="target"):
+        fit_linear_stack(np.zeros((2, 3)), 2)
+    with pytest.raises(ValueError, match="kernel_size"):
+        fit_linear_stack(np.zeros((3, 3)), 2, kernel_size=4)
+    with pytest.raises(ValueError, match="depth"):
+        fit_linear_stack(np.zeros((3, 3)), 0)

@@ -10,7 +10,11 @@ stack can only read inside its receptive field.
 
 The second experiment makes concrete the attention note's remark that inverting a
 differential operator is non-local: the discrete Laplacian is a three-tap convolution, but its
-inverse (the discrete Green's function) is dense, and no convolution, however wide, equals it.
+inverse (the discrete Green's function) is dense, and no single convolution, however wide,
+comes close to it. A *stack* of zero-padded convolutions is not one convolution: the padding
+cuts each layer's band at the borders, so the product of the layers' matrices is not Toeplitz
+there, and a deep enough stack learns the borders and approaches the inverse
+(:func:`fit_linear_stack`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ __all__ = [
     "dirichlet_laplacian",
     "green_function",
     "best_convolution",
+    "fit_linear_stack",
 ]
 
 
@@ -171,8 +176,9 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
     target : array-like, shape (n, n)
         The linear map to approximate.
     width : int
-        Odd kernel width; a stack of ``L`` linear convolutions of width ``k`` is one
-        convolution of width ``1 + L (k - 1)``, so this is also the best such stack.
+        Odd kernel width. (A stack of ``L`` zero-padded linear convolutions of width ``k``
+        is *not* in general one convolution of width ``1 + L (k - 1)``: the padding cuts
+        the bands at the borders; see :func:`fit_linear_stack`.)
 
     Returns
     -------
@@ -182,8 +188,8 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
 
     Implements
     ----------
-    A test of the note's (seed 004) suggestion that a few convolution layers come close to
-    the inverse of a differential operator.
+    The single-convolution half of the test of the note's (seed 004) suggestion that a few
+    convolution layers come close to the inverse of a differential operator.
     """
     target = np.asarray(target, dtype=float)
     if target.ndim != 2 or target.shape[0] != target.shape[1]:
@@ -196,3 +202,79 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
     design = np.stack([s.ravel() for s in shifts], 1)
     kernel = np.linalg.lstsq(design, target.ravel(), rcond=None)[0]
     return kernel, sum(w * s for w, s in zip(kernel, shifts))
+
+
+def fit_linear_stack(target, depth: int, kernel_size: int = 5, *, seeds=(0, 1, 2),
+                     max_iter: int = 1000) -> tuple[list[np.ndarray], np.ndarray]:
+    """A stack of ``depth`` zero-padded, single-channel linear convolutions fitted to ``target``.
+
+    The stack's matrix is ``M_depth @ ... @ M_1`` with ``M_l`` the :func:`attnlib.mux.conv_matrix`
+    of layer l's kernel; it is fitted by L-BFGS on the squared Frobenius error from each seed,
+    and the best fit is returned. The error is an upper bound on that of the best stack (the
+    problem is not convex).
+
+    Parameters
+    ----------
+    target : array-like, shape (n, n)
+        The linear map to approximate.
+    depth : int
+        Number of stacked convolutions.
+    kernel_size : int
+        Odd width of every kernel.
+    seeds : sequence of int
+        Seeds of the random starting kernels.
+    max_iter : int
+        L-BFGS iterations per start.
+
+    Returns
+    -------
+    kernels : list of ndarray, each of shape (kernel_size,)
+        The fitted kernels, first layer first.
+    matrix : ndarray, shape (n, n)
+        The stack's matrix (what it does to a length-n input, zero-padded at every layer).
+
+    Implements
+    ----------
+    The stacked half of the test of the note's (seed 004) suggestion that "two or three"
+    convolution layers come close to the inverse of a differential operator. Departs from a
+    trained CNN in being linear, single-channel and fitted to the matrix directly.
+    """
+    target = torch.as_tensor(np.asarray(target, dtype=float))
+    if target.ndim != 2 or target.shape[0] != target.shape[1]:
+        raise ValueError(f"target must be a square matrix, got shape {tuple(target.shape)}")
+    depth = check_int(depth, "depth")
+    kernel_size = check_int(kernel_size, "kernel_size")
+    if kernel_size % 2 == 0:
+        raise ValueError(f"kernel_size must be odd, got {kernel_size}")
+    n = len(target)
+    basis = torch.eye(n, dtype=torch.float64)[:, None, :]  # column k: the response to e_k
+
+    def matrix(kernels):
+        x = basis
+        for w in kernels:
+            x = F.conv1d(x, w.view(1, 1, -1), padding=kernel_size // 2)
+        return x[:, 0, :].T
+
+    best, best_error = None, float("inf")
+    for seed in seeds:
+        g = torch.Generator().manual_seed(check_int(seed, "seeds", minimum=0))
+        kernels = [(0.5 * torch.randn(kernel_size, generator=g, dtype=torch.float64))
+                   .requires_grad_() for _ in range(depth)]
+        opt = torch.optim.LBFGS(kernels, max_iter=max_iter, tolerance_grad=1e-12,
+                                tolerance_change=1e-15, history_size=50,
+                                line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = (matrix(kernels) - target).pow(2).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        with torch.no_grad():
+            error = float((matrix(kernels) - target).norm())
+        if error < best_error:
+            best, best_error = [w.detach().clone() for w in kernels], error
+    with torch.no_grad():
+        stacked = matrix(best).numpy()
+    return [w.numpy() for w in best], stacked
