@@ -188,7 +188,8 @@ class ErrataList(_LedgerDirective):
                     _link(docname, c.anchor,
                           nodes.Text(f"{title}, claim {_chapter_key(path)}.{c.number}")),
                     nodes.Text(": "), *self.inline(c.statement),
-                    nodes.Text(" Checked against "), *self.inline(c.reference),
+                    nodes.Text(" " if c.statement.endswith((".", "!", "?")) else ". "),
+                    nodes.Text("Checked against "), *self.inline(c.reference),
                     nodes.Text(f" ({c.tolerance})." if c.tolerance else "."),
                 )
                 items += item
