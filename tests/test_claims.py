@@ -171,8 +171,11 @@ def test_an_erratum_asserts_both_sides():
     one = claim("assert not np.allclose(paper, truth)", erratum="Eq. 8 drops a term")
     two = claim("assert not np.allclose(paper, truth)\nnp.testing.assert_allclose(ours, truth)",
                 erratum="Eq. 8 drops a term")
+    both = claim("assert not np.allclose(paper, truth) and np.allclose(ours, truth)",
+                 erratum="Eq. 8 drops a term")
     assert any("two asserts" in p for p in L.claim_problems(notebook(one)))
     assert L.claim_problems(notebook(two)) == []
+    assert L.claim_problems(notebook(both)) == []
 
 
 # ----------------------------------------------------------------- numbers in prose

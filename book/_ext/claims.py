@@ -32,7 +32,14 @@ class claim_ref(nodes.Inline, nodes.TextElement):
 
 
 def _chapters(env) -> list[tuple[str, Path, dict]]:
-    """(docname, path, notebook) for every chapter notebook that the build includes."""
+    """(docname, path, notebook) for every chapter notebook that the build includes.
+
+    The page asking is rebuilt when a notebook changes (a dependency) or when one is added
+    or removed (remembered in ``env.claims_pages``, see :func:`outdated`).
+    """
+    if not hasattr(env, "claims_pages"):
+        env.claims_pages = set()
+    env.claims_pages.add(env.docname)
     found = []
     for path in claims_lib.chapter_notebooks(Path(env.srcdir)):
         docname = path.relative_to(env.srcdir).with_suffix("").as_posix()
@@ -257,7 +264,28 @@ def add_static(app):
     app.add_css_file("claims.css")
 
 
+def outdated(app, env, added, changed, removed):
+    """Pages that list the chapters are outdated when a page is added or removed (a new
+    notebook is no dependency of theirs yet)."""
+    if not (added or removed):
+        return []
+    return sorted(getattr(env, "claims_pages", set()) - removed)
+
+
+def purge(app, env, docname):
+    getattr(env, "claims_pages", set()).discard(docname)
+
+
+def merge(app, env, docnames, other):
+    if not hasattr(env, "claims_pages"):
+        env.claims_pages = set()
+    env.claims_pages |= getattr(other, "claims_pages", set()) & set(docnames)
+
+
 def setup(app):
+    app.connect("env-get-outdated", outdated)
+    app.connect("env-purge-doc", purge)
+    app.connect("env-merge-info", merge)
     app.connect("builder-inited", add_static)
     app.add_config_value("claims_errata_page", "book/errata", "env")
     app.add_node(claim_ref)

@@ -96,6 +96,18 @@ def assert_nodes(code: str) -> list[ast.AST]:
     return [n for n in ast.walk(tree) if isinstance(n, ast.Assert) or _is_assert_call(n)]
 
 
+def assertion_count(code: str) -> int:
+    """How many things ``code`` asserts: ``assert a and b`` asserts two."""
+    return sum(
+        len(n.test.values)
+        if isinstance(n, ast.Assert)
+        and isinstance(n.test, ast.BoolOp)
+        and isinstance(n.test.op, ast.And)
+        else 1
+        for n in assert_nodes(code)
+    )
+
+
 def has_assert(code: str) -> bool:
     """Whether ``code`` contains an assert (comments and strings do not count)."""
     return bool(assert_nodes(code))
@@ -277,10 +289,10 @@ def claim_problems(nb: dict, path: Path | str = "", root: Path = ROOT) -> list[s
                 f"{where}: the reference {c.reference!r} names only attnlib: give an "
                 f"independent one or start it with {CONSISTENCY!r}"
             )
-        if c.erratum and len(assert_nodes(c.code)) < 2:
+        if c.erratum and assertion_count(c.code) < 2:
             found.append(
                 f"{where}: an erratum asserts both sides (the paper's formula fails, ours "
-                "holds): two asserts at least"
+                "holds): two asserts, or `assert a and b`"
             )
     return found
 
