@@ -251,6 +251,7 @@ def test_a_planted_drift_in_a_copy_of_a_chapter_is_caught(tmp_path):
         ("seed 000 §5.2, Eq. (3.1), Table 2.1 and Section 4.3 but 4.3 here", ["4.3"]),
         ("version1.2 and x0.5 are names, 1.2.3 is a version", []),
         ("a price of 3.50. Then", ["3.50"]),
+        ("a gap of 6.6e-05 after 1e-3 steps", ["6.6e-05"]),
     ],
 )
 def test_which_numbers_the_audit_reads(markdown, numbers):

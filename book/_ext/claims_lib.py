@@ -298,7 +298,7 @@ def claim_problems(nb: dict, path: Path | str = "", root: Path = ROOT) -> list[s
 
 
 # --------------------------------------------------------------------------- prose numbers
-DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w]|\.\d)")
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?:[eE][-+]?\d+)?(?![\w]|\.\d)")
 _REFERENCE_WORDS = (
     r"(?:§\s*|(?:Sections?|Sec\.|Eqs?\.|Equations?|Tables?|Figures?|Figs?\.|Propositions?|"
     r"Props?\.|Theorems?|Lemmas?|Definitions?|Algorithms?|Appendix|Chapters?|Corollary|"
