@@ -338,7 +338,6 @@ def prose_numbers(markdown: str) -> list[str]:
 
 GLUE_ROLE = re.compile(r"\{glue(?::\w*)?\}`([^`]+)`")
 GLUE_DIRECTIVE = re.compile(r"^\s*(?:```+|:::+)\s*\{glue(?::\w+)?\}\s+(\S+)", re.M)
-GLUE_CALL = re.compile(r"\bglue\s*\(\s*(f?)(['\"])(.+?)\2")
 
 
 def glue_uses(markdown: str) -> list[str]:
@@ -347,25 +346,52 @@ def glue_uses(markdown: str) -> list[str]:
     return names + GLUE_DIRECTIVE.findall(markdown)
 
 
+def _name_pattern(node: ast.AST, assigned: dict) -> str:
+    """A regex for the string an expression builds: literals exact, ``{..}`` -> ``.+``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return re.escape(node.value)
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_name_pattern(v, assigned) if isinstance(v, ast.Constant) else ".+"
+                       for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _name_pattern(node.left, assigned) + _name_pattern(node.right, assigned)
+    if isinstance(node, ast.Name) and node.id in assigned:
+        return _name_pattern(assigned[node.id], {})
+    return ".+"
+
+
 def glued_names(nb: dict) -> list[str]:
-    """The names a notebook's code glues; an f-string name becomes a regex (``{x}`` -> ``.+``)."""
+    """The names a notebook's code glues, each as a regex (``re.escape`` of a literal name).
+
+    A name built at run time is followed through f-strings, ``+`` and a variable assigned
+    in the same cell (``key = f"ch07b_doc_{n}"; glue(key + "_std", ...)``); what it cannot
+    follow becomes ``.+``.
+    """
     names = []
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
             continue
-        for fmark, _, name in GLUE_CALL.findall(_without_comments(source(cell))):
-            if fmark:
-                parts = re.split(r"\{[^}]*\}", name)
-                names.append("re:" + ".+".join(re.escape(p) for p in parts))
-            else:
-                names.append(name)
+        tree = _parse(source(cell))
+        if tree is None:
+            continue
+        assigned = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                node.targets[0], ast.Name
+            ):
+                assigned[node.targets[0].id] = node.value
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "glue":
+                names.append(_name_pattern(node.args[0], assigned))
     return names
 
 
 def _is_glued(name: str, glued: list[str]) -> bool:
-    return any(
-        re.fullmatch(g[3:], name) if g.startswith("re:") else g == name for g in glued
-    )
+    return any(re.fullmatch(pattern, name) for pattern in glued)
 
 
 def number_problems(nb: dict, path: Path | str = "") -> list[str]:
@@ -401,10 +427,10 @@ def glue_problems(nb: dict, path: Path | str = "") -> list[str]:
                     found.append(f"{name} cell {i}: `{used}` is read but glued by no code cell")
     if path:
         prefix = glue_prefix(path)
-        for g in glued:
-            bare = g[3:].replace("\\", "") if g.startswith("re:") else g
-            if not bare.startswith(prefix):
-                found.append(f"{name}: the glue name {bare!r} does not start with {prefix!r}")
+        for pattern in glued:
+            if pattern != ".+" and not pattern.startswith(re.escape(prefix)):
+                shown = re.sub(r"\\(.)", r"\1", pattern)
+                found.append(f"{name}: the glue name {shown!r} does not start with {prefix!r}")
     return found
 
 
