@@ -240,15 +240,15 @@ _NAMES_CACHE: dict[Path, set[str]] = {}
 def names_attnlib(reference: str, root: Path = ROOT) -> bool:
     """Whether ``reference`` names attnlib: the word, or an attnlib function as code.
 
-    A name counts as code when it is in backticks, has a dot path or an underscore, or is
-    called (``name(``); so the plain word "attention" is prose, ``attention(`` is code.
+    A name counts as code when it is in backticks or has a dot path or an underscore; so
+    the word "attention" or the formula softmax(qKᵀ)V are prose, ``attnlib.attention``,
+    `` `softmax` `` and ``pixel_nlm`` are code.
     """
     if re.search(r"\battnlib\b", reference, re.I):
         return True
     names = _NAMES_CACHE.setdefault(Path(root), _attnlib_names(root))
     code_like = set(re.findall(r"`([^`]+)`", reference))
     code_like |= set(re.findall(r"\b[A-Za-z_][\w.]*(?:_[\w.]*|\.\w+)\b", reference))
-    code_like |= set(re.findall(r"\b([A-Za-z_]\w*)\(", reference))
     for token in code_like:
         for part in re.findall(r"[A-Za-z_]\w*", token):
             if part in names:
