@@ -1,10 +1,11 @@
 """The book keeps its promises: claims are checked, numbers in prose come from results.
 
-Fast (nothing is executed): the notebooks are read as JSON through ``book/_ext/claims_lib``,
-the module the Sphinx extension that builds the claims ledger and the errata page reads
-them with, so the rules exist once. Each rule is run over every chapter, and shown to fail
-and to pass on small notebooks written here (a planted circular claim and a planted drift
-among them, also planted in copies of a real chapter).
+Fast (nothing is executed): the notebooks are read as JSON through
+``book/_ext/claims_lib``, the module the Sphinx extension that builds the claims
+ledger and the errata page reads them with, so the rules exist once. Each rule is run
+over every chapter, and shown to fail and to pass on small notebooks written here (a
+planted circular claim and a planted drift among them, also planted in copies of a
+real chapter).
 """
 
 import copy
@@ -30,14 +31,24 @@ by_name = pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 
 # ----------------------------------------------------------------- synthetic notebooks
 def md(text, **meta):
-    return {"cell_type": "markdown", "id": f"m{abs(hash(text)) % 10**8}", "metadata": meta,
-            "source": text}
+    return {
+        "cell_type": "markdown",
+        "id": f"m{abs(hash(text)) % 10**8}",
+        "metadata": meta,
+        "source": text,
+    }
 
 
 def code(text, tags=(), **meta):
     meta = {**meta, **({"tags": list(tags)} if tags else {})}
-    return {"cell_type": "code", "id": f"c{abs(hash(text)) % 10**8}", "metadata": meta,
-            "source": text, "outputs": [], "execution_count": None}
+    return {
+        "cell_type": "code",
+        "id": f"c{abs(hash(text)) % 10**8}",
+        "metadata": meta,
+        "source": text,
+        "outputs": [],
+        "execution_count": None,
+    }
 
 
 GOOD_CLAIM = {
@@ -56,8 +67,12 @@ def claim(text="np.testing.assert_allclose(w.sum(1), 1.0)", **fields):
 
 def notebook(*cells):
     kernel = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    return {"cells": list(cells), "nbformat": 4, "nbformat_minor": 5,
-            "metadata": {"kernelspec": kernel, "language_info": {"name": "python"}}}
+    return {
+        "cells": list(cells),
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": kernel, "language_info": {"name": "python"}},
+    }
 
 
 def write(path: Path, nb: dict) -> Path:
@@ -102,9 +117,18 @@ def test_a_complete_claim_passes():
         (code("assert True", claim=GOOD_CLAIM), "no `claim` tag"),
         ({**md("text", tags=["claim"], claim=GOOD_CLAIM)}, "must be a code cell"),
     ],
-    ids=["assert-in-comment", "assert-in-string", "empty-statement", "no-statement",
-         "blank-source", "no-reference", "no-tolerance", "tag-only", "metadata-only",
-         "markdown"],
+    ids=[
+        "assert-in-comment",
+        "assert-in-string",
+        "empty-statement",
+        "no-statement",
+        "blank-source",
+        "no-reference",
+        "no-tolerance",
+        "tag-only",
+        "metadata-only",
+        "markdown",
+    ],
 )
 def test_an_incomplete_claim_fails(cell, problem):
     found = L.claim_problems(notebook(cell))
@@ -128,7 +152,7 @@ INDEPENDENT = [
     "the closed form of Eq. (12)",
     "consistency check: attnlib.attention against attnlib.pixel_nlm",
     "torch.nn.functional.scaled_dot_product_attention",
-    "measured CPU time of the bare discrete read-out softmax(qKᵀ)V on the same tokens",
+    "measured CPU time of the bare read-out softmax(qKᵀ)V on the same tokens",
 ]
 
 
@@ -157,23 +181,30 @@ def test_a_planted_circular_claim_in_a_copy_of_a_chapter_is_caught(tmp_path):
     before = set(L.claim_problems(nb, path))
     planted = claim(
         "np.testing.assert_allclose(attention(q, k, v)[0], pixel_nlm(img))",
-        statement="The pixel NLM is attention", reference="attnlib.denoise.pixel_nlm",
+        statement="The pixel NLM is attention",
+        reference="attnlib.denoise.pixel_nlm",
     )
     nb["cells"].append(planted)
     copy_path = write(tmp_path / path.name, nb)
     new = set(L.claim_problems(L.load(copy_path), copy_path)) - before
     assert len(new) == 1 and "names only attnlib" in new.pop()
-    planted["metadata"]["claim"]["reference"] = "consistency check: " + "attnlib.pixel_nlm"
+    planted["metadata"]["claim"]["reference"] = (
+        "consistency check: " + "attnlib.pixel_nlm"
+    )
     write(copy_path, nb)
     assert set(L.claim_problems(L.load(copy_path), copy_path)) - before == set()
 
 
 def test_an_erratum_asserts_both_sides():
     one = claim("assert not np.allclose(paper, truth)", erratum="Eq. 8 drops a term")
-    two = claim("assert not np.allclose(paper, truth)\nnp.testing.assert_allclose(ours, truth)",
-                erratum="Eq. 8 drops a term")
-    both = claim("assert not np.allclose(paper, truth) and np.allclose(ours, truth)",
-                 erratum="Eq. 8 drops a term")
+    two = claim(
+        "assert not np.allclose(paper, truth)\nnp.testing.assert_allclose(ours, truth)",
+        erratum="Eq. 8 drops a term",
+    )
+    both = claim(
+        "assert not np.allclose(paper, truth) and np.allclose(ours, truth)",
+        erratum="Eq. 8 drops a term",
+    )
     assert any("two asserts" in p for p in L.claim_problems(notebook(one)))
     assert L.claim_problems(notebook(two)) == []
     assert L.claim_problems(notebook(both)) == []
@@ -191,7 +222,9 @@ def test_glued_names_exist_and_carry_the_chapter_prefix(path):
 
 
 def test_glue_names_are_unique_across_the_book():
-    names = [n for p in NOTEBOOKS for n in set(L.glued_names(L.load(p))) if ".+" not in n]
+    names = [
+        n for p in NOTEBOOKS for n in set(L.glued_names(L.load(p))) if ".+" not in n
+    ]
     assert sorted(n for n in set(names) if names.count(n) > 1) == []
 
 
@@ -201,7 +234,9 @@ GLUED = code('acc = 0.72\nglue("ch99_acc", acc, display=False)')
 def test_a_glued_number_passes_and_a_planted_drift_is_caught():
     glued = notebook(GLUED, md("Accuracy {glue:text}`ch99_acc:.2f` on the test set."))
     assert L.number_problems(glued) == [] and L.glue_problems(glued) == []
-    drifted = notebook(GLUED, md("Accuracy 0.92 on the test set."))  # the result is 0.72
+    drifted = notebook(
+        GLUED, md("Accuracy 0.92 on the test set.")
+    )  # the result is 0.72
     found = L.number_problems(drifted)
     assert len(found) == 1 and "0.92" in found[0]
 
@@ -210,7 +245,9 @@ def test_a_typed_number_passes_only_when_asserted_or_quoted():
     typed = md("Accuracy 0.72 on the test set; the paper reports 90.68 %.")
     assert len(L.number_problems(notebook(GLUED, typed))) == 2
     asserted = code('assert f"{acc:.2f}" == "0.72"\nassert abs(acc - 0.72) < 1e-9')
-    assert [p for p in L.number_problems(notebook(asserted, typed)) if "0.72" in p] == []
+    assert [
+        p for p in L.number_problems(notebook(asserted, typed)) if "0.72" in p
+    ] == []
     quoted = {**typed, "metadata": {"quoted": ["90.68"]}}
     assert L.number_problems(notebook(asserted, quoted)) == []
     # a literal in a comment or in a print is no assert
@@ -229,7 +266,9 @@ def test_a_planted_drift_in_a_copy_of_a_chapter_is_caught(tmp_path):
     ]
     copy_path = write(tmp_path / path.name, nb)
     assert set(L.number_problems(L.load(copy_path), copy_path)) - before == set()
-    assert [p for p in L.glue_problems(L.load(copy_path), copy_path) if "planted" in p] == []
+    assert [
+        p for p in L.glue_problems(L.load(copy_path), copy_path) if "planted" in p
+    ] == []
     nb["cells"][-1]["source"] = "The planted model reaches 0.92."
     write(copy_path, nb)
     new = set(L.number_problems(L.load(copy_path), copy_path)) - before
@@ -262,15 +301,26 @@ def test_which_numbers_the_audit_reads(markdown, numbers):
 def test_a_glue_typo_is_caught():
     nb = notebook(code('glue("ch99_accuracy", 0.7)'), md("{glue:text}`ch99_acc:.2f`"))
     assert any("`ch99_acc`" in p for p in L.glue_problems(nb))
-    figure = notebook(code('glue("ch99_fig", fig)'), md("```{glue:figure} ch99_figs\n```"))
+    figure = notebook(
+        code('glue("ch99_fig", fig)'), md("```{glue:figure} ch99_figs\n```")
+    )
     assert any("ch99_figs" in p for p in L.glue_problems(figure))
-    loop = notebook(code('for n in (1, 2):\n    glue(f"ch99_acc_{n}", n)'),
-                    md("{glue:}`ch99_acc_1` and {glue:text}`ch99_acc_2:.1f`"))
+    loop = notebook(
+        code('for n in (1, 2):\n    glue(f"ch99_acc_{n}", n)'),
+        md("{glue:}`ch99_acc_1` and {glue:text}`ch99_acc_2:.1f`"),
+    )
     assert L.glue_problems(loop) == []
-    built = code('for r in rows:\n    key = f"ch99_doc_{r}"\n    glue(key, 1)\n'
-                 '    glue(key + "_std", 2)\nmyst_nb.glue("ch99_" + "sum", 3)')
-    names = notebook(built, md("{glue:text}`ch99_doc_a` {glue:text}`ch99_doc_b_std:.1f`"
-                               " {glue:text}`ch99_sum`"))
+    built = code(
+        'for r in rows:\n    key = f"ch99_doc_{r}"\n    glue(key, 1)\n'
+        '    glue(key + "_std", 2)\nmyst_nb.glue("ch99_" + "sum", 3)'
+    )
+    names = notebook(
+        built,
+        md(
+            "{glue:text}`ch99_doc_a` {glue:text}`ch99_doc_b_std:.1f`"
+            " {glue:text}`ch99_sum`"
+        ),
+    )
     assert L.glue_problems(names) == []
     typo = notebook(built, md("{glue:text}`ch99_docs_a` and {glue:text}`ch99_sums`"))
     assert len(L.glue_problems(typo)) == 2
@@ -294,23 +344,37 @@ def test_solutions_state_and_assert_their_answer(path):
 
 
 def _exercise(*body, label="ex-99-1"):
-    return [md(f":::{{exercise}}\n:label: {label}\nDo it.\n:::"),
-            md(f":::{{solution-start}} {label}\n:class: dropdown\n:::"), *body,
-            md(":::{solution-end}\n:::")]
+    return [
+        md(f":::{{exercise}}\n:label: {label}\nDo it.\n:::"),
+        md(f":::{{solution-start}} {label}\n:class: dropdown\n:::"),
+        *body,
+        md(":::{solution-end}\n:::"),
+    ]
 
 
 def test_solution_rules():
-    good = notebook(*_exercise(md("The weights sum to one: the answer is yes."),
-                               code("w = f()"), code("assert abs(w.sum() - 1) < 1e-9")))
+    good = notebook(
+        *_exercise(
+            md("The weights sum to one: the answer is yes."),
+            code("w = f()"),
+            code("assert abs(w.sum() - 1) < 1e-9"),
+        )
+    )
     assert L.solution_problems(good) == []
     inline = notebook(
-        md(":::{solution-start} ex-99-2\n:class: dropdown\n:::\nIt converges in 3 steps."),
-        code("assert steps == 3"), md(":::{solution-end}\n:::"))
+        md(
+            ":::{solution-start} ex-99-2\n:class: dropdown\n:::\n"
+            "It converges in 3 steps."
+        ),
+        code("assert steps == 3"),
+        md(":::{solution-end}\n:::"),
+    )
     assert L.solution_problems(inline) == []
     silent = notebook(*_exercise(code("assert w.sum() == 1")))
     assert any("no answer in words" in p for p in L.solution_problems(silent))
-    unasserted = notebook(*_exercise(md("It is yes, clearly so."), code("assert x"),
-                                     code("plt.plot(x)")))
+    unasserted = notebook(
+        *_exercise(md("It is yes, clearly so."), code("assert x"), code("plt.plot(x)"))
+    )
     assert any("asserts nothing" in p for p in L.solution_problems(unasserted))
     no_code = notebook(*_exercise(md("It is yes, clearly so.")))
     assert any("no code" in p for p in L.solution_problems(no_code))
@@ -331,7 +395,10 @@ def test_the_stamped_setup_cell_fits_the_page():
 
 def test_long_lines_are_caught():
     assert L.long_lines(notebook(code("x" * 88))) == []
-    assert len(L.long_lines(notebook(code("x" * 89 + "\n" + "y" * 90), md("z" * 200)))) == 2
+    assert (
+        len(L.long_lines(notebook(code("x" * 89 + "\n" + "y" * 90), md("z" * 200))))
+        == 2
+    )
 
 
 @by_name
@@ -353,7 +420,15 @@ BOX = ":::{admonition} Where we depart from the paper\n:class: departures\n%s:::
         ([md(BOX % "- **X**: y\n"), md(BOX % "- **Z**: w\n")], False),
         ([md("## Where we depart from the paper\n- **X**: y")], False),
     ],
-    ids=["box", "star-list", "no-class", "other-class", "empty", "two-boxes", "heading"],
+    ids=[
+        "box",
+        "star-list",
+        "no-class",
+        "other-class",
+        "empty",
+        "two-boxes",
+        "heading",
+    ],
 )
 def test_departures_rule(cells, ok):
     assert (L.departures_problems(notebook(*cells)) == []) is ok
@@ -363,7 +438,7 @@ def test_departures_rule(cells, ok):
 def test_ledger_and_errata_pages_are_in_the_toc_after_the_benchmarks():
     files = [ch["file"] for part in TOC["parts"] for ch in part["chapters"]]
     at = files.index("book/benchmarks")
-    assert files[at + 1: at + 3] == ["book/claims", "book/errata"]
+    assert files[at + 1 : at + 3] == ["book/claims", "book/errata"]
     assert "```{claims-ledger}" in (ROOT / "book" / "claims.md").read_text()
     assert "```{errata-list}" in (ROOT / "book" / "errata.md").read_text()
     assert CONFIG["sphinx"]["local_extensions"].get("claims") == "book/_ext"
@@ -383,8 +458,10 @@ def test_the_errata_page_lists_at_least_four_errata():
 def test_errata_are_counted_from_the_metadata(tmp_path):
     (tmp_path / "book").mkdir()
     bad = "assert not ok_paper\nassert ok_ours"
-    write(tmp_path / "book" / "01_a.ipynb", notebook(
-        *[claim(bad, erratum=f"error {i}") for i in range(3)], claim()))
+    write(
+        tmp_path / "book" / "01_a.ipynb",
+        notebook(*[claim(bad, erratum=f"error {i}") for i in range(3)], claim()),
+    )
     assert len(errata(tmp_path)) == 3
     write(tmp_path / "book" / "02_b.ipynb", notebook(claim(bad, erratum="one more")))
     assert len(errata(tmp_path)) == 4
@@ -392,16 +469,21 @@ def test_errata_are_counted_from_the_metadata(tmp_path):
 
 # ----------------------------------------------------------------- the extension
 def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
-    """A two-chapter book (not executed) built by the extension with warnings as errors."""
+    """A two-chapter book (not executed), built with warnings as errors."""
     book = tmp_path / "book"
     shutil.copytree(ROOT / "book" / "_ext", book / "_ext")
     shutil.copy(ROOT / "book" / "claims.md", book / "claims.md")
     shutil.copy(ROOT / "book" / "errata.md", book / "errata.md")
     (book / "index.md").write_text(
-        "# Demo\n\n{claims-count}`total` claims, {claims-count}`consistency` consistency "
-        "checks, {claims-count}`errata` errata, {claims-count}`chapters` chapters.\n")
-    err = claim("assert not a\nassert b", statement="Eq. 8 is wrong, $x^2$",
-                erratum="Eq. 8 writes $x^2$; it is $x$")
+        "# Demo\n\n{claims-count}`total` claims, "
+        "{claims-count}`consistency` consistency "
+        "checks, {claims-count}`errata` errata, {claims-count}`chapters` chapters.\n"
+    )
+    err = claim(
+        "assert not a\nassert b",
+        statement="Eq. 8 is wrong, $x^2$",
+        erratum="Eq. 8 writes $x^2$; it is $x$",
+    )
     cons = claim(reference="consistency check: attnlib against itself")
     nb1 = notebook(md("# 01 · First"), claim(), err, cons)
     nb2 = notebook(md("# 02 · Second"), claim())
@@ -409,16 +491,27 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
         cell["id"] = f"cell{i}"
     write(book / "01_first.ipynb", nb1)
     write(book / "02_second.ipynb", nb2)
-    config = copy.deepcopy({k: CONFIG[k] for k in ("title", "only_build_toc_files", "parse")})
+    config = copy.deepcopy(
+        {k: CONFIG[k] for k in ("title", "only_build_toc_files", "parse")}
+    )
     config["execute"] = {"execute_notebooks": "off"}
     config["sphinx"] = {"local_extensions": {"claims": "book/_ext"}}
     (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
-    toc = {"format": "jb-book", "root": "book/index", "chapters": [
-        {"file": f"book/{n}"} for n in ("01_first", "02_second", "claims", "errata")]}
+    toc = {
+        "format": "jb-book",
+        "root": "book/index",
+        "chapters": [
+            {"file": f"book/{n}"} for n in ("01_first", "02_second", "claims", "errata")
+        ],
+    }
     (tmp_path / "_toc.yml").write_text(yaml.safe_dump(toc))
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    build = subprocess.run([str(jupyter_book), "build", str(tmp_path), "-n", "-W",
-                            "--keep-going"], capture_output=True, text=True, cwd=tmp_path)
+    build = subprocess.run(
+        [str(jupyter_book), "build", str(tmp_path), "-n", "-W", "--keep-going"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
     html = tmp_path / "_build" / "html" / "book"
     chapter = (html / "01_first.html").read_text()
@@ -428,10 +521,13 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
         assert f'href="01_first.html#claim-cell{i}"' in ledger
     assert 'href="02_second.html#claim-cell5"' in ledger
     assert 'href="errata.html#erratum-cell2"' in ledger
-    assert re.search(r"<strong>4 claims</strong> in 2 chapters; 1 consistency check", ledger)
+    assert re.search(
+        r"<strong>4 claims</strong> in 2 chapters; 1 consistency check", ledger
+    )
     errata_page = (html / "errata.html").read_text()
     assert 'id="erratum-cell2"' in errata_page
     assert 'href="01_first.html#claim-cell2"' in errata_page
-    counts = re.findall(r'<span class="claims-count">(\d+)</span>',
-                        (html / "index.html").read_text())
+    counts = re.findall(
+        r'<span class="claims-count">(\d+)</span>', (html / "index.html").read_text()
+    )
     assert counts == ["4", "1", "1", "2"]

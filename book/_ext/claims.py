@@ -7,14 +7,14 @@ source is wrong, an ``erratum``). This extension
 * gives every claim cell an HTML anchor ``claim-<cell id>`` on its chapter's page;
 * provides the directive ``{claims-ledger}``: one table per chapter, one row per claim,
   each linked to its cell, with counts per chapter and in total;
-* provides the directive ``{errata-list}``: every erratum with its source, its chapter and a
-  link to the cell that runs the counterexample;
+* provides the directive ``{errata-list}``: every erratum with its source, its chapter
+  and a link to the cell that runs the counterexample;
 * provides the role ``{claims-count}`total` `` (also ``consistency``, ``errata``,
   ``chapters``), so that the preface states the count of the build it is part of.
 
-The directives read the notebooks' JSON through ``claims_lib`` (the module the tests of the
-conventions use too) and note them as dependencies, so the pages are rebuilt whenever a
-chapter changes; nothing generated is written into the source tree.
+The directives read the notebooks' JSON through ``claims_lib`` (the module the tests of
+the conventions use too) and note them as dependencies, so the pages are rebuilt
+whenever a chapter changes; nothing generated is written into the source tree.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ class claim_ref(nodes.Inline, nodes.TextElement):
 def _chapters(env) -> list[tuple[str, Path, dict]]:
     """(docname, path, notebook) for every chapter notebook that the build includes.
 
-    The page asking is rebuilt when a notebook changes (a dependency) or when one is added
-    or removed (remembered in ``env.claims_pages``, see :func:`outdated`).
+    The page asking is rebuilt when a notebook changes (a dependency) or when one is
+    added or removed (remembered in ``env.claims_pages``, see :func:`outdated`).
     """
     if not hasattr(env, "claims_pages"):
         env.claims_pages = set()
@@ -54,7 +54,7 @@ def _chapter_key(path: Path) -> str:
 
 
 def _link(docname: str, anchor: str, *children: nodes.Node) -> claim_ref:
-    """A link to ``anchor`` on page ``docname`` (the page itself if ``anchor`` is empty)."""
+    """A link to ``anchor`` on page ``docname`` (its top if ``anchor`` is empty)."""
     return claim_ref("", "", *children, refdocname=docname, refanchor=anchor)
 
 
@@ -62,7 +62,7 @@ class _LedgerDirective(SphinxDirective):
     has_content = False
 
     def inline(self, text: str) -> list[nodes.Node]:
-        """Text of the metadata, parsed as inline MyST (so ``$math$`` and code render)."""
+        """Metadata text parsed as inline MyST (so ``$math$`` and code render)."""
         parsed, messages = self.state.inline_text(text, self.lineno)
         return parsed + messages
 
@@ -70,8 +70,13 @@ class _LedgerDirective(SphinxDirective):
         return nodes.paragraph("", "", *children)
 
 
-def _table(header: list[str], rows: list[list[list[nodes.Node]]], widths, classes,
-           stacked=False):
+def _table(
+    header: list[str],
+    rows: list[list[list[nodes.Node]]],
+    widths,
+    classes,
+    stacked=False,
+):
     table = nodes.table(classes=classes + ["colwidths-given"])
     group = nodes.tgroup(cols=len(header))
     table += group
@@ -83,7 +88,10 @@ def _table(header: list[str], rows: list[list[list[nodes.Node]]], widths, classe
         for name, content in zip(header, cells):
             entry = nodes.entry()
             if labels:  # shown instead of the header when a phone stacks the cells
-                content = [nodes.inline("", name + ": ", classes=["ledger-label"]), *content]
+                content = [
+                    nodes.inline("", name + ": ", classes=["ledger-label"]),
+                    *content,
+                ]
             entry += nodes.paragraph("", "", *content)
             r += entry
         return r
@@ -98,8 +106,11 @@ def _table(header: list[str], rows: list[list[list[nodes.Node]]], widths, classe
     return table
 
 
+PLURALS = {"erratum": "errata"}
+
+
 def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
+    return f"{n} " + (word if n == 1 else PLURALS.get(word, word + "s"))
 
 
 class ClaimsLedger(_LedgerDirective):
@@ -111,13 +122,15 @@ class ClaimsLedger(_LedgerDirective):
         every = [c for *_, cs in per_chapter for c in cs]
         consistency = sum(c.is_consistency_check for c in every)
         errata = sum(bool(c.erratum) for c in every)
+        n_chapters = sum(bool(cs) for *_, cs in per_chapter)
         out: list[nodes.Node] = [
             self.paragraph(
                 nodes.strong("", _plural(len(every), "claim")),
                 nodes.Text(
-                    f" in {_plural(sum(bool(cs) for *_, cs in per_chapter), 'chapter')}; "
-                    f"{_plural(consistency, 'consistency check')} (attnlib checked against "
-                    f"attnlib itself) and {_plural(errata, 'erratum')} of the sources "
+                    f" in {_plural(n_chapters, 'chapter')}; "
+                    f"{_plural(consistency, 'consistency check')} "
+                    "(attnlib checked against attnlib itself)"
+                    f" and {_plural(errata, 'erratum')} of the sources "
                     "among them."
                 ),
             )
@@ -132,19 +145,31 @@ class ClaimsLedger(_LedgerDirective):
             for d, p, nb, cs in per_chapter
         ]
         summary.append(
-            [[nodes.strong("", "total")], [nodes.strong("", str(len(every)))],
-             [nodes.strong("", str(consistency))], [nodes.strong("", str(errata))]]
+            [
+                [nodes.strong("", "total")],
+                [nodes.strong("", str(len(every)))],
+                [nodes.strong("", str(consistency))],
+                [nodes.strong("", str(errata))],
+            ]
         )
         out.append(
-            _table(["chapter", "claims", "consistency checks", "errata"], summary,
-                   [60, 12, 16, 12], ["claims-summary"])
+            _table(
+                ["chapter", "claims", "consistency checks", "errata"],
+                summary,
+                [60, 12, 16, 12],
+                ["claims-summary"],
+            )
         )
         for docname, path, nb, cs in per_chapter:
             key = _chapter_key(path)
             title = claims_lib.chapter_title(nb) or docname
-            rubric = nodes.rubric("", "", _link(docname, "", nodes.Text(title)),
-                                  nodes.Text(f" ({_plural(len(cs), 'claim')})"),
-                                  ids=[f"ledger-{key}"])
+            rubric = nodes.rubric(
+                "",
+                "",
+                _link(docname, "", nodes.Text(title)),
+                nodes.Text(f" ({_plural(len(cs), 'claim')})"),
+                ids=[f"ledger-{key}"],
+            )
             out.append(rubric)
             if not cs:
                 out.append(self.paragraph(nodes.emphasis("", "No claim cell yet.")))
@@ -160,17 +185,26 @@ class ClaimsLedger(_LedgerDirective):
                     statement += [nodes.Text(" "), mark]
                 reference = self.inline(c.reference)
                 if c.is_consistency_check:
-                    reference = [nodes.inline("", "", *reference, classes=["consistency"])]
-                rows.append([
-                    [_link(docname, c.anchor, nodes.Text(f"{key}.{c.number}"))],
-                    statement,
-                    self.inline(c.source),
-                    reference,
-                    self.inline(c.tolerance),
-                ])
+                    reference = [
+                        nodes.inline("", "", *reference, classes=["consistency"])
+                    ]
+                rows.append(
+                    [
+                        [_link(docname, c.anchor, nodes.Text(f"{key}.{c.number}"))],
+                        statement,
+                        self.inline(c.source),
+                        reference,
+                        self.inline(c.tolerance),
+                    ]
+                )
             out.append(
-                _table(["#", "claim", "source", "checked against", "tolerance"], rows,
-                       [8, 38, 16, 26, 12], ["claims-ledger"], stacked=True)
+                _table(
+                    ["#", "claim", "source", "checked against", "tolerance"],
+                    rows,
+                    [8, 38, 16, 26, 12],
+                    ["claims-ledger"],
+                    stacked=True,
+                )
             )
         return out
 
@@ -187,16 +221,22 @@ class ErrataList(_LedgerDirective):
                     continue
                 item = nodes.list_item(ids=[f"erratum-{c.cell_id}"])
                 item += self.paragraph(
-                    nodes.strong("", "", *self.inline(c.source)), nodes.Text(": "),
+                    nodes.strong("", "", *self.inline(c.source)),
+                    nodes.Text(": "),
                     *self.inline(c.erratum),
                 )
                 item += self.paragraph(
                     nodes.Text("Counterexample in "),
-                    _link(docname, c.anchor,
-                          nodes.Text(f"{title}, claim {_chapter_key(path)}.{c.number}")),
-                    nodes.Text(": "), *self.inline(c.statement),
+                    _link(
+                        docname,
+                        c.anchor,
+                        nodes.Text(f"{title}, claim {_chapter_key(path)}.{c.number}"),
+                    ),
+                    nodes.Text(": "),
+                    *self.inline(c.statement),
                     nodes.Text(" " if c.statement.endswith((".", "!", "?")) else ". "),
-                    nodes.Text("Checked against "), *self.inline(c.reference),
+                    nodes.Text("Checked against "),
+                    *self.inline(c.reference),
                     nodes.Text(f" ({c.tolerance})." if c.tolerance else "."),
                 )
                 items += item
@@ -249,7 +289,7 @@ def anchor_claim_cells(app, doctree):
 
 
 def resolve_links(app, doctree, fromdocname):
-    """Turn each ``claim_ref`` into a reference to its page (and anchor) from this page."""
+    """Turn each ``claim_ref`` into a reference to its page and anchor."""
     for node in list(doctree.findall(claim_ref)):
         uri = app.builder.get_relative_uri(fromdocname, node["refdocname"])
         if node["refanchor"]:

@@ -9,11 +9,11 @@ The conventions (the common brief of the book):
 
 * A **claim cell** is a code cell tagged ``claim`` whose metadata holds
   ``claim: {statement, source, reference, tolerance}`` and, where the source is wrong,
-  ``erratum``. It must contain an assert. A reference that names only attnlib is circular
-  unless it starts with ``consistency check:``.
+  ``erratum``. It must contain an assert. A reference that names only attnlib is
+  circular unless it starts with ``consistency check:``.
 * A **decimal number in prose** must be glued (``{glue:text}`name` `` etc.), or appear
-  literally in an assert of a code cell of the same notebook, or be listed in the markdown
-  cell's ``metadata.quoted``.
+  literally in an assert of a code cell of the same notebook, or be listed in the
+  markdown cell's ``metadata.quoted``.
 * Every **exercise solution** has a markdown answer and its last code cell asserts it.
 * Every chapter has one **departures box** and code lines of at most 88 characters.
 """
@@ -38,7 +38,7 @@ DEPARTURES_CLASS = "departures"
 
 # --------------------------------------------------------------------------- reading
 def source(cell: dict) -> str:
-    """A cell's source as one string (notebooks store it as a list of lines or a string)."""
+    """A cell's source as one string (stored as a list of lines or one string)."""
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else src
 
@@ -72,7 +72,8 @@ def glue_prefix(path: Path | str) -> str:
 def _parse(code: str) -> ast.Module | None:
     """Parse cell code; IPython magics and shell lines are blanked out first."""
     lines = [
-        "pass" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines()
+        "pass" if line.lstrip().startswith(("%", "!")) else line
+        for line in code.splitlines()
     ]
     try:
         return ast.parse("\n".join(lines))
@@ -89,11 +90,13 @@ def _is_assert_call(node: ast.AST) -> bool:
 
 
 def assert_nodes(code: str) -> list[ast.AST]:
-    """The assert statements and ``assert_*`` calls (NumPy, PyTorch, ...) in ``code``."""
+    """The assert statements and ``assert_*`` calls (NumPy, PyTorch...) in ``code``."""
     tree = _parse(code)
     if tree is None:
         return []
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Assert) or _is_assert_call(n)]
+    return [
+        n for n in ast.walk(tree) if isinstance(n, ast.Assert) or _is_assert_call(n)
+    ]
 
 
 def assertion_count(code: str) -> int:
@@ -139,7 +142,8 @@ def assert_literals(code: str) -> set[str]:
 
 def _blank_magics(code: str) -> str:
     return "\n".join(
-        "pass" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines()
+        "pass" if line.lstrip().startswith(("%", "!")) else line
+        for line in code.splitlines()
     )
 
 
@@ -173,7 +177,7 @@ class Claim:
 
 
 def claims(nb: dict, path: Path | str = "") -> list[Claim]:
-    """The claim cells of a notebook: tagged ``claim`` or carrying ``claim`` metadata."""
+    """The claim cells of a notebook: tagged ``claim`` or with ``claim`` metadata."""
     found = []
     for i, cell in enumerate(nb["cells"]):
         meta = cell.get("metadata", {})
@@ -210,13 +214,35 @@ def claims(nb: dict, path: Path | str = "") -> list[Claim]:
 # Independent references a claim can be checked against. A reference that names attnlib
 # (or one of its functions) and none of these is circular.
 INDEPENDENT = [
-    r"\bnumpy\b", r"\bnp\.", r"\bscipy\b", r"\bsklearn\b", r"\bscikit[- ]", r"\bskimage\b",
-    r"\bentmax (package|library)\b", r"\bentmax\.\w", r"\bpytorch\b", r"\btorch\.",
-    r"\bautograd\b", r"\bgradcheck\b", r"\bfinite[- ]difference", r"\bquadrature\b",
-    r"\bclosed[- ]form\b", r"\banalytic", r"\brestatement\b", r"\bin this cell\b",
-    r"\bby hand\b", r"\bbrute[- ]force\b", r"\bmonte[- ]carlo\b", r"\bexhaustive",
-    r"\benumerat", r"\bsympy\b", r"\bcvxpy\b", r"\bnetworkx\b", r"\bhungarian\b",
-    r"\bexact (value|solution|answer)\b", r"\bthe paper'?s (table|value|number|figure)",
+    r"\bnumpy\b",
+    r"\bnp\.",
+    r"\bscipy\b",
+    r"\bsklearn\b",
+    r"\bscikit[- ]",
+    r"\bskimage\b",
+    r"\bentmax (package|library)\b",
+    r"\bentmax\.\w",
+    r"\bpytorch\b",
+    r"\btorch\.",
+    r"\bautograd\b",
+    r"\bgradcheck\b",
+    r"\bfinite[- ]difference",
+    r"\bquadrature\b",
+    r"\bclosed[- ]form\b",
+    r"\banalytic",
+    r"\brestatement\b",
+    r"\bin this cell\b",
+    r"\bby hand\b",
+    r"\bbrute[- ]force\b",
+    r"\bmonte[- ]carlo\b",
+    r"\bexhaustive",
+    r"\benumerat",
+    r"\bsympy\b",
+    r"\bcvxpy\b",
+    r"\bnetworkx\b",
+    r"\bhungarian\b",
+    r"\bexact (value|solution|answer)\b",
+    r"\bthe paper'?s (table|value|number|figure)",
 ]
 
 
@@ -229,7 +255,9 @@ def _attnlib_names(root: Path = ROOT) -> set[str]:
         except (SyntaxError, UnicodeDecodeError):
             continue
         for node in tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+            if isinstance(
+                node, (ast.FunctionDef, ast.ClassDef)
+            ) and not node.name.startswith("_"):
                 names.add(node.name)
     return names
 
@@ -241,8 +269,8 @@ def names_attnlib(reference: str, root: Path = ROOT) -> bool:
     """Whether ``reference`` names attnlib: the word, or an attnlib function as code.
 
     A name counts as code when it is in backticks or has a dot path or an underscore; so
-    the word "attention" or the formula softmax(qKᵀ)V are prose, ``attnlib.attention``,
-    `` `softmax` `` and ``pixel_nlm`` are code.
+    the word "attention" or the formula softmax(qKᵀ)V are prose;
+    ``attnlib.attention``, `` `softmax` `` and ``pixel_nlm`` are code.
     """
     if re.search(r"\battnlib\b", reference, re.I):
         return True
@@ -257,7 +285,7 @@ def names_attnlib(reference: str, root: Path = ROOT) -> bool:
 
 
 def is_circular(reference: str, root: Path = ROOT) -> bool:
-    """A reference that names only attnlib and does not say it is a consistency check."""
+    """A reference naming only attnlib that does not say it is a consistency check."""
     ref = reference.strip()
     if ref.lower().startswith(CONSISTENCY):
         return False
@@ -291,16 +319,18 @@ def claim_problems(nb: dict, path: Path | str = "", root: Path = ROOT) -> list[s
             )
         if c.erratum and assertion_count(c.code) < 2:
             found.append(
-                f"{where}: an erratum asserts both sides (the paper's formula fails, ours "
-                "holds): two asserts, or `assert a and b`"
+                f"{where}: an erratum asserts both sides "
+                "(the paper's formula fails, ours holds): "
+                "two asserts, or `assert a and b`"
             )
     return found
 
 
-# --------------------------------------------------------------------------- prose numbers
+# ------------------------------------------------------------------- prose numbers
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?:[eE][-+]?\d+)?(?![\w]|\.\d)")
 _REFERENCE_WORDS = (
-    r"(?:§\s*|(?:Sections?|Sec\.|Eqs?\.|Equations?|Tables?|Figures?|Figs?\.|Propositions?|"
+    r"(?:§\s*|(?:Sections?|Sec\.|Eqs?\.|Equations?|Tables?|Figures?|Figs?\.|"
+    r"Propositions?|"
     r"Props?\.|Theorems?|Lemmas?|Definitions?|Algorithms?|Appendix|Chapters?|Corollary|"
     r"Remarks?|Examples?)\s*\(?)"
 )
@@ -312,9 +342,9 @@ def prose_text(markdown: str) -> str:
 
     Left out: display and inline math (``$$..$$``, ``$..$``, amsmath environments), code
     (fenced blocks and backticks, hence every role such as ``{glue:text}`..` `` or
-    ``{cite}`..` ``), link targets ``](..)`` and ``<..>``, HTML tags, directive fences and
-    their ``:option:`` lines, target labels ``(label)=`` and equation labels ``$$ (label)``,
-    and numbered references (``§5.2``, ``Eq. (3.1)``, ``Table 2.1``).
+    ``{cite}`..` ``), link targets ``](..)`` and ``<..>``, HTML tags, directive fences
+    and their ``:option:`` lines, target labels ``(label)=`` and equation labels
+    ``$$ (label)``, and numbered references (``§5.2``, ``Eq. (3.1)``, ``Table 2.1``).
     """
     text = markdown
     text = re.sub(r"^(```+|~~~+).*?^\1[ \t]*$", " ", text, flags=re.S | re.M)
@@ -332,7 +362,7 @@ def prose_text(markdown: str) -> str:
 
 
 def prose_numbers(markdown: str) -> list[str]:
-    """The decimal numbers a markdown cell types in its prose (see :func:`prose_text`)."""
+    """The decimal numbers typed in a markdown cell (see :func:`prose_text`)."""
     return DECIMAL.findall(prose_text(markdown))
 
 
@@ -341,18 +371,20 @@ GLUE_DIRECTIVE = re.compile(r"^\s*(?:```+|:::+)\s*\{glue(?::\w+)?\}\s+(\S+)", re
 
 
 def glue_uses(markdown: str) -> list[str]:
-    """The glue names a markdown cell reads (roles and ``{glue:figure}``-like directives)."""
+    """The glue names a markdown cell reads (roles, ``{glue:figure}`` directives)."""
     names = [m.split(":", 1)[0].strip() for m in GLUE_ROLE.findall(markdown)]
     return names + GLUE_DIRECTIVE.findall(markdown)
 
 
 def _name_pattern(node: ast.AST, assigned: dict) -> str:
-    """A regex for the string an expression builds: literals exact, ``{..}`` -> ``.+``."""
+    """A regex for the string an expression builds: literals exact, the rest ``.+``."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return re.escape(node.value)
     if isinstance(node, ast.JoinedStr):
-        return "".join(_name_pattern(v, assigned) if isinstance(v, ast.Constant) else ".+"
-                       for v in node.values)
+        return "".join(
+            _name_pattern(v, assigned) if isinstance(v, ast.Constant) else ".+"
+            for v in node.values
+        )
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
         return _name_pattern(node.left, assigned) + _name_pattern(node.right, assigned)
     if isinstance(node, ast.Name) and node.id in assigned:
@@ -361,11 +393,11 @@ def _name_pattern(node: ast.AST, assigned: dict) -> str:
 
 
 def glued_names(nb: dict) -> list[str]:
-    """The names a notebook's code glues, each as a regex (``re.escape`` of a literal name).
+    """The names a notebook's code glues, each as a regex (a literal name escaped).
 
-    A name built at run time is followed through f-strings, ``+`` and a variable assigned
-    in the same cell (``key = f"ch07b_doc_{n}"; glue(key + "_std", ...)``); what it cannot
-    follow becomes ``.+``.
+    A name built at run time is followed through f-strings, ``+`` and a variable
+    assigned in the same cell (``key = f"ch07b_doc_{n}"; glue(key + "_std", ...)``);
+    what it cannot follow becomes ``.+``.
     """
     names = []
     for cell in nb["cells"]:
@@ -376,15 +408,21 @@ def glued_names(nb: dict) -> list[str]:
             continue
         assigned = {}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
-                node.targets[0], ast.Name
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
             ):
                 assigned[node.targets[0].id] = node.value
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call) or not node.args:
                 continue
             func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else getattr(func, "id", "")
+            )
             if name == "glue":
                 names.append(_name_pattern(node.args[0], assigned))
     return names
@@ -409,14 +447,15 @@ def number_problems(nb: dict, path: Path | str = "") -> list[str]:
         for number in prose_numbers(source(cell)):
             if number not in asserted and number not in quoted:
                 found.append(
-                    f"{name} cell {i} (id {cell.get('id')}): the number {number} is typed: "
+                    f"{name} cell {i} (id {cell.get('id')}): "
+                    f"the number {number} is typed: "
                     "glue it, assert it in a code cell, or list it in metadata.quoted"
                 )
     return found
 
 
 def glue_problems(nb: dict, path: Path | str = "") -> list[str]:
-    """Glue names read in markdown but glued by no code cell; names without the prefix."""
+    """Glue names read but glued by no code cell; glued names lacking the prefix."""
     name = Path(path).name
     glued = glued_names(nb)
     found = []
@@ -424,13 +463,17 @@ def glue_problems(nb: dict, path: Path | str = "") -> list[str]:
         if cell["cell_type"] == "markdown":
             for used in glue_uses(source(cell)):
                 if not _is_glued(used, glued):
-                    found.append(f"{name} cell {i}: `{used}` is read but glued by no code cell")
+                    found.append(
+                        f"{name} cell {i}: `{used}` is read but glued by no code cell"
+                    )
     if path:
         prefix = glue_prefix(path)
         for pattern in glued:
             if pattern != ".+" and not pattern.startswith(re.escape(prefix)):
                 shown = re.sub(r"\\(.)", r"\1", pattern)
-                found.append(f"{name}: the glue name {shown!r} does not start with {prefix!r}")
+                found.append(
+                    f"{name}: the glue name {shown!r} does not start with {prefix!r}"
+                )
     return found
 
 
@@ -447,14 +490,16 @@ class Solution:
 
 
 def _strip_directives(text: str) -> str:
-    text = re.sub(r"^\s*(:::+|```+)\s*\{solution-(start|end)\}.*$", "", text, flags=re.M)
+    text = re.sub(
+        r"^\s*(:::+|```+)\s*\{solution-(start|end)\}.*$", "", text, flags=re.M
+    )
     text = re.sub(r"^\s*:[\w-]+:.*$", "", text, flags=re.M)
     text = re.sub(r"^\s*(:::+|```+)\s*$", "", text, flags=re.M)
     return text.strip()
 
 
 def solutions(nb: dict) -> list[Solution]:
-    """Every exercise solution of a notebook, from ``{solution-start}`` to ``{solution-end}``."""
+    """Every exercise solution, from ``{solution-start}`` to ``{solution-end}``."""
     found, current = [], None
     for cell in nb["cells"]:
         text = source(cell)
@@ -462,7 +507,9 @@ def solutions(nb: dict) -> list[Solution]:
             start, end = _SOLUTION_START.search(text), _SOLUTION_END.search(text)
             if start:
                 current = Solution(start.group(2), "", [])
-                body = text[start.start():end.start()] if end else text[start.start():]
+                body = (
+                    text[start.start() : end.start()] if end else text[start.start() :]
+                )
                 current.prose += _strip_directives(body)
                 if end:
                     found.append(current)
@@ -470,7 +517,7 @@ def solutions(nb: dict) -> list[Solution]:
                 continue
             if current is not None:
                 if end:
-                    current.prose += "\n" + _strip_directives(text[:end.start()])
+                    current.prose += "\n" + _strip_directives(text[: end.start()])
                     found.append(current)
                     current = None
                 else:
@@ -483,7 +530,7 @@ def solutions(nb: dict) -> list[Solution]:
 
 
 def solution_problems(nb: dict, path: Path | str = "") -> list[str]:
-    """Solutions that do not state an answer in words or whose code does not assert it."""
+    """Solutions that state no answer in words or whose code does not assert it."""
     name = Path(path).name
     found = []
     for sol in solutions(nb):
@@ -492,7 +539,9 @@ def solution_problems(nb: dict, path: Path | str = "") -> list[str]:
         if not sol.code:
             found.append(f"{name} {sol.label}: the solution has no code")
         elif not has_assert(sol.code[-1]):
-            found.append(f"{name} {sol.label}: the solution's last code cell asserts nothing")
+            found.append(
+                f"{name} {sol.label}: the solution's last code cell asserts nothing"
+            )
     return found
 
 
@@ -517,7 +566,7 @@ _DEPARTURES = re.compile(
 
 
 def departures_boxes(nb: dict) -> list[str]:
-    """The bodies of the notebook's departures boxes (admonitions of class departures)."""
+    """The bodies of the departures boxes (admonitions of class ``departures``)."""
     bodies = []
     for cell in nb["cells"]:
         if cell["cell_type"] != "markdown":
