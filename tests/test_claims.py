@@ -376,6 +376,14 @@ def test_solution_rules():
         *_exercise(md("It is yes, clearly so."), code("assert x"), code("plt.plot(x)"))
     )
     assert any("asserts nothing" in p for p in L.solution_problems(unasserted))
+    glued = notebook(
+        *_exercise(
+            md("It is {glue:text}`ch99_x`, clearly so."),
+            code("x = f()\nassert x > 0"),
+            code('glue("ch99_x", x)'),
+        )
+    )
+    assert L.solution_problems(glued) == []
     no_code = notebook(*_exercise(md("It is yes, clearly so.")))
     assert any("no code" in p for p in L.solution_problems(no_code))
 

@@ -529,16 +529,33 @@ def solutions(nb: dict) -> list[Solution]:
     return found
 
 
+def _only_glue(code: str) -> bool:
+    """Whether a cell does nothing but ``glue(...)`` its results for the prose."""
+    tree = _parse(code)
+    return bool(tree and tree.body) and all(
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and "glue"
+        in {getattr(stmt.value.func, "id", ""), getattr(stmt.value.func, "attr", "")}
+        for stmt in tree.body
+    )
+
+
 def solution_problems(nb: dict, path: Path | str = "") -> list[str]:
-    """Solutions that state no answer in words or whose code does not assert it."""
+    """Solutions that state no answer in words or whose code does not end asserting it.
+
+    The code ends with an assert when its last cell asserts; a last cell that only glues
+    results for the answer's prose is not counted as the end.
+    """
     name = Path(path).name
     found = []
     for sol in solutions(nb):
         if len(re.findall(r"[A-Za-z]{2,}", sol.prose)) < 3:
             found.append(f"{name} {sol.label}: the solution states no answer in words")
-        if not sol.code:
+        code = [c for c in sol.code if not _only_glue(c)]
+        if not code:
             found.append(f"{name} {sol.label}: the solution has no code")
-        elif not has_assert(sol.code[-1]):
+        elif not has_assert(code[-1]):
             found.append(
                 f"{name} {sol.label}: the solution's last code cell asserts nothing"
             )
