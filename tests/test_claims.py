@@ -141,6 +141,7 @@ CIRCULAR = [
     "`pixel_nlm`",
     "pixel_nlm(image) with the same patches",
     "attnlib.subspace's default LRSC solver",
+    "the committed sweep attnlib/results/symmetry.json (benchmarks/symmetry.py)",
 ]
 INDEPENDENT = [
     "scikit-image's denoise_nl_means (slow mode)",
@@ -153,6 +154,7 @@ INDEPENDENT = [
     "consistency check: attnlib.attention against attnlib.pixel_nlm",
     "torch.nn.functional.scaled_dot_product_attention",
     "measured CPU time of the bare read-out softmax(qKᵀ)V on the same tokens",
+    "the committed sweep attnlib/results/symmetry.json; the mean baseline",
 ]
 
 

@@ -243,6 +243,8 @@ INDEPENDENT = [
     r"\bhungarian\b",
     r"\bexact (value|solution|answer)\b",
     r"\bthe paper'?s (table|value|number|figure)",
+    r"\bbaselines?\b",
+    r"\bground[- ]truth\b",
 ]
 
 
