@@ -386,6 +386,12 @@ def test_solution_rules():
         )
     )
     assert L.solution_problems(glued) == []
+    answer = [md("It is yes, clearly so."), code("assert x")]
+    unclosed = notebook(*_exercise(*answer)[:-1], *_exercise(*answer, label="ex-99-3"))
+    assert any("do not pair up" in p for p in L.solution_problems(unclosed))
+    stray = notebook(*_exercise(*answer), md(":::{solution-end}\n:::"))
+    assert any("do not pair up" in p for p in L.solution_problems(stray))
+    assert L.solution_problems(notebook(*_exercise(*answer))) == []
     no_code = notebook(*_exercise(md("It is yes, clearly so.")))
     assert any("no code" in p for p in L.solution_problems(no_code))
 

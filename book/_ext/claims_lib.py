@@ -489,6 +489,9 @@ class Solution:
     label: str
     prose: str  # the markdown between solution-start and solution-end, fences removed
     code: list[str]  # the code cells' sources, in order
+    closed: bool = (
+        True  # False: another solution-start or the notebook's end came first
+    )
 
 
 def _strip_directives(text: str) -> str:
@@ -508,6 +511,9 @@ def solutions(nb: dict) -> list[Solution]:
         if cell["cell_type"] == "markdown":
             start, end = _SOLUTION_START.search(text), _SOLUTION_END.search(text)
             if start:
+                if current is not None:
+                    current.closed = False
+                    found.append(current)
                 current = Solution(start.group(2), "", [])
                 body = (
                     text[start.start() : end.start()] if end else text[start.start() :]
@@ -517,7 +523,9 @@ def solutions(nb: dict) -> list[Solution]:
                     found.append(current)
                     current = None
                 continue
-            if current is not None:
+            if end and current is None:
+                found.append(Solution("(none)", "", [], closed=False))
+            elif current is not None:
                 if end:
                     current.prose += "\n" + _strip_directives(text[: end.start()])
                     found.append(current)
@@ -527,6 +535,7 @@ def solutions(nb: dict) -> list[Solution]:
         elif current is not None:
             current.code.append(text)
     if current is not None:
+        current.closed = False
         found.append(current)
     return found
 
@@ -552,6 +561,11 @@ def solution_problems(nb: dict, path: Path | str = "") -> list[str]:
     name = Path(path).name
     found = []
     for sol in solutions(nb):
+        if not sol.closed:
+            found.append(
+                f"{name} {sol.label}: solution-start and solution-end do not pair up"
+            )
+            continue
         if len(re.findall(r"[A-Za-z]{2,}", sol.prose)) < 3:
             found.append(f"{name} {sol.label}: the solution states no answer in words")
         code = [c for c in sol.code if not _only_glue(c)]
