@@ -158,6 +158,7 @@ class ClaimsLedger(_LedgerDirective):
                 summary,
                 [60, 12, 16, 12],
                 ["claims-summary"],
+                stacked=True,
             )
         )
         for docname, path, nb, cs in per_chapter:
