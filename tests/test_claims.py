@@ -536,12 +536,12 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
     for i in (1, 2, 3):
         assert f'href="01_first.html#claim-cell{i}"' in ledger
     assert 'href="02_second.html#claim-cell5"' in ledger
-    assert 'href="errata.html#erratum-cell2"' in ledger
+    assert 'href="errata.html#erratum-01-cell2"' in ledger
     assert re.search(
         r"<strong>4 claims</strong> in 2 chapters; 1 consistency check", ledger
     )
     errata_page = (html / "errata.html").read_text()
-    assert 'id="erratum-cell2"' in errata_page
+    assert 'id="erratum-01-cell2"' in errata_page
     assert 'href="01_first.html#claim-cell2"' in errata_page
     counts = re.findall(
         r'<span class="claims-count">(\d+)</span>', (html / "index.html").read_text()

@@ -53,6 +53,11 @@ def _chapter_key(path: Path) -> str:
     return path.stem.split("_", 1)[0]
 
 
+def _erratum_anchor(path: Path, claim) -> str:
+    """The id of an erratum on the errata page (cell ids are unique per notebook)."""
+    return f"erratum-{_chapter_key(path)}-{claim.cell_id}"
+
+
 def _link(docname: str, anchor: str, *children: nodes.Node) -> claim_ref:
     """A link to ``anchor`` on page ``docname`` (its top if ``anchor`` is empty)."""
     return claim_ref("", "", *children, refdocname=docname, refanchor=anchor)
@@ -180,9 +185,9 @@ class ClaimsLedger(_LedgerDirective):
                 statement = self.inline(c.statement)
                 if c.erratum:
                     mark = nodes.emphasis("", "(erratum)")
-                    errata = self.config.claims_errata_page
-                    if errata in self.env.found_docs:
-                        mark = _link(errata, f"erratum-{c.cell_id}", mark)
+                    errata_page = self.config.claims_errata_page
+                    if errata_page in self.env.found_docs:
+                        mark = _link(errata_page, _erratum_anchor(path, c), mark)
                     statement += [nodes.Text(" "), mark]
                 reference = self.inline(c.reference)
                 if c.is_consistency_check:
@@ -220,7 +225,7 @@ class ErrataList(_LedgerDirective):
             for c in claims_lib.claims(nb, path):
                 if not c.erratum:
                     continue
-                item = nodes.list_item(ids=[f"erratum-{c.cell_id}"])
+                item = nodes.list_item(ids=[_erratum_anchor(path, c)])
                 item += self.paragraph(
                     nodes.strong("", "", *self.inline(c.source)),
                     nodes.Text(": "),
