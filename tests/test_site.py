@@ -178,7 +178,7 @@ def test_solutions_print_no_warning(server, browser, name):
     page, _ = _open(browser, f"{server}/{name}.html")
     # textContent, not innerText: the solutions are collapsed dropdowns
     printed = page.locator(".solution .stderr").evaluate_all(
-        "outputs => outputs.map(o => o.textContent.trim())"
+        "outputs => outputs.map(o => (o.querySelector('pre') || o).textContent.trim())"
     )
     page.close()
     assert printed == [], "a solution prints on stderr:\n" + "\n".join(printed)
