@@ -382,10 +382,18 @@ def test_solution_rules():
         *_exercise(
             md("It is {glue:text}`ch99_x`, clearly so."),
             code("x = f()\nassert x > 0"),
-            code('glue("ch99_x", x)'),
+            code('y = float(x)\nglue("ch99_x", y, display=False)'),
         )
     )
     assert L.solution_problems(glued) == []
+    computed = notebook(
+        *_exercise(
+            md("It is {glue:text}`ch99_x`, clearly so."),
+            code("x = f()\nassert x > 0"),
+            code('y = g(x)\nplt.plot(y)\nglue("ch99_x", y)'),
+        )
+    )
+    assert any("asserts nothing" in p for p in L.solution_problems(computed))
     answer = [md("It is yes, clearly so."), code("assert x")]
     unclosed = notebook(*_exercise(*answer)[:-1], *_exercise(*answer, label="ex-99-3"))
     assert any("do not pair up" in p for p in L.solution_problems(unclosed))

@@ -541,15 +541,24 @@ def solutions(nb: dict) -> list[Solution]:
 
 
 def _only_glue(code: str) -> bool:
-    """Whether a cell does nothing but ``glue(...)`` its results for the prose."""
+    """Whether a cell only glues results for the prose (``glue(...)`` calls and the
+    assignments that feed them)."""
     tree = _parse(code)
-    return bool(tree and tree.body) and all(
-        isinstance(stmt, ast.Expr)
-        and isinstance(stmt.value, ast.Call)
-        and "glue"
-        in {getattr(stmt.value.func, "id", ""), getattr(stmt.value.func, "attr", "")}
-        for stmt in tree.body
-    )
+    if not tree or not tree.body:
+        return False
+    glues = 0
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            continue
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        func = getattr(call, "func", None)
+        if not isinstance(call, ast.Call) or "glue" not in {
+            getattr(func, "id", ""),
+            getattr(func, "attr", ""),
+        }:
+            return False
+        glues += 1
+    return glues > 0
 
 
 def solution_problems(nb: dict, path: Path | str = "") -> list[str]:
