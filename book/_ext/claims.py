@@ -207,7 +207,7 @@ class ClaimsLedger(_LedgerDirective):
                 _table(
                     ["#", "claim", "source", "checked against", "tolerance"],
                     rows,
-                    [8, 38, 16, 26, 12],
+                    [8, 35, 16, 26, 15],
                     ["claims-ledger"],
                     stacked=True,
                 )
