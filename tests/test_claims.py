@@ -443,6 +443,8 @@ BOX = ":::{admonition} Where we depart from the paper\n:class: departures\n%s:::
         ([md(BOX % "Nothing listed.\n")], False),
         ([md(BOX % "- **X**: y\n"), md(BOX % "- **Z**: w\n")], False),
         ([md("## Where we depart from the paper\n- **X**: y")], False),
+        ([md(BOX.replace("paper", "source") % "- **X**: y\n")], True),
+        ([md(BOX.replace("the paper", "it") % "- **X**: y\n")], False),
     ],
     ids=[
         "box",
@@ -452,6 +454,8 @@ BOX = ":::{admonition} Where we depart from the paper\n:class: departures\n%s:::
         "empty",
         "two-boxes",
         "heading",
+        "the-source",
+        "other-title",
     ],
 )
 def test_departures_rule(cells, ok):

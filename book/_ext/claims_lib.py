@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_LINE = 88
 CONSISTENCY = "consistency check:"
 REQUIRED_FIELDS = ("statement", "source", "reference", "tolerance")
-DEPARTURES_TITLE = "Where we depart from the paper"
+# The box's title; chapter 08 says "the source" (its source is a note, not a paper).
+DEPARTURES_TITLE = r"Where we depart from the (?:paper|papers|source|sources)"
 DEPARTURES_CLASS = "departures"
 
 
@@ -601,7 +602,7 @@ def long_lines(nb: dict, path: Path | str = "", limit: int = MAX_LINE) -> list[s
 
 
 _DEPARTURES = re.compile(
-    r"^(:::+|```+)\{admonition\}[ \t]*" + re.escape(DEPARTURES_TITLE) + r"[ \t]*\n"
+    r"^(:::+|```+)\{admonition\}[ \t]*" + DEPARTURES_TITLE + r"[ \t]*\n"
     r"((?:[ \t]*:[\w-]+:[^\n]*\n)*)(.*?)^\1[ \t]*$",
     re.M | re.S,
 )
