@@ -20,15 +20,18 @@ ROOT = Path(__file__).resolve().parent.parent
 SETUP_TAGS = ["setup", "hide-input"]
 
 SETUP_TEMPLATE = '''\
-# Setup, stamped from _config.yml by book/notebook_tools.py (edit the template there, not here).
+# Setup, stamped from _config.yml by book/notebook_tools.py (edit the template there).
 import sys
 
-if "google.colab" in sys.modules:  # in Colab, install attnlib from the book's repository, once
+# In Colab, install attnlib from the book's repository, once.
+ATTNLIB = "{install_spec}"
+if "google.colab" in sys.modules:
     import importlib.util
     import subprocess
 
     if importlib.util.find_spec("attnlib") is None:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{install_spec}"], check=True)
+        pip = [sys.executable, "-m", "pip", "install", "-q", ATTNLIB]
+        subprocess.run(pip, check=True)
         importlib.invalidate_caches()
 
 import matplotlib.pyplot as plt

@@ -194,3 +194,37 @@ def test_every_internal_link_and_anchor_resolves(site):
                     continue
                 dead.append(f"{page.relative_to(site)} -> {href} (no such anchor)")
     assert dead == [], "\n".join(dead)
+
+
+CHAPTERS = [name for name in PAGES if (ROOT / f"{name}.ipynb").exists()]
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_solutions_print_no_warning(server, browser, name):
+    page, _ = _open(browser, f"{server}/{name}.html")
+    # textContent, not innerText: the solutions are collapsed dropdowns
+    printed = page.locator(".solution .stderr").evaluate_all(
+        "outputs => outputs.map(o => (o.querySelector('pre') || o).textContent.trim())"
+    )
+    page.close()
+    assert printed == [], "a solution prints on stderr:\n" + "\n".join(printed)
+
+
+def test_the_ledger_links_every_claim_cell_and_the_preface_counts_them(site):
+    """Every claim cell of the notebooks has its anchor on its page and its row in the
+    ledger; the preface's count is the notebooks' (built by book/_ext/claims.py)."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import claims_lib
+
+    claims = claims_lib.all_claims(ROOT)
+    ledger = (site / "book" / "claims.html").read_text(encoding="utf-8")
+    errata = (site / "book" / "errata.html").read_text(encoding="utf-8")
+    for c in claims:
+        page = (site / "book" / f"{c.notebook.stem}.html").read_text(encoding="utf-8")
+        assert f'id="{c.anchor}"' in page, f"{c.notebook.name}: no anchor {c.anchor}"
+        assert f'href="{c.notebook.stem}.html#{c.anchor}"' in ledger, c.statement
+        if c.erratum:
+            assert f'href="{c.notebook.stem}.html#{c.anchor}"' in errata, c.erratum
+    assert f"<strong>{len(claims)} claim" in ledger
+    counts = (site / "book" / "index.html").read_text(encoding="utf-8")
+    assert f'<span class="claims-count">{len(claims)}</span>' in counts

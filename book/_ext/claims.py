@@ -1,0 +1,343 @@
+"""The claims ledger and the errata of the sources, built from the notebooks.
+
+Every code cell that checks a claim of the book is tagged ``claim`` and carries its
+statement, source, independent reference and tolerance in its metadata (and, where the
+source is wrong, an ``erratum``). This extension
+
+* gives every claim cell an HTML anchor ``claim-<cell id>`` on its chapter's page;
+* provides the directive ``{claims-ledger}``: one table per chapter, one row per claim,
+  each linked to its cell, with counts per chapter and in total;
+* provides the directive ``{errata-list}``: every erratum with its source, its chapter
+  and a link to the cell that runs the counterexample;
+* provides the role ``{claims-count}`total` `` (also ``consistency``, ``errata``,
+  ``chapters``), so that the preface states the count of the build it is part of.
+
+The directives read the notebooks' JSON through ``claims_lib`` (the module the tests of
+the conventions use too) and note them as dependencies, so the pages are rebuilt
+whenever a chapter changes; nothing generated is written into the source tree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective, SphinxRole
+
+import claims_lib
+
+
+class claim_ref(nodes.Inline, nodes.TextElement):
+    """A link to an anchor on another page, resolved once the target's URI is known."""
+
+
+def _chapters(env) -> list[tuple[str, Path, dict]]:
+    """(docname, path, notebook) for every chapter notebook that the build includes.
+
+    The page asking is rebuilt when a notebook changes (a dependency) or when one is
+    added or removed (remembered in ``env.claims_pages``, see :func:`outdated`).
+    """
+    if not hasattr(env, "claims_pages"):
+        env.claims_pages = set()
+    env.claims_pages.add(env.docname)
+    found = []
+    for path in claims_lib.chapter_notebooks(Path(env.srcdir)):
+        docname = path.relative_to(env.srcdir).with_suffix("").as_posix()
+        if docname in env.found_docs:
+            env.note_dependency(str(path))
+            found.append((docname, path, claims_lib.load(path)))
+    return found
+
+
+def _chapter_key(path: Path) -> str:
+    return path.stem.split("_", 1)[0]
+
+
+def _erratum_anchor(path: Path, claim) -> str:
+    """The id of an erratum on the errata page (cell ids are unique per notebook)."""
+    return f"erratum-{_chapter_key(path)}-{claim.cell_id}"
+
+
+def _link(docname: str, anchor: str, *children: nodes.Node) -> claim_ref:
+    """A link to ``anchor`` on page ``docname`` (its top if ``anchor`` is empty)."""
+    return claim_ref("", "", *children, refdocname=docname, refanchor=anchor)
+
+
+class _LedgerDirective(SphinxDirective):
+    has_content = False
+
+    def inline(self, text: str) -> list[nodes.Node]:
+        """Metadata text parsed as inline MyST (so ``$math$`` and code render)."""
+        parsed, messages = self.state.inline_text(text, self.lineno)
+        return parsed + messages
+
+    def paragraph(self, *children) -> nodes.paragraph:
+        return nodes.paragraph("", "", *children)
+
+
+def _table(
+    header: list[str],
+    rows: list[list[list[nodes.Node]]],
+    widths,
+    classes,
+    stacked=False,
+):
+    table = nodes.table(classes=classes + ["colwidths-given"])
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    for width in widths:
+        group += nodes.colspec(colwidth=width)
+
+    def row(cells, labels=False):
+        r = nodes.row()
+        for name, content in zip(header, cells):
+            entry = nodes.entry()
+            if labels:  # shown instead of the header when a phone stacks the cells
+                content = [
+                    nodes.inline("", name + ": ", classes=["ledger-label"]),
+                    *content,
+                ]
+            entry += nodes.paragraph("", "", *content)
+            r += entry
+        return r
+
+    thead = nodes.thead()
+    thead += row([[nodes.Text(h)] for h in header])
+    tbody = nodes.tbody()
+    for cells in rows:
+        tbody += row(cells, labels=stacked)
+    group += thead
+    group += tbody
+    return table
+
+
+PLURALS = {"erratum": "errata"}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} " + (word if n == 1 else PLURALS.get(word, word + "s"))
+
+
+class ClaimsLedger(_LedgerDirective):
+    """``{claims-ledger}``: every claim of the book, grouped by chapter."""
+
+    def run(self):
+        chapters = _chapters(self.env)
+        per_chapter = [(d, p, nb, claims_lib.claims(nb, p)) for d, p, nb in chapters]
+        every = [c for *_, cs in per_chapter for c in cs]
+        consistency = sum(c.is_consistency_check for c in every)
+        errata = sum(bool(c.erratum) for c in every)
+        n_chapters = sum(bool(cs) for *_, cs in per_chapter)
+        out: list[nodes.Node] = [
+            self.paragraph(
+                nodes.strong("", _plural(len(every), "claim")),
+                nodes.Text(
+                    f" in {_plural(n_chapters, 'chapter')}; "
+                    f"{_plural(consistency, 'consistency check')} "
+                    "(attnlib checked against attnlib itself)"
+                    f" and {_plural(errata, 'erratum')} of the sources "
+                    "among them."
+                ),
+            )
+        ]
+        summary = [
+            [
+                [_link(d, "", nodes.Text(claims_lib.chapter_title(nb) or d))],
+                [nodes.Text(str(len(cs)))],
+                [nodes.Text(str(sum(c.is_consistency_check for c in cs)))],
+                [nodes.Text(str(sum(bool(c.erratum) for c in cs)))],
+            ]
+            for d, p, nb, cs in per_chapter
+        ]
+        summary.append(
+            [
+                [nodes.strong("", "total")],
+                [nodes.strong("", str(len(every)))],
+                [nodes.strong("", str(consistency))],
+                [nodes.strong("", str(errata))],
+            ]
+        )
+        out.append(
+            _table(
+                ["chapter", "claims", "consistency checks", "errata"],
+                summary,
+                [60, 12, 16, 12],
+                ["claims-summary"],
+                stacked=True,
+            )
+        )
+        for docname, path, nb, cs in per_chapter:
+            key = _chapter_key(path)
+            title = claims_lib.chapter_title(nb) or docname
+            rubric = nodes.rubric(
+                "",
+                "",
+                _link(docname, "", nodes.Text(title)),
+                nodes.Text(f" ({_plural(len(cs), 'claim')})"),
+                ids=[f"ledger-{key}"],
+            )
+            out.append(rubric)
+            if not cs:
+                out.append(self.paragraph(nodes.emphasis("", "No claim cell yet.")))
+                continue
+            rows = []
+            for c in cs:
+                statement = self.inline(c.statement)
+                if c.erratum:
+                    mark = nodes.emphasis("", "(erratum)")
+                    errata_page = self.config.claims_errata_page
+                    if errata_page in self.env.found_docs:
+                        mark = _link(errata_page, _erratum_anchor(path, c), mark)
+                    statement += [nodes.Text(" "), mark]
+                reference = self.inline(c.reference)
+                if c.is_consistency_check:
+                    reference = [
+                        nodes.inline("", "", *reference, classes=["consistency"])
+                    ]
+                rows.append(
+                    [
+                        [_link(docname, c.anchor, nodes.Text(f"{key}.{c.number}"))],
+                        statement,
+                        self.inline(c.source),
+                        reference,
+                        self.inline(c.tolerance),
+                    ]
+                )
+            out.append(
+                _table(
+                    ["#", "claim", "source", "checked against", "tolerance"],
+                    rows,
+                    [8, 35, 16, 26, 15],
+                    ["claims-ledger"],
+                    stacked=True,
+                )
+            )
+        return out
+
+
+class ErrataList(_LedgerDirective):
+    """``{errata-list}``: every erratum, with its source and its counterexample cell."""
+
+    def run(self):
+        items = nodes.enumerated_list(enumtype="arabic", classes=["errata"])
+        for docname, path, nb in _chapters(self.env):
+            title = claims_lib.chapter_title(nb) or docname
+            for c in claims_lib.claims(nb, path):
+                if not c.erratum:
+                    continue
+                item = nodes.list_item(ids=[_erratum_anchor(path, c)])
+                item += self.paragraph(
+                    nodes.strong("", "", *self.inline(c.source)),
+                    nodes.Text(": "),
+                    *self.inline(c.erratum),
+                )
+                item += self.paragraph(
+                    nodes.Text("Counterexample in "),
+                    _link(
+                        docname,
+                        c.anchor,
+                        nodes.Text(f"{title}, claim {_chapter_key(path)}.{c.number}"),
+                    ),
+                    nodes.Text(": "),
+                    *self.inline(c.statement),
+                    nodes.Text(" " if c.statement.endswith((".", "!", "?")) else ". "),
+                    nodes.Text("Checked against "),
+                    *self.inline(c.reference),
+                    nodes.Text(f" ({c.tolerance})." if c.tolerance else "."),
+                )
+                items += item
+        if not len(items):
+            return [self.paragraph(nodes.emphasis("", "No erratum recorded yet."))]
+        return [items]
+
+
+class ClaimsCount(SphinxRole):
+    """``{claims-count}`total` ``: the number of claims (or consistency checks, errata,
+    chapters with claims) in the notebooks of this build."""
+
+    KINDS = ("total", "consistency", "errata", "chapters")
+
+    def run(self):
+        kind = self.text.strip() or "total"
+        if kind not in self.KINDS:
+            msg = self.inliner.reporter.error(
+                f"claims-count: unknown kind {kind!r} (one of {', '.join(self.KINDS)})",
+                line=self.lineno,
+            )
+            return [], [msg]
+        per_chapter = [claims_lib.claims(nb, p) for _, p, nb in _chapters(self.env)]
+        every = [c for cs in per_chapter for c in cs]
+        value = {
+            "total": len(every),
+            "consistency": sum(c.is_consistency_check for c in every),
+            "errata": sum(bool(c.erratum) for c in every),
+            "chapters": sum(bool(cs) for cs in per_chapter),
+        }[kind]
+        return [nodes.inline("", str(value), classes=["claims-count"])], []
+
+
+def anchor_claim_cells(app, doctree):
+    """Give every claim cell of a notebook page the id ``claim-<cell id>``."""
+    path = Path(app.env.doc2path(app.env.docname))
+    if path.suffix != ".ipynb":
+        return
+    cells = claims_lib.load(path)["cells"]
+    for node in doctree.findall(nodes.container):
+        if node.get("nb_element") != "cell_code":
+            continue
+        index = node.get("cell_index")
+        meta = node.get("cell_metadata") or {}
+        if index is None or not ("claim" in meta.get("tags", []) or "claim" in meta):
+            continue
+        anchor = f"claim-{cells[index].get('id', f'cell-{index}')}"
+        if anchor not in node["ids"]:
+            node["ids"].append(anchor)
+
+
+def resolve_links(app, doctree, fromdocname):
+    """Turn each ``claim_ref`` into a reference to its page and anchor."""
+    for node in list(doctree.findall(claim_ref)):
+        uri = app.builder.get_relative_uri(fromdocname, node["refdocname"])
+        if node["refanchor"]:
+            uri += "#" + node["refanchor"]
+        ref = nodes.reference("", "", *node.children, internal=True, refuri=uri)
+        node.replace_self(ref)
+
+
+def add_static(app):
+    """Serve this extension's style sheet (the ledger's tables stack on phones)."""
+    app.config.html_static_path.append(str(Path(__file__).parent / "static"))
+    app.add_css_file("claims.css")
+
+
+def outdated(app, env, added, changed, removed):
+    """Pages that list the chapters are outdated when a page is added or removed (a new
+    notebook is no dependency of theirs yet)."""
+    if not (added or removed):
+        return []
+    return sorted(getattr(env, "claims_pages", set()) - removed)
+
+
+def purge(app, env, docname):
+    getattr(env, "claims_pages", set()).discard(docname)
+
+
+def merge(app, env, docnames, other):
+    if not hasattr(env, "claims_pages"):
+        env.claims_pages = set()
+    env.claims_pages |= getattr(other, "claims_pages", set()) & set(docnames)
+
+
+def setup(app):
+    app.connect("env-get-outdated", outdated)
+    app.connect("env-purge-doc", purge)
+    app.connect("env-merge-info", merge)
+    app.connect("builder-inited", add_static)
+    app.add_config_value("claims_errata_page", "book/errata", "env")
+    app.add_node(claim_ref)
+    app.add_directive("claims-ledger", ClaimsLedger)
+    app.add_directive("errata-list", ErrataList)
+    app.add_role("claims-count", ClaimsCount())
+    app.connect("doctree-read", anchor_claim_cells)
+    app.connect("doctree-resolved", resolve_links)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

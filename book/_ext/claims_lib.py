@@ -1,0 +1,636 @@
+"""The book's rules for claims, glued numbers, exercises and departures, stated once.
+
+Both the Sphinx extension that builds the claims ledger and the errata page
+(``book/_ext/claims.py``) and the tests that enforce the conventions
+(``tests/test_claims.py``) read the notebooks as JSON through this module, so that what
+the ledger counts and what the tests check are the same cells.
+
+The conventions (the common brief of the book):
+
+* A **claim cell** is a code cell tagged ``claim`` whose metadata holds
+  ``claim: {statement, source, reference, tolerance}`` and, where the source is wrong,
+  ``erratum``. It must contain an assert. A reference that names only attnlib is
+  circular unless it starts with ``consistency check:``.
+* A **decimal number in prose** must be glued (``{glue:text}`name` `` etc.), or appear
+  literally in an assert of a code cell of the same notebook, or be listed in the
+  markdown cell's ``metadata.quoted``.
+* Every **exercise solution** has a markdown answer and its last code cell asserts it.
+* Every chapter has one **departures box** and code lines of at most 88 characters.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import json
+import re
+import tokenize
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MAX_LINE = 88
+CONSISTENCY = "consistency check:"
+REQUIRED_FIELDS = ("statement", "source", "reference", "tolerance")
+# The box's title; chapter 08 says "the source" (its source is a note, not a paper).
+DEPARTURES_TITLE = r"Where we depart from the (?:paper|papers|source|sources)"
+DEPARTURES_CLASS = "departures"
+
+
+# --------------------------------------------------------------------------- reading
+def source(cell: dict) -> str:
+    """A cell's source as one string (stored as a list of lines or one string)."""
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def load(path: Path | str) -> dict:
+    """The notebook at ``path`` as a dict (nbformat 4 JSON)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def chapter_notebooks(root: Path = ROOT) -> list[Path]:
+    """Every chapter notebook of the book (``book/*.ipynb``), sorted by name."""
+    return sorted((Path(root) / "book").glob("*.ipynb"))
+
+
+def chapter_title(nb: dict) -> str:
+    """The chapter's title: the first ``# `` heading of its first markdown cell."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            for line in source(cell).splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip()
+    return ""
+
+
+def glue_prefix(path: Path | str) -> str:
+    """The glue-name prefix of a chapter: ``07b_continuous_attention`` -> ``ch07b_``."""
+    return "ch" + Path(path).stem.split("_", 1)[0] + "_"
+
+
+# --------------------------------------------------------------------------- asserts
+def _parse(code: str) -> ast.Module | None:
+    """Parse cell code; IPython magics and shell lines are blanked out first."""
+    lines = [
+        "pass" if line.lstrip().startswith(("%", "!")) else line
+        for line in code.splitlines()
+    ]
+    try:
+        return ast.parse("\n".join(lines))
+    except SyntaxError:
+        return None
+
+
+def _is_assert_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name.startswith("assert")
+
+
+def assert_nodes(code: str) -> list[ast.AST]:
+    """The assert statements and ``assert_*`` calls (NumPy, PyTorch...) in ``code``."""
+    tree = _parse(code)
+    if tree is None:
+        return []
+    return [
+        n for n in ast.walk(tree) if isinstance(n, ast.Assert) or _is_assert_call(n)
+    ]
+
+
+def assertion_count(code: str) -> int:
+    """How many things ``code`` asserts: ``assert a and b`` asserts two."""
+    return sum(
+        len(n.test.values)
+        if isinstance(n, ast.Assert)
+        and isinstance(n.test, ast.BoolOp)
+        and isinstance(n.test.op, ast.And)
+        else 1
+        for n in assert_nodes(code)
+    )
+
+
+def has_assert(code: str) -> bool:
+    """Whether ``code`` contains an assert (comments and strings do not count)."""
+    return bool(assert_nodes(code))
+
+
+def _without_comments(text: str) -> str:
+    """``text`` with its Python comments blanked out (strings keep their ``#``)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return text
+    lines = text.splitlines(keepends=True)
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT:
+            row, col = tok.start
+            line = lines[row - 1]
+            lines[row - 1] = line[:col] + ("\n" if line.endswith("\n") else "")
+    return "".join(lines)
+
+
+def assert_literals(code: str) -> set[str]:
+    """Every decimal number written in an assert of ``code`` (in numbers or strings)."""
+    found: set[str] = set()
+    for node in assert_nodes(code):
+        segment = ast.get_source_segment(_blank_magics(code), node) or ""
+        found.update(DECIMAL.findall(_without_comments(segment)))
+    return found
+
+
+def _blank_magics(code: str) -> str:
+    return "\n".join(
+        "pass" if line.lstrip().startswith(("%", "!")) else line
+        for line in code.splitlines()
+    )
+
+
+# --------------------------------------------------------------------------- claims
+@dataclass
+class Claim:
+    """One claim cell of a chapter."""
+
+    notebook: Path
+    index: int  # the cell's position in the notebook
+    cell_id: str
+    statement: str
+    source: str
+    reference: str
+    tolerance: str
+    erratum: str
+    code: str
+    tagged: bool
+    has_metadata: bool
+    number: int = 0  # 1-based position among the chapter's claims
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def anchor(self) -> str:
+        """The HTML id the extension gives the cell on its page."""
+        return f"claim-{self.cell_id}"
+
+    @property
+    def is_consistency_check(self) -> bool:
+        return self.reference.strip().lower().startswith(CONSISTENCY)
+
+
+def claims(nb: dict, path: Path | str = "") -> list[Claim]:
+    """The claim cells of a notebook: tagged ``claim`` or with ``claim`` metadata."""
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        meta = cell.get("metadata", {})
+        tagged = "claim" in meta.get("tags", [])
+        data = meta.get("claim")
+        if not tagged and data is None:
+            continue
+        data = data if isinstance(data, dict) else {}
+
+        def text(key, data=data):
+            value = data.get(key, "")
+            return value.strip() if isinstance(value, str) else ""
+
+        found.append(
+            Claim(
+                notebook=Path(path),
+                index=i,
+                cell_id=str(cell.get("id", f"cell-{i}")),
+                statement=text("statement"),
+                source=text("source"),
+                reference=text("reference"),
+                tolerance=text("tolerance"),
+                erratum=text("erratum"),
+                code=source(cell) if cell["cell_type"] == "code" else "",
+                tagged=tagged,
+                has_metadata=bool(data),
+                number=len(found) + 1,
+                extra={"cell_type": cell["cell_type"]},
+            )
+        )
+    return found
+
+
+# Independent references a claim can be checked against. A reference that names attnlib
+# (or one of its functions) and none of these is circular.
+INDEPENDENT = [
+    r"\bnumpy\b",
+    r"\bnp\.",
+    r"\bscipy\b",
+    r"\bsklearn\b",
+    r"\bscikit[- ]",
+    r"\bskimage\b",
+    r"\bentmax (package|library)\b",
+    r"\bentmax\.\w",
+    r"\bpytorch\b",
+    r"\btorch\.",
+    r"\bautograd\b",
+    r"\bgradcheck\b",
+    r"\bfinite[- ]difference",
+    r"\bquadrature\b",
+    r"\bclosed[- ]form\b",
+    r"\banalytic",
+    r"\brestatement\b",
+    r"\bin this cell\b",
+    r"\bby hand\b",
+    r"\bbrute[- ]force\b",
+    r"\bmonte[- ]carlo\b",
+    r"\bexhaustive",
+    r"\benumerat",
+    r"\bsympy\b",
+    r"\bcvxpy\b",
+    r"\bnetworkx\b",
+    r"\bhungarian\b",
+    r"\bexact (value|solution|answer)\b",
+    r"\bthe paper'?s (table|value|number|figure)",
+    r"\bbaselines?\b",
+    r"\bground[- ]truth\b",
+]
+
+
+def _attnlib_names(root: Path = ROOT) -> set[str]:
+    """Public top-level function and class names defined anywhere in ``attnlib/``."""
+    names: set[str] = set()
+    for path in (Path(root) / "attnlib").rglob("*.py"):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in tree.body:
+            if isinstance(
+                node, (ast.FunctionDef, ast.ClassDef)
+            ) and not node.name.startswith("_"):
+                names.add(node.name)
+    return names
+
+
+_NAMES_CACHE: dict[Path, set[str]] = {}
+
+
+def names_attnlib(reference: str, root: Path = ROOT) -> bool:
+    """Whether ``reference`` names attnlib: the word, or an attnlib function as code.
+
+    A name counts as code when it is in backticks or has a dot path or an underscore; so
+    the word "attention" or the formula softmax(qKᵀ)V are prose;
+    ``attnlib.attention``, `` `softmax` `` and ``pixel_nlm`` are code.
+    """
+    if re.search(r"\battnlib\b", reference, re.I):
+        return True
+    names = _NAMES_CACHE.setdefault(Path(root), _attnlib_names(root))
+    code_like = set(re.findall(r"`([^`]+)`", reference))
+    code_like |= set(re.findall(r"\b[A-Za-z_][\w.]*(?:_[\w.]*|\.\w+)\b", reference))
+    for token in code_like:
+        for part in re.findall(r"[A-Za-z_]\w*", token):
+            if part in names:
+                return True
+    return False
+
+
+def is_circular(reference: str, root: Path = ROOT) -> bool:
+    """A reference naming only attnlib that does not say it is a consistency check."""
+    ref = reference.strip()
+    if ref.lower().startswith(CONSISTENCY):
+        return False
+    if not names_attnlib(ref, root):
+        return False
+    return not any(re.search(p, ref, re.I) for p in INDEPENDENT)
+
+
+def claim_problems(nb: dict, path: Path | str = "", root: Path = ROOT) -> list[str]:
+    """What is wrong with the claim cells of a notebook (empty list: nothing)."""
+    name = Path(path).name
+    found = []
+    for c in claims(nb, path):
+        where = f"{name} cell {c.index} (id {c.cell_id})"
+        if c.extra["cell_type"] != "code":
+            found.append(f"{where}: a claim must be a code cell")
+            continue
+        if not c.tagged:
+            found.append(f"{where}: has claim metadata but no `claim` tag")
+        if not c.has_metadata:
+            found.append(f"{where}: tagged `claim` but has no `claim` metadata")
+        for key in REQUIRED_FIELDS:
+            if not getattr(c, key):
+                found.append(f"{where}: the claim has no {key}")
+        if not has_assert(c.code):
+            found.append(f"{where}: the claim cell has no assert")
+        if c.reference and is_circular(c.reference, root):
+            found.append(
+                f"{where}: the reference {c.reference!r} names only attnlib: give an "
+                f"independent one or start it with {CONSISTENCY!r}"
+            )
+        if c.erratum and assertion_count(c.code) < 2:
+            found.append(
+                f"{where}: an erratum asserts both sides "
+                "(the paper's formula fails, ours holds): "
+                "two asserts, or `assert a and b`"
+            )
+    return found
+
+
+# ------------------------------------------------------------------- prose numbers
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?:[eE][-+]?\d+)?(?![\w]|\.\d)")
+_REFERENCE_WORDS = (
+    r"(?:§\s*|(?:Sections?|Sec\.|Eqs?\.|Equations?|Tables?|Figures?|Figs?\.|"
+    r"Propositions?|"
+    r"Props?\.|Theorems?|Lemmas?|Definitions?|Algorithms?|Appendix|Chapters?|Corollary|"
+    r"Remarks?|Examples?)\s*\(?)"
+)
+_REFERENCE_NUMBER = re.compile(_REFERENCE_WORDS + r"\d+(?:\.\d+)+\)?", re.I)
+
+
+def prose_text(markdown: str) -> str:
+    """The text of a markdown cell that the number audit reads.
+
+    Left out: display and inline math (``$$..$$``, ``$..$``, amsmath environments), code
+    (fenced blocks and backticks, hence every role such as ``{glue:text}`..` `` or
+    ``{cite}`..` ``), link targets ``](..)`` and ``<..>``, HTML tags, directive fences
+    and their ``:option:`` lines, target labels ``(label)=`` and equation labels
+    ``$$ (label)``, and numbered references (``§5.2``, ``Eq. (3.1)``, ``Table 2.1``).
+    """
+    text = markdown
+    text = re.sub(r"^(```+|~~~+).*?^\1[ \t]*$", " ", text, flags=re.S | re.M)
+    text = re.sub(r"\$\$.*?\$\$(\s*\([^)\n]*\))?", " ", text, flags=re.S)
+    text = re.sub(r"\\begin\{(\w+\*?)\}.*?\\end\{\1\}", " ", text, flags=re.S)
+    text = re.sub(r"(?<!\\)\$[^$\n]+?(?<!\\)\$", " ", text)
+    text = re.sub(r"`+[^`]*`+", " ", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    text = re.sub(r"<[^>\n]+>", " ", text)
+    text = re.sub(r"^\s*(:::+|```+)\s*\{[^}]*\}.*$", " ", text, flags=re.M)
+    text = re.sub(r"^\s*:[\w-]+:.*$", " ", text, flags=re.M)
+    text = re.sub(r"^\s*\([\w:.-]+\)=\s*$", " ", text, flags=re.M)
+    text = _REFERENCE_NUMBER.sub(" ", text)
+    return text
+
+
+def prose_numbers(markdown: str) -> list[str]:
+    """The decimal numbers typed in a markdown cell (see :func:`prose_text`)."""
+    return DECIMAL.findall(prose_text(markdown))
+
+
+GLUE_ROLE = re.compile(r"\{glue(?::\w*)?\}`([^`]+)`")
+GLUE_DIRECTIVE = re.compile(r"^\s*(?:```+|:::+)\s*\{glue(?::\w+)?\}\s+(\S+)", re.M)
+
+
+def glue_uses(markdown: str) -> list[str]:
+    """The glue names a markdown cell reads (roles, ``{glue:figure}`` directives)."""
+    names = [m.split(":", 1)[0].strip() for m in GLUE_ROLE.findall(markdown)]
+    return names + GLUE_DIRECTIVE.findall(markdown)
+
+
+def _name_pattern(node: ast.AST, assigned: dict) -> str:
+    """A regex for the string an expression builds: literals exact, the rest ``.+``."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return re.escape(node.value)
+    if isinstance(node, ast.JoinedStr):
+        return "".join(
+            _name_pattern(v, assigned) if isinstance(v, ast.Constant) else ".+"
+            for v in node.values
+        )
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _name_pattern(node.left, assigned) + _name_pattern(node.right, assigned)
+    if isinstance(node, ast.Name) and node.id in assigned:
+        return _name_pattern(assigned[node.id], {})
+    return ".+"
+
+
+def glued_names(nb: dict) -> list[str]:
+    """The names a notebook's code glues, each as a regex (a literal name escaped).
+
+    A name built at run time is followed through f-strings, ``+`` and a variable
+    assigned in the same cell (``key = f"ch07b_doc_{n}"; glue(key + "_std", ...)``);
+    what it cannot follow becomes ``.+``.
+    """
+    names = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        tree = _parse(source(cell))
+        if tree is None:
+            continue
+        assigned = {}
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
+                assigned[node.targets[0].id] = node.value
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func
+            name = (
+                func.attr
+                if isinstance(func, ast.Attribute)
+                else getattr(func, "id", "")
+            )
+            if name == "glue":
+                names.append(_name_pattern(node.args[0], assigned))
+    return names
+
+
+def _is_glued(name: str, glued: list[str]) -> bool:
+    return any(re.fullmatch(pattern, name) for pattern in glued)
+
+
+def number_problems(nb: dict, path: Path | str = "") -> list[str]:
+    """Typed decimal numbers in prose that are neither asserted in code nor quoted."""
+    name = Path(path).name
+    asserted: set[str] = set()
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            asserted |= assert_literals(source(cell))
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        quoted = {str(q) for q in cell.get("metadata", {}).get("quoted", [])}
+        for number in prose_numbers(source(cell)):
+            if number not in asserted and number not in quoted:
+                found.append(
+                    f"{name} cell {i} (id {cell.get('id')}): "
+                    f"the number {number} is typed: "
+                    "glue it, assert it in a code cell, or list it in metadata.quoted"
+                )
+    return found
+
+
+def glue_problems(nb: dict, path: Path | str = "") -> list[str]:
+    """Glue names read but glued by no code cell; glued names lacking the prefix."""
+    name = Path(path).name
+    glued = glued_names(nb)
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "markdown":
+            for used in glue_uses(source(cell)):
+                if not _is_glued(used, glued):
+                    found.append(
+                        f"{name} cell {i}: `{used}` is read but glued by no code cell"
+                    )
+    if path:
+        prefix = glue_prefix(path)
+        for pattern in glued:
+            if pattern != ".+" and not pattern.startswith(re.escape(prefix)):
+                shown = re.sub(r"\\(.)", r"\1", pattern)
+                found.append(
+                    f"{name}: the glue name {shown!r} does not start with {prefix!r}"
+                )
+    return found
+
+
+# --------------------------------------------------------------------------- exercises
+_SOLUTION_START = re.compile(r"^\s*(:::+|```+)\s*\{solution-start\}\s+(\S+)", re.M)
+_SOLUTION_END = re.compile(r"^\s*(:::+|```+)\s*\{solution-end\}", re.M)
+
+
+@dataclass
+class Solution:
+    label: str
+    prose: str  # the markdown between solution-start and solution-end, fences removed
+    code: list[str]  # the code cells' sources, in order
+    closed: bool = (
+        True  # False: another solution-start or the notebook's end came first
+    )
+
+
+def _strip_directives(text: str) -> str:
+    text = re.sub(
+        r"^\s*(:::+|```+)\s*\{solution-(start|end)\}.*$", "", text, flags=re.M
+    )
+    text = re.sub(r"^\s*:[\w-]+:.*$", "", text, flags=re.M)
+    text = re.sub(r"^\s*(:::+|```+)\s*$", "", text, flags=re.M)
+    return text.strip()
+
+
+def solutions(nb: dict) -> list[Solution]:
+    """Every exercise solution, from ``{solution-start}`` to ``{solution-end}``."""
+    found, current = [], None
+    for cell in nb["cells"]:
+        text = source(cell)
+        if cell["cell_type"] == "markdown":
+            start, end = _SOLUTION_START.search(text), _SOLUTION_END.search(text)
+            if start:
+                if current is not None:
+                    current.closed = False
+                    found.append(current)
+                current = Solution(start.group(2), "", [])
+                body = (
+                    text[start.start() : end.start()] if end else text[start.start() :]
+                )
+                current.prose += _strip_directives(body)
+                if end:
+                    found.append(current)
+                    current = None
+                continue
+            if end and current is None:
+                found.append(Solution("(none)", "", [], closed=False))
+            elif current is not None:
+                if end:
+                    current.prose += "\n" + _strip_directives(text[: end.start()])
+                    found.append(current)
+                    current = None
+                else:
+                    current.prose += "\n" + text
+        elif current is not None:
+            current.code.append(text)
+    if current is not None:
+        current.closed = False
+        found.append(current)
+    return found
+
+
+def _only_glue(code: str) -> bool:
+    """Whether a cell only glues results for the prose (``glue(...)`` calls and the
+    assignments that feed them)."""
+    tree = _parse(code)
+    if not tree or not tree.body:
+        return False
+    glues = 0
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            continue
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        func = getattr(call, "func", None)
+        if not isinstance(call, ast.Call) or "glue" not in {
+            getattr(func, "id", ""),
+            getattr(func, "attr", ""),
+        }:
+            return False
+        glues += 1
+    return glues > 0
+
+
+def solution_problems(nb: dict, path: Path | str = "") -> list[str]:
+    """Solutions that state no answer in words or whose code does not end asserting it.
+
+    The code ends with an assert when its last cell asserts; a last cell that only glues
+    results for the answer's prose is not counted as the end.
+    """
+    name = Path(path).name
+    found = []
+    for sol in solutions(nb):
+        if not sol.closed:
+            found.append(
+                f"{name} {sol.label}: solution-start and solution-end do not pair up"
+            )
+            continue
+        if len(re.findall(r"[A-Za-z]{2,}", sol.prose)) < 3:
+            found.append(f"{name} {sol.label}: the solution states no answer in words")
+        code = [c for c in sol.code if not _only_glue(c)]
+        if not code:
+            found.append(f"{name} {sol.label}: the solution has no code")
+        elif not has_assert(code[-1]):
+            found.append(
+                f"{name} {sol.label}: the solution's last code cell asserts nothing"
+            )
+    return found
+
+
+# --------------------------------------------------------------------------- page rules
+def long_lines(nb: dict, path: Path | str = "", limit: int = MAX_LINE) -> list[str]:
+    """Code lines longer than ``limit`` characters."""
+    name = Path(path).name
+    return [
+        f"{name} cell {i} line {k}: {len(line)} characters"
+        for i, cell in enumerate(nb["cells"])
+        if cell["cell_type"] == "code"
+        for k, line in enumerate(source(cell).splitlines(), 1)
+        if len(line) > limit
+    ]
+
+
+_DEPARTURES = re.compile(
+    r"^(:::+|```+)\{admonition\}[ \t]*" + DEPARTURES_TITLE + r"[ \t]*\n"
+    r"((?:[ \t]*:[\w-]+:[^\n]*\n)*)(.*?)^\1[ \t]*$",
+    re.M | re.S,
+)
+
+
+def departures_boxes(nb: dict) -> list[str]:
+    """The bodies of the departures boxes (admonitions of class ``departures``)."""
+    bodies = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        for m in _DEPARTURES.finditer(source(cell) + "\n"):
+            if re.search(r":class:.*\b" + DEPARTURES_CLASS + r"\b", m.group(2)):
+                bodies.append(m.group(3))
+    return bodies
+
+
+def departures_problems(nb: dict, path: Path | str = "") -> list[str]:
+    """A chapter has exactly one departures box, listing at least one departure."""
+    name = Path(path).name
+    boxes = departures_boxes(nb)
+    if len(boxes) != 1:
+        return [f"{name}: {len(boxes)} departures boxes (one expected)"]
+    if not re.search(r"^\s*[-*] \*\*.+?\*\*", boxes[0], re.M):
+        return [f"{name}: the departures box lists no `- **what**: why` item"]
+    return []
+
+
+def all_claims(root: Path = ROOT) -> list[Claim]:
+    """Every claim of the book, chapter by chapter."""
+    return [c for p in chapter_notebooks(root) for c in claims(load(p), p)]
