@@ -128,10 +128,30 @@ def _kernel_attention(xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, of
             top = s if mask is None else s.masked_fill(~mask, float("-inf"))
             return (s - top.amax(-1, keepdim=True).detach()) * scale
 
-        return attention(xq, xt, y, score=shifted, temperature=1.0, mask=mask)
+        try:
+            return attention(xq, xt, y, score=shifted, temperature=1.0, mask=mask)
+        except ValueError as err:
+            if not str(err).startswith("score(q, k) gave"):
+                raise
+            raise _overflow_error(xq.dtype) from err
     score = _VALUE_KERNELS.get(kernel, kernel)
+
+    def checked(a, b):
+        values = score(a, b)
+        if not (torch.isfinite(values).all() and (values >= 0).all()):
+            raise ValueError("kernel must return finite non-negative values")
+        return values
+
     normalise = lambda values: _normalise_rows(values, offset)  # noqa: E731
-    return attention(xq / bandwidth, xt / bandwidth, y, score=score, normalizer=normalise, mask=mask)
+    return attention(xq / bandwidth, xt / bandwidth, y, score=checked, normalizer=normalise, mask=mask)
+
+
+def _overflow_error(dtype) -> ValueError:
+    """The error for inputs whose kernel scores overflow ``dtype`` (e.g. values near 1e30 in float32)."""
+    return ValueError(
+        f"x_query and x_train are too large for {dtype}: their distances overflow it; rescale "
+        "x_query, x_train and bandwidth by the same factor (the prediction does not change)"
+    )
 
 
 def nadaraya_watson(
@@ -202,6 +222,8 @@ def nadaraya_watson(
             xq.detach().numpy(), xt.detach().numpy(), y.detach().numpy(), bandwidth, l1=kernel == "laplace", threads=torch.get_num_threads()
         )
         prediction = torch.from_numpy(out)
+        if not torch.isfinite(prediction).all():  # the inputs are finite (checked): overflow
+            raise _overflow_error(xq.dtype)
     else:
         prediction = _blockwise(xq, xt, y, kernel, bandwidth, grad)
     return prediction[:, 0] if squeeze else prediction

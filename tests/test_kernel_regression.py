@@ -387,3 +387,15 @@ def test_estimator_bad_hyperparameters():
         MetricNadarayaWatson(n_components=3).fit(X, y)
     with pytest.raises(ValueError, match="n_steps"):
         MetricNadarayaWatson(n_steps=0).fit(X, y)
+
+
+@pytest.mark.parametrize("return_weights", [False, True])
+def test_overflowing_inputs_raise_naming_them(return_weights):
+    """Distances beyond float32 (inputs near 1e30) raise a ValueError, fused path or not, never NaN."""
+    xq, xt, y = (torch.as_tensor(a, dtype=torch.float32) for a in make_data())
+    with pytest.raises(ValueError, match="x_query and x_train are too large"):
+        nadaraya_watson(xq * 1e30, xt, y, return_weights=return_weights)
+    with pytest.raises(ValueError, match="x_query and x_train are too large"):
+        loo_predictions(xt * 1e30, y)
+    out = nadaraya_watson(xq.double() * 1e30, xt.double(), y.double())  # fits float64
+    assert torch.isfinite(out).all()
