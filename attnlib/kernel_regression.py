@@ -106,7 +106,7 @@ def _check_data(x_query, x_train, y_train):
 
 
 def _kernel_attention(xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, offset: int = 0):
-    """Nadaraya–Watson as one :func:`attention` call on checked 2-D tensors.
+    """Nadaraya–Watson as one :func:`~attnlib.attention.attention` call on checked 2-D tensors.
 
     For the softmax kernels each row's scores are shifted so that its largest unmasked score
     is zero before they are divided by the temperature: as the bandwidth goes to zero the
@@ -164,7 +164,7 @@ def nadaraya_watson(
     gradients, run as a fused compiled loop (:func:`attnlib.kernel_sums.nadaraya_watson_sums`:
     distance, exponential and weighted sums in one pass, on ``torch.get_num_threads()``
     threads); everything else (other kernels, other devices, inputs that require gradients)
-    runs as :func:`attention` on blocks of queries small enough that a block's weights take
+    runs as :func:`~attnlib.attention.attention` on blocks of queries small enough that a block's weights take
     at most 2²¹ numbers, with gradients recomputed block by block (checkpointing).
 
     Parameters
@@ -235,7 +235,7 @@ _BLOCK_ELEMENTS = 2**21
 
 
 def _blockwise(xq, xt, y, kernel: Kernel, bandwidth: float, grad: bool) -> torch.Tensor:
-    """:func:`attention` on blocks of queries; with ``grad``, each block is recomputed in backward."""
+    """:func:`~attnlib.attention.attention` on blocks of queries; with ``grad``, each block is recomputed in backward."""
     step = max(1, _BLOCK_ELEMENTS // xt.shape[0])
     blocks = []
     for start in range(0, xq.shape[0], step):
