@@ -193,7 +193,11 @@ def fit_self_expressive_net(X, *, lam: float = 0.01, hidden: int = 64, n_steps: 
     """
     X = torch.as_tensor(as_float_array(X, "X"), dtype=torch.float32)
     torch.manual_seed(seed)
-    model = SelfExpressiveNet(X.shape[1], hidden)
+    return _fit_self_expression(SelfExpressiveNet(X.shape[1], hidden), X, lam, n_steps, lr)
+
+
+def _fit_self_expression(model: nn.Module, X: torch.Tensor, lam: float, n_steps: int, lr: float):
+    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n`` with ``C = model(X, X)``, diag(C) = 0."""
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     for _ in range(check_int(n_steps, "n_steps")):
@@ -236,17 +240,7 @@ def fit_learned_ista(X, *, n_iter: int = 5, lam: float = 0.002, n_steps: int = 2
     """Train :class:`LearnedISTACodes` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0)."""
     X = torch.as_tensor(as_float_array(X, "X"))
     torch.manual_seed(seed)
-    model = LearnedISTACodes(n_iter, lam).to(X.dtype)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    for _ in range(check_int(n_steps, "n_steps")):
-        C = model(X, X, exclude_self=True)
-        loss = (0.5 * ((X - C @ X) ** 2).sum() + lam * C.abs().sum()) / len(X)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return model.eval(), losses
+    return _fit_self_expression(LearnedISTACodes(n_iter, lam).to(X.dtype), X, lam, n_steps, lr)
 
 
 def assign_by_coefficients(C, train_labels, n_clusters: int) -> np.ndarray:
