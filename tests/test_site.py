@@ -11,6 +11,7 @@ built site resolves. Screenshots are written to ``_build/screenshots`` for peopl
 
 import functools
 import http.server
+import sys
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
