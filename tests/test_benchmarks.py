@@ -35,3 +35,56 @@ def test_committed_result_is_a_full_run_shown_in_the_appendix(script):
     assert result["quick"] is False, "commit the full run, not the quick one"
     assert result["rows"] and result["targets"] and result["machine"] and result["date"]
     assert f'load("{script.stem}")' in (ROOT / "book" / "benchmarks.md").read_text()
+
+
+def _flagged_targets_met(result):
+    """Targets recorded with their own verdict, ``{"value": ..., "met": bool}``."""
+    return {name: t["met"] for name, t in result["targets"].items() if isinstance(t, dict) and "met" in t}
+
+
+#: The targets each committed result is shown meeting in the book, checked on its rows.
+TARGETS_MET = {
+    "continuous": lambda r, t: [
+        all(row["speedup"] >= t["speedup"] for row in r["rows"]),
+        all(row["accuracy_ratio"] >= t["accuracy_ratio"] for row in r["rows"]),
+        all(row["closed_max_rel_err"] <= 1e-7 for row in r["rows"]),
+    ],
+    "lle": lambda r, t: [
+        all(row["ratio_to_sklearn"] <= t["max_ratio_to_sklearn"] for row in r["rows"]),
+        all(row["max_abs_embedding_difference"] <= t["max_abs_embedding_difference"] for row in r["rows"]),
+    ],
+    "normalizers": lambda r, t: [
+        all(row["ratio_to_entmax"] <= t["max_ratio_to_entmax"] for row in r["rows"]),
+        all(row["ratio_to_softmax"] <= t["max_ratio_to_softmax"] for row in r["rows"]),
+    ],
+    "subspace": lambda r, t: [
+        all(row["accuracy"] >= t["accuracy_N1000"] for row in r["rows"] if row["N"] == 1000),
+        all(row["accuracy"] >= t["accuracy_N10000"] for row in r["rows"] if row["N"] == 10000),
+        all(row["ours_total_s"] <= t["seconds_N10000"] for row in r["rows"] if row["N"] == 10000),
+        all(row["speedup_equal"] >= t["speedup"] for row in r["rows"]),
+    ],
+    "symmetry": lambda r, t: [
+        all(ratio > 1 for n, ratio in t["median_ratio_mha_over_ka"]["quadratic"].items() if int(n) >= 8),
+    ],
+}
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
+def test_committed_result_meets_the_targets_the_book_shows_it_meeting(script):
+    """A committed run that misses a target the appendix or a chapter reports as met fails
+    here, not only on the page (where a reader would have to notice it)."""
+    result = json.loads((RESULTS / f"{script.stem}.json").read_text())
+    flagged = _flagged_targets_met(result)
+    checked = TARGETS_MET.get(script.stem, lambda r, t: [])(result, result["targets"])
+    assert flagged or checked, f"{script.stem}: no target is checked"
+    assert all(flagged.values()), f"{script.stem}: targets missed: {[k for k, v in flagged.items() if not v]}"
+    assert all(checked), f"{script.stem}: a target the book shows as met is missed: {checked}"
+
+
+def test_the_target_check_can_fail():
+    result = json.loads((RESULTS / "lle.json").read_text())
+    result["rows"][0]["ratio_to_sklearn"] = 2 * result["targets"]["max_ratio_to_sklearn"]
+    assert not all(TARGETS_MET["lle"](result, result["targets"]))
+    result = json.loads((RESULTS / "denoise.json").read_text())
+    next(iter(result["targets"].values()))["met"] = False
+    assert not all(_flagged_targets_met(result).values())

@@ -354,3 +354,25 @@ def test_bad_inputs(small):
         UnrolledISTAAttention(0)
     with pytest.raises(ValueError, match="features"):
         UnrolledISTAAttention(4)(torch.ones(2, 3))
+
+
+def test_ssc_objective_against_a_row_by_row_restatement_and_sklearns_scaling():
+    """The yardstick of the SSC tests, checked independently: a plain loop over the rows'
+    Lasso problems, and scikit-learn's Lasso objective (mean squared error over the
+    ``n_features`` "samples" of a row, alpha = λ / n_features) times n_features."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12, 5))
+    C = rng.normal(size=(12, 12)) * (rng.random((12, 12)) < 0.3)
+    np.fill_diagonal(C, 0)
+    lam = rng.uniform(0.1, 1.0, size=12)
+    loop = sum(0.5 * np.sum((X[i] - C[i] @ X) ** 2) + lam[i] * np.abs(C[i]).sum() for i in range(12))
+    n_features = X.shape[1]
+    sklearn_form = sum(
+        n_features * (np.sum((X[i] - X.T @ C[i]) ** 2) / (2 * n_features) + lam[i] / n_features * np.abs(C[i]).sum())
+        for i in range(12)
+    )
+    assert ssc_objective(X, C, lam) == pytest.approx(loop, rel=1e-12)
+    assert ssc_objective(X, C, lam) == pytest.approx(sklearn_form, rel=1e-12)
+    assert ssc_objective(X, C, 0.5) == pytest.approx(
+        sum(0.5 * np.sum((X[i] - C[i] @ X) ** 2) + 0.5 * np.abs(C[i]).sum() for i in range(12)), rel=1e-12
+    )
