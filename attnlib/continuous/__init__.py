@@ -46,6 +46,7 @@ from .densities import (
     truncated_paraboloid_pdf,
 )
 from .modules import ContinuousAttention1D, ContinuousAttention2D, ContinuousAttentionOutput
+from . import attention as _attention, basis as _basis, densities as _densities, modules as _modules
 
 # The experiments import this package's modules, so they are re-exported lazily (PEP 562):
 # an eager import here made ``import attnlib.experiments.documents`` (or ``.digits``), done
@@ -72,28 +73,13 @@ def __getattr__(name: str):
 def __dir__():
     return sorted(set(globals()) | set(_EXPERIMENTS))
 
+
+# The package's public names are its modules' (each keeps its own ``__all__``), plus the
+# experiments' names re-exported above.
 __all__ = [
-    "gaussian_pdf",
-    "truncated_parabola_pdf",
-    "triangular_pdf",
-    "location_scale_pdf",
-    "truncated_paraboloid_pdf",
-    "truncated_paraboloid_lambda",
-    "truncated_parabola_radius",
-    "support_ellipse",
-    "GaussianRBF",
-    "ridge_value_coefficients",
-    "continuous_attention_1d",
-    "continuous_attention_2d",
-    "generalized_covariance_1d",
-    "generalized_covariance_2d",
-    "ContinuousAttention1D",
-    "ContinuousAttention2D",
-    "ContinuousAttentionOutput",
-    "span_documents",
-    "DocumentClassifier",
-    "cluttered_digits",
-    "DigitClassifier",
-    "accuracy",
-    "fit_classifier",
+    *_densities.__all__,
+    *_basis.__all__,
+    *_attention.__all__,
+    *_modules.__all__,
+    *_EXPERIMENTS,
 ]
