@@ -4,8 +4,19 @@ One module per idea; every chapter of the book imports it. The core is
 :func:`attnlib.attention.attention`, of which every other method is a special case.
 """
 
-from .attention import AttentionResult, MultiHeadAttention, TransformerEncoderLayer, attention
+from .attention import (
+    AttentionResult,
+    MultiHeadAttention,
+    TransformerEncoderLayer,
+    attention,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["attention", "AttentionResult", "MultiHeadAttention", "TransformerEncoderLayer", "__version__"]
+__all__ = [
+    "attention",
+    "AttentionResult",
+    "MultiHeadAttention",
+    "TransformerEncoderLayer",
+    "__version__",
+]

@@ -83,7 +83,10 @@ _NORMALIZERS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 # (the arg-max) instead of inf - inf.
 _SHIFT_INVARIANT = {"softmax", "sparsemax", "entmax"}
 # Names that another module of attnlib registers when it is imported.
-_LAZY_NORMALIZERS = {"sparsemax": "attnlib.normalizers", "entmax": "attnlib.normalizers"}
+_LAZY_NORMALIZERS = {
+    "sparsemax": "attnlib.normalizers",
+    "entmax": "attnlib.normalizers",
+}
 
 
 def register_normalizer(name: str, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
@@ -113,7 +116,9 @@ def _resolve_normalizer(normalizer) -> Callable[[torch.Tensor], torch.Tensor]:
         importlib.import_module(_LAZY_NORMALIZERS[normalizer])
     if normalizer not in _NORMALIZERS:
         known = sorted(set(_NORMALIZERS) | set(_LAZY_NORMALIZERS))
-        raise ValueError(f"normalizer must be a callable or one of {known}, got {normalizer!r}")
+        raise ValueError(
+            f"normalizer must be a callable or one of {known}, got {normalizer!r}"
+        )
     return _NORMALIZERS[normalizer]
 
 
@@ -121,14 +126,18 @@ def _resolve_score(score):
     if callable(score):
         return score
     if score not in SCORES:
-        raise ValueError(f"score must be a callable or one of {sorted(SCORES)}, got {score!r}")
+        raise ValueError(
+            f"score must be a callable or one of {sorted(SCORES)}, got {score!r}"
+        )
     return SCORES[score]
 
 
 def _check_mask(mask, scores: torch.Tensor) -> torch.Tensor:
     mask = torch.as_tensor(mask, device=scores.device)
     if mask.dtype != torch.bool:
-        raise ValueError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+        raise ValueError(
+            f"mask must be boolean (True = may attend), got dtype {mask.dtype}"
+        )
     try:
         mask = mask.expand(scores.shape)
     except RuntimeError as err:
@@ -197,22 +206,34 @@ def attention(
     Eq. (1) of Vaswani et al. (2017).
     """
     q = as_tensor(q, "q", min_ndim=2, allow_empty=True)
-    k = as_tensor(k, "k", min_ndim=2, dtype=_like(k, q), device=q.device, allow_empty=True)
-    v = as_tensor(v, "v", min_ndim=2, dtype=_like(v, q), device=q.device, allow_empty=True)
+    k = as_tensor(
+        k, "k", min_ndim=2, dtype=_like(k, q), device=q.device, allow_empty=True
+    )
+    v = as_tensor(
+        v, "v", min_ndim=2, dtype=_like(v, q), device=q.device, allow_empty=True
+    )
     # Tensors of different floating dtypes are promoted to the widest (never cast down).
     dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     if k.shape[-2] == 0 or q.shape[-1] == 0 or k.shape[-1] == 0:
-        raise ValueError(f"k must hold at least one key and q, k at least one feature, got shapes {tuple(q.shape)}, {tuple(k.shape)}")
+        raise ValueError(
+            f"k must hold at least one key and q, k at least one feature, got shapes {tuple(q.shape)}, {tuple(k.shape)}"
+        )
     if not callable(score) and q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same feature size, got {q.shape[-1]} and {k.shape[-1]}")
+        raise ValueError(
+            f"q and k must have the same feature size, got {q.shape[-1]} and {k.shape[-1]}"
+        )
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same number of tokens, got {k.shape[-2]} and {v.shape[-2]}")
+        raise ValueError(
+            f"k and v must have the same number of tokens, got {k.shape[-2]} and {v.shape[-2]}"
+        )
     try:
         torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError as err:
         shapes = ", ".join(str(tuple(t.shape)) for t in (q, k, v))
-        raise ValueError(f"q, k and v must have broadcastable batch dimensions, got shapes {shapes}") from err
+        raise ValueError(
+            f"q, k and v must have broadcastable batch dimensions, got shapes {shapes}"
+        ) from err
     score_fn, normalize = _resolve_score(score), _resolve_normalizer(normalizer)
     if temperature is None:
         temperature = math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
@@ -228,7 +249,13 @@ def attention(
     # no gradient.
     top = scores.detach().amax(-1, keepdim=True)
     if not torch.isfinite(top).all():
-        what = "NaN" if torch.isnan(top).any() else "+inf" if torch.isposinf(top).any() else "only -inf"
+        what = (
+            "NaN"
+            if torch.isnan(top).any()
+            else "+inf"
+            if torch.isposinf(top).any()
+            else "only -inf"
+        )
         raise ValueError(
             f"score(q, k) gave {what} in a row (q and k too large for {scores.dtype}, or a score callable's output)"
         )
@@ -237,12 +264,24 @@ def attention(
     t_cast = float(torch.tensor(temperature, dtype=scores.dtype))
     exact = t_cast != 0 and math.isfinite(t_cast)
     if isinstance(normalizer, str) and normalizer in _SHIFT_INVARIANT:
-        scores = scores - top  # finite gaps: the division below can overflow only to -inf (weight 0)
-        scores = scores.div_(temperature) if exact else (scores.double() / temperature).to(scores.dtype)
+        scores = (
+            scores - top
+        )  # finite gaps: the division below can overflow only to -inf (weight 0)
+        scores = (
+            scores.div_(temperature)
+            if exact
+            else (scores.double() / temperature).to(scores.dtype)
+        )
     else:
-        divided = scores / temperature if exact else (scores.double() / temperature).to(scores.dtype)
+        divided = (
+            scores / temperature
+            if exact
+            else (scores.double() / temperature).to(scores.dtype)
+        )
         if temperature < 1 and (torch.isinf(divided) & torch.isfinite(scores)).any():
-            raise ValueError(f"temperature={temperature!r} makes the scores overflow {scores.dtype}")
+            raise ValueError(
+                f"temperature={temperature!r} makes the scores overflow {scores.dtype}"
+            )
         scores = divided
     weights = normalize(scores)
     return AttentionResult(weights @ v, weights)
@@ -295,10 +334,15 @@ class MultiHeadAttention(nn.Module):
         embed_dim = check_int(embed_dim, "embed_dim")
         num_heads = check_int(num_heads, "num_heads")
         if embed_dim % num_heads:
-            raise ValueError(f"num_heads ({num_heads}) must divide embed_dim ({embed_dim})")
+            raise ValueError(
+                f"num_heads ({num_heads}) must divide embed_dim ({embed_dim})"
+            )
         kdim = embed_dim if kdim is None else check_int(kdim, "kdim")
         vdim = embed_dim if vdim is None else check_int(vdim, "vdim")
-        _resolve_score(score), _resolve_normalizer(normalizer)  # fail now, not at the first call
+        (
+            _resolve_score(score),
+            _resolve_normalizer(normalizer),
+        )  # fail now, not at the first call
         self.embed_dim, self.num_heads = embed_dim, num_heads
         self.head_dim = embed_dim // num_heads
         self.score, self.normalizer = score, normalizer
@@ -318,10 +362,21 @@ class MultiHeadAttention(nn.Module):
         """``x`` as a tensor of the module's dtype with ``proj.in_features`` features, checked."""
         dtype = proj.weight.dtype
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != dtype:
-            raise ValueError(f"{name} must have the module's dtype {dtype} (call .to() on one of them), got {x.dtype}")
-        x = as_tensor(x, name, min_ndim=2, dtype=dtype, device=proj.weight.device, allow_empty=True)
+            raise ValueError(
+                f"{name} must have the module's dtype {dtype} (call .to() on one of them), got {x.dtype}"
+            )
+        x = as_tensor(
+            x,
+            name,
+            min_ndim=2,
+            dtype=dtype,
+            device=proj.weight.device,
+            allow_empty=True,
+        )
         if x.shape[-1] != proj.in_features:
-            raise ValueError(f"{name} must have {proj.in_features} features, got {x.shape[-1]}")
+            raise ValueError(
+                f"{name} must have {proj.in_features} features, got {x.shape[-1]}"
+            )
         return x
 
     def forward(self, query, key=None, value=None, *, mask=None) -> AttentionResult:
@@ -347,18 +402,31 @@ class MultiHeadAttention(nn.Module):
         query = self._tokens(query, "query", self.q_proj)
         key = query if key is None else self._tokens(key, "key", self.k_proj)
         if key.shape[-1] != self.k_proj.in_features:
-            raise ValueError(f"key (default: query) must have kdim={self.k_proj.in_features} features, got {key.shape[-1]}")
+            raise ValueError(
+                f"key (default: query) must have kdim={self.k_proj.in_features} features, got {key.shape[-1]}"
+            )
         value = key if value is None else self._tokens(value, "value", self.v_proj)
         if value.shape[-1] != self.v_proj.in_features:
-            raise ValueError(f"value (default: key) must have vdim={self.v_proj.in_features} features, got {value.shape[-1]}")
+            raise ValueError(
+                f"value (default: key) must have vdim={self.v_proj.in_features} features, got {value.shape[-1]}"
+            )
         if key.shape[-2] != value.shape[-2]:
-            raise ValueError(f"key and value must have the same number of tokens, got {key.shape[-2]} and {value.shape[-2]}")
-        q, k, v = (self._split_heads(p(x)) for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
+            raise ValueError(
+                f"key and value must have the same number of tokens, got {key.shape[-2]} and {value.shape[-2]}"
+            )
+        q, k, v = (
+            self._split_heads(p(x))
+            for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value))
+        )
         try:
-            out, weights = attention(q, k, v, score=self.score, normalizer=self.normalizer, mask=mask)
+            out, weights = attention(
+                q, k, v, score=self.score, normalizer=self.normalizer, mask=mask
+            )
         except ValueError as err:  # name what the caller passed, not the projections
             raise ValueError(f"query, key, value or mask: {err}") from err
-        return AttentionResult(self.out_proj(out.transpose(-3, -2).flatten(-2)), weights)
+        return AttentionResult(
+            self.out_proj(out.transpose(-3, -2).flatten(-2)), weights
+        )
 
 
 class TransformerEncoderLayer(nn.Module):
@@ -397,10 +465,16 @@ class TransformerEncoderLayer(nn.Module):
     ):
         super().__init__()
         d_model = check_int(d_model, "d_model")
-        dim_feedforward = 4 * d_model if dim_feedforward is None else check_int(dim_feedforward, "dim_feedforward")
+        dim_feedforward = (
+            4 * d_model
+            if dim_feedforward is None
+            else check_int(dim_feedforward, "dim_feedforward")
+        )
         if not callable(activation):
             raise ValueError(f"activation must be callable, got {activation!r}")
-        self.self_attn = MultiHeadAttention(d_model, num_heads, score=score, normalizer=normalizer)
+        self.self_attn = MultiHeadAttention(
+            d_model, num_heads, score=score, normalizer=normalizer
+        )
         self.linear1 = nn.Linear(d_model, dim_feedforward)
         self.linear2 = nn.Linear(dim_feedforward, d_model)
         self.norm1 = nn.LayerNorm(d_model)

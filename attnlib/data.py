@@ -26,17 +26,25 @@ class TranslationPairs(NamedTuple):
     """Sentence pairs: ``tgt[b, perm[b, j]]`` is the translation of ``src[b, j]``."""
 
     src: torch.Tensor  # (n_pairs, length, dim): source-language word embeddings
-    tgt: torch.Tensor  # (n_pairs, length, dim): target-language word embeddings, shuffled
+    tgt: (
+        torch.Tensor
+    )  # (n_pairs, length, dim): target-language word embeddings, shuffled
     perm: torch.Tensor  # (n_pairs, length): where each source word's translation sits
     src_words: torch.Tensor  # (n_pairs, length): word ids of the source sentence
 
-    def take(self, index) -> "TranslationPairs":
+    def take(self, index) -> TranslationPairs:
         """The pairs selected by ``index`` (a slice, or integer indices), e.g. a test split."""
         return TranslationPairs(*(field[index] for field in self))
 
 
 def shuffled_translation(
-    n_pairs: int, length: int = 6, vocab_size: int = 50, dim: int = 16, *, noise: float = 0.1, seed: int = 0
+    n_pairs: int,
+    length: int = 6,
+    vocab_size: int = 50,
+    dim: int = 16,
+    *,
+    noise: float = 0.1,
+    seed: int = 0,
 ) -> TranslationPairs:
     """A toy "translation" task whose alignment is a permutation.
 
@@ -73,13 +81,20 @@ def shuffled_translation(
     src_vocab = torch.randn(vocab_size, dim, generator=g)
     rotation, _ = torch.linalg.qr(torch.randn(dim, dim, generator=g))
     tgt_vocab = src_vocab @ rotation + noise * torch.randn(vocab_size, dim, generator=g)
-    words = torch.stack([torch.randperm(vocab_size, generator=g)[:length] for _ in range(n_pairs)])
+    words = torch.stack(
+        [torch.randperm(vocab_size, generator=g)[:length] for _ in range(n_pairs)]
+    )
     perm = torch.stack([torch.randperm(length, generator=g) for _ in range(n_pairs)])
     tgt_words = torch.empty_like(words).scatter_(1, perm, words)
     return TranslationPairs(src_vocab[words], tgt_vocab[tgt_words], perm, words)
 
 
-COLOURS = {"red": (0.84, 0.37, 0.0), "blue": (0.0, 0.45, 0.70), "green": (0.0, 0.62, 0.45), "yellow": (0.94, 0.89, 0.26)}
+COLOURS = {
+    "red": (0.84, 0.37, 0.0),
+    "blue": (0.0, 0.45, 0.70),
+    "green": (0.0, 0.62, 0.45),
+    "yellow": (0.94, 0.89, 0.26),
+}
 SHAPES = ("square", "disc", "triangle")
 
 
@@ -99,7 +114,7 @@ class CaptionedImages(NamedTuple):
     target: torch.Tensor  # (n, 2 * n_objects)
     vocabulary: tuple[str, ...]
 
-    def take(self, index) -> "CaptionedImages":
+    def take(self, index) -> CaptionedImages:
         """The pairs selected by ``index`` (a slice, or integer indices), e.g. a test split."""
         return CaptionedImages(*(field[index] for field in self[:-1]), self.vocabulary)
 
@@ -109,14 +124,22 @@ def _draw(image: np.ndarray, shape: str, colour, r0: int, c0: int, side: int) ->
     if shape == "square":
         inside = np.ones((side, side), bool)
     elif shape == "disc":
-        inside = (rr - side / 2 + 0.5) ** 2 + (cc - side / 2 + 0.5) ** 2 <= (side / 2) ** 2
+        inside = (rr - side / 2 + 0.5) ** 2 + (cc - side / 2 + 0.5) ** 2 <= (
+            side / 2
+        ) ** 2
     else:  # triangle with its apex up
         inside = np.abs(cc - side / 2 + 0.5) <= rr / 2
     image[r0 : r0 + side, c0 : c0 + side][inside] = colour
 
 
 def captioned_images(
-    n: int, n_objects: int = 3, *, size: int = 64, feature_dim: int = 24, noise: float = 0.3, seed: int = 0
+    n: int,
+    n_objects: int = 3,
+    *,
+    size: int = 64,
+    feature_dim: int = 24,
+    noise: float = 0.3,
+    seed: int = 0,
 ) -> CaptionedImages:
     """Images of coloured shapes with captions such as "red square blue disc green triangle".
 
@@ -149,7 +172,10 @@ def captioned_images(
     """
     n = check_int(n, "n")
     n_objects = check_int(n_objects, "n_objects", maximum=len(SHAPES))
-    size, feature_dim = check_int(size, "size", minimum=4), check_int(feature_dim, "feature_dim")
+    size, feature_dim = (
+        check_int(size, "size", minimum=4),
+        check_int(feature_dim, "feature_dim"),
+    )
     noise = check_positive(noise, "noise", allow_zero=True)
     rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     colours = list(COLOURS)
@@ -161,9 +187,15 @@ def captioned_images(
     features = np.zeros((n, n_objects, feature_dim))
     word_ids = np.zeros((n, 2 * n_objects), int)
     target = np.zeros((n, 2 * n_objects), int)
-    cells = [(r, c) for r in range(0, size - side, side + 2) for c in range(0, size - side, side + 2)]
+    cells = [
+        (r, c)
+        for r in range(0, size - side, side + 2)
+        for c in range(0, size - side, side + 2)
+    ]
     if len(cells) < n_objects:
-        raise ValueError(f"size={size} leaves room for {len(cells)} objects, fewer than n_objects={n_objects}")
+        raise ValueError(
+            f"size={size} leaves room for {len(cells)} objects, fewer than n_objects={n_objects}"
+        )
     for b in range(n):
         cs = rng.choice(len(colours), n_objects, replace=False)
         ss = rng.choice(len(SHAPES), n_objects, replace=False)
@@ -172,13 +204,24 @@ def captioned_images(
             r0, c0 = cells[spot]
             _draw(images[b], SHAPES[si], COLOURS[colours[ci]], r0, c0, side)
             boxes[b, i] = (r0, c0, r0 + side, c0 + side)
-            features[b, i] = mixing[ci] + mixing[len(colours) + si] + noise * rng.standard_normal(feature_dim)
+            features[b, i] = (
+                mixing[ci]
+                + mixing[len(colours) + si]
+                + noise * rng.standard_normal(feature_dim)
+            )
         # The caption names the objects in a random order: "<colour> <shape>" for each.
         for j, i in enumerate(rng.permutation(n_objects)):
             word_ids[b, 2 * j : 2 * j + 2] = (cs[i], len(colours) + ss[i])
             target[b, 2 * j : 2 * j + 2] = i
     as_t = lambda a: torch.as_tensor(a, dtype=torch.get_default_dtype())  # noqa: E731
-    return CaptionedImages(images, boxes, as_t(features), torch.as_tensor(word_ids), torch.as_tensor(target), vocabulary)
+    return CaptionedImages(
+        images,
+        boxes,
+        as_t(features),
+        torch.as_tensor(word_ids),
+        torch.as_tensor(target),
+        vocabulary,
+    )
 
 
 class UnionOfSubspaces(NamedTuple):
@@ -228,13 +271,18 @@ def union_of_subspaces(
     ----------
     The synthetic protocol of You et al. (2016), §5.1, used in §5 of the self-expression paper.
     """
-    n_subspaces, n_per = check_int(n_subspaces, "n_subspaces"), check_int(n_per_subspace, "n_per_subspace")
+    n_subspaces, n_per = (
+        check_int(n_subspaces, "n_subspaces"),
+        check_int(n_per_subspace, "n_per_subspace"),
+    )
     ambient_dim = check_int(ambient_dim, "ambient_dim")
     dim = check_int(dim, "dim", maximum=ambient_dim)
     noise = check_positive(noise, "noise", allow_zero=True)
     rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     bases = np.linalg.qr(rng.standard_normal((n_subspaces, ambient_dim, dim)))[0]
-    X = np.einsum("sDd,snd->snD", bases, rng.standard_normal((n_subspaces, n_per, dim))).reshape(-1, ambient_dim)
+    X = np.einsum(
+        "sDd,snd->snD", bases, rng.standard_normal((n_subspaces, n_per, dim))
+    ).reshape(-1, ambient_dim)
     X += noise * rng.standard_normal(X.shape)
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     return UnionOfSubspaces(X, np.repeat(np.arange(n_subspaces), n_per), bases)

@@ -56,7 +56,9 @@ def _as_image(image, name: str = "image") -> tuple[torch.Tensor, bool]:
     from_numpy = not isinstance(image, torch.Tensor)
     t = as_tensor(image, name)
     if t.ndim not in (2, 3):
-        raise ValueError(f"{name} must be (H, W) or (H, W, C), got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name} must be (H, W) or (H, W, C), got shape {tuple(t.shape)}"
+        )
     return (t[None] if t.ndim == 2 else t.permute(2, 0, 1)), from_numpy
 
 
@@ -72,11 +74,17 @@ def _odd_patch_size(patch_size) -> int:
 
 
 def _pixel_grid(h: int, w: int, *, dtype, device) -> torch.Tensor:
-    rows, cols = torch.meshgrid(torch.arange(h, dtype=dtype, device=device), torch.arange(w, dtype=dtype, device=device), indexing="ij")
+    rows, cols = torch.meshgrid(
+        torch.arange(h, dtype=dtype, device=device),
+        torch.arange(w, dtype=dtype, device=device),
+        indexing="ij",
+    )
     return torch.stack([rows.reshape(-1), cols.reshape(-1)], dim=1)
 
 
-def _chunked_attention(q, k, v, *, window=None, positions=None, **kwargs) -> torch.Tensor:
+def _chunked_attention(
+    q, k, v, *, window=None, positions=None, **kwargs
+) -> torch.Tensor:
     """Attention output for many queries, computed in query chunks so memory stays bounded.
 
     ``window`` (an int) restricts query ``i`` to keys within Chebyshev distance ``window`` of
@@ -87,9 +95,15 @@ def _chunked_attention(q, k, v, *, window=None, positions=None, **kwargs) -> tor
     for start in range(0, q.shape[0], step):
         mask = None
         if window is not None:
-            gap = (positions[start : start + step, None, :] - positions[None, :, :]).abs().amax(-1)
+            gap = (
+                (positions[start : start + step, None, :] - positions[None, :, :])
+                .abs()
+                .amax(-1)
+            )
             mask = gap <= window
-        outs.append(attention(q[start : start + step], k, v, mask=mask, **kwargs).output)
+        outs.append(
+            attention(q[start : start + step], k, v, mask=mask, **kwargs).output
+        )
     return torch.cat(outs)
 
 
@@ -128,12 +142,22 @@ def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
     pos = _pixel_grid(h, w, dtype=chw.dtype, device=chw.device)
     values = chw.reshape(c, -1).T
     radius = int(truncate * sigma + 0.5)
-    out = _chunked_attention(pos, pos, values, window=radius, positions=pos, score="neg_sq_dist", temperature=sigma**2)
+    out = _chunked_attention(
+        pos,
+        pos,
+        values,
+        window=radius,
+        positions=pos,
+        score="neg_sq_dist",
+        temperature=sigma**2,
+    )
     return _like_input(out.T.reshape(c, h, w), image_is_grey(image), from_numpy)
 
 
 def image_is_grey(image) -> bool:
-    return np.ndim(image) == 2 if not isinstance(image, torch.Tensor) else image.ndim == 2
+    return (
+        np.ndim(image) == 2 if not isinstance(image, torch.Tensor) else image.ndim == 2
+    )
 
 
 def pixel_nlm(image, h: float):
@@ -160,7 +184,9 @@ def pixel_nlm(image, h: float):
     h = check_positive(h, "h")
     c = chw.shape[0]
     tokens = chw.reshape(c, -1).T
-    out = _chunked_attention(tokens, tokens, tokens, score="neg_sq_dist", temperature=h**2)
+    out = _chunked_attention(
+        tokens, tokens, tokens, score="neg_sq_dist", temperature=h**2
+    )
     return _like_input(out.T.reshape(chw.shape), image_is_grey(image), from_numpy)
 
 
@@ -202,11 +228,16 @@ def _reflect_pad(chw: torch.Tensor, r: int) -> torch.Tensor:
     if r < chw.shape[-2] and r < chw.shape[-1]:
         return F.pad(chw[None], (r, r, r, r), mode="reflect")[0]
     # Pads larger than the image: NumPy's repeated reflection, as indices into the tensor.
-    rows, cols = (torch.from_numpy(np.pad(np.arange(n), r, mode="reflect")).to(chw.device) for n in chw.shape[-2:])
+    rows, cols = (
+        torch.from_numpy(np.pad(np.arange(n), r, mode="reflect")).to(chw.device)
+        for n in chw.shape[-2:]
+    )
     return chw[:, rows][:, :, cols]
 
 
-def patch_kernel(patch_size: int = 7, *, dtype=torch.float32, device=None) -> torch.Tensor:
+def patch_kernel(
+    patch_size: int = 7, *, dtype=torch.float32, device=None
+) -> torch.Tensor:
     """The 1-D Gaussian weights of the patch distance, ``exp(-t² / (2a²))`` with ``a = (s-1)/4``.
 
     The 2-D weight of patch offset ``(t, u)`` is the outer product; this is scikit-image's
@@ -240,7 +271,13 @@ def patch_tokens(image, patch_size: int = 7, h: float = 0.1) -> torch.Tensor:
     return extract_patches(chw.permute(1, 2, 0), patch_size) * scale
 
 
-def nlm_attention(image, patch_size: int = 7, patch_distance: int | None = 11, h: float = 0.1, sigma: float = 0.0):
+def nlm_attention(
+    image,
+    patch_size: int = 7,
+    patch_distance: int | None = 11,
+    h: float = 0.1,
+    sigma: float = 0.0,
+):
     """Non-local means as literally one attention call over patch tokens (the reference path).
 
     Queries = keys = :func:`patch_tokens`, values = pixels, score ``-max(||q-k||² - 2σ²/h², 0)``
@@ -260,7 +297,11 @@ def nlm_attention(image, patch_size: int = 7, patch_distance: int | None = 11, h
     chw, from_numpy = _as_image(image)
     c, hh, ww = chw.shape
     sigma = check_positive(sigma, "sigma", allow_zero=True)
-    window = None if patch_distance is None else check_int(patch_distance, "patch_distance", minimum=0)
+    window = (
+        None
+        if patch_distance is None
+        else check_int(patch_distance, "patch_distance", minimum=0)
+    )
     tokens = patch_tokens(chw.permute(1, 2, 0), patch_size, h)
     values = chw.reshape(c, -1).T
     pos = _pixel_grid(hh, ww, dtype=chw.dtype, device=chw.device)
@@ -268,12 +309,24 @@ def nlm_attention(image, patch_size: int = 7, patch_distance: int | None = 11, h
         kwargs = {"score": "neg_sq_dist", "temperature": 0.5}
     else:
         bias = 2 * sigma**2 / h**2
-        kwargs = {"score": lambda q, k: (2 * SCORES["neg_sq_dist"](q, k) + bias).clamp(max=0), "temperature": 1.0}
-    out = _chunked_attention(tokens, tokens, values, window=window, positions=pos, **kwargs)
+        kwargs = {
+            "score": lambda q, k: (2 * SCORES["neg_sq_dist"](q, k) + bias).clamp(max=0),
+            "temperature": 1.0,
+        }
+    out = _chunked_attention(
+        tokens, tokens, values, window=window, positions=pos, **kwargs
+    )
     return _like_input(out.T.reshape(c, hh, ww), image_is_grey(image), from_numpy)
 
 
-def patch_attention(image, pixel, patch_size: int = 7, h: float = 0.1, patch_distance: int | None = None, sigma: float = 0.0):
+def patch_attention(
+    image,
+    pixel,
+    patch_size: int = 7,
+    h: float = 0.1,
+    patch_distance: int | None = None,
+    sigma: float = 0.0,
+):
     """Where one pixel attends: its NLM weights over the image, as an ``(H, W)`` map summing to one.
 
     Parameters
@@ -304,7 +357,14 @@ def patch_attention(image, pixel, patch_size: int = 7, h: float = 0.1, patch_dis
         radius = check_int(patch_distance, "patch_distance", minimum=0)
         pos = _pixel_grid(hh, ww, dtype=chw.dtype, device=chw.device)
         mask = (pos - pos[row * ww + col]).abs().amax(-1)[None] <= radius
-    _, weights = attention(scores.clamp(max=0), tokens, tokens[:, :1], score=lambda q, k: q, mask=mask, temperature=1.0)
+    _, weights = attention(
+        scores.clamp(max=0),
+        tokens,
+        tokens[:, :1],
+        score=lambda q, k: q,
+        mask=mask,
+        temperature=1.0,
+    )
     return weights.reshape(hh, ww)
 
 
@@ -332,9 +392,14 @@ def _nlm_strip(pad, vals, g, offsets, y0, y1, factor, bias, floor, num, den, hz,
             continue
         j0, j1 = max(0, -dx), min(ww, ww - dx)
         n, m = j1 - j0, j1 - j0 + s - 1
-        for t in range(stop - y0 + s - 1):  # the row pass, on padded rows y0 .. stop + 2r
+        for t in range(
+            stop - y0 + s - 1
+        ):  # the row pass, on padded rows y0 .. stop + 2r
             for ch in range(c):
-                a, b = pad[ch, y0 + t, j0 : j0 + m], pad[ch, y0 + t + dy, j0 + dx : j0 + dx + m]
+                a, b = (
+                    pad[ch, y0 + t, j0 : j0 + m],
+                    pad[ch, y0 + t + dy, j0 + dx : j0 + dx + m],
+                )
                 if ch == 0:
                     for j in range(m):
                         diff = a[j] - b[j]
@@ -384,17 +449,42 @@ def _nlm_rows(pad, vals, g, offsets, strips, factor, bias, floor, num, den):
     e = np.empty(ww + s - 1, dtype=vals.dtype)
     w = np.empty(ww, dtype=vals.dtype)
     for k in range(strips.shape[0]):
-        _nlm_strip(pad, vals, g, offsets, strips[k, 0], strips[k, 1], factor, bias, floor, num, den, hz, e, w)
+        _nlm_strip(
+            pad,
+            vals,
+            g,
+            offsets,
+            strips[k, 0],
+            strips[k, 1],
+            factor,
+            bias,
+            floor,
+            num,
+            den,
+            hz,
+            e,
+            w,
+        )
 
 
 def _half_window(d_rows: int, d_cols: int) -> np.ndarray:
     """The offsets δ > 0 in row-major order, ``(dy, dx)`` rows: half of the search window."""
     offsets = [(0, dx) for dx in range(1, d_cols + 1)]
-    offsets += [(dy, dx) for dy in range(1, d_rows + 1) for dx in range(-d_cols, d_cols + 1)]
+    offsets += [
+        (dy, dx) for dy in range(1, d_rows + 1) for dx in range(-d_cols, d_cols + 1)
+    ]
     return np.array(offsets, dtype=np.int64).reshape(-1, 2)
 
 
-def _nlm_offsets(chw: torch.Tensor, s: int, d_rows: int, d_cols: int, h: float, var: float, strip_rows: int) -> torch.Tensor:
+def _nlm_offsets(
+    chw: torch.Tensor,
+    s: int,
+    d_rows: int,
+    d_cols: int,
+    h: float,
+    var: float,
+    strip_rows: int,
+) -> torch.Tensor:
     """Exact NLM by offsets (see the comment above); ``chw`` is ``(C, H, W)`` float32 or float64."""
     c, hh, ww = chw.shape
     vals = np.ascontiguousarray(chw.detach().cpu().numpy())
@@ -413,7 +503,18 @@ def _nlm_offsets(chw: torch.Tensor, s: int, d_rows: int, d_cols: int, h: float, 
 
     def work(share):
         num, den = np.zeros((c, hh, ww), dtype), np.zeros((hh, ww), dtype)
-        _nlm_rows(pad, vals, g.astype(dtype), offsets, share, factor, dtype.type(2 * var / h**2), floor, num, den)
+        _nlm_rows(
+            pad,
+            vals,
+            g.astype(dtype),
+            offsets,
+            share,
+            factor,
+            dtype.type(2 * var / h**2),
+            floor,
+            num,
+            den,
+        )
         return num, den
 
     # Each worker takes a contiguous run of strips (the sums it adds below a strip are those of
@@ -497,7 +598,9 @@ def nonlocal_means(
         raise ValueError(f"window must be 'square' or None, got {window!r}")
     with torch.no_grad():
         work = chw if chw.dtype in (torch.float32, torch.float64) else chw.float()
-        out = _nlm_offsets(work, s, d_rows, d_cols, h, sigma**2, strip_rows).to(chw.dtype)
+        out = _nlm_offsets(work, s, d_rows, d_cols, h, sigma**2, strip_rows).to(
+            chw.dtype
+        )
     return _like_input(out, image_is_grey(image), from_numpy)
 
 
@@ -559,18 +662,31 @@ class PatchAttentionDenoiser(nn.Module):
         self.patch_size = _odd_patch_size(patch_size)
         self.num_heads = check_int(num_heads, "num_heads")
         self.channels = check_int(channels, "channels")
-        self.patch_distance = None if patch_distance is None else check_int(patch_distance, "patch_distance", minimum=0)
+        self.patch_distance = (
+            None
+            if patch_distance is None
+            else check_int(patch_distance, "patch_distance", minimum=0)
+        )
         dim = self.patch_size**2 * self.channels
         # Head 0 starts at the identity, the others at random rotations: rotations leave every
         # patch distance, hence the output, unchanged (the layer is still NLM), but they give the
         # heads different gradients, without which identical heads would stay identical.
         g = torch.Generator().manual_seed(0)
-        rotations = [torch.linalg.qr(torch.randn(dim, dim, generator=g, dtype=torch.float64))[0] for _ in range(self.num_heads - 1)]
-        self.proj = nn.Parameter(torch.stack([torch.eye(dim, dtype=torch.float64), *rotations]).float())  # q = k = token @ proj[head]
+        rotations = [
+            torch.linalg.qr(torch.randn(dim, dim, generator=g, dtype=torch.float64))[0]
+            for _ in range(self.num_heads - 1)
+        ]
+        self.proj = nn.Parameter(
+            torch.stack([torch.eye(dim, dtype=torch.float64), *rotations]).float()
+        )  # q = k = token @ proj[head]
         self.h = check_positive(h, "h")
-        self.log_h_scale = nn.Parameter(torch.zeros(self.num_heads))  # learned bandwidth h·e^scale per head
+        self.log_h_scale = nn.Parameter(
+            torch.zeros(self.num_heads)
+        )  # learned bandwidth h·e^scale per head
         self.mix = nn.Parameter(torch.zeros(self.num_heads))
-        self.pos_weight = nn.Parameter(torch.zeros(self.num_heads)) if positional else None
+        self.pos_weight = (
+            nn.Parameter(torch.zeros(self.num_heads)) if positional else None
+        )
 
     def extra_repr(self) -> str:
         return (
@@ -581,19 +697,52 @@ class PatchAttentionDenoiser(nn.Module):
     def _as_batch(self, image) -> tuple[torch.Tensor, tuple[int, ...], bool]:
         """The input as ``(B, C, H, W)`` in the module's dtype, its shape, and whether it was batched."""
         dtype = self.proj.dtype
-        if isinstance(image, torch.Tensor) and image.is_floating_point() and image.dtype != dtype:
-            raise ValueError(f"image must have the module's dtype {dtype} (call .to() on one of them), got {image.dtype}")
-        x = as_tensor(image, "image", min_ndim=2, dtype=dtype, device=self.proj.device, allow_empty=True)
+        if (
+            isinstance(image, torch.Tensor)
+            and image.is_floating_point()
+            and image.dtype != dtype
+        ):
+            raise ValueError(
+                f"image must have the module's dtype {dtype} (call .to() on one of them), got {image.dtype}"
+            )
+        x = as_tensor(
+            image,
+            "image",
+            min_ndim=2,
+            dtype=dtype,
+            device=self.proj.device,
+            allow_empty=True,
+        )
         c = self.channels
-        layouts = {2: "(H, W)", 3: "(B, H, W)" if c == 1 else f"(H, W, {c})", 4: f"(B, H, W, {c})"}
+        layouts = {
+            2: "(H, W)",
+            3: "(B, H, W)" if c == 1 else f"(H, W, {c})",
+            4: f"(B, H, W, {c})",
+        }
         channels_last = x.ndim == 4 or (x.ndim == 3 and c != 1)
-        if x.ndim not in layouts or (x.ndim == 2 and c != 1) or (channels_last and x.shape[-1] != c):
+        if (
+            x.ndim not in layouts
+            or (x.ndim == 2 and c != 1)
+            or (channels_last and x.shape[-1] != c)
+        ):
             expected = " or ".join(v for k, v in layouts.items() if k != 2 or c == 1)
-            raise ValueError(f"image must be {expected} for channels={c}, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"image must be {expected} for channels={c}, got shape {tuple(x.shape)}"
+            )
         batched = x.ndim == 4 or (x.ndim == 3 and c == 1)
-        bhwc = x[None, ..., None] if x.ndim == 2 else x[..., None] if not channels_last else x if batched else x[None]
+        bhwc = (
+            x[None, ..., None]
+            if x.ndim == 2
+            else x[..., None]
+            if not channels_last
+            else x
+            if batched
+            else x[None]
+        )
         if min(bhwc.shape[1:3]) == 0:
-            raise ValueError(f"image must have at least one row and one column, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"image must have at least one row and one column, got shape {tuple(x.shape)}"
+            )
         if not torch.isfinite(x).all():
             raise ValueError("image contains NaN or infinite values")
         return bhwc.permute(0, 3, 1, 2), tuple(x.shape), batched
@@ -617,24 +766,40 @@ class PatchAttentionDenoiser(nn.Module):
         b, c, hh, ww = bchw.shape
         if b == 0:
             return bchw.permute(0, 2, 3, 1).reshape(shape)
-        tokens = torch.stack([patch_tokens(im.permute(1, 2, 0), self.patch_size, 1.0) for im in bchw])  # h enters below
-        q = tokens[:, None] @ self.proj  # (B, heads, n, dim): query = key for self-attention
+        tokens = torch.stack(
+            [patch_tokens(im.permute(1, 2, 0), self.patch_size, 1.0) for im in bchw]
+        )  # h enters below
+        q = (
+            tokens[:, None] @ self.proj
+        )  # (B, heads, n, dim): query = key for self-attention
         dist = 2 * SCORES["neg_sq_dist"](q, q)  # -‖q - k‖², 0 on the diagonal
         if not torch.isfinite(dist).all():
-            raise ValueError(f"image: its patch distances overflow {dist.dtype}; rescale it to [0, 1]")
+            raise ValueError(
+                f"image: its patch distances overflow {dist.dtype}; rescale it to [0, 1]"
+            )
         # 1 / h² in float64, capped at the dtype's largest value: a tiny h gives the identity
         # (each pixel keeps itself), its limit, instead of 0 / 0.
-        inv = (1 / (self.h**2 * torch.exp(2 * self.log_h_scale.double()))).clamp(max=torch.finfo(dist.dtype).max)
-        scores = (dist * inv.to(dist.dtype)[:, None, None]).clamp(min=torch.finfo(dist.dtype).min)
+        inv = (1 / (self.h**2 * torch.exp(2 * self.log_h_scale.double()))).clamp(
+            max=torch.finfo(dist.dtype).max
+        )
+        scores = (dist * inv.to(dist.dtype)[:, None, None]).clamp(
+            min=torch.finfo(dist.dtype).min
+        )
         pos = _pixel_grid(hh, ww, dtype=bchw.dtype, device=bchw.device)
         if self.pos_weight is not None:
-            pos_sq = 2 * SCORES["neg_sq_dist"](pos, pos) / (hh * ww)  # -|x - x'|², scaled to the image
+            pos_sq = (
+                2 * SCORES["neg_sq_dist"](pos, pos) / (hh * ww)
+            )  # -|x - x'|², scaled to the image
             scores = scores + self.pos_weight[:, None, None] * pos_sq
         mask = None
         if self.patch_distance is not None:
             mask = (pos[:, None] - pos[None]).abs().amax(-1) <= self.patch_distance
-        values = bchw.reshape(b, 1, c, -1).transpose(-1, -2)  # (B, 1, n, C), shared by the heads
-        out, _ = attention(scores, scores, values, score=lambda s, _k: s, mask=mask, temperature=1.0)
+        values = bchw.reshape(b, 1, c, -1).transpose(
+            -1, -2
+        )  # (B, 1, n, C), shared by the heads
+        out, _ = attention(
+            scores, scores, values, score=lambda s, _k: s, mask=mask, temperature=1.0
+        )
         mixed = (torch.softmax(self.mix, 0)[:, None, None] * out).sum(1)  # (B, n, C)
         return mixed.reshape(b, hh, ww, c).reshape(shape)
 
@@ -652,7 +817,9 @@ def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
 
     def batches(step: int):
         im = images[int(torch.randint(len(images), (1,), generator=g))]
-        i, j = (int(torch.randint(n - crop + 1, (1,), generator=g)) for n in im.shape[:2])
+        i, j = (
+            int(torch.randint(n - crop + 1, (1,), generator=g)) for n in im.shape[:2]
+        )
         clean = im[i : i + crop, j : j + crop]
         return clean + noise * torch.randn(clean.shape, generator=g), clean
 
@@ -664,6 +831,10 @@ def psnr(clean, estimate, data_range: float = 1.0) -> float:
     from skimage.metrics import peak_signal_noise_ratio
 
     def arr(x):
-        return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+        return (
+            x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+        )
 
-    return float(peak_signal_noise_ratio(arr(clean), arr(estimate), data_range=data_range))
+    return float(
+        peak_signal_noise_ratio(arr(clean), arr(estimate), data_range=data_range)
+    )

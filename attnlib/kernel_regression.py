@@ -36,7 +36,7 @@ from torch.utils.checkpoint import checkpoint
 from .attention import SCORES, attention
 from .kernel_sums import nadaraya_watson_sums
 from .training import train
-from .utils import as_float_array, as_tensor, check_int, check_positive, host_array
+from .utils import as_tensor, check_int, check_positive, host_array
 
 __all__ = [
     "KERNELS",
@@ -84,7 +84,9 @@ def _normalise_rows(kernel_values: torch.Tensor, offset: int = 0) -> torch.Tenso
 
 def _check_kernel(kernel) -> Kernel:
     if not callable(kernel) and kernel not in KERNELS:
-        raise ValueError(f"kernel must be a callable or one of {list(KERNELS)}, got {kernel!r}")
+        raise ValueError(
+            f"kernel must be a callable or one of {list(KERNELS)}, got {kernel!r}"
+        )
     return kernel
 
 
@@ -96,16 +98,24 @@ def _check_data(x_query, x_train, y_train):
     xq, xt = (t[:, None] if t.ndim == 1 else t for t in (xq, xt))
     for t, name in ((xq, "x_query"), (xt, "x_train"), (y, "y_train")):
         if t.ndim > 2:
-            raise ValueError(f"{name} must have 1 or 2 dimensions, got shape {tuple(t.shape)}")
+            raise ValueError(
+                f"{name} must have 1 or 2 dimensions, got shape {tuple(t.shape)}"
+            )
     if xq.shape[1] != xt.shape[1]:
-        raise ValueError(f"x_query and x_train must have the same number of features, got {xq.shape[1]} and {xt.shape[1]}")
+        raise ValueError(
+            f"x_query and x_train must have the same number of features, got {xq.shape[1]} and {xt.shape[1]}"
+        )
     if y.shape[0] != xt.shape[0]:
-        raise ValueError(f"y_train must have one row per x_train row ({xt.shape[0]}), got shape {tuple(y.shape)}")
+        raise ValueError(
+            f"y_train must have one row per x_train row ({xt.shape[0]}), got shape {tuple(y.shape)}"
+        )
     squeeze = y.ndim == 1
     return xq, xt, (y[:, None] if squeeze else y), squeeze
 
 
-def _kernel_attention(xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, offset: int = 0):
+def _kernel_attention(
+    xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, offset: int = 0
+):
     """Nadaraya–Watson as one :func:`~attnlib.attention.attention` call on checked 2-D tensors.
 
     For the softmax kernels each row's scores are shifted so that its largest unmasked score
@@ -120,7 +130,9 @@ def _kernel_attention(xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, of
             centre = xt.mean(0).detach()
             xq, xt = xq - centre, xt - centre
         base = SCORES[_SOFTMAX_KERNELS[kernel]]
-        inverse = 1 / bandwidth / bandwidth if kernel == "gaussian" else 1 / bandwidth  # inf, not 1/0
+        inverse = (
+            1 / bandwidth / bandwidth if kernel == "gaussian" else 1 / bandwidth
+        )  # inf, not 1/0
         scale = min(inverse, torch.finfo(xq.dtype).max)
 
         def shifted(a, b):
@@ -143,7 +155,14 @@ def _kernel_attention(xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, of
         return values
 
     normalise = lambda values: _normalise_rows(values, offset)  # noqa: E731
-    return attention(xq / bandwidth, xt / bandwidth, y, score=checked, normalizer=normalise, mask=mask)
+    return attention(
+        xq / bandwidth,
+        xt / bandwidth,
+        y,
+        score=checked,
+        normalizer=normalise,
+        mask=mask,
+    )
 
 
 def _overflow_error(dtype) -> ValueError:
@@ -155,7 +174,13 @@ def _overflow_error(dtype) -> ValueError:
 
 
 def nadaraya_watson(
-    x_query, x_train, y_train, *, kernel: Kernel = "gaussian", bandwidth: float = 1.0, return_weights: bool = False
+    x_query,
+    x_train,
+    y_train,
+    *,
+    kernel: Kernel = "gaussian",
+    bandwidth: float = 1.0,
+    return_weights: bool = False,
 ):
     """Nadaraya–Watson regression: a kernel-weighted average of the training targets.
 
@@ -216,13 +241,24 @@ def nadaraya_watson(
         prediction, weights = _kernel_attention(xq, xt, y, kernel, bandwidth)
         return (prediction[:, 0] if squeeze else prediction), weights
     grad = torch.is_grad_enabled() and any(t.requires_grad for t in (xq, xt, y))
-    fused = kernel in _SOFTMAX_KERNELS and xq.device.type == "cpu" and xq.dtype in (torch.float32, torch.float64)
+    fused = (
+        kernel in _SOFTMAX_KERNELS
+        and xq.device.type == "cpu"
+        and xq.dtype in (torch.float32, torch.float64)
+    )
     if fused and not grad:
         out = nadaraya_watson_sums(
-            xq.detach().numpy(), xt.detach().numpy(), y.detach().numpy(), bandwidth, l1=kernel == "laplace", threads=torch.get_num_threads()
+            xq.detach().numpy(),
+            xt.detach().numpy(),
+            y.detach().numpy(),
+            bandwidth,
+            l1=kernel == "laplace",
+            threads=torch.get_num_threads(),
         )
         prediction = torch.from_numpy(out)
-        if not torch.isfinite(prediction).all():  # the inputs are finite (checked): overflow
+        if not torch.isfinite(
+            prediction
+        ).all():  # the inputs are finite (checked): overflow
             raise _overflow_error(xq.dtype)
     else:
         prediction = _blockwise(xq, xt, y, kernel, bandwidth, grad)
@@ -241,14 +277,25 @@ def _blockwise(xq, xt, y, kernel: Kernel, bandwidth: float, grad: bool) -> torch
     for start in range(0, xq.shape[0], step):
         q = xq[start : start + step]
         if grad:
-            out = checkpoint(_block_prediction, q, xt, y, kernel, bandwidth, start, use_reentrant=False)
+            out = checkpoint(
+                _block_prediction,
+                q,
+                xt,
+                y,
+                kernel,
+                bandwidth,
+                start,
+                use_reentrant=False,
+            )
         else:
             out = _block_prediction(q, xt, y, kernel, bandwidth, start)
         blocks.append(out)
     return torch.cat(blocks)
 
 
-def _block_prediction(q, xt, y, kernel: Kernel, bandwidth: float, offset: int) -> torch.Tensor:
+def _block_prediction(
+    q, xt, y, kernel: Kernel, bandwidth: float, offset: int
+) -> torch.Tensor:
     return _kernel_attention(q, xt, y, kernel, bandwidth, offset=offset).output
 
 
@@ -279,7 +326,9 @@ def _available_memory() -> int:
         return 2**63
 
 
-def loo_predictions(x_train, y_train, *, kernel: Kernel = "gaussian", bandwidth: float = 1.0) -> torch.Tensor:
+def loo_predictions(
+    x_train, y_train, *, kernel: Kernel = "gaussian", bandwidth: float = 1.0
+) -> torch.Tensor:
     """Leave-one-out predictions: each training point predicted from all the others.
 
     One attention call with the diagonal masked out, instead of ``n`` refits.
@@ -304,7 +353,9 @@ def loo_predictions(x_train, y_train, *, kernel: Kernel = "gaussian", bandwidth:
     bandwidth = check_positive(bandwidth, "bandwidth")
     xt, _, y, squeeze = _check_data(x_train, x_train, y_train)
     if xt.shape[0] < 2:
-        raise ValueError(f"x_train needs at least 2 samples for leave-one-out, got {xt.shape[0]}")
+        raise ValueError(
+            f"x_train needs at least 2 samples for leave-one-out, got {xt.shape[0]}"
+        )
     not_self = ~torch.eye(xt.shape[0], dtype=torch.bool, device=xt.device)
     prediction, _ = _kernel_attention(xt, xt, y, kernel, bandwidth, mask=not_self)
     return prediction[:, 0] if squeeze else prediction
@@ -332,7 +383,9 @@ def nadaraya_watson_streaming(
     )
     check_int(chunk_size, "chunk_size")
     check_int(query_chunk_size, "query_chunk_size")
-    return nadaraya_watson(x_query, x_train, y_train, kernel=kernel, bandwidth=bandwidth)
+    return nadaraya_watson(
+        x_query, x_train, y_train, kernel=kernel, bandwidth=bandwidth
+    )
 
 
 def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
@@ -379,7 +432,13 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
     Eq. (5)-(6) of the self-expression paper; leave-one-out bandwidth choice (Silverman, 1986).
     """
 
-    def __init__(self, kernel: Kernel = "gaussian", bandwidth="loo", bandwidths=None, chunk_size: int = 4096):
+    def __init__(
+        self,
+        kernel: Kernel = "gaussian",
+        bandwidth="loo",
+        bandwidths=None,
+        chunk_size: int = 4096,
+    ):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.bandwidths = bandwidths
@@ -387,7 +446,9 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True  # y of shape (n_samples, n_outputs) is averaged as a whole
+        tags.target_tags.multi_output = (
+            True  # y of shape (n_samples, n_outputs) is averaged as a whole
+        )
         return tags
 
     def fit(self, X, y):
@@ -407,14 +468,26 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         """
         loo = isinstance(self.bandwidth, str) and self.bandwidth == "loo"
         X, y = validate_data(
-            self, host_array(X), host_array(y), dtype=np.float64, y_numeric=True, multi_output=True,
+            self,
+            host_array(X),
+            host_array(y),
+            dtype=np.float64,
+            y_numeric=True,
+            multi_output=True,
             ensure_min_samples=2 if loo else 1,
         )
-        X, y = np.require(X, requirements="W"), np.require(y, np.float64, requirements="W")  # torch wants writable
+        X, y = (
+            np.require(X, requirements="W"),
+            np.require(y, np.float64, requirements="W"),
+        )  # torch wants writable
         _check_kernel(self.kernel)
         check_int(self.chunk_size, "chunk_size")
         if loo:
-            grid = _default_bandwidths(X) if self.bandwidths is None else np.asarray(self.bandwidths, dtype=float).ravel()
+            grid = (
+                _default_bandwidths(X)
+                if self.bandwidths is None
+                else np.asarray(self.bandwidths, dtype=float).ravel()
+            )
             if grid.size == 0:
                 raise ValueError("bandwidths must hold at least one candidate")
             for h in grid:
@@ -422,7 +495,9 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             self.bandwidths_ = grid
             self.loo_mse_ = np.array([self._loo_mse(X, y, float(h)) for h in grid])
             if not np.isfinite(self.loo_mse_).any():
-                raise ValueError("bandwidths: every candidate leaves some point without neighbours; try larger ones")
+                raise ValueError(
+                    "bandwidths: every candidate leaves some point without neighbours; try larger ones"
+                )
             self.bandwidth_ = float(grid[np.argmin(self.loo_mse_)])
         else:
             self.bandwidth_ = check_positive(self.bandwidth, "bandwidth")
@@ -431,7 +506,12 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
 
     def _loo_mse(self, X, y, h: float) -> float:
         try:
-            pred = loo_predictions(torch.from_numpy(X), torch.from_numpy(y), kernel=self.kernel, bandwidth=h)
+            pred = loo_predictions(
+                torch.from_numpy(X),
+                torch.from_numpy(y),
+                kernel=self.kernel,
+                bandwidth=h,
+            )
         except ValueError:
             return float("inf")
         return float(((pred.numpy() - y) ** 2).mean())
@@ -450,10 +530,16 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             The kernel-weighted averages of the training targets.
         """
         check_is_fitted(self, "X_fit_")
-        X = np.require(validate_data(self, host_array(X), dtype=np.float64, reset=False), requirements="W")
+        X = np.require(
+            validate_data(self, host_array(X), dtype=np.float64, reset=False),
+            requirements="W",
+        )
         pred = nadaraya_watson(
-            torch.from_numpy(X), torch.from_numpy(self.X_fit_), torch.from_numpy(self.y_fit_),
-            kernel=self.kernel, bandwidth=self.bandwidth_,
+            torch.from_numpy(X),
+            torch.from_numpy(self.X_fit_),
+            torch.from_numpy(self.y_fit_),
+            kernel=self.kernel,
+            bandwidth=self.bandwidth_,
         )
         return pred.numpy()
 
@@ -471,7 +557,13 @@ class _LearnedMetric(nn.Module):
     def forward(self, x_query, x_train, y_train, mask=None) -> torch.Tensor:
         """Predictions ``(n_q, n_outputs)`` for ``x_query`` ``(n_q, d)`` from ``x_train`` ``(n, d)``,
         ``y_train`` ``(n, n_outputs)``; ``mask`` ``(n_q, n)`` True where a query may use a point."""
-        return attention(x_query @ self.W.T, x_train @ self.W.T, y_train, score="neg_sq_dist", mask=mask).output
+        return attention(
+            x_query @ self.W.T,
+            x_train @ self.W.T,
+            y_train,
+            score="neg_sq_dist",
+            mask=mask,
+        ).output
 
 
 class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
@@ -566,33 +658,69 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         X, y = validate_data(
-            self, host_array(X), host_array(y), dtype=np.float64, y_numeric=True, multi_output=True, ensure_min_samples=2
+            self,
+            host_array(X),
+            host_array(y),
+            dtype=np.float64,
+            y_numeric=True,
+            multi_output=True,
+            ensure_min_samples=2,
         )
-        X, y = np.require(X, requirements="W"), np.require(y, np.float64, requirements="W")  # torch wants writable
+        X, y = (
+            np.require(X, requirements="W"),
+            np.require(y, np.float64, requirements="W"),
+        )  # torch wants writable
         n, d = X.shape
-        p = d if self.n_components is None else check_int(self.n_components, "n_components", maximum=d)
+        p = (
+            d
+            if self.n_components is None
+            else check_int(self.n_components, "n_components", maximum=d)
+        )
         n_steps = check_int(self.n_steps, "n_steps")
         check_positive(self.lr, "lr")
         check_positive(self.weight_decay, "weight_decay", allow_zero=True)
         verbose = check_int(self.verbose, "verbose", minimum=0)
         progress = verbose > 0 if self.progress is None else bool(self.progress)
-        batch = n if self.batch_size is None else min(check_int(self.batch_size, "batch_size"), n)
+        batch = (
+            n
+            if self.batch_size is None
+            else min(check_int(self.batch_size, "batch_size"), n)
+        )
         # An int seeds as it always did (same fit every time); None or a RandomState draws a seed.
         rs = self.random_state
-        seed = int(rs) if isinstance(rs, numbers.Integral) else int(check_random_state(rs).randint(2**31 - 1))
+        seed = (
+            int(rs)
+            if isinstance(rs, numbers.Integral)
+            else int(check_random_state(rs).randint(2**31 - 1))
+        )
         self.init_bandwidth_ = NadarayaWatson().fit(X, y).bandwidth_
-        directions = np.eye(d) if p == d else np.linalg.svd(X - X.mean(0), full_matrices=False)[2]
+        directions = (
+            np.eye(d)
+            if p == d
+            else np.linalg.svd(X - X.mean(0), full_matrices=False)[2]
+        )
         model = _LearnedMetric(torch.from_numpy(directions[:p] / self.init_bandwidth_))
         Xt, yt = torch.from_numpy(X), torch.from_numpy(y.reshape(n, -1))
         rng = torch.Generator().manual_seed(seed)
 
         def batches(step):
-            idx = torch.arange(n) if batch == n else torch.randperm(n, generator=rng)[:batch]
+            idx = (
+                torch.arange(n)
+                if batch == n
+                else torch.randperm(n, generator=rng)[:batch]
+            )
             return idx, Xt, yt
 
         self.loss_history_ = train(
-            model, _loo_loss, batches, n_steps=n_steps, lr=self.lr, weight_decay=self.weight_decay,
-            seed=seed, progress=progress, desc="metric NW",
+            model,
+            _loo_loss,
+            batches,
+            n_steps=n_steps,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            seed=seed,
+            progress=progress,
+            desc="metric NW",
         )
         self.n_iter_ = n_steps
         self.W_ = model.W.detach().cpu().numpy().copy()
@@ -615,7 +743,9 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self, "W_")
         X = validate_data(self, host_array(X), dtype=np.float64, reset=False)
-        return nadaraya_watson(X @ self.W_.T, self.X_fit_ @ self.W_.T, self.y_fit_).numpy()
+        return nadaraya_watson(
+            X @ self.W_.T, self.X_fit_ @ self.W_.T, self.y_fit_
+        ).numpy()
 
 
 def _loo_loss(model: _LearnedMetric, batch) -> torch.Tensor:

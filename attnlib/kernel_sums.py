@@ -29,12 +29,21 @@ __all__ = ["exp_nonpositive", "nadaraya_watson_sums"]
 
 # No "reassoc" in the exponential: it would let LLVM fold the two-part reduction
 # x - k·ln2_hi - k·ln2_lo back into one rounded product and lose float64 accuracy.
-_EXACT = dict(fastmath={"nsz", "contract", "arcp"}, error_model="numpy", cache=True, nogil=True)
+_EXACT = dict(
+    fastmath={"nsz", "contract", "arcp"}, error_model="numpy", cache=True, nogil=True
+)
 # The sums may be reassociated: that is what lets them run in vector lanes.
-_FAST = dict(fastmath={"nsz", "contract", "arcp", "reassoc"}, error_model="numpy", cache=True, nogil=True)
+_FAST = dict(
+    fastmath={"nsz", "contract", "arcp", "reassoc"},
+    error_model="numpy",
+    cache=True,
+    nogil=True,
+)
 
 _LOG2E = 1.4426950408889634
-_LN2_HI = 0.693145751953125  # ln 2 in 16 bits: k · _LN2_HI is exact in float32 for |k| < 2^8
+_LN2_HI = (
+    0.693145751953125  # ln 2 in 16 bits: k · _LN2_HI is exact in float32 for |k| < 2^8
+)
 _LN2_LO = 1.4286068203094173e-06  # ln 2 - _LN2_HI
 _LN2_HI64 = 0.6931471803691238  # ln 2 in 32 bits: exact products for |k| < 2^21
 _LN2_LO64 = 1.9082149292705877e-10
@@ -42,7 +51,9 @@ _LN2_LO64 = 1.9082149292705877e-10
 
 @numba.njit(**_EXACT)
 def _exp32(x):
-    x = max(x, np.float32(-87.0))  # callers pass x <= 0; below -87 the result is not normal
+    x = max(
+        x, np.float32(-87.0)
+    )  # callers pass x <= 0; below -87 the result is not normal
     k = np.floor(x * np.float32(_LOG2E) + np.float32(0.5))
     f = x - k * np.float32(_LN2_HI)
     f = f - k * np.float32(_LN2_LO)
@@ -153,7 +164,9 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
     """
     x = np.ascontiguousarray(x)
     if x.ndim != 1 or x.dtype not in (np.float32, np.float64):
-        raise ValueError(f"x must be a 1-D float32 or float64 array, got {x.dtype} {x.shape}")
+        raise ValueError(
+            f"x must be a 1-D float32 or float64 array, got {x.dtype} {x.shape}"
+        )
     out = np.empty_like(x)
     _exp_array(x, out)
     return out
@@ -171,7 +184,9 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
 # A bandwidth so small that c overflows still gives the nearest neighbour: c is clipped to
 # the largest finite number, and D_j - D_min = 0 is never multiplied by inf. A block's sums
 # are added in the dtype, in vector lanes; the blocks' sums are added in float64.
-_L1_BYTES = 48 * 1024  # L1 data cache of recent x86 cores (32 KiB on older ones: then L2 serves)
+_L1_BYTES = (
+    48 * 1024
+)  # L1 data cache of recent x86 cores (32 KiB on older ones: then L2 serves)
 _TILE = 64
 _SLACK = 1.0
 
@@ -184,10 +199,17 @@ def _block_distances(q, xt, start, stop, l1, dist):
         dist[j] = q[0] - q[0]
     for k in range(0, d - 3, 4):
         q0, q1, q2, q3 = q[k], q[k + 1], q[k + 2], q[k + 3]
-        r0, r1, r2, r3 = xt[k, start:stop], xt[k + 1, start:stop], xt[k + 2, start:stop], xt[k + 3, start:stop]
+        r0, r1, r2, r3 = (
+            xt[k, start:stop],
+            xt[k + 1, start:stop],
+            xt[k + 2, start:stop],
+            xt[k + 3, start:stop],
+        )
         if l1:
             for j in range(n):
-                dist[j] += (abs(q0 - r0[j]) + abs(q1 - r1[j])) + (abs(q2 - r2[j]) + abs(q3 - r3[j]))
+                dist[j] += (abs(q0 - r0[j]) + abs(q1 - r1[j])) + (
+                    abs(q2 - r2[j]) + abs(q3 - r3[j])
+                )
         else:
             for j in range(n):
                 t0, t1, t2, t3 = q0 - r0[j], q1 - r1[j], q2 - r2[j], q3 - r3[j]
@@ -246,7 +268,9 @@ def _nw_block(q, xt, yt, start, stop, l1, fused, c, low, den, num, dist, block_n
     for attempt in range(2):
         sh = xt.dtype.type(shift)
         if fused:
-            b_num, b_den, b_low = _sum_1d(q[0], xt[0, start:stop], yt[0, start:stop], sh, cc)
+            b_num, b_den, b_low = _sum_1d(
+                q[0], xt[0, start:stop], yt[0, start:stop], sh, cc
+            )
             block_num[0] = b_num
         else:
             b_den, b_low = _sum_block(dist, m, yt, start, sh, cc, block_num)
@@ -287,13 +311,29 @@ def _nw_queries(xq, xt, yt, c, l1, block, out):
         for start in range(0, n, block):
             stop = min(n, start + block)
             for i in range(q1 - q0):
-                low[i], den[i] = _nw_block(xq[q0 + i], xt, yt, start, stop, l1, fused, c, low[i], den[i], num[i], dist, block_num)
+                low[i], den[i] = _nw_block(
+                    xq[q0 + i],
+                    xt,
+                    yt,
+                    start,
+                    stop,
+                    l1,
+                    fused,
+                    c,
+                    low[i],
+                    den[i],
+                    num[i],
+                    dist,
+                    block_num,
+                )
         for i in range(q1 - q0):
             for v in range(dv):
                 out[q0 + i, v] = num[i, v] / den[i]
 
 
-def nadaraya_watson_sums(x_query, x_train, y_train, bandwidth: float, *, l1: bool = False, threads: int = 1):
+def nadaraya_watson_sums(
+    x_query, x_train, y_train, bandwidth: float, *, l1: bool = False, threads: int = 1
+):
     """Gaussian (or Laplace) Nadaraya–Watson predictions, fused: no weight matrix is formed.
 
     Parameters
@@ -320,20 +360,40 @@ def nadaraya_watson_sums(x_query, x_train, y_train, bandwidth: float, *, l1: boo
     evaluated with an online softmax (Milakov & Gimelshein, 2018) in blocks that stay in cache.
     """
     dtype = x_query.dtype
-    if dtype not in (np.float32, np.float64) or x_train.dtype != dtype or y_train.dtype != dtype:
-        raise ValueError(f"x_query, x_train and y_train must all be float32 or all float64, got {dtype}")
+    if (
+        dtype not in (np.float32, np.float64)
+        or x_train.dtype != dtype
+        or y_train.dtype != dtype
+    ):
+        raise ValueError(
+            f"x_query, x_train and y_train must all be float32 or all float64, got {dtype}"
+        )
     xq = np.ascontiguousarray(x_query)
-    xt, yt = np.ascontiguousarray(x_train.T), np.ascontiguousarray(y_train.T)  # keys along the lanes
-    c = 1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth  # inf, not 1/0, for a tiny bandwidth
+    xt, yt = (
+        np.ascontiguousarray(x_train.T),
+        np.ascontiguousarray(y_train.T),
+    )  # keys along the lanes
+    c = (
+        1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth
+    )  # inf, not 1/0, for a tiny bandwidth
     c = min(c, float(np.finfo(dtype).max))
     out = np.empty((xq.shape[0], yt.shape[0]), dtype=dtype)
     per_key = (xt.shape[0] + yt.shape[0] + 1) * xt.itemsize
     block = int(min(4096, max(256, 2 ** int(math.log2(_L1_BYTES // per_key)))))
-    bounds = np.linspace(0, xq.shape[0], max(1, min(threads, xq.shape[0])) + 1).astype(int)
+    bounds = np.linspace(0, xq.shape[0], max(1, min(threads, xq.shape[0])) + 1).astype(
+        int
+    )
     parts = list(zip(bounds[:-1], bounds[1:]))
     if len(parts) == 1:
         _nw_queries(xq, xt, yt, c, l1, block, out)
     else:
         with ThreadPoolExecutor(len(parts)) as pool:
-            list(pool.map(lambda p: _nw_queries(xq[p[0] : p[1]], xt, yt, c, l1, block, out[p[0] : p[1]]), parts))
+            list(
+                pool.map(
+                    lambda p: _nw_queries(
+                        xq[p[0] : p[1]], xt, yt, c, l1, block, out[p[0] : p[1]]
+                    ),
+                    parts,
+                )
+            )
     return out

@@ -40,7 +40,9 @@ def _lam_column(lam, n: int) -> np.ndarray:
         return np.full((n, 1), check_positive(lam, "lam"))
     lam = np.asarray(lam, dtype=np.float64)
     if lam.shape != (n,) or not np.all(np.isfinite(lam)) or np.any(lam <= 0):
-        raise ValueError(f"lam must be a positive number or a positive array of shape ({n},), got shape {lam.shape}")
+        raise ValueError(
+            f"lam must be a positive number or a positive array of shape ({n},), got shape {lam.shape}"
+        )
     return lam[:, None]
 
 
@@ -114,7 +116,15 @@ class _RestrictedKeys:
     def ridge_solver(self, rho: float):
         B = self.B
         M = np.linalg.inv(rho * np.eye(B.shape[2]) + np.matmul(B.transpose(0, 2, 1), B))
-        return lambda W: (W - np.matmul(np.matmul(self.reconstruct(W)[:, None, :], M), B.transpose(0, 2, 1))[:, 0]) / rho
+        return lambda W: (
+            (
+                W
+                - np.matmul(
+                    np.matmul(self.reconstruct(W)[:, None, :], M), B.transpose(0, 2, 1)
+                )[:, 0]
+            )
+            / rho
+        )
 
 
 def _duality_gap(keys, Y, C, lam):
@@ -216,7 +226,9 @@ class _RowIterations:
         for _ in range(n_steps):
             point = self.Z if self.solver == "fista" else self.C
             grad = keys.correlate(keys.reconstruct(point) - self.Y)
-            C_new = keys.restrict(soft_threshold(point - self.step * grad, self.step * lam))
+            C_new = keys.restrict(
+                soft_threshold(point - self.step * grad, self.step * lam)
+            )
             if self.solver == "fista":
                 # Restart the momentum of rows whose last step went uphill (O'Donoghue & Candès).
                 uphill = ((point - C_new) * (C_new - self.C)).sum(1, keepdims=True) > 0
@@ -226,7 +238,9 @@ class _RowIterations:
             self.C = C_new
 
 
-def _lasso_rows(keys, Y, lam, solver, C0, max_iter, tol, rho, polish=True, check_every=20):
+def _lasso_rows(
+    keys, Y, lam, solver, C0, max_iter, tol, rho, polish=True, check_every=20
+):
     """Solve every row's Lasso at once.
 
     Stops when the total duality gap is below ``tol`` times the total objective; a row is
@@ -249,7 +263,11 @@ def _lasso_rows(keys, Y, lam, solver, C0, max_iter, tol, rho, polish=True, check
             C_pol = _polish(it.keys, it.Y, C, it.lam, skip)
             primal_p, gap_p = _duality_gap(it.keys, it.Y, C_pol, it.lam)
             better = gap_p < gap
-            C[better], primal[better], gap[better] = C_pol[better], primal_p[better], gap_p[better]
+            C[better], primal[better], gap[better] = (
+                C_pol[better],
+                primal_p[better],
+                gap_p[better],
+            )
         C_all[live] = C
         gaps[live], primals[live] = gap, primal
         if gaps.sum() <= tol * primals.sum():
@@ -262,7 +280,9 @@ def _lasso_rows(keys, Y, lam, solver, C0, max_iter, tol, rho, polish=True, check
             it.keep(~done)
     primal, gap = _duality_gap(keys, Y, C_all, lam)
     rel = float(gap.sum() / max(primal.sum(), 1e-300))
-    return C_all, SolverInfo(solver, n_iter, max_iter, tol, live.size == 0, rel, float(primal.sum()))
+    return C_all, SolverInfo(
+        solver, n_iter, max_iter, tol, live.size == 0, rel, float(primal.sum())
+    )
 
 
 def _top_k_per_row(X, R, k, exclude_rows, block=1024):
@@ -272,7 +292,9 @@ def _top_k_per_row(X, R, k, exclude_rows, block=1024):
         S = np.abs(R[s : s + block] @ X.T)
         S[np.arange(S.shape[0]), exclude_rows[s : s + block]] = -1.0
         top = np.argpartition(-S, k - 1, axis=1)[:, :k]
-        out[s : s + block] = np.take_along_axis(top, np.argsort(-np.take_along_axis(S, top, 1), 1), 1)
+        out[s : s + block] = np.take_along_axis(
+            top, np.argsort(-np.take_along_axis(S, top, 1), 1), 1
+        )
     return out
 
 
@@ -291,7 +313,9 @@ def _kkt_violations(X, R, idx, lam, slack, block=1024):
 def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=20):
     """SSC on working sets: solve on k candidate keys per row, add violators, repeat."""
     N = X.shape[0]
-    k = min(max(k, 2 * X.shape[1]), N - 1)  # room for a support of up to D keys, and more
+    k = min(
+        max(k, 2 * X.shape[1]), N - 1
+    )  # room for a support of up to D keys, and more
     rows = np.arange(N)
     idx = _top_k_per_row(X, X, k, rows)  # start from the most correlated samples
     coef = np.zeros((N, k))
@@ -299,7 +323,9 @@ def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=2
     n_iter = 0
     for n_round in range(1, max_rounds + 1):
         keys = _RestrictedKeys(X, idx[todo])
-        coef[todo], info = _lasso_rows(keys, X[todo], lam[todo], solver, coef[todo], max_iter, tol, rho, polish)
+        coef[todo], info = _lasso_rows(
+            keys, X[todo], lam[todo], solver, coef[todo], max_iter, tol, rho, polish
+        )
         n_iter += info.n_iter
         R = X - _RestrictedKeys(X, idx).reconstruct(coef)
         bad = _kkt_violations(X, R, idx, lam, slack=tol)
@@ -315,12 +341,24 @@ def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=2
             extra = new[~np.isin(new, support)][: k - support.size]
             idx[r] = np.concatenate([support, extra])
             coef[r] = np.concatenate([coef[r, keep], np.zeros(extra.size)])
-    C = sp.csr_matrix((coef.ravel(), idx.ravel(), np.arange(0, N * k + 1, k)), shape=(N, N))
+    C = sp.csr_matrix(
+        (coef.ravel(), idx.ravel(), np.arange(0, N * k + 1, k)), shape=(N, N)
+    )
     C.eliminate_zeros()
     C.sort_indices()
     primal, gap = _sparse_gap(X, C, lam)
     rel = float(gap.sum() / primal.sum())
-    return C, SolverInfo(solver, n_iter, max_iter, tol, rel <= tol and not bad.any(), rel, float(primal.sum()), n_round, k)
+    return C, SolverInfo(
+        solver,
+        n_iter,
+        max_iter,
+        tol,
+        rel <= tol and not bad.any(),
+        rel,
+        float(primal.sum()),
+        n_round,
+        k,
+    )
 
 
 def _sparse_gap(X, C, lam, block=1024, worst=None):
@@ -398,13 +436,22 @@ def _homotopy_rows(B, Y, lam, max_steps=1000):
         order, valid, K, gram = _active_system(Bl, A)
         c_A = np.take_along_axis(c, order, 1)
         corr = np.einsum("nkd,nd->nk", Bl, Y[live] - np.einsum("nm,nmd->nd", c_A, K))
-        d_A = _solve_batch(gram, np.sign(np.take_along_axis(corr, order, 1)) * valid) * valid
+        d_A = (
+            _solve_batch(gram, np.sign(np.take_along_axis(corr, order, 1)) * valid)
+            * valid
+        )
         a = np.einsum("nkd,nd->nk", Bl, np.einsum("nm,nmd->nd", d_A, K))
         with np.errstate(divide="ignore", invalid="ignore"):
             # The step γ at which an inactive correlation corr − γa meets +(λ − γ) or −(λ − γ),
             # and at which an active coefficient c_A + γ d_A meets 0.
-            up, down, tiny = (lv[:, None] - corr) / (1 - a), (lv[:, None] + corr) / (1 + a), 1e-13 * lv[:, None]
-            hit = np.minimum(np.where(up > tiny, up, np.inf), np.where(down > tiny, down, np.inf))
+            up, down, tiny = (
+                (lv[:, None] - corr) / (1 - a),
+                (lv[:, None] + corr) / (1 + a),
+                1e-13 * lv[:, None],
+            )
+            hit = np.minimum(
+                np.where(up > tiny, up, np.inf), np.where(down > tiny, down, np.inf)
+            )
             ratio = -c_A / d_A
             leave = np.where(valid & (ratio > 0), ratio, np.inf)
         hit[A] = np.inf
@@ -432,7 +479,10 @@ def _exact_on_support(B, Y, lam, coef):
     the rounding the path accumulated; kept only where the signs agree."""
     order, valid, K, gram = _active_system(B, coef != 0)
     signs = np.sign(np.take_along_axis(coef, order, 1)) * valid
-    exact = _solve_batch(gram, (np.einsum("nmd,nd->nm", K, Y) - lam[:, None] * signs)) * valid
+    exact = (
+        _solve_batch(gram, (np.einsum("nmd,nd->nm", K, Y) - lam[:, None] * signs))
+        * valid
+    )
     ok = np.all(np.sign(exact) == signs, axis=1)
     out, fixed = coef.copy(), np.zeros((int(ok.sum()), coef.shape[1]))
     np.put_along_axis(fixed, order[ok], exact[ok], 1)
@@ -447,7 +497,9 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
     rows = np.arange(N)
     idx = _top_k_per_row(X, X, k, rows)  # first guess: the most correlated samples
     coef = np.zeros((N, k))
-    worst = np.empty(N)  # max_j |x_j · r_i| over all keys j ≠ i: the gap certificate needs it
+    worst = np.empty(
+        N
+    )  # max_j |x_j · r_i| over all keys j ≠ i: the gap certificate needs it
     todo, steps = rows, 0
     for n_round in range(1, max_rounds + 1):
         coef[todo], s = _homotopy_rows(X[idx[todo]], X[todo], lam[todo, 0], max_steps)
@@ -472,15 +524,37 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
         todo = np.concatenate(bad)
         if not todo.size:
             break
-    C = sp.csr_matrix((coef.ravel(), idx.ravel(), np.arange(0, N * k + 1, k)), shape=(N, N))
+    C = sp.csr_matrix(
+        (coef.ravel(), idx.ravel(), np.arange(0, N * k + 1, k)), shape=(N, N)
+    )
     C.eliminate_zeros()
     C.sort_indices()
     primal, gap = _sparse_gap(X, C, lam, worst=worst)
     rel = float(max(gap.sum(), 0.0) / max(primal.sum(), 1e-300))
-    return C, SolverInfo("active_set", steps, max_steps, tol, rel <= tol and not todo.size, rel, float(primal.sum()), n_round, k)
+    return C, SolverInfo(
+        "active_set",
+        steps,
+        max_steps,
+        tol,
+        rel <= tol and not todo.size,
+        rel,
+        float(primal.sum()),
+        n_round,
+        k,
+    )
 
 
-def ssc_rows(X, lam, solver="active_set", *, max_iter=5000, tol=1e-7, rho=None, working_set="auto", polish=True):
+def ssc_rows(
+    X,
+    lam,
+    solver="active_set",
+    *,
+    max_iter=5000,
+    tol=1e-7,
+    rho=None,
+    working_set="auto",
+    polish=True,
+):
     """Solve ``min_C ½‖X − C X‖_F² + Σᵢ λᵢ‖C[i]‖₁`` with ``diag(C) = 0``, row by row.
 
     Parameters
@@ -508,7 +582,11 @@ def ssc_rows(X, lam, solver="active_set", *, max_iter=5000, tol=1e-7, rho=None, 
     tol = check_positive(tol, "tol")
     rho = None if rho is None else check_positive(rho, "rho")
     if solver == "active_set":
-        k = 48 if working_set in ("auto", None) else check_int(working_set, "working_set", minimum=2)
+        k = (
+            48
+            if working_set in ("auto", None)
+            else check_int(working_set, "working_set", minimum=2)
+        )
         C, info = _ssc_active_set(X, lam, k, tol, max_iter)
         if working_set is None or (working_set == "auto" and X.shape[0] <= 1500):
             C = C.toarray()
@@ -516,12 +594,24 @@ def ssc_rows(X, lam, solver="active_set", *, max_iter=5000, tol=1e-7, rho=None, 
         if working_set == "auto":
             working_set = 64 if X.shape[0] > 1500 else None
         if working_set is None:
-            C, info = _lasso_rows(_DenseKeys(X), X, lam, solver, np.zeros((len(X), len(X))), max_iter, tol, rho, polish)
+            C, info = _lasso_rows(
+                _DenseKeys(X),
+                X,
+                lam,
+                solver,
+                np.zeros((len(X), len(X))),
+                max_iter,
+                tol,
+                rho,
+                polish,
+            )
         else:
             k = check_int(working_set, "working_set", minimum=2)
             C, info = _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish)
     if not info.converged:
-        warnings.warn(f"SSC stopped at max_iter={max_iter} with relative duality gap {info.rel_gap:.2g} > tol={tol:g}")
+        warnings.warn(
+            f"SSC stopped at max_iter={max_iter} with relative duality gap {info.rel_gap:.2g} > tol={tol:g}"
+        )
     return C, info
 
 
@@ -543,7 +633,11 @@ def lasso_codes(Y, K, lam: float, max_steps: int = 1000) -> np.ndarray:
     """
     Y, K = np.asarray(Y, dtype=np.float64), np.asarray(K, dtype=np.float64)
     if Y.ndim != 2 or K.ndim != 2 or Y.shape[1] != K.shape[1]:
-        raise ValueError(f"Y and K must be 2-D with the same number of features, got {Y.shape} and {K.shape}")
+        raise ValueError(
+            f"Y and K must be 2-D with the same number of features, got {Y.shape} and {K.shape}"
+        )
     lam = check_positive(lam, "lam")
     B = np.broadcast_to(K, (len(Y),) + K.shape)
-    return _homotopy_rows(B, Y, np.full(len(Y), lam), check_int(max_steps, "max_steps"))[0]
+    return _homotopy_rows(
+        B, Y, np.full(len(Y), lam), check_int(max_steps, "max_steps")
+    )[0]

@@ -22,7 +22,11 @@ import scipy.linalg
 import scipy.sparse as sp
 import torch
 from scipy.sparse.linalg import LinearOperator, eigsh, splu
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+)
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -94,7 +98,9 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     one query), with the regularisation of Roweis & Saul (2000).
     """
     queries = as_tensor(queries, "queries", ndim=2)
-    neighbors = as_tensor(neighbors, "neighbors", ndim=3, dtype=queries.dtype, device=queries.device)
+    neighbors = as_tensor(
+        neighbors, "neighbors", ndim=3, dtype=queries.dtype, device=queries.device
+    )
     if neighbors.shape[0] != queries.shape[0] or neighbors.shape[2] != queries.shape[1]:
         raise ValueError(
             f"neighbors must have shape (n, K, d) = ({queries.shape[0]}, K, {queries.shape[1]}), "
@@ -105,7 +111,9 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     gram = diff @ diff.transpose(1, 2)
     trace = gram.diagonal(dim1=1, dim2=2).sum(-1)
     ridge = torch.where(trace > 0, reg * trace, torch.full_like(trace, reg))
-    gram = gram + ridge[:, None, None] * torch.eye(gram.shape[-1], dtype=gram.dtype, device=gram.device)
+    gram = gram + ridge[:, None, None] * torch.eye(
+        gram.shape[-1], dtype=gram.dtype, device=gram.device
+    )
     if reg == 0:
         return _constrained_least_squares(gram)
     ones = torch.ones(*gram.shape[:2], 1, dtype=gram.dtype, device=gram.device)
@@ -140,13 +148,19 @@ def _nearest_neighbors(keys: np.ndarray, queries: np.ndarray | None, n_neighbors
     # and the weights then say nothing about the manifold.
     if (dup := np.flatnonzero(dist[:, 0] == 0)).size:
         i = int(dup[0])
-        raise ValueError(f"X contains duplicate points (rows {i} and {int(ind[i, 0])}); remove them first")
+        raise ValueError(
+            f"X contains duplicate points (rows {i} and {int(ind[i, 0])}); remove them first"
+        )
     return ind
 
 
 def _check_n_neighbors(n_neighbors, n_keys: int, self_attention: bool) -> int:
     limit = n_keys - 1 if self_attention else n_keys
-    if not isinstance(n_neighbors, numbers.Integral) or isinstance(n_neighbors, bool) or not 1 <= n_neighbors <= limit:
+    if (
+        not isinstance(n_neighbors, numbers.Integral)
+        or isinstance(n_neighbors, bool)
+        or not 1 <= n_neighbors <= limit
+    ):
         raise ValueError(
             f"n_neighbors must be an integer in [1, {limit}] (fewer than the {n_keys} samples"
             f"{'' if self_attention else ' of keys, plus one'}), got {n_neighbors!r}"
@@ -154,7 +168,9 @@ def _check_n_neighbors(n_neighbors, n_keys: int, self_attention: bool) -> int:
     return int(n_neighbors)
 
 
-def lle_weights(X, n_neighbors: int, reg: float = 1e-3, *, keys=None, dense: bool = False) -> LLEWeights:
+def lle_weights(
+    X, n_neighbors: int, reg: float = 1e-3, *, keys=None, dense: bool = False
+) -> LLEWeights:
     """LLE's reconstruction weights: each query attends to its ``n_neighbors`` nearest keys.
 
     Parameters
@@ -186,18 +202,28 @@ def lle_weights(X, n_neighbors: int, reg: float = 1e-3, *, keys=None, dense: boo
     self_attention = keys is None
     K = X if self_attention else as_float_array(keys, "keys")
     if K.shape[1] != X.shape[1]:
-        raise ValueError(f"keys must have {X.shape[1]} features like X, got {K.shape[1]}")
+        raise ValueError(
+            f"keys must have {X.shape[1]} features like X, got {K.shape[1]}"
+        )
     n_neighbors = _check_n_neighbors(n_neighbors, K.shape[0], self_attention)
     reg = check_positive(reg, "reg", allow_zero=True)
     ind = _nearest_neighbors(K, None if self_attention else X, n_neighbors)
     return _weights_on_neighbors(X, K, ind, reg, dense)
 
 
-def _weights_on_neighbors(X: np.ndarray, keys: np.ndarray, ind: np.ndarray, reg: float, dense: bool) -> LLEWeights:
-    w = barycenter_weights(torch.from_numpy(X), torch.from_numpy(keys)[torch.from_numpy(ind)], reg).numpy()
+def _weights_on_neighbors(
+    X: np.ndarray, keys: np.ndarray, ind: np.ndarray, reg: float, dense: bool
+) -> LLEWeights:
+    w = barycenter_weights(
+        torch.from_numpy(X), torch.from_numpy(keys)[torch.from_numpy(ind)], reg
+    ).numpy()
     indptr = np.arange(0, ind.size + 1, ind.shape[1])
-    W = sp.csr_matrix((w.ravel(), ind.ravel(), indptr), shape=(X.shape[0], keys.shape[0]))
-    mask = sp.csr_matrix((np.ones(ind.size, dtype=bool), ind.ravel(), indptr), shape=W.shape)
+    W = sp.csr_matrix(
+        (w.ravel(), ind.ravel(), indptr), shape=(X.shape[0], keys.shape[0])
+    )
+    mask = sp.csr_matrix(
+        (np.ones(ind.size, dtype=bool), ind.ravel(), indptr), shape=W.shape
+    )
     if dense:
         return LLEWeights(W.toarray(), mask.toarray(), ind)
     return LLEWeights(W, mask, ind)
@@ -229,7 +255,9 @@ def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
     X = as_tensor(X, "X", ndim=2)
     n = X.shape[0]
     n_neighbors = _check_n_neighbors(n_neighbors, n, True)
-    ind = torch.from_numpy(_nearest_neighbors(X.detach().cpu().double().numpy(), None, n_neighbors)).to(X.device)
+    ind = torch.from_numpy(
+        _nearest_neighbors(X.detach().cpu().double().numpy(), None, n_neighbors)
+    ).to(X.device)
     mask = torch.zeros(n, n, dtype=torch.bool, device=X.device).scatter_(1, ind, True)
 
     def barycentric_score(q, k):
@@ -242,15 +270,23 @@ def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
 def _as_square_weights(W) -> sp.csr_matrix:
     if isinstance(W, torch.Tensor):
         W = W.detach().cpu().double().numpy()
-    W = sp.csr_matrix(W, dtype=np.float64) if sp.issparse(W) else sp.csr_matrix(as_float_array(W, "W"))
+    W = (
+        sp.csr_matrix(W, dtype=np.float64)
+        if sp.issparse(W)
+        else sp.csr_matrix(as_float_array(W, "W"))
+    )
     if W.shape[0] != W.shape[1] or W.shape[0] < 3:
-        raise ValueError(f"W must be a square [query, key] matrix of at least 3 points, got shape {W.shape}")
+        raise ValueError(
+            f"W must be a square [query, key] matrix of at least 3 points, got shape {W.shape}"
+        )
     if not np.all(np.isfinite(W.data)):
         raise ValueError("W contains NaN or infinite values")
     return W
 
 
-def _smallest_arpack(M: sp.csc_matrix, k: int, tol: float, max_iter: int | None, v0: np.ndarray):
+def _smallest_arpack(
+    M: sp.csc_matrix, k: int, tol: float, max_iter: int | None, v0: np.ndarray
+):
     # Shift-invert about a tiny negative shift: M is singular (its null vector is 1), and the
     # shift makes M + εI positive definite without moving any eigenvector. A symmetric
     # factorisation without pivoting (a Cholesky in effect) of the (AᵀA) pattern fills in far
@@ -331,7 +367,9 @@ def lle_embedding(
     n = W.shape[0]
     n_components = check_int(n_components, "n_components", maximum=n - 2)
     if eigen_solver not in _EIGEN_SOLVERS:
-        raise ValueError(f"eigen_solver must be one of {_EIGEN_SOLVERS}, got {eigen_solver!r}")
+        raise ValueError(
+            f"eigen_solver must be one of {_EIGEN_SOLVERS}, got {eigen_solver!r}"
+        )
     tol = check_positive(tol, "tol", allow_zero=True)
     if max_iter is not None:
         max_iter = check_int(max_iter, "max_iter")
@@ -340,16 +378,26 @@ def lle_embedding(
     A = sp.eye(n, format="csr") - W
     M = (A.T @ A).tocsc()
     if eigen_solver == "dense":
-        values, vectors = scipy.linalg.eigh(M.toarray(), subset_by_index=(0, n_components))
+        values, vectors = scipy.linalg.eigh(
+            M.toarray(), subset_by_index=(0, n_components)
+        )
     else:
-        rng = np.random.RandomState(random_state) if not isinstance(random_state, np.random.RandomState) else random_state
-        values, vectors = _smallest_arpack(M, n_components + 1, tol, max_iter, rng.uniform(-1, 1, n))
+        rng = (
+            np.random.RandomState(random_state)
+            if not isinstance(random_state, np.random.RandomState)
+            else random_state
+        )
+        values, vectors = _smallest_arpack(
+            M, n_components + 1, tol, max_iter, rng.uniform(-1, 1, n)
+        )
     values, vectors = _orthogonal_to_constant(M, vectors, n_components)
     signs = np.sign(vectors[np.abs(vectors).argmax(0), np.arange(vectors.shape[1])])
     return LLEEmbedding(vectors * signs, values)
 
 
-class LocallyLinearEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class LocallyLinearEmbedding(
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+):
     """Locally linear embedding, a scikit-learn estimator built on masked attention weights.
 
     Duplicate rows are accepted, as by scikit-learn's estimator: a point's twin is then one of
@@ -482,4 +530,7 @@ class LocallyLinearEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, 
         check_is_fitted(self)
         X = validate_data(self, host_array(X), dtype=np.float64, reset=False)
         ind = self.nbrs_.kneighbors(X, return_distance=False)
-        return _weights_on_neighbors(X, self.X_fit_, ind, self.reg, dense=False).weights @ self.embedding_
+        return (
+            _weights_on_neighbors(X, self.X_fit_, ind, self.reg, dense=False).weights
+            @ self.embedding_
+        )

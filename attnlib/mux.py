@@ -62,7 +62,9 @@ class RoutingTask(NamedTuple):
     marker: torch.Tensor  # (n,)
 
 
-def routing_task(n: int, length: int = 32, n_values: int = 8, *, seed: int = 0) -> RoutingTask:
+def routing_task(
+    n: int, length: int = 32, n_values: int = 8, *, seed: int = 0
+) -> RoutingTask:
     """Draw ``n`` routing sequences: random values, one marked position anywhere.
 
     Parameters
@@ -91,7 +93,9 @@ def routing_task(n: int, length: int = 32, n_values: int = 8, *, seed: int = 0) 
     g = torch.Generator().manual_seed(seed)
     values = torch.randint(n_values, (n, length), generator=g)
     marker = torch.randint(length, (n,), generator=g)
-    x = torch.cat([F.one_hot(values, n_values), F.one_hot(marker, length).unsqueeze(-1)], -1)
+    x = torch.cat(
+        [F.one_hot(values, n_values), F.one_hot(marker, length).unsqueeze(-1)], -1
+    )
     target = values.gather(1, marker[:, None]).squeeze(1)
     return RoutingTask(x.to(torch.get_default_dtype()), target, marker)
 
@@ -111,7 +115,9 @@ class WeekdayTask(NamedTuple):
     rota: torch.Tensor  # (n_friends,): rota[d] is the friend who decides on day d
 
 
-def weekday_task(n: int, n_friends: int = 7, n_restaurants: int = 5, *, seed: int = 0, rota=None) -> WeekdayTask:
+def weekday_task(
+    n: int, n_friends: int = 7, n_restaurants: int = 5, *, seed: int = 0, rota=None
+) -> WeekdayTask:
     """Draw ``n`` days of the friends' multiplexer.
 
     Parameters
@@ -140,32 +146,50 @@ def weekday_task(n: int, n_friends: int = 7, n_restaurants: int = 5, *, seed: in
     where to eat, according to the weekday.
     """
     n = check_int(n, "n")
-    n_friends, n_restaurants = check_int(n_friends, "n_friends", minimum=2), check_int(n_restaurants, "n_restaurants", minimum=2)
+    n_friends, n_restaurants = (
+        check_int(n_friends, "n_friends", minimum=2),
+        check_int(n_restaurants, "n_restaurants", minimum=2),
+    )
     g = torch.Generator().manual_seed(seed)
     if rota is None:
         rota = torch.randperm(n_friends, generator=torch.Generator().manual_seed(seed))
     rota = torch.as_tensor(rota, dtype=torch.long)
     if rota.shape != (n_friends,) or rota.min() < 0 or rota.max() >= n_friends:
-        raise ValueError(f"rota must hold {n_friends} friends from range({n_friends}), got {rota.tolist()}")
+        raise ValueError(
+            f"rota must hold {n_friends} friends from range({n_friends}), got {rota.tolist()}"
+        )
     prefs = torch.randint(n_restaurants, (n, n_friends), generator=g)
-    slots = torch.argsort(torch.rand(n, n_friends, generator=g), dim=1)  # slots[b, i]: friend in slot i
+    slots = torch.argsort(
+        torch.rand(n, n_friends, generator=g), dim=1
+    )  # slots[b, i]: friend in slot i
     day = torch.randint(n_friends, (n,), generator=g)
     dtype = torch.get_default_dtype()
-    friends = torch.cat([F.one_hot(slots, n_friends), F.one_hot(prefs.gather(1, slots), n_restaurants)], -1).to(dtype)
+    friends = torch.cat(
+        [F.one_hot(slots, n_friends), F.one_hot(prefs.gather(1, slots), n_restaurants)],
+        -1,
+    ).to(dtype)
     target = prefs.gather(1, rota[day][:, None]).squeeze(1)
     return WeekdayTask(friends, F.one_hot(day, n_friends).to(dtype), target, rota)
 
 
-def translation_sequences(n: int, length: int = 32, dim: int = 4, *, margin: int = 8, seed: int = 0) -> torch.Tensor:
+def translation_sequences(
+    n: int, length: int = 32, dim: int = 4, *, margin: int = 8, seed: int = 0
+) -> torch.Tensor:
     """Random sequences ``(n, length, dim)`` that are zero on their first and last ``margin`` tokens.
 
     With zero margins, shifting by fewer than ``margin`` tokens loses nothing, so a
     zero-padded convolution commutes with the shift exactly (see :func:`shift_tokens`).
     """
-    n, length, dim = check_int(n, "n"), check_int(length, "length"), check_int(dim, "dim")
+    n, length, dim = (
+        check_int(n, "n"),
+        check_int(length, "length"),
+        check_int(dim, "dim"),
+    )
     margin = check_int(margin, "margin", minimum=0)
     if 2 * margin >= length:
-        raise ValueError(f"margin must be less than length / 2 = {length / 2}, got {margin}")
+        raise ValueError(
+            f"margin must be less than length / 2 = {length / 2}, got {margin}"
+        )
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(n, length, dim, generator=g)
     x[:, :margin] = 0
@@ -183,7 +207,9 @@ def shift_tokens(x, shift: int) -> torch.Tensor:
         raise ValueError(f"shift must be an integer, got {shift!r}")
     shift = int(shift)
     if abs(shift) >= x.shape[-2]:
-        raise ValueError(f"shift must be smaller than the length {x.shape[-2]} in absolute value, got {shift}")
+        raise ValueError(
+            f"shift must be smaller than the length {x.shape[-2]} in absolute value, got {shift}"
+        )
     out = torch.zeros_like(x)
     if shift >= 0:
         out[..., shift:, :] = x[..., : x.shape[-2] - shift, :]
@@ -208,9 +234,15 @@ def conv_matrix(kernel, length: int) -> torch.Tensor:
     if kernel.numel() % 2 == 0:
         raise ValueError(f"kernel must have an odd length, got {kernel.numel()}")
     half = kernel.numel() // 2
-    offsets = torch.arange(length)[None, :] - torch.arange(length)[:, None]  # key - query
+    offsets = (
+        torch.arange(length)[None, :] - torch.arange(length)[:, None]
+    )  # key - query
     inside = offsets.abs() <= half
-    return torch.where(inside, kernel[(offsets + half).clamp(0, 2 * half)], torch.zeros((), dtype=kernel.dtype))
+    return torch.where(
+        inside,
+        kernel[(offsets + half).clamp(0, 2 * half)],
+        torch.zeros((), dtype=kernel.dtype),
+    )
 
 
 # --------------------------------------------------------------------------- multiplexers
@@ -233,11 +265,17 @@ def hard_mux(inputs, control) -> torch.Tensor:
     inputs = as_tensor(inputs, "inputs", min_ndim=2)
     control = torch.as_tensor(control, device=inputs.device)
     if control.is_floating_point() or control.dtype == torch.bool:
-        raise ValueError(f"control must hold integer indices, got dtype {control.dtype}")
+        raise ValueError(
+            f"control must hold integer indices, got dtype {control.dtype}"
+        )
     if control.shape != inputs.shape[:-2]:
-        raise ValueError(f"control must have shape {tuple(inputs.shape[:-2])}, got {tuple(control.shape)}")
+        raise ValueError(
+            f"control must have shape {tuple(inputs.shape[:-2])}, got {tuple(control.shape)}"
+        )
     if control.numel() and (control.min() < 0 or control.max() >= inputs.shape[-2]):
-        raise ValueError(f"control must lie in [0, {inputs.shape[-2]}), got values outside")
+        raise ValueError(
+            f"control must lie in [0, {inputs.shape[-2]}), got values outside"
+        )
     index = control[..., None, None].expand(*control.shape, 1, inputs.shape[-1])
     return inputs.gather(-2, index).squeeze(-2)
 
@@ -265,16 +303,24 @@ def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
 
 #: The normalizers the routers accept, by name. The soft choice (softmax), the hard one
 #: (no gradient), and the hard one with the softmax's gradient (straight-through).
-NORMALIZERS = {"softmax": "softmax", "hardmax": hardmax, "straight_through": straight_through_hardmax}
+NORMALIZERS = {
+    "softmax": "softmax",
+    "hardmax": hardmax,
+    "straight_through": straight_through_hardmax,
+}
 
 
 def _normalizer(name: str):
     if name not in NORMALIZERS:
-        raise ValueError(f"normalizer must be one of {sorted(NORMALIZERS)}, got {name!r}")
+        raise ValueError(
+            f"normalizer must be one of {sorted(NORMALIZERS)}, got {name!r}"
+        )
     return NORMALIZERS[name]
 
 
-def soft_mux(inputs, importance, *, temperature: float = 1.0, normalizer: str = "softmax"):
+def soft_mux(
+    inputs, importance, *, temperature: float = 1.0, normalizer: str = "softmax"
+):
     """The differentiable multiplexer: ``Σ_i softmax(a / T)_i h_i``.
 
     Parameters
@@ -298,13 +344,24 @@ def soft_mux(inputs, importance, *, temperature: float = 1.0, normalizer: str = 
     whose scores against the keys are the importances.
     """
     inputs = as_tensor(inputs, "inputs", min_ndim=2)
-    importance = as_tensor(importance, "importance", dtype=inputs.dtype, device=inputs.device)
+    importance = as_tensor(
+        importance, "importance", dtype=inputs.dtype, device=inputs.device
+    )
     if importance.shape != inputs.shape[:-1]:
-        raise ValueError(f"importance must have shape {tuple(inputs.shape[:-1])}, got {tuple(importance.shape)}")
+        raise ValueError(
+            f"importance must have shape {tuple(inputs.shape[:-1])}, got {tuple(importance.shape)}"
+        )
     # One query equal to 1 against one-feature keys a_i: the "dot" score is a_i itself.
-    query = torch.ones(*importance.shape[:-1], 1, 1, dtype=inputs.dtype, device=inputs.device)
+    query = torch.ones(
+        *importance.shape[:-1], 1, 1, dtype=inputs.dtype, device=inputs.device
+    )
     out, weights = attention(
-        query, importance.unsqueeze(-1), inputs, score="dot", normalizer=_normalizer(normalizer), temperature=temperature
+        query,
+        importance.unsqueeze(-1),
+        inputs,
+        score="dot",
+        normalizer=_normalizer(normalizer),
+        temperature=temperature,
     )
     return _squeeze_query(out, weights)
 
@@ -340,24 +397,49 @@ class ConvRouter(nn.Module):
     to ``1 + depth (kernel_size - 1)``.
     """
 
-    def __init__(self, n_in: int, n_out: int, kernel_size: int = 3, depth: int = 1, width: int = 32):
+    def __init__(
+        self,
+        n_in: int,
+        n_out: int,
+        kernel_size: int = 3,
+        depth: int = 1,
+        width: int = 32,
+    ):
         super().__init__()
-        n_in, n_out, width = check_int(n_in, "n_in"), check_int(n_out, "n_out"), check_int(width, "width")
-        kernel_size, depth = check_int(kernel_size, "kernel_size"), check_int(depth, "depth")
+        n_in, n_out, width = (
+            check_int(n_in, "n_in"),
+            check_int(n_out, "n_out"),
+            check_int(width, "width"),
+        )
+        kernel_size, depth = (
+            check_int(kernel_size, "kernel_size"),
+            check_int(depth, "depth"),
+        )
         if kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be odd, got {kernel_size}")
         sizes = [n_in] + [width] * depth
-        self.convs = nn.ModuleList(nn.Conv1d(a, b, kernel_size, padding=kernel_size // 2) for a, b in zip(sizes, sizes[1:]))
+        self.convs = nn.ModuleList(
+            nn.Conv1d(a, b, kernel_size, padding=kernel_size // 2)
+            for a, b in zip(sizes, sizes[1:])
+        )
         self.readout = nn.Conv1d(width, n_out, 1)
         self.receptive_field = 1 + depth * (kernel_size - 1)
 
     def forward(self, x) -> torch.Tensor:
         """Logits ``(batch, length, n_out)`` for tokens ``x`` of shape ``(batch, length, n_in)``."""
-        x = as_tensor(x, "x", ndim=3, dtype=self.readout.weight.dtype, device=self.readout.weight.device)
+        x = as_tensor(
+            x,
+            "x",
+            ndim=3,
+            dtype=self.readout.weight.dtype,
+            device=self.readout.weight.device,
+        )
         h = x.transpose(1, 2)  # Conv1d wants channels before positions
         h = torch.relu(self.convs[0](h))
         for conv in self.convs[1:]:
-            h = h + torch.relu(conv(h))  # residual, so that deep stacks still train in a few hundred steps
+            h = h + torch.relu(
+                conv(h)
+            )  # residual, so that deep stacks still train in a few hundred steps
         return self.readout(h).transpose(1, 2)
 
 
@@ -385,21 +467,45 @@ class AttentionRouter(nn.Module):
     (seed 004): self-attention, Eq. (1) of Vaswani et al. (2017).
     """
 
-    def __init__(self, n_in: int, n_out: int, d_model: int = 16, *, max_len: int | None = None, normalizer: str = "softmax"):
+    def __init__(
+        self,
+        n_in: int,
+        n_out: int,
+        d_model: int = 16,
+        *,
+        max_len: int | None = None,
+        normalizer: str = "softmax",
+    ):
         super().__init__()
-        n_in, n_out, d_model = check_int(n_in, "n_in"), check_int(n_out, "n_out"), check_int(d_model, "d_model")
+        n_in, n_out, d_model = (
+            check_int(n_in, "n_in"),
+            check_int(n_out, "n_out"),
+            check_int(d_model, "d_model"),
+        )
         self.normalize = _normalizer(normalizer)
         self.q, self.k, self.v = (nn.Linear(n_in, d_model) for _ in range(3))
-        self.pos = None if max_len is None else nn.Parameter(0.1 * torch.randn(check_int(max_len, "max_len"), d_model))
+        self.pos = (
+            None
+            if max_len is None
+            else nn.Parameter(0.1 * torch.randn(check_int(max_len, "max_len"), d_model))
+        )
         self.readout = nn.Linear(d_model, n_out)
 
     def attend(self, x):
         """The attention result (averaged values ``(batch, length, d_model)``, weights ``[query, key]``)."""
-        x = as_tensor(x, "x", ndim=3, dtype=self.readout.weight.dtype, device=self.readout.weight.device)
+        x = as_tensor(
+            x,
+            "x",
+            ndim=3,
+            dtype=self.readout.weight.dtype,
+            device=self.readout.weight.device,
+        )
         q, k, v = self.q(x), self.k(x), self.v(x)
         if self.pos is not None:
             if x.shape[1] > self.pos.shape[0]:
-                raise ValueError(f"x has {x.shape[1]} tokens, more than max_len = {self.pos.shape[0]}")
+                raise ValueError(
+                    f"x has {x.shape[1]} tokens, more than max_len = {self.pos.shape[0]}"
+                )
             q, k = q + self.pos[: x.shape[1]], k + self.pos[: x.shape[1]]
         return attention(q, k, v, normalizer=self.normalize)
 
@@ -428,9 +534,19 @@ class WeekdayMux(nn.Module):
     context ``C``.
     """
 
-    def __init__(self, n_friends: int = 7, n_restaurants: int = 5, d_key: int = 8, *, normalizer: str = "softmax"):
+    def __init__(
+        self,
+        n_friends: int = 7,
+        n_restaurants: int = 5,
+        d_key: int = 8,
+        *,
+        normalizer: str = "softmax",
+    ):
         super().__init__()
-        n_friends, n_restaurants = check_int(n_friends, "n_friends"), check_int(n_restaurants, "n_restaurants")
+        n_friends, n_restaurants = (
+            check_int(n_friends, "n_friends"),
+            check_int(n_restaurants, "n_restaurants"),
+        )
         d_key = check_int(d_key, "d_key")
         self.normalize = _normalizer(normalizer)
         self.Q = nn.Linear(n_friends, d_key, bias=False)
@@ -447,8 +563,16 @@ class WeekdayMux(nn.Module):
         friends = as_tensor(friends, "friends", ndim=3, dtype=w.dtype, device=w.device)
         day = as_tensor(day, "day", ndim=2, dtype=w.dtype, device=w.device)
         if day.shape[0] != friends.shape[0]:
-            raise ValueError(f"day and friends must have the same batch size, got {day.shape[0]} and {friends.shape[0]}")
-        out, weights = attention(self.Q(day)[:, None], self.K(friends), friends, score="dot", normalizer=self.normalize)
+            raise ValueError(
+                f"day and friends must have the same batch size, got {day.shape[0]} and {friends.shape[0]}"
+            )
+        out, weights = attention(
+            self.Q(day)[:, None],
+            self.K(friends),
+            friends,
+            score="dot",
+            normalizer=self.normalize,
+        )
         return _squeeze_query(out, weights)
 
     def forward(self, friends, day) -> torch.Tensor:
@@ -480,6 +604,8 @@ def accuracy_by_distance(model: nn.Module, task: RoutingTask) -> np.ndarray:
     length = task.x.shape[1]
     distance = (torch.arange(length)[None, :] - task.marker[:, None]).abs()
     correct = (pred == task.target[:, None]).double()
-    hits = torch.zeros(length, dtype=torch.float64).index_add_(0, distance.flatten(), correct.flatten())
+    hits = torch.zeros(length, dtype=torch.float64).index_add_(
+        0, distance.flatten(), correct.flatten()
+    )
     counts = torch.bincount(distance.flatten(), minlength=length).double()
     return (hits / counts).numpy()

@@ -49,10 +49,18 @@ def _check_scores(x, dim: int, name: str = "x") -> tuple[torch.Tensor, int]:
         x = as_tensor(x, name, min_ndim=0, allow_inf=True, allow_empty=True)
     if x.ndim == 0:
         raise ValueError(f"{name} must have at least one dimension, got a scalar")
-    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or not -x.ndim <= dim < x.ndim:
-        raise ValueError(f"dim must be an integer in [{-x.ndim}, {x.ndim - 1}], got {dim!r}")
+    if (
+        isinstance(dim, bool)
+        or not isinstance(dim, numbers.Integral)
+        or not -x.ndim <= dim < x.ndim
+    ):
+        raise ValueError(
+            f"dim must be an integer in [{-x.ndim}, {x.ndim - 1}], got {dim!r}"
+        )
     if x.shape[dim] == 0:
-        raise ValueError(f"{name} must have at least one entry along dim {dim}, got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must have at least one entry along dim {dim}, got shape {tuple(x.shape)}"
+        )
     return x, int(dim) % x.ndim
 
 
@@ -137,7 +145,12 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 # On a CPU the search runs as compiled loops over the rows (numba): a row is read from memory
 # once, and every Newton pass over it then runs in cache, vectorised. Everywhere else (CUDA,
 # α > 2, where g is not convex) the threshold is bisected with tensor operations.
-_FASTMATH = {"nsz", "arcp", "contract", "reassoc"}  # not nnan/ninf: -inf marks masked keys
+_FASTMATH = {
+    "nsz",
+    "arcp",
+    "contract",
+    "reassoc",
+}  # not nnan/ninf: -inf marks masked keys
 # cache=True: the compiled loops are written next to this file (or to numba's user cache
 # directory) and loaded by later processes in milliseconds instead of compiled anew.
 _JIT = dict(fastmath=_FASTMATH, error_model="numpy")
@@ -371,10 +384,16 @@ def _bisect_entmax(x: torch.Tensor, alpha) -> torch.Tensor:
     z = (x - _row_max(x)) * (alpha - 1)
     q = 1 / (alpha - 1)
     n = torch.isfinite(z).sum(-1, keepdim=True).to(z.dtype)
-    lo, hi = torch.full_like(n, -1.0), -n ** (-(alpha - 1))  # the largest weight lies in [1/n, 1]
+    lo, hi = (
+        torch.full_like(n, -1.0),
+        -(n ** (-(alpha - 1))),
+    )  # the largest weight lies in [1/n, 1]
     for _ in range(64 if z.dtype == torch.float64 else 36):
         mid = (lo + hi) / 2
-        too_low = torch.where(z > mid, (z - mid).clamp_min(0).pow(q), 0).sum(-1, keepdim=True) >= 1
+        too_low = (
+            torch.where(z > mid, (z - mid).clamp_min(0).pow(q), 0).sum(-1, keepdim=True)
+            >= 1
+        )
         lo, hi = torch.where(too_low, mid, lo), torch.where(too_low, hi, mid)
     p = torch.where(z > lo, (z - lo).clamp_min(0).pow(q), 0)
     return p / p.sum(-1, keepdim=True)
@@ -427,10 +446,16 @@ class _Entmax(torch.autograd.Function):
         cd = _compute_dtype(x)
         alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
         ctx.alpha = alpha
-        newton = bool((alpha <= 2).all()) if isinstance(alpha, torch.Tensor) else alpha <= 2
+        newton = (
+            bool((alpha <= 2).all()) if isinstance(alpha, torch.Tensor) else alpha <= 2
+        )
         ctx.compiled = newton and x.device.type == "cpu"
         if ctx.compiled:
-            a = alpha.expand(*x.shape[:-1], 1).reshape(-1, 1) if isinstance(alpha, torch.Tensor) else alpha
+            a = (
+                alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
+                if isinstance(alpha, torch.Tensor)
+                else alpha
+            )
             p = _entmax_cpu(_rows(x.to(cd)), a).view(x.shape)
         else:
             p = _bisect_entmax(x.to(cd), alpha)
@@ -448,8 +473,14 @@ class _Entmax(torch.autograd.Function):
         p, g = out.to(cd), g.to(cd)
         # Under create_graph=True (grad mode on here) the compiled loops would return a
         # gradient without a graph; the tensor formula below is differentiable.
-        if ctx.compiled and not isinstance(alpha, torch.Tensor) and not torch.is_grad_enabled():
-            return _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape).to(out.dtype), None
+        if (
+            ctx.compiled
+            and not isinstance(alpha, torch.Tensor)
+            and not torch.is_grad_enabled()
+        ):
+            return _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape).to(
+                out.dtype
+            ), None
         support = p > 0
         # p^(2-α) and p log p only on the support: their derivatives at p = 0 are infinite
         # (NaN once masked), and a second backward would differentiate them.
@@ -482,20 +513,31 @@ def _check_alpha(alpha, x: torch.Tensor, dim: int):
         if alpha.ndim < x.ndim:  # align with x so that it can be moved with dim
             alpha = alpha.reshape((1,) * (x.ndim - alpha.ndim) + tuple(alpha.shape))
         if alpha.shape[dim] != 1:
-            raise ValueError(f"alpha must have size 1 along dim, got shape {tuple(alpha.shape)}")
+            raise ValueError(
+                f"alpha must have size 1 along dim, got shape {tuple(alpha.shape)}"
+            )
         return alpha
     return _check_index(alpha, "alpha")
 
 
 def _check_index(value, name: str) -> float:
     """A finite Tsallis index ≥ 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 1:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+        or value < 1
+    ):
         raise ValueError(f"{name} must be a finite number ≥ 1, got {value!r}")
     return float(value)
 
 
 def _check_deformation(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(value)
+    ):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     return float(value)
 
@@ -630,7 +672,9 @@ def log_beta(u, beta: float) -> torch.Tensor:
     return (u.pow(1 - beta) - 1) / (1 - beta)
 
 
-def fenchel_young_loss(scores, target, alpha=1.5, reduction: str = "mean") -> torch.Tensor:
+def fenchel_young_loss(
+    scores, target, alpha=1.5, reduction: str = "mean"
+) -> torch.Tensor:
     """The Fenchel–Young loss of α-entmax: ``⟨p̂ - y, θ⟩ + H_α(p̂) - H_α(y)``, ``p̂ = entmax(θ)``.
 
     It is non-negative, zero iff ``entmax(scores) = target``, and its gradient in the scores
@@ -659,33 +703,63 @@ def fenchel_young_loss(scores, target, alpha=1.5, reduction: str = "mean") -> to
     """
     scores, _ = _check_scores(scores, -1, "scores")
     if scores.numel() == 0:
-        raise ValueError(f"scores must hold at least one row, got shape {tuple(scores.shape)}")
+        raise ValueError(
+            f"scores must hold at least one row, got shape {tuple(scores.shape)}"
+        )
     _row_max(scores, "scores")
     alpha = _check_index(alpha, "alpha")
     if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        raise ValueError(
+            f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
+        )
     if isinstance(target, torch.Tensor) and not target.is_floating_point():
         if target.shape != scores.shape[:-1]:
-            raise ValueError(f"target of class indices must have shape {tuple(scores.shape[:-1])}, got {tuple(target.shape)}")
+            raise ValueError(
+                f"target of class indices must have shape {tuple(scores.shape[:-1])}, got {tuple(target.shape)}"
+            )
         if (target < 0).any() or (target >= scores.shape[-1]).any():
             raise ValueError(f"target indices must lie in [0, {scores.shape[-1] - 1}]")
         target = torch.nn.functional.one_hot(target, scores.shape[-1]).to(scores.dtype)
     else:
-        floating = isinstance(target, torch.Tensor) or (isinstance(target, np.ndarray) and target.dtype.kind == "f")
-        target = as_tensor(target, "target", min_ndim=0, device=scores.device, allow_empty=True,
-                           dtype=None if floating else scores.dtype)
+        floating = isinstance(target, torch.Tensor) or (
+            isinstance(target, np.ndarray) and target.dtype.kind == "f"
+        )
+        target = as_tensor(
+            target,
+            "target",
+            min_ndim=0,
+            device=scores.device,
+            allow_empty=True,
+            dtype=None if floating else scores.dtype,
+        )
         if target.shape != scores.shape or (target < 0).any():
-            raise ValueError(f"target of probabilities must be non-negative with shape {tuple(scores.shape)}")
-        dtype = torch.promote_types(scores.dtype, target.dtype)  # never cast a float64 target down
+            raise ValueError(
+                f"target of probabilities must be non-negative with shape {tuple(scores.shape)}"
+            )
+        dtype = torch.promote_types(
+            scores.dtype, target.dtype
+        )  # never cast a float64 target down
         scores, target = scores.to(dtype), target.to(dtype)
         total = target.sum(-1)
-        tol = 1e-3 if dtype in (torch.float16, torch.bfloat16) else 1e-5 if dtype == torch.float32 else 1e-10
+        tol = (
+            1e-3
+            if dtype in (torch.float16, torch.bfloat16)
+            else 1e-5
+            if dtype == torch.float32
+            else 1e-10
+        )
         if not torch.allclose(total, torch.ones_like(total), atol=tol, rtol=0):
-            raise ValueError(f"target of probabilities must sum to one along the last dimension (within {tol})")
+            raise ValueError(
+                f"target of probabilities must sum to one along the last dimension (within {tol})"
+            )
     # p̂ is held fixed: by Danskin's theorem the loss's gradient in θ is then exactly p̂ - y.
     p_hat = entmax(scores.detach(), alpha)
     theta = scores.masked_fill(torch.isneginf(scores), 0.0)
-    loss = ((p_hat - target) * theta).sum(-1) + tsallis_entropy(p_hat, alpha) - tsallis_entropy(target, alpha)
+    loss = (
+        ((p_hat - target) * theta).sum(-1)
+        + tsallis_entropy(p_hat, alpha)
+        - tsallis_entropy(target, alpha)
+    )
     if reduction == "none":
         return loss
     return loss.sum() if reduction == "sum" else loss.mean()

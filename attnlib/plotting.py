@@ -14,7 +14,16 @@ from .utils import check_int, check_positive
 __all__ = ["PALETTE", "use_book_style", "attention_heatmap", "image_grid"]
 
 #: Okabe–Ito colours, distinguishable under the common colour-vision deficiencies.
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+PALETTE = [
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#D55E00",
+    "#CC79A7",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+]
 
 
 def use_book_style() -> None:
@@ -50,7 +59,9 @@ def _to_numpy(x, name: str) -> np.ndarray:
     try:
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be an array of numbers, got {type(x).__name__}") from err
+        raise ValueError(
+            f"{name} must be an array of numbers, got {type(x).__name__}"
+        ) from err
     if not np.isfinite(a).all():
         raise ValueError(f"{name} contains NaN or infinite values")
     return a
@@ -101,14 +112,25 @@ def attention_heatmap(
     """
     W = _to_numpy(weights, "weights")
     if W.ndim != 2:
-        raise ValueError(f"weights must be a 2-D [query, key] matrix, got shape {W.shape}")
+        raise ValueError(
+            f"weights must be a 2-D [query, key] matrix, got shape {W.shape}"
+        )
     ax = ax or plt.gca()
     signed = bool((W < 0).any()) if signed is None else signed
     if signed:
         lim = float(np.abs(W).max()) or 1.0
-        im = ax.imshow(W, cmap=cmap or "RdBu_r", vmin=-lim, vmax=lim, interpolation="nearest", aspect="auto")
+        im = ax.imshow(
+            W,
+            cmap=cmap or "RdBu_r",
+            vmin=-lim,
+            vmax=lim,
+            interpolation="nearest",
+            aspect="auto",
+        )
     else:
-        im = ax.imshow(W, cmap=cmap or "viridis", vmin=0, interpolation="nearest", aspect="auto")
+        im = ax.imshow(
+            W, cmap=cmap or "viridis", vmin=0, interpolation="nearest", aspect="auto"
+        )
     ax.grid(False)
     for labels, set_ticks, set_labels, n in (
         (query_labels, ax.set_yticks, ax.set_yticklabels, W.shape[0]),
@@ -121,7 +143,15 @@ def attention_heatmap(
         plt.setp(ax.get_xticklabels(), rotation=45, ha="right")
     if annotate:
         for (i, j), w in np.ndenumerate(W):
-            ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=8, color="white" if abs(w) < 0.5 * np.abs(W).max() else "black")
+            ax.text(
+                j,
+                i,
+                f"{w:.2f}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if abs(w) < 0.5 * np.abs(W).max() else "black",
+            )
     ax.set_xlabel("key")
     ax.set_ylabel("query")
     if title:
@@ -131,7 +161,16 @@ def attention_heatmap(
     return ax
 
 
-def image_grid(images, titles=None, *, ncols: int | None = None, cmap: str = "gray", size: float = 2.6, vmin=0.0, vmax=1.0):
+def image_grid(
+    images,
+    titles=None,
+    *,
+    ncols: int | None = None,
+    cmap: str = "gray",
+    size: float = 2.6,
+    vmin=0.0,
+    vmax=1.0,
+):
     """Show images side by side with optional titles.
 
     Parameters
@@ -155,16 +194,25 @@ def image_grid(images, titles=None, *, ncols: int | None = None, cmap: str = "gr
         The figure.
     """
     images = [_to_numpy(im, "images") for im in images]
-    if not images or any(im.ndim not in (2, 3) or (im.ndim == 3 and im.shape[-1] not in (3, 4)) for im in images):
-        raise ValueError(f"images must be a non-empty list of (H, W) or (H, W, 3|4) arrays, got shapes {[im.shape for im in images]}")
+    if not images or any(
+        im.ndim not in (2, 3) or (im.ndim == 3 and im.shape[-1] not in (3, 4))
+        for im in images
+    ):
+        raise ValueError(
+            f"images must be a non-empty list of (H, W) or (H, W, 3|4) arrays, got shapes {[im.shape for im in images]}"
+        )
     if titles is not None and len(titles) != len(images):
-        raise ValueError(f"titles must have one entry per image ({len(images)}), got {len(titles)}")
+        raise ValueError(
+            f"titles must have one entry per image ({len(images)}), got {len(titles)}"
+        )
     ncols = min(len(images), 4) if ncols is None else check_int(ncols, "ncols")
     size = check_positive(size, "size")
     if size > 100:
         raise ValueError(f"size must be at most 100 inches per image, got {size}")
     nrows = math.ceil(len(images) / ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols, size * nrows), squeeze=False)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(size * ncols, size * nrows), squeeze=False
+    )
     for ax in axes.flat:
         ax.axis("off")
     for i, (ax, im) in enumerate(zip(axes.flat, images)):

@@ -26,15 +26,18 @@ from sklearn.cluster import SpectralClustering
 from torch import nn
 
 from .attention import AttentionResult, attention
-from .lasso import SOLVERS, SolverInfo, _lam_column, soft_threshold, ssc_rows
+from .lasso import SolverInfo, _lam_column, soft_threshold, ssc_rows
 from .utils import as_float_array, as_tensor, check_int, check_positive
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data
-except ImportError:  # older releases (pyproject allows >= 1.2): the estimator's own method
+except (
+    ImportError
+):  # older releases (pyproject allows >= 1.2): the estimator's own method
 
     def validate_data(estimator, X, **kwargs):
         return estimator._validate_data(X, **kwargs)
+
 
 METHODS = ("lsr", "lrsc", "ssc")
 # λ per method when none is given, chosen by the sweep of benchmarks/subspace.py (5 random
@@ -98,14 +101,22 @@ def _lrsc(X, lam, form):
         # C = V diag(w) Vᵀ; each direction costs ½σ²(1 − w)² + λ|w|, least at w = (1 − λ/σ²)₊.
         with np.errstate(divide="ignore"):
             weights = np.maximum(1.0 - lam / sigma**2, 0.0)
-    elif form == "paper":  # as printed in §5.2; not the minimiser (see the chapter's erratum)
+    elif (
+        form == "paper"
+    ):  # as printed in §5.2; not the minimiser (see the chapter's erratum)
         weights = np.maximum(sigma - lam, 0.0)
     else:  # noiseless: the shape-interaction matrix V₁V₁ᵀ of the data's rank
-        weights = (sigma > sigma[0] * max(X.shape) * np.finfo(X.dtype).eps).astype(X.dtype)
+        weights = (sigma > sigma[0] * max(X.shape) * np.finfo(X.dtype).eps).astype(
+            X.dtype
+        )
     return (V * weights) @ V.T
 
 
-_FORMS = {"lsr": ("closed", "svd"), "lrsc": ("exact", "paper", "noiseless"), "ssc": (None,)}
+_FORMS = {
+    "lsr": ("closed", "svd"),
+    "lrsc": ("exact", "paper", "noiseless"),
+    "ssc": (None,),
+}
 
 
 def self_expressive(
@@ -197,24 +208,44 @@ def self_expressive(
     forms = _FORMS[method]
     form = forms[0] if form is None else form
     if form not in forms:
-        raise ValueError(f"form must be one of {forms} for method {method!r}, got {form!r}")
+        raise ValueError(
+            f"form must be one of {forms} for method {method!r}, got {form!r}"
+        )
     if method != "ssc":
         lam = check_positive(lam, "lam")
-        C = _lsr(X, lam, form, zero_diagonal) if method == "lsr" else _lrsc(X, lam, form)
+        C = (
+            _lsr(X, lam, form, zero_diagonal)
+            if method == "lsr"
+            else _lrsc(X, lam, form)
+        )
         info = SolverInfo(f"{method} closed form", 0, 0, 0.0, True, 0.0, float("nan"))
         return (C, info) if return_info else C
-    C, info = ssc_rows(X, lam, solver, max_iter=max_iter, tol=tol, rho=rho, working_set=working_set, polish=polish)
+    C, info = ssc_rows(
+        X,
+        lam,
+        solver,
+        max_iter=max_iter,
+        tol=tol,
+        rho=rho,
+        working_set=working_set,
+        polish=polish,
+    )
     return (C, info) if return_info else C
+
 
 def _as_coefficients(C, name="C"):
     if sp.issparse(C):
         C = sp.csr_matrix(C, dtype=np.float64)
         if C.ndim != 2 or C.shape[0] != C.shape[1] or not np.all(np.isfinite(C.data)):
-            raise ValueError(f"{name} must be a square finite matrix, got shape {C.shape}")
+            raise ValueError(
+                f"{name} must be a square finite matrix, got shape {C.shape}"
+            )
         return C
     C = as_float_array(C, name)
     if C.shape[0] != C.shape[1]:
-        raise ValueError(f"{name} must be square (n_samples, n_samples), got shape {C.shape}")
+        raise ValueError(
+            f"{name} must be square (n_samples, n_samples), got shape {C.shape}"
+        )
     return C
 
 
@@ -240,7 +271,9 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
     """
     C = _as_coefficients(C)
     if normalize not in (None, "l1", "l2", "max"):
-        raise ValueError(f"normalize must be None, 'l1', 'l2' or 'max', got {normalize!r}")
+        raise ValueError(
+            f"normalize must be None, 'l1', 'l2' or 'max', got {normalize!r}"
+        )
     keep = None if keep is None else check_int(keep, "keep")
     W = abs(C)
     if keep is not None:
@@ -248,7 +281,9 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
     if normalize is not None:
         if sp.issparse(W):
             data = W.multiply(W) if normalize == "l2" else W
-            scale = (data.max(1).toarray() if normalize == "max" else np.asarray(data.sum(1))).ravel()
+            scale = (
+                data.max(1).toarray() if normalize == "max" else np.asarray(data.sum(1))
+            ).ravel()
         else:
             scale = {"l1": W.sum(1), "l2": (W * W).sum(1), "max": W.max(1)}[normalize]
         scale = np.sqrt(scale) if normalize == "l2" else scale
@@ -272,7 +307,14 @@ def _keep_largest(W, keep):
     return W
 
 
-def spectral_clustering(A, n_clusters: int, *, random_state: int = 0, assign_labels: str = "kmeans", eigen_solver: str = "auto") -> np.ndarray:
+def spectral_clustering(
+    A,
+    n_clusters: int,
+    *,
+    random_state: int = 0,
+    assign_labels: str = "kmeans",
+    eigen_solver: str = "auto",
+) -> np.ndarray:
     """Cluster the samples of a symmetric non-negative affinity ``A`` with scikit-learn.
 
     Parameters
@@ -298,14 +340,22 @@ def spectral_clustering(A, n_clusters: int, *, random_state: int = 0, assign_lab
     A = _as_coefficients(A, "A")
     n_clusters = check_int(n_clusters, "n_clusters", maximum=A.shape[0])
     if eigen_solver not in ("auto", "arpack", "lobpcg"):
-        raise ValueError(f"eigen_solver must be 'auto', 'arpack' or 'lobpcg', got {eigen_solver!r}")
+        raise ValueError(
+            f"eigen_solver must be 'auto', 'arpack' or 'lobpcg', got {eigen_solver!r}"
+        )
     if eigen_solver == "auto":
         eigen_solver = "lobpcg" if A.shape[0] > 2000 else "arpack"
     values = A.data if sp.issparse(A) else A
-    if np.any(values < 0) or abs(A - A.T).max() > 1e-10 * max(abs(values).max(), 1e-300):
+    if np.any(values < 0) or abs(A - A.T).max() > 1e-10 * max(
+        abs(values).max(), 1e-300
+    ):
         raise ValueError("A must be symmetric with non-negative entries")
     model = SpectralClustering(
-        n_clusters, affinity="precomputed", random_state=random_state, assign_labels=assign_labels, eigen_solver=eigen_solver
+        n_clusters,
+        affinity="precomputed",
+        random_state=random_state,
+        assign_labels=assign_labels,
+        eigen_solver=eigen_solver,
     )
     with warnings.catch_warnings():
         # A disconnected graph is what a perfect affinity looks like; nothing to warn about.
@@ -323,7 +373,9 @@ def clustering_accuracy(y_true, y_pred) -> float:
     """
     y_true, y_pred = np.asarray(y_true).ravel(), np.asarray(y_pred).ravel()
     if y_true.size == 0 or y_true.shape != y_pred.shape:
-        raise ValueError(f"y_true and y_pred must be non-empty and of the same length, got {y_true.size} and {y_pred.size}")
+        raise ValueError(
+            f"y_true and y_pred must be non-empty and of the same length, got {y_true.size} and {y_pred.size}"
+        )
     _, t = np.unique(y_true, return_inverse=True)
     _, p = np.unique(y_pred, return_inverse=True)
     counts = np.zeros((t.max() + 1, p.max() + 1), dtype=np.int64)
@@ -394,19 +446,27 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n_clusters = check_int(self.n_clusters, "n_clusters")
         if n_clusters > X.shape[0]:
-            raise ValueError(f"n_clusters={n_clusters} must be at most n_samples={X.shape[0]}")
+            raise ValueError(
+                f"n_clusters={n_clusters} must be at most n_samples={X.shape[0]}"
+            )
         self.coef_, self.solver_info_ = self_expressive(
             X, self.method, self.lam, solver=self.solver, form=self.form, zero_diagonal=self.zero_diagonal,
             working_set=self.working_set, tol=self.tol, max_iter=self.max_iter, return_info=True,
         )  # fmt: skip
         self.n_iter_ = self.solver_info_.n_iter
-        self.affinity_matrix_ = affinity(self.coef_, normalize=self.normalize, keep=self.keep)
-        self.labels_ = spectral_clustering(self.affinity_matrix_, n_clusters, random_state=self.random_state)
+        self.affinity_matrix_ = affinity(
+            self.coef_, normalize=self.normalize, keep=self.keep
+        )
+        self.labels_ = spectral_clustering(
+            self.affinity_matrix_, n_clusters, random_state=self.random_state
+        )
         return self
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False  # dense X only (C and the affinity may be sparse)
+        tags.input_tags.sparse = (
+            False  # dense X only (C and the affinity may be sparse)
+        )
         return tags
 
 
@@ -419,9 +479,16 @@ def _ista_codes(q, k, lam, n_iter, step, nonnegative, kk=None):
     """Unrolled ISTA on ``min_C ½‖Q − C K‖² + λ‖C‖₁`` (rows): returns C (..., n_q, n_k)."""
     qk = attention(q, k, k, score="dot", normalizer="none").weights  # Q Kᵀ: attention
     if kk is None:
-        kk = attention(k, k, k, score="dot", normalizer="none").weights  # K Kᵀ: self-attention
+        kk = attention(
+            k, k, k, score="dot", normalizer="none"
+        ).weights  # K Kᵀ: self-attention
     if step is None:
-        step = 1.0 / torch.linalg.matrix_norm(k, ord=2).square().clamp_min(1e-12)[..., None, None]
+        step = (
+            1.0
+            / torch.linalg.matrix_norm(k, ord=2)
+            .square()
+            .clamp_min(1e-12)[..., None, None]
+        )
     shrink = (lambda z, t: torch.relu(z - t)) if nonnegative else soft_threshold
     C = torch.zeros_like(qk)
     for t in range(n_iter):
@@ -431,7 +498,16 @@ def _ista_codes(q, k, lam, n_iter, step, nonnegative, kk=None):
     return C
 
 
-def sparse_coding_attention(q, k, v, lam: float, n_iter: int = 100, step: float | None = None, *, nonnegative: bool = False) -> AttentionResult:
+def sparse_coding_attention(
+    q,
+    k,
+    v,
+    lam: float,
+    n_iter: int = 100,
+    step: float | None = None,
+    *,
+    nonnegative: bool = False,
+) -> AttentionResult:
     """Attention whose weights are sparse codes of the queries over the keys, by unrolled ISTA.
 
     ``C_{t+1} = shrink_{ελ}(C_t (I − ε K Kᵀ) + ε Q Kᵀ)`` from ``C_0 = 0``: ``Q Kᵀ`` is dot-product
@@ -466,7 +542,9 @@ def sparse_coding_attention(q, k, v, lam: float, n_iter: int = 100, step: float 
     k = as_tensor(k, "k", min_ndim=2, dtype=q.dtype, device=q.device)
     v = as_tensor(v, "v", min_ndim=2, dtype=q.dtype, device=q.device)
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"q, k, v have incompatible shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        raise ValueError(
+            f"q, k, v have incompatible shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+        )
     lam = check_positive(lam, "lam")
     n_iter = check_int(n_iter, "n_iter")
     step = None if step is None else check_positive(step, "step")
@@ -500,12 +578,26 @@ class UnrolledISTAAttention(nn.Module):
     Eq. (18) and Figure 4 of the self-expression paper, with learned (LISTA) maps.
     """
 
-    def __init__(self, embed_dim: int, n_iter: int = 4, lam: float = 0.1, *, lista: bool = False, nonnegative: bool = False, bias: bool = True):
+    def __init__(
+        self,
+        embed_dim: int,
+        n_iter: int = 4,
+        lam: float = 0.1,
+        *,
+        lista: bool = False,
+        nonnegative: bool = False,
+        bias: bool = True,
+    ):
         super().__init__()
-        embed_dim, n_iter = check_int(embed_dim, "embed_dim"), check_int(n_iter, "n_iter")
+        embed_dim, n_iter = (
+            check_int(embed_dim, "embed_dim"),
+            check_int(n_iter, "n_iter"),
+        )
         lam = check_positive(lam, "lam")
         self.embed_dim, self.n_iter, self.nonnegative = embed_dim, n_iter, nonnegative
-        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (nn.Linear(embed_dim, embed_dim, bias=bias) for _ in range(4))
+        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
+            nn.Linear(embed_dim, embed_dim, bias=bias) for _ in range(4)
+        )
         self.s_proj = nn.Linear(embed_dim, embed_dim, bias=bias) if lista else None
         # softplus⁻¹ of the initial values: unit relative step, threshold λ.
         self.raw_step = nn.Parameter(torch.full((n_iter,), math.log(math.e - 1)))
@@ -517,11 +609,18 @@ class UnrolledISTAAttention(nn.Module):
         key = x if key is None else as_tensor(key, "key", min_ndim=2)
         value = key if value is None else as_tensor(value, "value", min_ndim=2)
         if x.shape[-1] != self.embed_dim:
-            raise ValueError(f"x must have {self.embed_dim} features, got {x.shape[-1]}")
+            raise ValueError(
+                f"x must have {self.embed_dim} features, got {x.shape[-1]}"
+            )
         q, k, v = self.q_proj(x), self.k_proj(key), self.v_proj(value)
         s = k if self.s_proj is None else self.s_proj(key)
         kk = attention(s, s, s, score="dot", normalizer="none").weights
-        base = 1.0 / torch.linalg.matrix_norm(s, ord=2).square().clamp_min(1e-12)[..., None, None]
+        base = (
+            1.0
+            / torch.linalg.matrix_norm(s, ord=2)
+            .square()
+            .clamp_min(1e-12)[..., None, None]
+        )
         steps = [base * torch.nn.functional.softplus(r) for r in self.raw_step]
         lams = list(torch.nn.functional.softplus(self.raw_lam))
         C = _ista_codes(q, k, lams, self.n_iter, steps, self.nonnegative, kk=kk)

@@ -38,7 +38,9 @@ KERNELS = ("quadratic", "rbf", "higher_order")
 GROUPS = ("orthogonal", "permutation")
 
 
-def random_orthogonal(d: int, generator: torch.Generator | None = None, *, dtype=None) -> torch.Tensor:
+def random_orthogonal(
+    d: int, generator: torch.Generator | None = None, *, dtype=None
+) -> torch.Tensor:
     """A ``(d, d)`` orthogonal matrix drawn from the Haar (uniform) distribution.
 
     The QR factors of a Gaussian matrix, with the signs of ``R``'s diagonal moved into
@@ -51,7 +53,9 @@ def random_orthogonal(d: int, generator: torch.Generator | None = None, *, dtype
     return q * torch.where(signs == 0, torch.ones_like(signs), signs)
 
 
-def random_permutation(n: int, generator: torch.Generator | None = None, *, dtype=None) -> torch.Tensor:
+def random_permutation(
+    n: int, generator: torch.Generator | None = None, *, dtype=None
+) -> torch.Tensor:
     """A uniformly random ``(n, n)`` permutation matrix ``P``; ``P @ X`` reorders the rows of ``X``."""
     n = check_int(n, "n")
     eye = torch.eye(n, dtype=dtype or torch.get_default_dtype())
@@ -79,7 +83,10 @@ def householder(u) -> torch.Tensor:
     norm2 = u @ u
     if norm2 == 0:
         raise ValueError("u must be a non-zero vector")
-    return torch.eye(u.shape[0], dtype=u.dtype, device=u.device) - 2 * torch.outer(u, u) / norm2
+    return (
+        torch.eye(u.shape[0], dtype=u.dtype, device=u.device)
+        - 2 * torch.outer(u, u) / norm2
+    )
 
 
 def equivariance_error(
@@ -129,7 +136,9 @@ def equivariance_error(
     if Z is not None:
         Z = as_tensor(Z, "Z", min_ndim=2, dtype=X.dtype, device=X.device)
         if Z.shape[-1] != X.shape[-1]:
-            raise ValueError(f"Z must have X's feature size {X.shape[-1]}, got {Z.shape[-1]}")
+            raise ValueError(
+                f"Z must have X's feature size {X.shape[-1]}, got {Z.shape[-1]}"
+            )
     if group not in GROUPS:
         raise ValueError(f"group must be one of {GROUPS}, got {group!r}")
     n_trials = check_int(n_trials, "n_trials")
@@ -142,7 +151,9 @@ def _worst_error(call, X, Z, group, n_trials, generator) -> float:
     reference = _as_output(call(X, Z))
     scale = torch.linalg.norm(reference)
     if scale == 0:
-        raise ValueError("f(X) is zero, so the relative error is undefined; pick another X")
+        raise ValueError(
+            "f(X) is zero, so the relative error is undefined; pick another X"
+        )
     worst = 0.0
     for _ in range(n_trials):
         if group == "orthogonal":
@@ -212,7 +223,9 @@ def knowledge_attention(
     x = as_tensor(x, "x", min_ndim=2)
     z = as_tensor(z, "z", min_ndim=2, dtype=x.dtype, device=x.device)
     if z.shape[-1] != x.shape[-1]:
-        raise ValueError(f"z must have x's feature size {x.shape[-1]}, got {z.shape[-1]}")
+        raise ValueError(
+            f"z must have x's feature size {x.shape[-1]}, got {z.shape[-1]}"
+        )
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     k = z.shape[-2]
@@ -222,19 +235,35 @@ def knowledge_attention(
     y = x @ z.transpose(-2, -1)
     if kernel == "rbf":
         q = y @ a
-        return attention(q, q, x, score="neg_sq_dist", normalizer=normalizer, temperature=temperature or 1.0)
+        return attention(
+            q,
+            q,
+            x,
+            score="neg_sq_dist",
+            normalizer=normalizer,
+            temperature=temperature or 1.0,
+        )
     if kernel == "higher_order":
         if c is None:
             raise ValueError('c is required for kernel="higher_order"')
         second_moment = y.transpose(-2, -1) @ y / y.shape[-2]
         a = a + second_moment @ _square(c, "c", k, x)
-    return attention(y @ a, y, x, score="dot", normalizer=normalizer, temperature=temperature or math.sqrt(k))
+    return attention(
+        y @ a,
+        y,
+        x,
+        score="dot",
+        normalizer=normalizer,
+        temperature=temperature or math.sqrt(k),
+    )
 
 
 def _square(m, name: str, k: int, like: torch.Tensor) -> torch.Tensor:
     m = as_tensor(m, name, min_ndim=2, dtype=like.dtype, device=like.device)
     if m.shape[-2:] != (k, k):
-        raise ValueError(f"{name} must be ({k}, {k}) in its last two dimensions, got {tuple(m.shape)}")
+        raise ValueError(
+            f"{name} must be ({k}, {k}) in its last two dimensions, got {tuple(m.shape)}"
+        )
     return m
 
 
@@ -286,18 +315,30 @@ class KnowledgeAttention(nn.Module):
     ):
         super().__init__()
         d, k = check_int(embed_dim, "embed_dim"), check_int(n_knowledge, "n_knowledge")
-        h, n_layers = check_int(num_heads, "num_heads"), check_int(num_layers, "num_layers")
+        h, n_layers = (
+            check_int(num_heads, "num_heads"),
+            check_int(num_layers, "num_layers"),
+        )
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         if value not in ("scalar", "linear"):
             raise ValueError(f"value must be 'scalar' or 'linear', got {value!r}")
         if temperature is not None:
             check_positive(temperature, "temperature")
-        self.embed_dim, self.kernel, self.value, self.residual = d, kernel, value, residual
+        self.embed_dim, self.kernel, self.value, self.residual = (
+            d,
+            kernel,
+            value,
+            residual,
+        )
         self.normalizer, self.temperature = normalizer, temperature
         self.knowledge = nn.Parameter(torch.randn(n_layers, h, k, d) / math.sqrt(d))
         self.a = nn.Parameter(torch.randn(n_layers, h, k, k) / math.sqrt(k))
-        self.c = nn.Parameter(torch.zeros(n_layers, h, k, k)) if kernel == "higher_order" else None
+        self.c = (
+            nn.Parameter(torch.zeros(n_layers, h, k, k))
+            if kernel == "higher_order"
+            else None
+        )
         if value == "scalar":
             self.head_weight = nn.Parameter(torch.full((n_layers, h), 1.0 / h))
         else:
@@ -310,17 +351,34 @@ class KnowledgeAttention(nn.Module):
         """
         h = as_tensor(x, "x", min_ndim=2)
         if h.shape[-1] != self.embed_dim:
-            raise ValueError(f"x must have {self.embed_dim} features, got {h.shape[-1]}")
-        z = self.knowledge if knowledge is None else as_tensor(knowledge, "knowledge", dtype=h.dtype, device=h.device)
+            raise ValueError(
+                f"x must have {self.embed_dim} features, got {h.shape[-1]}"
+            )
+        z = (
+            self.knowledge
+            if knowledge is None
+            else as_tensor(knowledge, "knowledge", dtype=h.dtype, device=h.device)
+        )
         if z.shape != self.knowledge.shape:
-            raise ValueError(f"knowledge must have shape {tuple(self.knowledge.shape)}, got {tuple(z.shape)}")
+            raise ValueError(
+                f"knowledge must have shape {tuple(self.knowledge.shape)}, got {tuple(z.shape)}"
+            )
         for layer in range(z.shape[0]):
             c = None if self.c is None else self.c[layer]
             heads = knowledge_attention(
-                h.unsqueeze(-3), z[layer], self.a[layer], kernel=self.kernel, c=c,
-                normalizer=self.normalizer, temperature=self.temperature,
+                h.unsqueeze(-3),
+                z[layer],
+                self.a[layer],
+                kernel=self.kernel,
+                c=c,
+                normalizer=self.normalizer,
+                temperature=self.temperature,
             ).output  # (..., heads, n, d)
             w = self.head_weight[layer]
-            mixed = (heads * w[:, None, None]).sum(-3) if self.value == "scalar" else (heads @ w.transpose(-2, -1)).sum(-3)
+            mixed = (
+                (heads * w[:, None, None]).sum(-3)
+                if self.value == "scalar"
+                else (heads @ w.transpose(-2, -1)).sum(-3)
+            )
             h = h + mixed if self.residual else mixed
         return h

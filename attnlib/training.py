@@ -51,7 +51,9 @@ def _to_device(batch, device):
         return batch.to(device)
     if isinstance(batch, dict):
         return {key: _to_device(x, device) for key, x in batch.items()}
-    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a NamedTuple takes its fields positionally
+    if isinstance(batch, tuple) and hasattr(
+        batch, "_fields"
+    ):  # a NamedTuple takes its fields positionally
         return type(batch)(*(_to_device(x, device) for x in batch))
     if isinstance(batch, (tuple, list)):
         return type(batch)(_to_device(x, device) for x in batch)
@@ -118,7 +120,9 @@ def train(
     if not callable(loss_fn):
         raise ValueError(f"loss_fn must be callable, got {loss_fn!r}")
     if not callable(batches) and not isinstance(batches, Iterable):
-        raise ValueError(f"batches must be a function of the step or an iterable, got {type(batches).__name__}")
+        raise ValueError(
+            f"batches must be a function of the step or an iterable, got {type(batches).__name__}"
+        )
     n_steps = check_int(n_steps, "n_steps")
     lr = check_positive(lr, "lr")
     weight_decay = check_positive(weight_decay, "weight_decay", allow_zero=True)
@@ -136,13 +140,17 @@ def train(
         next_batch = lambda step: next(stream)  # noqa: E731
     history: list[float] = []
     summary_only = os.environ.get(PROGRESS_ENV) == "summary"
-    bar = tqdm(range(n_steps), desc=desc, disable=not progress or summary_only, mininterval=0.5)
+    bar = tqdm(
+        range(n_steps), desc=desc, disable=not progress or summary_only, mininterval=0.5
+    )
     start = time.perf_counter()
     for step in bar:
         batch = to_device(next_batch(step), device)
         loss = loss_fn(model, batch)
         if not torch.isfinite(loss):
-            raise TrainingDivergedError(f"the loss became {loss.item()} at step {step}; lower the learning rate lr={lr}")
+            raise TrainingDivergedError(
+                f"the loss became {loss.item()} at step {step}; lower the learning rate lr={lr}"
+            )
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if clip_grad_norm is not None:
@@ -153,5 +161,13 @@ def train(
             bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
     if progress and summary_only:
         elapsed = time.perf_counter() - start
-        print(tqdm.format_meter(n_steps, n_steps, elapsed, prefix=desc, postfix=f"loss={history[-1]:.4g}"))
+        print(
+            tqdm.format_meter(
+                n_steps,
+                n_steps,
+                elapsed,
+                prefix=desc,
+                postfix=f"loss={history[-1]:.4g}",
+            )
+        )
     return history

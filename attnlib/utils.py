@@ -82,11 +82,15 @@ def get_device(prefer: str | None = None) -> torch.device:
     """
     if prefer is not None:
         if not isinstance(prefer, (str, torch.device)):
-            raise ValueError(f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}")
+            raise ValueError(
+                f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}"
+            )
         try:
             return torch.device(prefer)
         except RuntimeError as err:
-            raise ValueError(f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}") from err
+            raise ValueError(
+                f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}"
+            ) from err
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -144,26 +148,39 @@ def as_tensor(
     else:
         try:
             # Straight to the requested dtype: a detour through float32 would cost float64 callers precision.
-            t = torch.as_tensor(np.asarray(x, dtype=np.float64), dtype=dtype or torch.get_default_dtype())
+            t = torch.as_tensor(
+                np.asarray(x, dtype=np.float64),
+                dtype=dtype or torch.get_default_dtype(),
+            )
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{name} must be array-like of numbers, got {type(x).__name__}") from err
+            raise ValueError(
+                f"{name} must be array-like of numbers, got {type(x).__name__}"
+            ) from err
     if dtype is not None or not t.is_floating_point():
         t = t.to(dtype or torch.get_default_dtype())
     if device is not None:
         t = t.to(device)
     if ndim is not None and t.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name} must have {ndim} dimensions, got shape {tuple(t.shape)}"
+        )
     if t.ndim < min_ndim:
-        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{name} must have at least {min_ndim} dimensions, got shape {tuple(t.shape)}"
+        )
     if t.numel() == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     bad = torch.isnan(t) if allow_inf else ~torch.isfinite(t)
     if bad.any():
-        raise ValueError(f"{name} contains {'NaN' if allow_inf else 'NaN or infinite'} values")
+        raise ValueError(
+            f"{name} contains {'NaN' if allow_inf else 'NaN or infinite'} values"
+        )
     return t
 
 
-def as_float_array(X, name: str = "X", *, ndim: int = 2, min_samples: int = 1) -> np.ndarray:
+def as_float_array(
+    X, name: str = "X", *, ndim: int = 2, min_samples: int = 1
+) -> np.ndarray:
     """Check a NumPy-style input (``(n_samples, n_features)`` by default) and return float64.
 
     Parameters
@@ -195,7 +212,9 @@ def as_float_array(X, name: str = "X", *, ndim: int = 2, min_samples: int = 1) -
     if A.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {A.shape}")
     if A.size == 0 or A.shape[0] < min_samples:
-        raise ValueError(f"{name} must have at least {min_samples} samples, got shape {A.shape}")
+        raise ValueError(
+            f"{name} must have at least {min_samples} samples, got shape {A.shape}"
+        )
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return A
@@ -218,7 +237,11 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
     float
         ``value``.
     """
-    ok = isinstance(value, numbers.Real) and np.isfinite(value) and (value >= 0 if allow_zero else value > 0)
+    ok = (
+        isinstance(value, numbers.Real)
+        and np.isfinite(value)
+        and (value >= 0 if allow_zero else value > 0)
+    )
     if not ok:
         what = "non-negative" if allow_zero else "positive"
         raise ValueError(f"{name} must be a finite {what} number, got {value!r}")
@@ -266,13 +289,17 @@ def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None)
     int
         ``value``.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum or (
-        maximum is not None and value > maximum
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < minimum
+        or (maximum is not None and value > maximum)
     ):
         upper = "" if maximum is None else f" and at most {maximum}"
-        raise ValueError(f"{name} must be an integer at least {minimum}{upper}, got {value!r}")
+        raise ValueError(
+            f"{name} must be an integer at least {minimum}{upper}, got {value!r}"
+        )
     return int(value)
-
 
 
 def host_array(X):

@@ -27,7 +27,11 @@ QUICK_RESULTS = Path(__file__).resolve().parent / "quick"
 def parse_args(description: str) -> argparse.Namespace:
     """The command line every benchmark takes: ``--quick`` for a smoke run at tiny sizes."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--quick", action="store_true", help="tiny sizes; results go to <name>.quick.json")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes; results go to <name>.quick.json",
+    )
     return parser.parse_args()
 
 
@@ -96,6 +100,10 @@ def write_result(name: str, payload: dict, quick: bool) -> Path:
     folder = QUICK_RESULTS if quick else RESULTS
     folder.mkdir(exist_ok=True)
     path = folder / (f"{name}.quick.json" if quick else f"{name}.json")
-    payload = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "quick": quick, **payload}
+    payload = {
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "quick": quick,
+        **payload,
+    }
     path.write_text(json.dumps(payload, indent=1, default=float) + "\n")
     return path

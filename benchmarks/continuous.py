@@ -29,8 +29,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _common import (
+    QUICK_RESULTS,
+    RESULTS,
+    machine,
+    median_seconds,
+)  # benchmarks/ is on sys.path when a script runs
 
-from _common import QUICK_RESULTS, RESULTS, machine, median_seconds  # benchmarks/ is on sys.path when a script runs
 from attnlib.continuous import (
     DigitClassifier,
     DocumentClassifier,
@@ -74,23 +79,37 @@ def quad_2d(mu, Sigma, basis, alpha, n, box=5.0):
     # Symmetrise so that autograd's gradient with respect to Σ is symmetric, as attnlib's is.
     L = torch.linalg.cholesky(0.5 * (Sigma + Sigma.transpose(-1, -2)))
     det_L = L[:, 0, 0] * L[:, 1, 1]
-    R = torch.sqrt(2 * torch.sqrt(1 / (math.pi * det_L))) if alpha == 2 else torch.full_like(det_L, box)
+    R = (
+        torch.sqrt(2 * torch.sqrt(1 / (math.pi * det_L)))
+        if alpha == 2
+        else torch.full_like(det_L, box)
+    )
     g = torch.linspace(-1, 1, n, dtype=mu.dtype)
-    u = torch.stack(torch.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)  # (n², 2) on [-1, 1]²
+    u = torch.stack(torch.meshgrid(g, g, indexing="ij"), -1).reshape(
+        -1, 2
+    )  # (n², 2) on [-1, 1]²
     u = u * R[:, None, None]
     x = u @ L.transpose(-1, -2)  # (batch, n², 2)
     q = (u * u).sum(-1)
-    dens = torch.clamp(R[:, None] ** 2 / 2 - q / 2, min=0) if alpha == 2 else torch.exp(-q / 2) / (2 * math.pi)
+    dens = (
+        torch.clamp(R[:, None] ** 2 / 2 - q / 2, min=0)
+        if alpha == 2
+        else torch.exp(-q / 2) / (2 * math.pi)
+    )
     w = torch.full((n,), 2 / (n - 1), dtype=mu.dtype)
     w[0] = w[-1] = 1 / (n - 1)
-    w2 = (w[:, None] * w[None, :]).reshape(-1) * R[:, None] ** 2  # trapezoid weights in u; dt = det L du
+    w2 = (w[:, None] * w[None, :]).reshape(-1) * R[
+        :, None
+    ] ** 2  # trapezoid weights in u; dt = det L du
     psi = basis(x + mu[:, None, :])
     # For α = 1 the density in u is the standard normal (dt = det L du and p(t) = N(u; 0, I)/det L).
     scale = torch.ones_like(det_L) if alpha == 1 else det_L
     return torch.einsum("bk,bkn->bn", (w2 * dens) * scale[:, None], psi)
 
 
-def reference_2d_paraboloid(mu, Sigma, basis, weights, n_radius=128, n_angle=1024, chunk=256):
+def reference_2d_paraboloid(
+    mu, Sigma, basis, weights, n_radius=128, n_angle=1024, chunk=256
+):
     """r and the gradients of ``(r * weights).sum()`` for one truncated paraboloid, by brute force in polar coordinates.
 
     Whitened polar coordinates ``t = μ + L ρ e(ω)``: the support is ``ρ ≤ R`` and the density
@@ -99,10 +118,17 @@ def reference_2d_paraboloid(mu, Sigma, basis, weights, n_radius=128, n_angle=102
     move with (μ, Σ), so autograd gives the gradient; independent of attnlib's chord integrals
     and of its Proposition 3 backward. Chunks of angles keep memory small (the sum is linear).
     """
-    x, w = (torch.as_tensor(a, dtype=mu.dtype) for a in np.polynomial.legendre.leggauss(n_radius))
+    x, w = (
+        torch.as_tensor(a, dtype=mu.dtype)
+        for a in np.polynomial.legendre.leggauss(n_radius)
+    )
     omega = torch.arange(n_angle, dtype=mu.dtype) * (2 * math.pi / n_angle)
     m, S = mu.clone().requires_grad_(), Sigma.clone().requires_grad_()
-    total = [torch.zeros(len(basis), dtype=mu.dtype), torch.zeros_like(mu), torch.zeros_like(Sigma)]
+    total = [
+        torch.zeros(len(basis), dtype=mu.dtype),
+        torch.zeros_like(mu),
+        torch.zeros_like(Sigma),
+    ]
     for i in range(0, n_angle, chunk):
         L = torch.linalg.cholesky(0.5 * (S + S.transpose(-1, -2)))
         det_L = L[0, 0] * L[1, 1]
@@ -124,7 +150,9 @@ def reference_2d_paraboloid(mu, Sigma, basis, weights, n_radius=128, n_angle=102
 
 def inputs(dim, batch, seed=0):
     g = torch.Generator().manual_seed(seed)
-    mu = 0.2 + 0.6 * torch.rand(batch, *(() if dim == 1 else (2,)), generator=g, dtype=torch.float64)
+    mu = 0.2 + 0.6 * torch.rand(
+        batch, *(() if dim == 1 else (2,)), generator=g, dtype=torch.float64
+    )
     if dim == 1:
         return mu, 0.002 + 0.05 * torch.rand(batch, generator=g, dtype=torch.float64)
     A = 0.15 * torch.randn(batch, 2, 2, generator=g, dtype=torch.float64)
@@ -136,9 +164,17 @@ def value_and_grads(fn, mu, s, weights, chunk=None):
     chunk = chunk or len(mu)
     out = []
     for i in range(0, len(mu), chunk):
-        m, v = mu[i : i + chunk].clone().requires_grad_(), s[i : i + chunk].clone().requires_grad_()
+        m, v = (
+            mu[i : i + chunk].clone().requires_grad_(),
+            s[i : i + chunk].clone().requires_grad_(),
+        )
         r = fn(m, v)
-        out.append((r.detach(), *torch.autograd.grad((r * weights[i : i + chunk]).sum(), (m, v))))
+        out.append(
+            (
+                r.detach(),
+                *torch.autograd.grad((r * weights[i : i + chunk]).sum(), (m, v)),
+            )
+        )
     return [torch.cat(parts) for parts in zip(*out)]
 
 
@@ -148,43 +184,117 @@ def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
     rows = [r for r in rows if r["dim"] not in dims]
     for dim in dims:
         for n_basis in (16,) if quick else (64, 100):
-            basis = GaussianRBF.linspace(n_basis, sigmas=(0.05, 0.2)) if dim == 1 else GaussianRBF.grid(int(round(n_basis**0.5)), 1e-3)
+            basis = (
+                GaussianRBF.linspace(n_basis, sigmas=(0.05, 0.2))
+                if dim == 1
+                else GaussianRBF.grid(int(round(n_basis**0.5)), 1e-3)
+            )
             if dim == 2 and len(basis) != n_basis:
                 basis = GaussianRBF.grid(8, 1e-3)  # 64 = 8 × 8 (16 and 100 are squares)
             for alpha in (2, 1):
                 mu, s = inputs(dim, batch)
-                weights = torch.randn(batch, len(basis), dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+                weights = torch.randn(
+                    batch,
+                    len(basis),
+                    dtype=torch.float64,
+                    generator=torch.Generator().manual_seed(1),
+                )
                 n_peer = 1000 if dim == 1 else 100
-                closed = (lambda m, v: continuous_attention_1d(m, v, basis, alpha)) if dim == 1 else (lambda m, v: continuous_attention_2d(m, v, basis, alpha, n_angles=N_ANGLES))
-                peer = (lambda m, v, n=n_peer: quad_1d(m, v, basis, alpha, n)) if dim == 1 else (lambda m, v, n=n_peer: quad_2d(m, v, basis, alpha, n))
+                closed = (
+                    (lambda m, v: continuous_attention_1d(m, v, basis, alpha))
+                    if dim == 1
+                    else (
+                        lambda m, v: continuous_attention_2d(
+                            m, v, basis, alpha, n_angles=N_ANGLES
+                        )
+                    )
+                )
+                peer = (
+                    (lambda m, v, n=n_peer: quad_1d(m, v, basis, alpha, n))
+                    if dim == 1
+                    else (lambda m, v, n=n_peer: quad_2d(m, v, basis, alpha, n))
+                )
                 # The fine reference is costly in memory: 16 samples in 1-D, two (one at a time) in 2-D.
                 sub = slice(0, 2 if dim == 2 else min(batch, 16))
                 if dim == 1:
-                    ref = value_and_grads(lambda m, v: quad_1d(m, v, basis, alpha, 20 * n_peer), mu[sub], s[sub], weights[sub])
+                    ref = value_and_grads(
+                        lambda m, v: quad_1d(m, v, basis, alpha, 20 * n_peer),
+                        mu[sub],
+                        s[sub],
+                        weights[sub],
+                    )
                 else:
-                    fine = lambda i: (  # noqa: E731
-                        reference_2d_paraboloid(mu[i], s[i], basis, weights[i : i + 1]) if alpha == 2
-                        # a Gaussian integrand decays to e^{-40} at 9σ: the trapezoid rule is then spectrally accurate
-                        else value_and_grads(lambda m, v: quad_2d(m, v, basis, alpha, 4 * n_peer, box=9.0), mu[i : i + 1], s[i : i + 1], weights[i : i + 1])
+                    fine = (
+                        lambda i: (  # noqa: E731
+                            reference_2d_paraboloid(
+                                mu[i], s[i], basis, weights[i : i + 1]
+                            )
+                            if alpha == 2
+                            # a Gaussian integrand decays to e^{-40} at 9σ: the trapezoid rule is then spectrally accurate
+                            else value_and_grads(
+                                lambda m, v: quad_2d(
+                                    m, v, basis, alpha, 4 * n_peer, box=9.0
+                                ),
+                                mu[i : i + 1],
+                                s[i : i + 1],
+                                weights[i : i + 1],
+                            )
+                        )
                     )
                     parts = [fine(i) for i in range(2)]
                     ref = [torch.cat(p) for p in zip(*parts)]
                 # r, ∂μ and ∂σ² (∂Σ) differ in scale by up to 10⁶: each error relative to its quantity's largest entry.
-                err = lambda out: max(((a[sub] - b).abs().max() / b.abs().max()).item() for a, b in zip(out, ref))  # noqa: E731
-                t_closed, _ = median_seconds(lambda: value_and_grads(closed, mu, s, weights), repeats)
-                t_peer, _ = median_seconds(lambda: value_and_grads(peer, mu, s, weights, chunk=8 if dim == 2 else 64), repeats)
-                e_closed, e_peer = err(value_and_grads(closed, mu, s, weights)), err(value_and_grads(peer, mu, s, weights, chunk=8 if dim == 2 else 64))
+                err = lambda out: max(
+                    ((a[sub] - b).abs().max() / b.abs().max()).item()
+                    for a, b in zip(out, ref)
+                )  # noqa: E731
+                t_closed, _ = median_seconds(
+                    lambda: value_and_grads(closed, mu, s, weights), repeats
+                )
+                t_peer, _ = median_seconds(
+                    lambda: value_and_grads(
+                        peer, mu, s, weights, chunk=8 if dim == 2 else 64
+                    ),
+                    repeats,
+                )
+                e_closed, e_peer = (
+                    err(value_and_grads(closed, mu, s, weights)),
+                    err(
+                        value_and_grads(
+                            peer, mu, s, weights, chunk=8 if dim == 2 else 64
+                        )
+                    ),
+                )
                 rows.append(
                     {
-                        "dim": dim, "alpha": alpha, "N": len(basis), "batch": batch,
-                        "peer": f"{n_peer}-point trapezoid" if dim == 1 else f"{n_peer}x{n_peer} grid",
+                        "dim": dim,
+                        "alpha": alpha,
+                        "N": len(basis),
+                        "batch": batch,
+                        "peer": f"{n_peer}-point trapezoid"
+                        if dim == 1
+                        else f"{n_peer}x{n_peer} grid",
                         "n_angles": N_ANGLES if dim == 2 and alpha == 2 else None,
-                        "closed_ms": 1e3 * t_closed, "peer_ms": 1e3 * t_peer, "speedup": t_peer / t_closed,
-                        "closed_max_rel_err": e_closed, "peer_max_rel_err": e_peer,
-                        "accuracy_ratio": max(e_peer, ROUNDOFF) / max(e_closed, ROUNDOFF),
+                        "closed_ms": 1e3 * t_closed,
+                        "peer_ms": 1e3 * t_peer,
+                        "speedup": t_peer / t_closed,
+                        "closed_max_rel_err": e_closed,
+                        "peer_max_rel_err": e_peer,
+                        "accuracy_ratio": max(e_peer, ROUNDOFF)
+                        / max(e_closed, ROUNDOFF),
                     }
                 )
-                print({k: (round(v, 4) if isinstance(v, float) and k.endswith("ms") else v) for k, v in rows[-1].items()}, flush=True)
+                print(
+                    {
+                        k: (
+                            round(v, 4)
+                            if isinstance(v, float) and k.endswith("ms")
+                            else v
+                        )
+                        for k, v in rows[-1].items()
+                    },
+                    flush=True,
+                )
                 save(rows)
     return rows
 
@@ -195,23 +305,51 @@ def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
 def document_sweep(quick: bool, save=lambda rows: None):
     """Seed-major, so that an interrupted sweep still covers every configuration; ``save`` gets the rows so far."""
     # ~0.05-0.1 s a step on one thread: 14 configurations × 3 seeds × 150 steps take ~10 minutes.
-    n_train, n_test, length, steps = (200, 200, 64, 5) if quick else (1500, 1000, 256, 150)
+    n_train, n_test, length, steps = (
+        (200, 200, 64, 5) if quick else (1500, 1000, 256, 150)
+    )
     seeds = (0,) if quick else (0, 1, 2)
     sizes = (32,) if quick else (32, 64, 128)
-    tr, te = span_documents(n_train, length, seed=100), span_documents(n_test, length, seed=101)
+    tr, te = (
+        span_documents(n_train, length, seed=100),
+        span_documents(n_test, length, seed=101),
+    )
     configs = [("discrete", 1, None), ("discrete", 2, None)]
-    configs += [(kind, alpha, n) for kind in ("continuous", "combined") for alpha in (1, 2) for n in sizes]
+    configs += [
+        (kind, alpha, n)
+        for kind in ("continuous", "combined")
+        for alpha in (1, 2)
+        for n in sizes
+    ]
     accs = {c: [] for c in configs}
     rows = []
     for seed in seeds:
         for kind, alpha, n in configs:
             torch.manual_seed(seed)
             model = DocumentClassifier(48, kind, alpha=alpha, n_basis=n or 32)
-            fit_classifier(model, tr.tokens, tr.labels, n_steps=steps, batch=32, seed=seed, progress=False)
+            fit_classifier(
+                model,
+                tr.tokens,
+                tr.labels,
+                n_steps=steps,
+                batch=32,
+                seed=seed,
+                progress=False,
+            )
             accs[(kind, alpha, n)].append(accuracy(model, te.tokens, te.labels))
             rows = [
-                {"attention": k, "alpha": a, "N": nb, "L": length, "steps": steps, "mean": float(np.mean(v)), "std": float(np.std(v)), "accs": v}
-                for (k, a, nb), v in accs.items() if v
+                {
+                    "attention": k,
+                    "alpha": a,
+                    "N": nb,
+                    "L": length,
+                    "steps": steps,
+                    "mean": float(np.mean(v)),
+                    "std": float(np.std(v)),
+                    "accs": v,
+                }
+                for (k, a, nb), v in accs.items()
+                if v
             ]
             print(rows[-1] if seed == 0 else accs[(kind, alpha, n)], flush=True)
             save(rows)
@@ -230,15 +368,30 @@ def control_sweep(quick: bool, save=lambda rows: None):
 
     Seed-major; ``save`` gets the rows so far.
     """
-    n_train, n_test, length, steps = (200, 200, 64, 5) if quick else (1500, 1000, 256, 150)
+    n_train, n_test, length, steps = (
+        (200, 200, 64, 5) if quick else (1500, 1000, 256, 150)
+    )
     seeds = (0,) if quick else (0, 1, 2)
-    span = span_documents(n_train, length, seed=100), span_documents(n_test, length, seed=101)
+    span = (
+        span_documents(n_train, length, seed=100),
+        span_documents(n_test, length, seed=101),
+    )
     kw = dict(span=length, cue=DIFFUSE_CUE)
-    diffuse = span_documents(n_train, length, seed=200, **kw), span_documents(n_test, length, seed=201, **kw)
+    diffuse = (
+        span_documents(n_train, length, seed=200, **kw),
+        span_documents(n_test, length, seed=201, **kw),
+    )
     configs = [("span", "oracle", 1), ("span", "oracle", 2)]
-    configs += [("diffuse", kind, alpha) for kind in ("discrete", "continuous", "combined") for alpha in (1, 2)]
+    configs += [
+        ("diffuse", kind, alpha)
+        for kind in ("discrete", "continuous", "combined")
+        for alpha in (1, 2)
+    ]
     # The continuous model started narrow (σ² = NARROW_VAR instead of about 1 at the default init).
-    configs += [("diffuse", "continuous-narrow", 1), ("diffuse", "continuous-narrow", 2)]
+    configs += [
+        ("diffuse", "continuous-narrow", 1),
+        ("diffuse", "continuous-narrow", 2),
+    ]
     accs = {c: [] for c in configs}
     rows = []
     for seed in seeds:
@@ -246,18 +399,42 @@ def control_sweep(quick: bool, save=lambda rows: None):
             tr, te = span if task == "span" else diffuse
             torch.manual_seed(seed)
             narrow = kind == "continuous-narrow"
-            model = DocumentClassifier(48, "continuous" if narrow else kind, alpha=alpha, n_basis=32, span=tr.span,
-                                       init_var=NARROW_VAR if narrow else None)
+            model = DocumentClassifier(
+                48,
+                "continuous" if narrow else kind,
+                alpha=alpha,
+                n_basis=32,
+                span=tr.span,
+                init_var=NARROW_VAR if narrow else None,
+            )
             x_tr = (tr.tokens, tr.start) if kind == "oracle" else tr.tokens
             x_te = (te.tokens, te.start) if kind == "oracle" else te.tokens
-            fit_classifier(model, x_tr, tr.labels, n_steps=steps, batch=32, seed=seed, progress=False)
+            fit_classifier(
+                model,
+                x_tr,
+                tr.labels,
+                n_steps=steps,
+                batch=32,
+                seed=seed,
+                progress=False,
+            )
             accs[(task, kind, alpha)].append(accuracy(model, x_te, te.labels))
             rows = [
-                {"task": t, "attention": k, "alpha": a, "N": None if k == "discrete" else 32, "L": length,
-                 "cue": 0.3 if t == "span" else DIFFUSE_CUE, "steps": steps,
-                 "init_var": NARROW_VAR if k == "continuous-narrow" else None,
-                 "mean": float(np.mean(v)), "std": float(np.std(v)), "accs": v}
-                for (t, k, a), v in accs.items() if v
+                {
+                    "task": t,
+                    "attention": k,
+                    "alpha": a,
+                    "N": None if k == "discrete" else 32,
+                    "L": length,
+                    "cue": 0.3 if t == "span" else DIFFUSE_CUE,
+                    "steps": steps,
+                    "init_var": NARROW_VAR if k == "continuous-narrow" else None,
+                    "mean": float(np.mean(v)),
+                    "std": float(np.std(v)),
+                    "accs": v,
+                }
+                for (t, k, a), v in accs.items()
+                if v
             ]
             print(task, kind, alpha, accs[(task, kind, alpha)], flush=True)
             save(rows)
@@ -269,19 +446,41 @@ def digit_sweep(quick: bool, save=lambda rows: None):
     n_train, n_test, steps = (100, 100, 5) if quick else (1500, 500, 400)
     seeds = (0,) if quick else (0, 1, 2)
     kw = dict(size=16, n_clutter=2, noise=0.05)
-    tr, te = cluttered_digits(n_train, seed=100, **kw), cluttered_digits(n_test, seed=101, **kw)
+    tr, te = (
+        cluttered_digits(n_train, seed=100, **kw),
+        cluttered_digits(n_test, seed=101, **kw),
+    )
     configs = (("discrete", 1), ("discrete", 2), ("continuous", 1), ("continuous", 2))
     accs = {c: [] for c in configs}
     rows = []
     for seed in seeds:
         for kind, alpha in configs:
             torch.manual_seed(seed)
-            model = DigitClassifier(kind, alpha=alpha, n_side=8, channels=32)  # 16 × 16 canvas: an 8 × 8 feature grid
-            fit_classifier(model, tr.images, tr.labels, n_steps=steps, batch=32, lr=1.5e-3, seed=seed, progress=False)
+            model = DigitClassifier(
+                kind, alpha=alpha, n_side=8, channels=32
+            )  # 16 × 16 canvas: an 8 × 8 feature grid
+            fit_classifier(
+                model,
+                tr.images,
+                tr.labels,
+                n_steps=steps,
+                batch=32,
+                lr=1.5e-3,
+                seed=seed,
+                progress=False,
+            )
             accs[(kind, alpha)].append(accuracy(model, te.images, te.labels))
             rows = [
-                {"attention": k, "alpha": a, "steps": steps, "mean": float(np.mean(v)), "std": float(np.std(v)), "accs": v}
-                for (k, a), v in accs.items() if v
+                {
+                    "attention": k,
+                    "alpha": a,
+                    "steps": steps,
+                    "mean": float(np.mean(v)),
+                    "std": float(np.std(v)),
+                    "accs": v,
+                }
+                for (k, a), v in accs.items()
+                if v
             ]
             print(kind, alpha, accs[(kind, alpha)], flush=True)
             save(rows)
@@ -291,14 +490,31 @@ def digit_sweep(quick: bool, save=lambda rows: None):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (CI)")
-    parser.add_argument("--part", choices=("all", "timing", "documents", "controls", "digits"), default="all", help="run one part, keeping the others' results in --out")
-    parser.add_argument("--dims", type=int, nargs="+", default=[1, 2], help="timing: which dimensions to (re)measure")
+    parser.add_argument(
+        "--part",
+        choices=("all", "timing", "documents", "controls", "digits"),
+        default="all",
+        help="run one part, keeping the others' results in --out",
+    )
+    parser.add_argument(
+        "--dims",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="timing: which dimensions to (re)measure",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    if args.quick and args.out == OUT:  # a quick run never replaces the committed results
+    if (
+        args.quick and args.out == OUT
+    ):  # a quick run never replaces the committed results
         args.out = QUICK_RESULTS / "continuous.quick.json"
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    result = json.loads(args.out.read_text()) if args.part != "all" and args.out.exists() else {}
+    result = (
+        json.loads(args.out.read_text())
+        if args.part != "all" and args.out.exists()
+        else {}
+    )
     result.update(
         {
             "benchmark": "continuous attention: closed form vs numerical integration (forward + backward)",
@@ -307,16 +523,26 @@ def main() -> None:
             "targets": {"speedup": 10.0, "accuracy_ratio": 1.0, "roundoff": ROUNDOFF},
         }
     )
-    parts = {"timing": ("rows", timing_rows), "documents": ("documents", document_sweep),
-             "controls": ("controls", control_sweep), "digits": ("digits", digit_sweep)}
+    parts = {
+        "timing": ("rows", timing_rows),
+        "documents": ("documents", document_sweep),
+        "controls": ("controls", control_sweep),
+        "digits": ("digits", digit_sweep),
+    }
     for name, (key, fn) in parts.items():
         if args.part in ("all", name):
-            save = lambda rows, key=key: args.out.write_text(json.dumps({**result, key: rows}, indent=1) + "\n")  # noqa: E731
+            save = lambda rows, key=key: args.out.write_text(
+                json.dumps({**result, key: rows}, indent=1) + "\n"
+            )  # noqa: E731
             if name == "timing":
-                result[key] = fn(args.quick, tuple(args.dims), result.get("rows", ()), save)
+                result[key] = fn(
+                    args.quick, tuple(args.dims), result.get("rows", ()), save
+                )
             else:
                 result[key] = fn(args.quick, save)
-            result.setdefault("dates", {})[key] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            result.setdefault("dates", {})[key] = datetime.now(timezone.utc).isoformat(
+                timespec="seconds"
+            )
             result["date"] = result["dates"][key]
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -32,11 +32,17 @@ import os
 
 import numpy as np
 import torch
+from _common import (
+    RESULTS,
+    machine,
+    median_cpu_seconds,
+    median_seconds,
+    write_result,
+)  # benchmarks/ is on sys.path when a script runs
 from scipy import ndimage, signal
 from skimage import color, data, img_as_float
 from skimage.restoration import denoise_nl_means
 
-from _common import RESULTS, machine, median_cpu_seconds, median_seconds, write_result  # benchmarks/ is on sys.path when a script runs
 from attnlib.denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
 from attnlib.training import train
 
@@ -47,7 +53,10 @@ def speed_rows(quick: bool):
     size = 64 if quick else 512
     repeats = 1 if quick else 3
     # The colour case is a 256×256 crop: scikit-image's slow mode on colour is three times slower still.
-    cases = {"camera (grey)": img_as_float(data.camera())[:size, :size], "astronaut (colour)": img_as_float(data.astronaut())[: size // 2, : size // 2]}
+    cases = {
+        "camera (grey)": img_as_float(data.camera())[:size, :size],
+        "astronaut (colour)": img_as_float(data.astronaut())[: size // 2, : size // 2],
+    }
     rows = []
     threads = len(os.sched_getaffinity(0))  # every core, whatever OMP_NUM_THREADS says
     default = torch.get_num_threads()
@@ -55,23 +64,51 @@ def speed_rows(quick: bool):
         params = dict(patch_size=7, patch_distance=11, h=0.08, sigma=sigma)
         for name, clean in cases.items():
             rng = np.random.default_rng(0)
-            noisy = clean + 0.1 * rng.standard_normal(clean.shape)  # float64, as img_as_float gives
+            noisy = clean + 0.1 * rng.standard_normal(
+                clean.shape
+            )  # float64, as img_as_float gives
             axis = -1 if clean.ndim == 3 else None
             torch.set_num_threads(1)
-            t_slow, slow = median_cpu_seconds(lambda: denoise_nl_means(noisy, fast_mode=False, channel_axis=axis, **params), 1)
+            t_slow, slow = median_cpu_seconds(
+                lambda: denoise_nl_means(
+                    noisy, fast_mode=False, channel_axis=axis, **params
+                ),
+                1,
+            )
             runs = [("skimage slow (fast_mode=False)", "float64", 1, t_slow, slow)]
-            t_fast, fast = median_cpu_seconds(lambda: denoise_nl_means(noisy, fast_mode=True, channel_axis=axis, **params), repeats)
+            t_fast, fast = median_cpu_seconds(
+                lambda: denoise_nl_means(
+                    noisy, fast_mode=True, channel_axis=axis, **params
+                ),
+                repeats,
+            )
             runs.append(("skimage fast (fast_mode=True)", "float64", 1, t_fast, fast))
             cpu = {}  # CPU time of the multi-thread runs, all threads together
             for dtype in ("float32", "float64"):
                 image = noisy.astype(dtype)
                 nonlocal_means(image[:16, :16], **params)  # loads the compiled loops
-                t, out = median_cpu_seconds(lambda: nonlocal_means(image, **params), repeats)
-                runs.append((f"attnlib nonlocal_means, {dtype}, 1 thread", dtype, 1, t, out))
+                t, out = median_cpu_seconds(
+                    lambda: nonlocal_means(image, **params), repeats
+                )
+                runs.append(
+                    (f"attnlib nonlocal_means, {dtype}, 1 thread", dtype, 1, t, out)
+                )
                 torch.set_num_threads(threads)
-                t, out = median_seconds(lambda: nonlocal_means(image, **params), repeats)
-                cpu[f"attnlib nonlocal_means, {dtype}, {threads} threads"], _ = median_cpu_seconds(lambda: nonlocal_means(image, **params), repeats)
-                runs.append((f"attnlib nonlocal_means, {dtype}, {threads} threads", dtype, threads, t, out))
+                t, out = median_seconds(
+                    lambda: nonlocal_means(image, **params), repeats
+                )
+                cpu[f"attnlib nonlocal_means, {dtype}, {threads} threads"], _ = (
+                    median_cpu_seconds(lambda: nonlocal_means(image, **params), repeats)
+                )
+                runs.append(
+                    (
+                        f"attnlib nonlocal_means, {dtype}, {threads} threads",
+                        dtype,
+                        threads,
+                        t,
+                        out,
+                    )
+                )
                 torch.set_num_threads(1)
             p_slow = psnr(clean, slow)
             for method, dtype, n_threads, t, out in runs:
@@ -83,7 +120,9 @@ def speed_rows(quick: bool):
                         "method": method,
                         "dtype": dtype,
                         "threads": n_threads,
-                        "clock": "cpu (process_time)" if n_threads == 1 else "wall (perf_counter)",
+                        "clock": "cpu (process_time)"
+                        if n_threads == 1
+                        else "wall (perf_counter)",
                         "seconds": round(t, 4),
                         "cpu_seconds": round(cpu.get(method, t), 4),
                         "time / skimage fast": round(t / t_fast, 3),
@@ -92,7 +131,11 @@ def speed_rows(quick: bool):
                     }
                 )
             print(flush=True)
-            print(f"{name}, sigma {sigma}: " + ", ".join(f"{m} {t:.3f}s" for m, _, _, t, _ in runs), flush=True)
+            print(
+                f"{name}, sigma {sigma}: "
+                + ", ".join(f"{m} {t:.3f}s" for m, _, _, t, _ in runs),
+                flush=True,
+            )
     torch.set_num_threads(default)
     return rows
 
@@ -109,8 +152,16 @@ def nlm_numpy(image, s, d, h, sigma):
     num, den = np.zeros_like(image), np.zeros_like(image)
     for dy in range(-d, d + 1):
         for dx in range(-d, d + 1):
-            i0, i1, j0, j1 = max(0, -dy), min(hh, hh - dy), max(0, -dx), min(ww, ww - dx)
-            diff = pad[i0 : i1 + 2 * r, j0 : j1 + 2 * r] - pad[i0 + dy : i1 + dy + 2 * r, j0 + dx : j1 + dx + 2 * r]
+            i0, i1, j0, j1 = (
+                max(0, -dy),
+                min(hh, hh - dy),
+                max(0, -dx),
+                min(ww, ww - dx),
+            )
+            diff = (
+                pad[i0 : i1 + 2 * r, j0 : j1 + 2 * r]
+                - pad[i0 + dy : i1 + dy + 2 * r, j0 + dx : j1 + dx + 2 * r]
+            )
             dist = signal.correlate2d(diff**2, kernel, mode="valid")
             w = np.exp(-np.maximum(dist - 2 * sigma**2, 0) / h**2)
             num[i0:i1, j0:j1] += w * image[i0 + dy : i1 + dy, j0 + dx : j1 + dx]
@@ -127,22 +178,49 @@ def accuracy_rows(quick: bool):
     ref = nlm_numpy(noisy, 7, 11, 0.08, 0.1)
     rows = []
     for dtype in ("float32", "float64"):
-        diff = np.abs(nonlocal_means(noisy.astype(dtype), **params).astype(np.float64) - ref)
-        rows.append({"image": f"camera crop {size}×{size}", "dtype": dtype, "reference": "float64 NumPy restatement (nlm_numpy)",
-                     "max_abs_diff": float(f"{diff.max():.3g}"), "mean_abs_diff": float(f"{diff.mean():.3g}")})
-        print(f"accuracy {dtype}: max |ours - float64 NumPy| = {diff.max():.2e}", flush=True)
+        diff = np.abs(
+            nonlocal_means(noisy.astype(dtype), **params).astype(np.float64) - ref
+        )
+        rows.append(
+            {
+                "image": f"camera crop {size}×{size}",
+                "dtype": dtype,
+                "reference": "float64 NumPy restatement (nlm_numpy)",
+                "max_abs_diff": float(f"{diff.max():.3g}"),
+                "mean_abs_diff": float(f"{diff.mean():.3g}"),
+            }
+        )
+        print(
+            f"accuracy {dtype}: max |ours - float64 NumPy| = {diff.max():.2e}",
+            flush=True,
+        )
     return rows
 
 
 def training_images():
     astro = color.rgb2gray(data.astronaut())
-    return [img_as_float(data.brick()), img_as_float(data.grass()), img_as_float(data.gravel()), astro[:256, :256], astro[256:, 256:]]
+    return [
+        img_as_float(data.brick()),
+        img_as_float(data.grass()),
+        img_as_float(data.gravel()),
+        astro[:256, :256],
+        astro[256:, 256:],
+    ]
 
 
 def trained_denoiser(noise, num_heads, n_steps, crop):
-    model = PatchAttentionDenoiser(5, h=noise, num_heads=num_heads, positional=num_heads > 1, patch_distance=5)
+    model = PatchAttentionDenoiser(
+        5, h=noise, num_heads=num_heads, positional=num_heads > 1, patch_distance=5
+    )
     batches = crop_batches(training_images(), crop=crop, noise=noise, seed=1)
-    train(model, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), batches, n_steps=n_steps, lr=0.02, progress=False)
+    train(
+        model,
+        lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
+        batches,
+        n_steps=n_steps,
+        lr=0.02,
+        progress=False,
+    )
     return model.eval()
 
 
@@ -159,30 +237,60 @@ def quality_rows(quick: bool):
     size = 32 if quick else 64
     n_steps, crop = (5, 12) if quick else (120, 16)
     camera = img_as_float(data.camera())
-    clean, valid = camera[60 : 60 + size, 200 : 200 + size], camera[170 : 170 + size, 300 : 300 + size]
+    clean, valid = (
+        camera[60 : 60 + size, 200 : 200 + size],
+        camera[170 : 170 + size, 300 : 300 + size],
+    )
     rows = []
     for noise in (0.05, 0.1, 0.2):
-        noisy, valid_noisy = (c + noise * np.random.default_rng(seed).standard_normal(c.shape) for seed, c in enumerate((clean, valid)))
+        noisy, valid_noisy = (
+            c + noise * np.random.default_rng(seed).standard_normal(c.shape)
+            for seed, c in enumerate((clean, valid))
+        )
         nlms = {
             "attnlib NLM (exact)": nonlocal_means,
-            "skimage NLM fast": lambda y, **kw: denoise_nl_means(y, fast_mode=True, **kw),
-            "skimage NLM slow": lambda y, **kw: denoise_nl_means(y, fast_mode=False, **kw),
+            "skimage NLM fast": lambda y, **kw: denoise_nl_means(
+                y, fast_mode=True, **kw
+            ),
+            "skimage NLM slow": lambda y, **kw: denoise_nl_means(
+                y, fast_mode=False, **kw
+            ),
         }
         results, settings = {"noisy": noisy}, {}
         width = tuned(ndimage.gaussian_filter, GAUSS_WIDTHS, valid, valid_noisy)
-        results["Gaussian filter"], settings["Gaussian filter"] = ndimage.gaussian_filter(noisy, width), f"width {width}"
+        results["Gaussian filter"], settings["Gaussian filter"] = (
+            ndimage.gaussian_filter(noisy, width),
+            f"width {width}",
+        )
         for method, nlm in nlms.items():
-            run = lambda y, f, nlm=nlm: nlm(y, patch_size=5, patch_distance=6, h=f * noise, sigma=noise)
+            run = lambda y, f, nlm=nlm: nlm(
+                y, patch_size=5, patch_distance=6, h=f * noise, sigma=noise
+            )
             f = tuned(run, H_FACTORS, valid, valid_noisy)
             results[method], settings[method] = run(noisy, f), f"h = {f}σ"
         for heads in (1, 4):
             model = trained_denoiser(noise, heads, n_steps, crop)
             with torch.no_grad():
-                results[f"learned, {heads} head{'s' * (heads > 1)}"] = model(torch.tensor(noisy, dtype=torch.float32)).numpy()
+                results[f"learned, {heads} head{'s' * (heads > 1)}"] = model(
+                    torch.tensor(noisy, dtype=torch.float32)
+                ).numpy()
         for method, out in results.items():
-            rows.append({"noise": noise, "method": method, "setting": settings.get(method, "-"), "psnr_db": round(psnr(clean, out), 3)})
+            rows.append(
+                {
+                    "noise": noise,
+                    "method": method,
+                    "setting": settings.get(method, "-"),
+                    "psnr_db": round(psnr(clean, out), 3),
+                }
+            )
         print(flush=True)
-        print(f"noise {noise}: " + ", ".join(f"{r['method']} ({r['setting']}) {r['psnr_db']}" for r in rows[-len(results) :]))
+        print(
+            f"noise {noise}: "
+            + ", ".join(
+                f"{r['method']} ({r['setting']}) {r['psnr_db']}"
+                for r in rows[-len(results) :]
+            )
+        )
     return rows
 
 
@@ -190,38 +298,71 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes (CI)")
     parser.add_argument("--no-write", action="store_true", help="do not write the JSON")
-    parser.add_argument("--quality-only", action="store_true", help="redo the PSNR sweep, keep the committed speed rows")
+    parser.add_argument(
+        "--quality-only",
+        action="store_true",
+        help="redo the PSNR sweep, keep the committed speed rows",
+    )
     args = parser.parse_args()
     if args.quality_only:
         result = json.loads(RESULT.read_text())
         result["quality_rows"] = quality_rows(args.quick)
-        result["quality_date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        result["quality_date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"
+        )
         RESULT.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
         return
     speed = speed_rows(args.quick)
     accuracy = accuracy_rows(args.quick)
     quality = quality_rows(args.quick)
-    grey = {r["method"]: r for r in speed if r["image"].startswith("camera") and r["sigma"] > 0}
+    grey = {
+        r["method"]: r
+        for r in speed
+        if r["image"].startswith("camera") and r["sigma"] > 0
+    }
     threads = max(r["threads"] for r in speed)
-    f32, f64 = (grey[f"attnlib nonlocal_means, {t}, 1 thread"] for t in ("float32", "float64"))
-    f32n, f64n = (grey[f"attnlib nonlocal_means, {t}, {threads} threads"] for t in ("float32", "float64"))
+    f32, f64 = (
+        grey[f"attnlib nonlocal_means, {t}, 1 thread"] for t in ("float32", "float64")
+    )
+    f32n, f64n = (
+        grey[f"attnlib nonlocal_means, {t}, {threads} threads"]
+        for t in ("float32", "float64")
+    )
     err64 = next(r["max_abs_diff"] for r in accuracy if r["dtype"] == "float64")
     ratio = lambda r: r["time / skimage fast"]  # noqa: E731
     result = {
         "benchmark": "exact non-local means vs scikit-image denoise_nl_means",
         "machine": machine(),
         "timing": "one-thread rows: median CPU time (time.process_time); multi-thread rows: median wall time "
-                  "(seconds) and median CPU time of all threads together (cpu_seconds)",
+        "(seconds) and median CPU time of all threads together (cpu_seconds)",
         "rows": speed,
         "accuracy_rows": accuracy,
         "quality_rows": quality,
         "targets": {
-            "float32, 1 thread: time / skimage fast <= 0.5": {"value": ratio(f32), "met": ratio(f32) <= 0.5},
-            "float64, 1 thread: time / skimage fast <= 0.5": {"value": ratio(f64), "met": ratio(f64) <= 0.5},
-            f"float32, {threads} threads faster than 1 thread": {"value": round(f32n["seconds"] / f32["seconds"], 3), "met": f32n["seconds"] < f32["seconds"]},
-            f"float64, {threads} threads faster than 1 thread": {"value": round(f64n["seconds"] / f64["seconds"], 3), "met": f64n["seconds"] < f64["seconds"]},
-            "float64: max |ours - float64 NumPy| <= 1e-12": {"value": err64, "met": err64 <= 1e-12},
-            "|psnr - skimage slow psnr| <= 0.05 dB": {"value": f32["psnr - slow psnr"], "met": abs(f32["psnr - slow psnr"]) <= 0.05},
+            "float32, 1 thread: time / skimage fast <= 0.5": {
+                "value": ratio(f32),
+                "met": ratio(f32) <= 0.5,
+            },
+            "float64, 1 thread: time / skimage fast <= 0.5": {
+                "value": ratio(f64),
+                "met": ratio(f64) <= 0.5,
+            },
+            f"float32, {threads} threads faster than 1 thread": {
+                "value": round(f32n["seconds"] / f32["seconds"], 3),
+                "met": f32n["seconds"] < f32["seconds"],
+            },
+            f"float64, {threads} threads faster than 1 thread": {
+                "value": round(f64n["seconds"] / f64["seconds"], 3),
+                "met": f64n["seconds"] < f64["seconds"],
+            },
+            "float64: max |ours - float64 NumPy| <= 1e-12": {
+                "value": err64,
+                "met": err64 <= 1e-12,
+            },
+            "|psnr - skimage slow psnr| <= 0.05 dB": {
+                "value": f32["psnr - slow psnr"],
+                "met": abs(f32["psnr - slow psnr"]) <= 0.05,
+            },
         },
     }
     print(json.dumps(result["targets"], indent=1))

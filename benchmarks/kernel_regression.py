@@ -35,20 +35,32 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from _common import (
+    machine,
+    median_cpu_seconds,
+    write_result,
+)  # benchmarks/ is on sys.path
 
 from attnlib.kernel_regression import nadaraya_watson
 from attnlib.kernel_sums import _exp_array, exp_nonpositive
 
-from _common import machine, median_cpu_seconds, write_result  # benchmarks/ is on sys.path
-
-TARGETS = {"keops_over_attnlib_time_1d": 10.0, "keops_over_attnlib_time_8d": 3.0, "peak_memory_mib": 1024}
+TARGETS = {
+    "keops_over_attnlib_time_1d": 10.0,
+    "keops_over_attnlib_time_8d": 3.0,
+    "peak_memory_mib": 1024,
+}
 
 
 def problem(n_train: int, n_query: int, d: int, seed: int = 0):
     """A smooth function of the inputs on the unit cube, with a bandwidth that keeps ~100s of neighbours."""
     g = torch.Generator().manual_seed(seed)
-    x_train, x_query = torch.rand(n_train, d, generator=g), torch.rand(n_query, d, generator=g)
-    y = torch.sin(2 * math.pi * x_train.sum(1)) + 0.1 * torch.randn(n_train, generator=g)
+    x_train, x_query = (
+        torch.rand(n_train, d, generator=g),
+        torch.rand(n_query, d, generator=g),
+    )
+    y = torch.sin(2 * math.pi * x_train.sum(1)) + 0.1 * torch.randn(
+        n_train, generator=g
+    )
     return x_query, x_train, y, 0.05 * math.sqrt(d)
 
 
@@ -65,12 +77,18 @@ def reference(x_query, x_train, y, bandwidth):
 
 def sdpa(x_query, x_train, y, bandwidth, block: int = 50):
     q = torch.cat([x_query, torch.ones_like(x_query[:, :1])], 1)
-    k = torch.cat([x_train, -0.5 * (x_train * x_train).sum(1, keepdim=True)], 1)[None, None]
+    k = torch.cat([x_train, -0.5 * (x_train * x_train).sum(1, keepdim=True)], 1)[
+        None, None
+    ]
     v = y[None, None, :, None]
-    return torch.cat([
-        F.scaled_dot_product_attention(q[None, None, i : i + block], k, v, scale=1 / bandwidth**2)[0, 0, :, 0]
-        for i in range(0, len(q), block)
-    ])
+    return torch.cat(
+        [
+            F.scaled_dot_product_attention(
+                q[None, None, i : i + block], k, v, scale=1 / bandwidth**2
+            )[0, 0, :, 0]
+            for i in range(0, len(q), block)
+        ]
+    )
 
 
 def keops_method():
@@ -81,12 +99,21 @@ def keops_method():
         return None, f"pykeops not available ({type(e).__name__})"
 
     def run(x_query, x_train, y, bandwidth):
-        d2 = ((LazyTensor(x_query[:, None, :]) - LazyTensor(x_train[None, :, :])) ** 2).sum(-1)
-        return (-d2 * (0.5 / bandwidth**2)).sumsoftmaxweight(LazyTensor(y[None, :, None]), axis=1)[:, 0]
+        d2 = (
+            (LazyTensor(x_query[:, None, :]) - LazyTensor(x_train[None, :, :])) ** 2
+        ).sum(-1)
+        return (-d2 * (0.5 / bandwidth**2)).sumsoftmaxweight(
+            LazyTensor(y[None, :, None]), axis=1
+        )[:, 0]
 
     try:
         g = torch.Generator().manual_seed(1)
-        run(torch.rand(3, 1, generator=g), torch.rand(50, 1, generator=g), torch.rand(50, generator=g), 0.1)
+        run(
+            torch.rand(3, 1, generator=g),
+            torch.rand(50, 1, generator=g),
+            torch.rand(50, generator=g),
+            0.1,
+        )
     except Exception as e:  # noqa: BLE001 - a compiler problem must not stop the benchmark
         return None, f"pykeops failed to run ({type(e).__name__}: {str(e)[:80]})"
     import pykeops
@@ -99,9 +126,14 @@ def exp_limits(repeats: int = 7) -> dict:
     x = -torch.rand(16384, generator=torch.Generator().manual_seed(0)) * 80
     out = torch.empty_like(x)
     xn, outn = x.numpy(), out.numpy().copy()
-    exp_nonpositive(xn)  # loads the compiled loop, timed below without the checks around it
+    exp_nonpositive(
+        xn
+    )  # loads the compiled loop, timed below without the checks around it
     rates = {}
-    for name, fn in {"torch.exp": lambda: torch.exp(x, out=out), "attnlib exp": lambda: _exp_array(xn, outn)}.items():
+    for name, fn in {
+        "torch.exp": lambda: torch.exp(x, out=out),
+        "attnlib exp": lambda: _exp_array(xn, outn),
+    }.items():
         t, _ = median_cpu_seconds(lambda: [fn() for _ in range(200)], repeats)
         rates[name] = 200 * x.numel() / t
     return rates
@@ -129,15 +161,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for CI")
     parser.add_argument("--n-train", type=int, default=1_000_000)
-    parser.add_argument("--n-query", type=int, default=10_000, help="queries of the problem (attnlib runs them all)")
-    parser.add_argument("--keops-queries", type=int, default=1000, help="queries timed for KeOps")
-    parser.add_argument("--sdpa-queries", type=int, default=200, help="queries timed for SDPA")
+    parser.add_argument(
+        "--n-query",
+        type=int,
+        default=10_000,
+        help="queries of the problem (attnlib runs them all)",
+    )
+    parser.add_argument(
+        "--keops-queries", type=int, default=1000, help="queries timed for KeOps"
+    )
+    parser.add_argument(
+        "--sdpa-queries", type=int, default=200, help="queries timed for SDPA"
+    )
     parser.add_argument("--accuracy-queries", type=int, default=100)
     parser.add_argument("--memory-queries", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     if args.quick:
-        args.n_train, args.n_query, args.keops_queries, args.sdpa_queries = 10_000, 200, 50, 50
+        args.n_train, args.n_query, args.keops_queries, args.sdpa_queries = (
+            10_000,
+            200,
+            50,
+            50,
+        )
         args.accuracy_queries, args.memory_queries, args.repeats = 20, 100, 1
     cores = len(os.sched_getaffinity(0))
     default_threads = torch.get_num_threads()
@@ -145,7 +191,11 @@ def main() -> None:
     keops, keops_note = keops_method()
     print(keops_note, flush=True)
     limits = exp_limits(7 if not args.quick else 1)
-    print("exp limits (G/s): " + ", ".join(f"{k} {v / 1e9:.2f}" for k, v in limits.items()), flush=True)
+    print(
+        "exp limits (G/s): "
+        + ", ".join(f"{k} {v / 1e9:.2f}" for k, v in limits.items()),
+        flush=True,
+    )
 
     rows = []
     for d in (1, 8):
@@ -155,9 +205,30 @@ def main() -> None:
         ref = reference(xq[: args.accuracy_queries], xt, y, h)
         methods = [("attnlib nadaraya_watson (fused)", 1, args.n_query, nw)]
         if keops is not None:
-            methods.append(("keops sumsoftmaxweight", 1, args.keops_queries, lambda q: keops(q, xt, y, h)))
-        methods.append(("torch sdpa (augmented vectors)", 1, args.sdpa_queries, lambda q: sdpa(q, xt, y, h)))
-        methods.append((f"attnlib nadaraya_watson (fused), {cores} threads", cores, args.n_query, nw))
+            methods.append(
+                (
+                    "keops sumsoftmaxweight",
+                    1,
+                    args.keops_queries,
+                    lambda q: keops(q, xt, y, h),
+                )
+            )
+        methods.append(
+            (
+                "torch sdpa (augmented vectors)",
+                1,
+                args.sdpa_queries,
+                lambda q: sdpa(q, xt, y, h),
+            )
+        )
+        methods.append(
+            (
+                f"attnlib nadaraya_watson (fused), {cores} threads",
+                cores,
+                args.n_query,
+                nw,
+            )
+        )
         for name, threads, n_q, fn in methods:
             torch.set_num_threads(threads)
             q = xq[:n_q]
@@ -172,52 +243,105 @@ def main() -> None:
             error = float((fn(xq[: args.accuracy_queries]).double() - ref).abs().max())
             torch.set_num_threads(1)
             pairs = n_q * args.n_train / seconds
-            rows.append({
-                "d": d, "n_train": args.n_train, "queries_timed": n_q, "bandwidth": round(h, 4), "dtype": "float32",
-                "method": name, "threads": threads, "clock": clock, "seconds": round(seconds, 4),
-                "pairs_per_s": float(f"{pairs:.4g}"),
-                "fraction_of_torch_exp": round(pairs / limits["torch.exp"], 3),
-                "fraction_of_attnlib_exp": round(pairs / limits["attnlib exp"], 3),
-                "max_abs_error_vs_float64": float(f"{error:.3g}"),
-            })
-            print(f"d={d} {name:48s} {pairs / 1e6:10.1f} M pairs/s ({clock}), max error {error:.2e}", flush=True)
+            rows.append(
+                {
+                    "d": d,
+                    "n_train": args.n_train,
+                    "queries_timed": n_q,
+                    "bandwidth": round(h, 4),
+                    "dtype": "float32",
+                    "method": name,
+                    "threads": threads,
+                    "clock": clock,
+                    "seconds": round(seconds, 4),
+                    "pairs_per_s": float(f"{pairs:.4g}"),
+                    "fraction_of_torch_exp": round(pairs / limits["torch.exp"], 3),
+                    "fraction_of_attnlib_exp": round(pairs / limits["attnlib exp"], 3),
+                    "max_abs_error_vs_float64": float(f"{error:.3g}"),
+                }
+            )
+            print(
+                f"d={d} {name:48s} {pairs / 1e6:10.1f} M pairs/s ({clock}), max error {error:.2e}",
+                flush=True,
+            )
         if keops is None:
-            rows.append({"d": d, "n_train": args.n_train, "method": "keops sumsoftmaxweight", "note": keops_note})
+            rows.append(
+                {
+                    "d": d,
+                    "n_train": args.n_train,
+                    "method": "keops sumsoftmaxweight",
+                    "note": keops_note,
+                }
+            )
 
     xq, xt, y, h = problem(args.n_train, args.memory_queries, 1)
     peak = peak_growth_mib(lambda: nadaraya_watson(xq[:, 0], xt[:, 0], y, bandwidth=h))
-    print(f"peak memory of nadaraya_watson, {args.memory_queries} x {args.n_train} (1-D): +{peak:.1f} MiB")
+    print(
+        f"peak memory of nadaraya_watson, {args.memory_queries} x {args.n_train} (1-D): +{peak:.1f} MiB"
+    )
     torch.set_num_threads(default_threads)
 
     by = {(r["d"], r["method"]): r for r in rows if "pairs_per_s" in r}
     ours = {d: by[d, "attnlib nadaraya_watson (fused)"]["pairs_per_s"] for d in (1, 8)}
     summary = {}
     for d in (1, 8):
-        row = {"attnlib_pairs_per_s": ours[d], "sdpa_over_attnlib_time": round(ours[d] / by[d, "torch sdpa (augmented vectors)"]["pairs_per_s"], 2)}
+        row = {
+            "attnlib_pairs_per_s": ours[d],
+            "sdpa_over_attnlib_time": round(
+                ours[d] / by[d, "torch sdpa (augmented vectors)"]["pairs_per_s"], 2
+            ),
+        }
         if (d, "keops sumsoftmaxweight") in by:
-            row["keops_over_attnlib_time"] = round(ours[d] / by[d, "keops sumsoftmaxweight"]["pairs_per_s"], 2)
-        row["fraction_of_torch_exp"] = by[d, "attnlib nadaraya_watson (fused)"]["fraction_of_torch_exp"]
+            row["keops_over_attnlib_time"] = round(
+                ours[d] / by[d, "keops sumsoftmaxweight"]["pairs_per_s"], 2
+            )
+        row["fraction_of_torch_exp"] = by[d, "attnlib nadaraya_watson (fused)"][
+            "fraction_of_torch_exp"
+        ]
         summary[f"d={d}"] = row
     met = {
         "keops_over_attnlib_time_1d": summary["d=1"].get("keops_over_attnlib_time"),
         "keops_over_attnlib_time_8d": summary["d=8"].get("keops_over_attnlib_time"),
     }
     targets = {
-        "attnlib >= 10x KeOps's throughput, 1-D": {"target": TARGETS["keops_over_attnlib_time_1d"], "value": met["keops_over_attnlib_time_1d"],
-                                                   "met": None if met["keops_over_attnlib_time_1d"] is None else met["keops_over_attnlib_time_1d"] >= 10},
-        "attnlib >= 3x KeOps's throughput, 8-D": {"target": TARGETS["keops_over_attnlib_time_8d"], "value": met["keops_over_attnlib_time_8d"],
-                                                  "met": None if met["keops_over_attnlib_time_8d"] is None else met["keops_over_attnlib_time_8d"] >= 3},
-        f"peak memory <= 1024 MiB at {args.memory_queries} x {args.n_train}": {"target": 1024, "value": round(peak, 1), "met": bool(peak <= 1024)},
+        "attnlib >= 10x KeOps's throughput, 1-D": {
+            "target": TARGETS["keops_over_attnlib_time_1d"],
+            "value": met["keops_over_attnlib_time_1d"],
+            "met": None
+            if met["keops_over_attnlib_time_1d"] is None
+            else met["keops_over_attnlib_time_1d"] >= 10,
+        },
+        "attnlib >= 3x KeOps's throughput, 8-D": {
+            "target": TARGETS["keops_over_attnlib_time_8d"],
+            "value": met["keops_over_attnlib_time_8d"],
+            "met": None
+            if met["keops_over_attnlib_time_8d"] is None
+            else met["keops_over_attnlib_time_8d"] >= 3,
+        },
+        f"peak memory <= 1024 MiB at {args.memory_queries} x {args.n_train}": {
+            "target": 1024,
+            "value": round(peak, 1),
+            "met": bool(peak <= 1024),
+        },
     }
     for name, t in targets.items():
-        print(f"{name}: {t['value']} ({'met' if t['met'] else 'NOT met' if t['met'] is False else 'not measured'})")
+        print(
+            f"{name}: {t['value']} ({'met' if t['met'] else 'NOT met' if t['met'] is False else 'not measured'})"
+        )
     record = {
         "benchmark": "fused Nadaraya-Watson kernel sums (attnlib) vs KeOps and torch SDPA, Gaussian kernel, float32",
         "machine": machine(pykeops=keops_note),
-        "command": "python benchmarks/kernel_regression.py" + (" --quick" if args.quick else ""),
+        "command": "python benchmarks/kernel_regression.py"
+        + (" --quick" if args.quick else ""),
         "exp_limits_per_s": {k: float(f"{v:.4g}") for k, v in limits.items()},
         "memory_method": "growth of VmHWM over VmRSS, VmHWM reset via /proc/self/clear_refs before the call",
-        "peak_memory_mib": {"n_query": args.memory_queries, "n_train": args.n_train, "d": 1, "dtype": "float32", "value": round(peak, 1)},
+        "peak_memory_mib": {
+            "n_query": args.memory_queries,
+            "n_train": args.n_train,
+            "d": 1,
+            "dtype": "float32",
+            "value": round(peak, 1),
+        },
         "rows": rows,
         "summary": summary,
         "targets": targets,

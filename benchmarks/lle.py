@@ -19,13 +19,15 @@ import numpy as np
 import scipy
 import sklearn
 import torch
+from _common import (
+    machine,
+    write_result,
+)  # benchmarks/ is on sys.path when a script runs
 from sklearn.datasets import make_swiss_roll
 from sklearn.manifold import LocallyLinearEmbedding as SklearnLLE
 from threadpoolctl import threadpool_limits
 
 from attnlib.lle import LocallyLinearEmbedding
-
-from _common import machine, write_result  # benchmarks/ is on sys.path when a script runs
 
 SIZES = [2000, 10000]
 QUICK_SIZES = [300, 600]
@@ -34,8 +36,13 @@ TARGETS = {"max_ratio_to_sklearn": 1.0, "max_abs_embedding_difference": 1e-6}
 
 
 def estimators(n_neighbors: int) -> dict:
-    kw = dict(n_neighbors=n_neighbors, n_components=2, eigen_solver="arpack", random_state=0)
-    return {"attnlib": LocallyLinearEmbedding(**kw), "sklearn": SklearnLLE(method="standard", **kw)}
+    kw = dict(
+        n_neighbors=n_neighbors, n_components=2, eigen_solver="arpack", random_state=0
+    )
+    return {
+        "attnlib": LocallyLinearEmbedding(**kw),
+        "sklearn": SklearnLLE(method="standard", **kw),
+    }
 
 
 def median_times(fits: dict, X, repeats: int) -> tuple[dict, dict]:
@@ -67,7 +74,9 @@ def main(quick: bool = False, repeats: int | None = None) -> dict:
             "attnlib_s": t["attnlib"],
             "sklearn_s": t["sklearn"],
             "ratio_to_sklearn": t["attnlib"] / t["sklearn"],
-            "max_abs_embedding_difference": float(np.abs(ours.embedding_ - theirs.embedding_ * signs).max()),
+            "max_abs_embedding_difference": float(
+                np.abs(ours.embedding_ - theirs.embedding_ * signs).max()
+            ),
             "attnlib_reconstruction_error": ours.reconstruction_error_,
             "sklearn_reconstruction_error": float(theirs.reconstruction_error_),
         }
@@ -80,7 +89,9 @@ def main(quick: bool = False, repeats: int | None = None) -> dict:
     return {
         "benchmark": "lle: LocallyLinearEmbedding.fit on a swiss roll, K = 12, 2 components, arpack; "
         "medians of interleaved repeats",
-        "machine": machine(scipy=scipy.__version__, sklearn=sklearn.__version__, blas_threads="1"),
+        "machine": machine(
+            scipy=scipy.__version__, sklearn=sklearn.__version__, blas_threads="1"
+        ),
         "repeats": repeats,
         "rows": rows,
         "targets": TARGETS,
@@ -94,5 +105,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     result = main(args.quick, args.repeats)
     worst = max(r["ratio_to_sklearn"] for r in result["rows"])
-    print(f"worst ratio to sklearn {worst:.2f} (target {TARGETS['max_ratio_to_sklearn']})")
+    print(
+        f"worst ratio to sklearn {worst:.2f} (target {TARGETS['max_ratio_to_sklearn']})"
+    )
     print(f"wrote {write_result('lle', result, args.quick)}")

@@ -101,15 +101,24 @@ def main(quick: bool = False) -> dict:
             g = torch.randn(*shape)
             for _, ours, theirs in METHODS:  # the same answer and gradient first
                 torch.testing.assert_close(OURS[ours](x), theirs(x), atol=1e-4, rtol=0)
-                torch.testing.assert_close(fwd_bwd(OURS[ours], x, g), fwd_bwd(theirs, x, g), atol=1e-3, rtol=1e-3)
+                torch.testing.assert_close(
+                    fwd_bwd(OURS[ours], x, g),
+                    fwd_bwd(theirs, x, g),
+                    atol=1e-3,
+                    rtol=1e-3,
+                )
             # The package first: its many large temporaries leave the allocator in the steady
             # state of a long-running process before the tight comparison (on the first shape,
             # softmax was otherwise timed while fresh pages were still being faulted in).
             slow = {
-                name: rounds({"attnlib": OURS[ours], "entmax": theirs}, x, g, n_entmax, warmup=1)
+                name: rounds(
+                    {"attnlib": OURS[ours], "entmax": theirs}, x, g, n_entmax, warmup=1
+                )
                 for name, ours, theirs in METHODS
             }
-            fast = rounds({"softmax": lambda x: torch.softmax(x, -1), **OURS}, x, g, n_softmax)
+            fast = rounds(
+                {"softmax": lambda x: torch.softmax(x, -1), **OURS}, x, g, n_softmax
+            )
             for name, ours, _ in METHODS:
                 row = {
                     "method": name,
@@ -118,10 +127,13 @@ def main(quick: bool = False) -> dict:
                     "attnlib_ms": 1e3 * statistics.median(fast[ours]),
                     "entmax_ms": 1e3 * statistics.median(slow[name]["entmax"]),
                     "softmax_ms": 1e3 * statistics.median(fast["softmax"]),
-                    "ratio_to_entmax": paired_ratio(slow[name]["attnlib"], slow[name]["entmax"]),
+                    "ratio_to_entmax": paired_ratio(
+                        slow[name]["attnlib"], slow[name]["entmax"]
+                    ),
                     "ratio_to_softmax": paired_ratio(fast[ours], fast["softmax"]),
                     # best round against best round: what a quiet machine would show
-                    "ratio_to_softmax_of_minima": min(fast[ours]) / min(fast["softmax"]),
+                    "ratio_to_softmax_of_minima": min(fast[ours])
+                    / min(fast["softmax"]),
                 }
                 rows.append(row)
                 print(

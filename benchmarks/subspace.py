@@ -29,12 +29,22 @@ import warnings
 
 import numpy as np
 import sklearn
+from _common import (
+    machine,
+    parse_args,
+    write_result,
+)  # benchmarks/ is on sys.path when a script runs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso
 
-from _common import machine, parse_args, write_result  # benchmarks/ is on sys.path when a script runs
 from attnlib.data import union_of_subspaces
-from attnlib.subspace import SubspaceClustering, affinity, clustering_accuracy, self_expressive, spectral_clustering
+from attnlib.subspace import (
+    SubspaceClustering,
+    affinity,
+    clustering_accuracy,
+    self_expressive,
+    spectral_clustering,
+)
 
 PEER_TOLS = {"default": 1e-4, "equal": 1e-6}
 REF_LAM = 0.05
@@ -78,7 +88,15 @@ def sweep(N, seeds, lams, normalizations=(None, "l1")):
             for norm in normalizations:
                 labels = spectral_clustering(affinity(C, normalize=norm), 5)
                 acc[lam, norm].append(clustering_accuracy(data.labels, labels))
-    return [{"lam": lam, "normalize": str(norm), "accuracy_median": float(np.median(a)), "accuracies": a} for (lam, norm), a in acc.items()]
+    return [
+        {
+            "lam": lam,
+            "normalize": str(norm),
+            "accuracy_median": float(np.median(a)),
+            "accuracies": a,
+        }
+        for (lam, norm), a in acc.items()
+    ]
 
 
 def sweep_closed(N, seeds, lams):
@@ -89,10 +107,18 @@ def sweep_closed(N, seeds, lams):
         for seed in seeds:
             data = union_of_subspaces(5, 6, 9, N // 5, seed=seed)
             for lam in lams:
-                labels = spectral_clustering(affinity(self_expressive(data.X, method, lam)), 5)
+                labels = spectral_clustering(
+                    affinity(self_expressive(data.X, method, lam)), 5
+                )
                 acc[lam].append(clustering_accuracy(data.labels, labels))
-        table = [{"lam": lam, "accuracy_median": float(np.median(a)), "accuracies": a} for lam, a in acc.items()]
-        out[method] = {"table": table, "chosen": max(table, key=lambda r: (r["accuracy_median"], r["lam"]))["lam"]}
+        table = [
+            {"lam": lam, "accuracy_median": float(np.median(a)), "accuracies": a}
+            for lam, a in acc.items()
+        ]
+        out[method] = {
+            "table": table,
+            "chosen": max(table, key=lambda r: (r["accuracy_median"], r["lam"]))["lam"],
+        }
     return out
 
 
@@ -103,7 +129,11 @@ def defaults(sizes, seeds):
         accs = []
         for seed in seeds:
             data = union_of_subspaces(5, 6, 9, N // 5, seed=seed)
-            accs.append(clustering_accuracy(data.labels, SubspaceClustering(5).fit_predict(data.X)))
+            accs.append(
+                clustering_accuracy(
+                    data.labels, SubspaceClustering(5).fit_predict(data.X)
+                )
+            )
         rows.append({"N": N, "accuracy": float(np.median(accs)), "accuracies": accs})
     return rows
 
@@ -136,36 +166,66 @@ def run(N, lam, normalize, seeds, n_peer):
         row[f"peer_{name}_coef_s_extrapolated"] = t_full
         row[f"speedup_{name}"] = t_full / t_coef
         # (peer − ours) / ours on the subset: total, and the worst single row
-        row[f"objective_gap_{name}"] = float((peer_obj.sum() - ours_obj.sum()) / ours_obj.sum())
-        row[f"objective_gap_{name}_worst_row"] = float(np.max((peer_obj - ours_obj) / ours_obj))
+        row[f"objective_gap_{name}"] = float(
+            (peer_obj.sum() - ours_obj.sum()) / ours_obj.sum()
+        )
+        row[f"objective_gap_{name}_worst_row"] = float(
+            np.max((peer_obj - ours_obj) / ours_obj)
+        )
     return row
 
 
 def main():
     args = parse_args(__doc__.splitlines()[0])
     if args.quick:
-        sizes, eval_seeds, tune_seeds, lams, tune_N = {250: 20, 500: 10}, (0,), (101,), (0.005, 0.05), 250
+        sizes, eval_seeds, tune_seeds, lams, tune_N = (
+            {250: 20, 500: 10},
+            (0,),
+            (101,),
+            (0.005, 0.05),
+            250,
+        )
         ref_sizes = {250: 10}
         closed_lams = (0.01, 1.0)
     else:
-        sizes, eval_seeds, tune_seeds, lams, tune_N = {1000: 100, 5000: 30, 10000: 20}, (0, 1, 2), (101, 102, 103, 104, 105), (0.002, 0.005, 0.01, 0.02, 0.05, 0.1), 1000
+        sizes, eval_seeds, tune_seeds, lams, tune_N = (
+            {1000: 100, 5000: 30, 10000: 20},
+            (0, 1, 2),
+            (101, 102, 103, 104, 105),
+            (0.002, 0.005, 0.01, 0.02, 0.05, 0.1),
+            1000,
+        )
         ref_sizes = {1000: 100, 5000: 30, 10000: 20}
         closed_lams = (0.001, 0.01, 0.1, 1.0, 10.0)
     table = sweep(tune_N, tune_seeds, lams)
     for r in table:
-        print(f"sweep N={tune_N} lam={r['lam']:<6} normalize={r['normalize']:<4} median acc={r['accuracy_median']:.4f}", flush=True)
-    best = max(table, key=lambda r: (r["accuracy_median"], r["lam"], r["normalize"] == "None"))
-    lam, normalize = best["lam"], None if best["normalize"] == "None" else best["normalize"]
+        print(
+            f"sweep N={tune_N} lam={r['lam']:<6} normalize={r['normalize']:<4} median acc={r['accuracy_median']:.4f}",
+            flush=True,
+        )
+    best = max(
+        table, key=lambda r: (r["accuracy_median"], r["lam"], r["normalize"] == "None")
+    )
+    lam, normalize = (
+        best["lam"],
+        None if best["normalize"] == "None" else best["normalize"],
+    )
     print(f"chosen: lam={lam}, normalize={normalize}", flush=True)
     closed = sweep_closed(tune_N, tune_seeds, closed_lams)
     for method, r in closed.items():
-        print(f"sweep {method}: " + ", ".join(f"{t['lam']}: {t['accuracy_median']:.3f}" for t in r["table"]), flush=True)
+        print(
+            f"sweep {method}: "
+            + ", ".join(f"{t['lam']}: {t['accuracy_median']:.3f}" for t in r["table"]),
+            flush=True,
+        )
     default_rows = defaults(list(sizes), eval_seeds)
     for r in default_rows:
         print(f"defaults N={r['N']} accuracy={r['accuracy']:.4f}", flush=True)
     rows, ref_rows = [], []
     jobs = [(rows, N, lam, normalize, eval_seeds, n) for N, n in sizes.items()]
-    jobs += [(ref_rows, N, REF_LAM, None, eval_seeds[:1], n) for N, n in ref_sizes.items()]
+    jobs += [
+        (ref_rows, N, REF_LAM, None, eval_seeds[:1], n) for N, n in ref_sizes.items()
+    ]
     for out, N, lam_, norm_, seeds, n_peer in jobs:
         r = run(N, lam_, norm_, seeds, n_peer)
         out.append(r)
@@ -184,12 +244,22 @@ def main():
             f"accuracy = median over seeds {list(eval_seeds)}; lam and normalisation chosen by the sweep on seeds {list(tune_seeds)}; "
             "peer timed on 'peer_rows_timed' random samples of seed 0 and scaled by N / that number"
         ),
-        "sweep": {"N": tune_N, "seeds": list(tune_seeds), "table": table, "chosen": {"lam": lam, "normalize": str(normalize)}},
+        "sweep": {
+            "N": tune_N,
+            "seeds": list(tune_seeds),
+            "table": table,
+            "chosen": {"lam": lam, "normalize": str(normalize)},
+        },
         "sweep_closed": {"N": tune_N, "seeds": list(tune_seeds), **closed},
         "defaults": default_rows,
         "rows": rows,
         f"rows_lam_{REF_LAM}": ref_rows,
-        "targets": {"accuracy_N1000": 0.97, "accuracy_N10000": 0.99, "seconds_N10000": 60, "speedup": 10},
+        "targets": {
+            "accuracy_N1000": 0.97,
+            "accuracy_N10000": 0.99,
+            "seconds_N10000": 60,
+            "speedup": 10,
+        },
     }
     print(f"wrote {write_result('subspace', result, args.quick)}")
 

@@ -27,26 +27,50 @@ def main() -> None:
     if args.quick:
         config = dict(sizes=[4, 16], seeds=[0], n_steps=30, n_test=64)
     else:
-        config = dict(sizes=[4, 8, 16, 32, 64, 128, 256, 512], seeds=[0, 1, 2, 3, 4], n_steps=300,
-                      n_test=256)
+        config = dict(
+            sizes=[4, 8, 16, 32, 64, 128, 256, 512],
+            seeds=[0, 1, 2, 3, 4],
+            n_steps=300,
+            n_test=256,
+        )
     config["teachers"], config["learners"] = list(TEACHERS), list(LEARNERS)
     rows = []
     for teacher in TEACHERS:
-        rows += sample_efficiency(config["sizes"], config["seeds"], teacher=teacher, learners=list(LEARNERS),
-                                  n_steps=config["n_steps"], n_test=config["n_test"])
+        rows += sample_efficiency(
+            config["sizes"],
+            config["seeds"],
+            teacher=teacher,
+            learners=list(LEARNERS),
+            n_steps=config["n_steps"],
+            n_test=config["n_test"],
+        )
     df = pd.DataFrame(rows)
-    medians = df.groupby(["teacher", "model", "n_train"])["test_n6"].median().unstack("n_train")
+    medians = (
+        df.groupby(["teacher", "model", "n_train"])["test_n6"]
+        .median()
+        .unstack("n_train")
+    )
     print(medians.round(4).to_string())
-    ratio = medians.xs("MultiHeadAttention", level="model") / medians.xs("KnowledgeAttention", level="model")
+    ratio = medians.xs("MultiHeadAttention", level="model") / medians.xs(
+        "KnowledgeAttention", level="model"
+    )
     print("\nmedian test error ratio MultiHeadAttention / KnowledgeAttention:")
     print(ratio.round(2).to_string())
     result = {
         "benchmark": "symmetry: learning curves on a quadratic and an RBF teacher, seven learners",
         "machine": machine(),
         "config": config,
-        "rows": [{k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in r.items()} for r in rows],
+        "rows": [
+            {
+                k: (None if isinstance(v, float) and np.isnan(v) else v)
+                for k, v in r.items()
+            }
+            for r in rows
+        ],
         "targets": {
-            "median_ratio_mha_over_ka": {t: {str(k): float(v) for k, v in ratio.loc[t].items()} for t in TEACHERS},
+            "median_ratio_mha_over_ka": {
+                t: {str(k): float(v) for k, v in ratio.loc[t].items()} for t in TEACHERS
+            },
         },
     }
     print(f"wrote {write_result('symmetry', result, args.quick)}")

@@ -19,7 +19,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 SETUP_TAGS = ["setup", "hide-input"]
 
-SETUP_TEMPLATE = '''\
+SETUP_TEMPLATE = """\
 # Setup, stamped from _config.yml by book/notebook_tools.py (edit the template there).
 import sys
 
@@ -45,7 +45,7 @@ from attnlib.utils import get_device, glue, set_seed
 set_seed(0)
 use_book_style()
 device = get_device()
-print(f"attnlib {{attnlib.__version__}}, torch {{torch.__version__}}, device: {{device}}")'''
+print(f"attnlib {{attnlib.__version__}}, torch {{torch.__version__}}, device: {{device}}")"""
 
 
 def install_spec(config_path: Path = ROOT / "_config.yml") -> str:
@@ -81,9 +81,16 @@ def problems(path: Path) -> list[str]:
     nb = json.loads(path.read_text())
     found = []
     cell = _setup_cell(nb)
-    if _source(cell) != setup_cell_source() or cell.get("metadata", {}).get("tags") != SETUP_TAGS:
+    if (
+        _source(cell) != setup_cell_source()
+        or cell.get("metadata", {}).get("tags") != SETUP_TAGS
+    ):
         found.append(f"{path.name}: the setup cell is stale (run `make stamp`)")
-    if any(c.get("outputs") or c.get("execution_count") for c in nb["cells"] if c["cell_type"] == "code"):
+    if any(
+        c.get("outputs") or c.get("execution_count")
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+    ):
         found.append(f"{path.name}: outputs are committed (run `make strip`)")
     return found
 

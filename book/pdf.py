@@ -33,8 +33,14 @@ ROOT = Path(__file__).resolve().parent.parent
 # Chromium's cross-reference table is slightly off by pypdf's count; pypdf repairs it quietly.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ASSEMBLED = ".print.html"  # written beside the pages while printing, removed afterwards
 
 PRINT_CSS = """
@@ -69,10 +75,14 @@ table { font-size: 9pt; }
                                                                    visibility: visible !important; }
 """
 
-HEADER = ('<div style="font-size:7.5pt;width:100%;margin:0 15mm;color:#777;'
-          'font-family:sans-serif;">{title}</div>')
-FOOTER = ('<div style="font-size:8pt;width:100%;text-align:center;color:#444;font-family:sans-serif;">'
-          '<span class="pageNumber"></span></div>')
+HEADER = (
+    '<div style="font-size:7.5pt;width:100%;margin:0 15mm;color:#777;'
+    'font-family:sans-serif;">{title}</div>'
+)
+FOOTER = (
+    '<div style="font-size:8pt;width:100%;text-align:center;color:#444;font-family:sans-serif;">'
+    '<span class="pageNumber"></span></div>'
+)
 
 
 def toc_pages(root: Path = ROOT) -> list[tuple[str | None, str]]:
@@ -80,7 +90,9 @@ def toc_pages(root: Path = ROOT) -> list[tuple[str | None, str]]:
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     pages = [(None, toc["root"])]
     for part in toc.get("parts", []):
-        pages += [(part.get("caption"), chapter["file"]) for chapter in part["chapters"]]
+        pages += [
+            (part.get("caption"), chapter["file"]) for chapter in part["chapters"]
+        ]
     return pages
 
 
@@ -97,7 +109,11 @@ def _rewrite(article, docname: str, pages: set[str], here: str) -> None:
     for tag in article.find_all(["a", "img", "source", "link"]):
         attr = "href" if tag.name in ("a", "link") else "src"
         url = tag.get(attr)
-        if not url or urlparse(url).scheme or url.startswith(("mailto:", "data:", "javascript:")):
+        if (
+            not url
+            or urlparse(url).scheme
+            or url.startswith(("mailto:", "data:", "javascript:"))
+        ):
             continue
         target, fragment = urldefrag(urljoin(base, url))
         target = unquote(target)
@@ -105,15 +121,23 @@ def _rewrite(article, docname: str, pages: set[str], here: str) -> None:
         if tag.name == "a" and doc in pages:
             tag[attr] = f"#{_slug(doc)}--{fragment}" if fragment else f"#{_slug(doc)}"
         elif tag.name == "a" and target.endswith(".html"):
-            del tag[attr]  # a site page that is not in the book (search, index): plain text
+            del tag[
+                attr
+            ]  # a site page that is not in the book (search, index): plain text
         else:
             tag[attr] = posixpath.relpath(target, posixpath.dirname(here) or ".")
 
 
 def _clean(article) -> None:
     """Drop what is for the screen (buttons, hidden setup inputs); open what is folded."""
-    for selector in ("a.headerlink", "details.hide.above-input", "script", ".tag_setup .cell_input",
-                     "button", "#searchbox"):
+    for selector in (
+        "a.headerlink",
+        "details.hide.above-input",
+        "script",
+        ".tag_setup .cell_input",
+        "button",
+        "#searchbox",
+    ):
         for tag in article.select(selector):
             tag.decompose()
     for tag in article.find_all("details"):
@@ -124,11 +148,18 @@ def _clean(article) -> None:
 
 def _plain(text: str) -> str:
     """A heading as plain text for a bookmark: inline TeX made readable, spaces tidied."""
+
     def untex(match):
         tex = match.group(1)
-        for macro, char in (("\\top", "ᵀ"), ("\\mathbb{R}", "ℝ"), ("\\alpha", "α"), ("\\,", " ")):
+        for macro, char in (
+            ("\\top", "ᵀ"),
+            ("\\mathbb{R}", "ℝ"),
+            ("\\alpha", "α"),
+            ("\\,", " "),
+        ):
             tex = tex.replace(macro, char)
         return re.sub(r"\\([A-Za-z]+)", r"\1", tex).replace("{", "").replace("}", "")
+
     return " ".join(re.sub(r"\\\((.*?)\\\)", untex, text).split())
 
 
@@ -139,57 +170,99 @@ def assemble(site: Path, root: Path = ROOT, page_numbers: dict[str, int] | None 
     pages = toc_pages(root)
     names = {doc for _, doc in pages}
     here = posixpath.join(posixpath.dirname(pages[0][1]), ASSEMBLED)
-    first = BeautifulSoup((site / f"{pages[0][1]}.html").read_text(encoding="utf-8"), "html.parser")
+    first = BeautifulSoup(
+        (site / f"{pages[0][1]}.html").read_text(encoding="utf-8"), "html.parser"
+    )
     head = [str(t) for t in first.head.find_all("link", rel="stylesheet")]
-    head += [str(t) for t in first.head.find_all("script")
-             if "MathJax" in (t.string or "") or "mathjax" in (t.get("src") or "")
-             or "fit-math" in (t.get("src") or "")]
+    head += [
+        str(t)
+        for t in first.head.find_all("script")
+        if "MathJax" in (t.string or "")
+        or "mathjax" in (t.get("src") or "")
+        or "fit-math" in (t.get("src") or "")
+    ]
     numbers = page_numbers or {}
     contents, body, subtitle, outline = [], [], "", []
     part_seen = None
     for part, doc in pages:
-        soup = BeautifulSoup((site / f"{doc}.html").read_text(encoding="utf-8"), "html.parser")
+        soup = BeautifulSoup(
+            (site / f"{doc}.html").read_text(encoding="utf-8"), "html.parser"
+        )
         article = soup.select_one("article.bd-article")
         _clean(article)
         h1 = article.find("h1")
         title = h1.get_text(" ", strip=True) if h1 else doc
         if part is None and doc == pages[0][1]:
             lead = article.find("p")
-            subtitle = lead.get_text(" ", strip=True) if lead and lead.find("em") else ""
+            subtitle = (
+                lead.get_text(" ", strip=True) if lead and lead.find("em") else ""
+            )
             title = "Preface"
             if h1:
                 h1.string = title
-        sections = [(h2.get_text(" ", strip=True), f"{_slug(doc)}--{h2.parent['id']}")
-                    for h2 in article.find_all("h2") if h2.parent.get("id")]
+        sections = [
+            (h2.get_text(" ", strip=True), f"{_slug(doc)}--{h2.parent['id']}")
+            for h2 in article.find_all("h2")
+            if h2.parent.get("id")
+        ]
         _rewrite(article, doc, names, here)
         if part and part != part_seen:
             contents.append(f'<li class="part">{html.escape(part)}</li>')
             part_seen = part
-        contents.append(f'<li class="chapter"><a href="#{_slug(doc)}">{html.escape(title)}</a>'
-                        f'<span class="page-number">{numbers.get(_slug(doc), "")}</span></li>')
+        contents.append(
+            f'<li class="chapter"><a href="#{_slug(doc)}">{html.escape(title)}</a>'
+            f'<span class="page-number">{numbers.get(_slug(doc), "")}</span></li>'
+        )
         for text, anchor in sections:
-            contents.append(f'<li class="section"><a href="#{anchor}">{html.escape(text)}</a>'
-                            f'<span class="page-number">{numbers.get(anchor, "")}</span></li>')
-        outline.append((_plain(title), _slug(doc), [(_plain(t), a) for t, a in sections]))
-        body.append(f'<section class="pdf-page" id="{_slug(doc)}" data-doc="{doc}">'
-                    f"{article.decode_contents()}</section>")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                            text=True).stdout.strip()
-    meta = " · ".join(x for x in (config.get("author", ""), f"© {config.get('copyright', '')}",
-                                  f"built {time.strftime('%Y-%m-%d')}" + (f" from {commit}" if commit else ""))
-                      if x)
-    title_page = (f'<section class="pdf-title"><h1 id="pdf-title">{html.escape(config["title"])}</h1>'
-                  f'<p class="subtitle">{html.escape(subtitle)}</p>'
-                  f'<p class="meta">{html.escape(meta)}</p>'
-                  f'<p class="meta">{html.escape(config["repository"]["url"])}</p>'
-                  '<p class="meta"><a href="#pdf-contents">Contents</a></p></section>')
-    contents_page = ('<section class="pdf-page pdf-contents" id="pdf-contents"><h1>Contents</h1>'
-                     f'<ol>{"".join(contents)}</ol></section>')
-    document = ('<!DOCTYPE html>\n<html lang="en" data-theme="light" data-mode="light"><head>'
-                f'<meta charset="utf-8"><title>{html.escape(config["title"])}</title>'
-                + "".join(head) + f"<style>{PRINT_CSS}</style></head>"
-                + '<body><main class="pdf-book bd-article">' + title_page + contents_page
-                + "".join(body) + "</main></body></html>")
+            contents.append(
+                f'<li class="section"><a href="#{anchor}">{html.escape(text)}</a>'
+                f'<span class="page-number">{numbers.get(anchor, "")}</span></li>'
+            )
+        outline.append(
+            (_plain(title), _slug(doc), [(_plain(t), a) for t, a in sections])
+        )
+        body.append(
+            f'<section class="pdf-page" id="{_slug(doc)}" data-doc="{doc}">'
+            f"{article.decode_contents()}</section>"
+        )
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    meta = " · ".join(
+        x
+        for x in (
+            config.get("author", ""),
+            f"© {config.get('copyright', '')}",
+            f"built {time.strftime('%Y-%m-%d')}"
+            + (f" from {commit}" if commit else ""),
+        )
+        if x
+    )
+    title_page = (
+        f'<section class="pdf-title"><h1 id="pdf-title">{html.escape(config["title"])}</h1>'
+        f'<p class="subtitle">{html.escape(subtitle)}</p>'
+        f'<p class="meta">{html.escape(meta)}</p>'
+        f'<p class="meta">{html.escape(config["repository"]["url"])}</p>'
+        '<p class="meta"><a href="#pdf-contents">Contents</a></p></section>'
+    )
+    contents_page = (
+        '<section class="pdf-page pdf-contents" id="pdf-contents"><h1>Contents</h1>'
+        f"<ol>{''.join(contents)}</ol></section>"
+    )
+    document = (
+        '<!DOCTYPE html>\n<html lang="en" data-theme="light" data-mode="light"><head>'
+        f'<meta charset="utf-8"><title>{html.escape(config["title"])}</title>'
+        + "".join(head)
+        + f"<style>{PRINT_CSS}</style></head>"
+        + '<body><main class="pdf-book bd-article">'
+        + title_page
+        + contents_page
+        + "".join(body)
+        + "</main></body></html>"
+    )
     return document, [("Contents", "pdf-contents", [])] + outline
 
 
@@ -203,17 +276,29 @@ def _print(browser, url: str, output: Path, title: str) -> None:
     # breaks or shrinks the equations that would not fit the printed column.
     page = browser.new_page(viewport={"width": 680, "height": 1000})
     page.goto(url, wait_until="networkidle")
-    page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60000)
+    page.wait_for_function(
+        "window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=60000
+    )
     page.evaluate("MathJax.startup.promise")
     page.wait_for_selector("html[data-math-fitted]", state="attached", timeout=120000)
     errors = page.locator("mjx-merror").count()
     if errors:
-        raise RuntimeError(f"MathJax could not typeset {errors} formulas of the assembled book")
+        raise RuntimeError(
+            f"MathJax could not typeset {errors} formulas of the assembled book"
+        )
     page.wait_for_function("[...document.images].every(i => i.complete)", timeout=60000)
     page.emulate_media(media="print")
-    page.pdf(path=str(output), format="A4", print_background=True, outline=True, tagged=True,
-             display_header_footer=True, header_template=HEADER.format(title=html.escape(title)),
-             footer_template=FOOTER, margin={"top": "16mm", "bottom": "18mm", "left": "15mm", "right": "15mm"})
+    page.pdf(
+        path=str(output),
+        format="A4",
+        print_background=True,
+        outline=True,
+        tagged=True,
+        display_header_footer=True,
+        header_template=HEADER.format(title=html.escape(title)),
+        footer_template=FOOTER,
+        margin={"top": "16mm", "bottom": "18mm", "left": "15mm", "right": "15mm"},
+    )
     page.close()
 
 
@@ -222,8 +307,10 @@ def destinations(pdf: Path) -> dict[str, int]:
     from pypdf import PdfReader
 
     reader = PdfReader(str(pdf))
-    return {name.lstrip("/"): reader.get_destination_page_number(dest) + 1
-            for name, dest in reader.named_destinations.items()}
+    return {
+        name.lstrip("/"): reader.get_destination_page_number(dest) + 1
+        for name, dest in reader.named_destinations.items()
+    }
 
 
 def write_outline(pdf: Path, outline) -> None:
@@ -235,10 +322,14 @@ def write_outline(pdf: Path, outline) -> None:
     writer = PdfWriter(clone_from=PdfReader(str(pdf)))
     writer.root_object.pop("/Outlines", None)
     for title, anchor, sections in outline:
-        parent = writer.add_outline_item(title=title, page_number=pages.get(anchor, 2) - 1)
+        parent = writer.add_outline_item(
+            title=title, page_number=pages.get(anchor, 2) - 1
+        )
         for text, section in sections:
             if section in pages:
-                writer.add_outline_item(title=text, page_number=pages[section] - 1, parent=parent)
+                writer.add_outline_item(
+                    title=text, page_number=pages[section] - 1, parent=parent
+                )
     writer.page_mode = "/UseOutlines"
     with open(pdf, "wb") as out:
         writer.write(out)
@@ -276,15 +367,22 @@ def build(site: Path, output: Path, root: Path = ROOT) -> Path:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--site", type=Path, default=ROOT / "_build" / "html", help="the built website")
-    parser.add_argument("--output", type=Path,
-                        default=ROOT / "_build" / "html" / "book" / "attention-before-attention.pdf")
+    parser.add_argument(
+        "--site", type=Path, default=ROOT / "_build" / "html", help="the built website"
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=ROOT / "_build" / "html" / "book" / "attention-before-attention.pdf",
+    )
     args = parser.parse_args(argv)
     if not (args.site / "index.html").exists():
         parser.error(f"no built website in {args.site}: run `make book` first")
     start = time.monotonic()
     pdf = build(args.site, args.output)
-    print(f"{pdf} ({pdf.stat().st_size / 1e6:.1f} MB) in {time.monotonic() - start:.0f} s")
+    print(
+        f"{pdf} ({pdf.stat().st_size / 1e6:.1f} MB) in {time.monotonic() - start:.0f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -44,23 +44,49 @@ def built_book():
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     build = subprocess.run(
         [str(jupyter_book), "build", str(ROOT), "--all", "-n", "-W", "--keep-going"],
-        capture_output=True, text=True, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     lines = (build.stdout + build.stderr).splitlines()
-    warnings = [line for line in lines if "WARNING" in line or "ERROR" in line or "Error" in line]
-    result = {"site": site, "pdf": pdf, "site_returncode": build.returncode,
-              "site_report": "\n".join(warnings[:60]) + "\n...\n" + "\n".join(lines[-40:])}
+    warnings = [
+        line
+        for line in lines
+        if "WARNING" in line or "ERROR" in line or "Error" in line
+    ]
+    result = {
+        "site": site,
+        "pdf": pdf,
+        "site_returncode": build.returncode,
+        "site_report": "\n".join(warnings[:60]) + "\n...\n" + "\n".join(lines[-40:]),
+    }
     pdf.unlink(missing_ok=True)
     if build.returncode == 0:
-        printed = subprocess.run([sys.executable, str(ROOT / "book" / "pdf.py"), "--site", str(site),
-                                  "--output", str(pdf)], capture_output=True, text=True, cwd=ROOT)
-        result.update(pdf_returncode=printed.returncode, pdf_report=(printed.stdout + printed.stderr)[-5000:])
+        printed = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "book" / "pdf.py"),
+                "--site",
+                str(site),
+                "--output",
+                str(pdf),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        result.update(
+            pdf_returncode=printed.returncode,
+            pdf_report=(printed.stdout + printed.stderr)[-5000:],
+        )
     else:
         result.update(pdf_returncode=None, pdf_report="the website did not build")
     return result
 
 
-@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent from make test-latest
+@pytest.hookimpl(
+    optionalhook=True
+)  # a hook of pytest-xdist, absent from make test-latest
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile`, except that test_site.py and test_pdf.py go to the same worker."""
     if config.getvalue("dist") != "loadfile":

@@ -18,7 +18,10 @@ TOL = dict(rtol=0, atol=1e-10)
 
 def qkv(*batch, n_q=5, n_k=7, d=8, d_v=3, dtype=torch.float64, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(*batch, n, m, generator=g, dtype=dtype) for n, m in ((n_q, d), (n_k, d), (n_k, d_v)))
+    return (
+        torch.randn(*batch, n, m, generator=g, dtype=dtype)
+        for n, m in ((n_q, d), (n_k, d), (n_k, d_v))
+    )
 
 
 @pytest.mark.parametrize("batch", [(), (3,), (2, 4)])
@@ -26,7 +29,9 @@ def test_equals_torch_scaled_dot_product_attention(batch):
     q, k, v = qkv(*batch)
     out, w = attention(q, k, v)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), **TOL)
-    torch.testing.assert_close(w.sum(-1), torch.ones(*batch, 5, dtype=torch.float64), **TOL)
+    torch.testing.assert_close(
+        w.sum(-1), torch.ones(*batch, 5, dtype=torch.float64), **TOL
+    )
 
 
 def test_mask_equals_torch_and_zeroes_weights():
@@ -34,7 +39,9 @@ def test_mask_equals_torch_and_zeroes_weights():
     mask = torch.rand(5, 7, generator=torch.Generator().manual_seed(1)) > 0.5
     mask[:, 0] = True
     out, w = attention(q, k, v, mask=mask)
-    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), **TOL)
+    torch.testing.assert_close(
+        out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), **TOL
+    )
     assert (w[:, ~mask] == 0).all()
 
 
@@ -55,8 +62,12 @@ def test_scores_match_their_kernels():
     torch.testing.assert_close(w, torch.softmax(-torch.cdist(q, k, p=1) / 2, -1), **TOL)
     w = attention(q, k, v, score="dot").weights
     torch.testing.assert_close(w, torch.softmax(q @ k.T, -1), **TOL)
-    w = attention(q, k, v, score=lambda a, b: -(a.sum(-1, keepdim=True) - b.sum(-1)) ** 2).weights
-    torch.testing.assert_close(w, torch.softmax(-((q.sum(-1)[:, None] - k.sum(-1)[None]) ** 2), -1), **TOL)
+    w = attention(
+        q, k, v, score=lambda a, b: -((a.sum(-1, keepdim=True) - b.sum(-1)) ** 2)
+    ).weights
+    torch.testing.assert_close(
+        w, torch.softmax(-((q.sum(-1)[:, None] - k.sum(-1)[None]) ** 2), -1), **TOL
+    )
 
 
 def test_unit_norm_gaussian_kernel_is_dot_product_attention():
@@ -75,7 +86,9 @@ def test_none_and_callable_normalizers():
     mask = torch.ones(5, 7, dtype=torch.bool).tril()
     w = attention(q, k, v, score="dot", normalizer="none", mask=mask).weights
     torch.testing.assert_close(w, (q @ k.T) * mask, **TOL)
-    relu_norm = lambda s: torch.relu(s) / torch.relu(s).sum(-1, keepdim=True).clamp_min(1e-12)  # noqa: E731
+    relu_norm = lambda s: (
+        torch.relu(s) / torch.relu(s).sum(-1, keepdim=True).clamp_min(1e-12)
+    )  # noqa: E731
     w = attention(q, k, v, normalizer=relu_norm).weights
     torch.testing.assert_close(w, relu_norm(q @ k.T / math.sqrt(8)), **TOL)
 
@@ -83,35 +96,58 @@ def test_none_and_callable_normalizers():
 def test_registered_normalizer_is_used():
     register_normalizer("test-uniform", lambda s: torch.ones_like(s) / s.shape[-1])
     q, k, v = qkv()
-    torch.testing.assert_close(attention(q, k, v, normalizer="test-uniform").output, v.mean(0).expand(5, 3), **TOL)
+    torch.testing.assert_close(
+        attention(q, k, v, normalizer="test-uniform").output,
+        v.mean(0).expand(5, 3),
+        **TOL,
+    )
 
 
 def test_gradients_match_torch():
     q, k, v = (t.requires_grad_() for t in qkv(2))
     mask = torch.ones(5, 7, dtype=torch.bool).tril(2)
-    ours = torch.autograd.grad(attention(q, k, v, mask=mask).output.square().sum(), (q, k, v))
-    theirs = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, attn_mask=mask).square().sum(), (q, k, v))
+    ours = torch.autograd.grad(
+        attention(q, k, v, mask=mask).output.square().sum(), (q, k, v)
+    )
+    theirs = torch.autograd.grad(
+        F.scaled_dot_product_attention(q, k, v, attn_mask=mask).square().sum(),
+        (q, k, v),
+    )
     for a, b in zip(ours, theirs):
         torch.testing.assert_close(a, b, **TOL)
-    assert torch.autograd.gradcheck(lambda q, k, v: attention(q, k, v, score="neg_sq_dist").output, (q, k, v))
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: attention(q, k, v, score="neg_sq_dist").output, (q, k, v)
+    )
 
 
 def test_keeps_dtype_and_accepts_array_likes():
-    out, w = attention([[1, 1, 1], [0, 1, 0]], [[1.0, 0, 0], [0, 1, 0]], [[1, 0], [0, 1]])
+    out, w = attention(
+        [[1, 1, 1], [0, 1, 0]], [[1.0, 0, 0], [0, 1, 0]], [[1, 0], [0, 1]]
+    )
     assert out.dtype == torch.get_default_dtype() and w.shape == (2, 2)
-    assert attention(np.ones((2, 3)), np.eye(3), np.eye(3)).output.dtype == torch.float64
+    assert (
+        attention(np.ones((2, 3)), np.eye(3), np.eye(3)).output.dtype == torch.float64
+    )
     q, k, v = qkv(dtype=torch.float32)
     assert attention(q, k, v).output.dtype == torch.float32
 
 
 @settings(max_examples=40, deadline=None)
-@given(n_q=st.integers(1, 6), n_k=st.integers(1, 6), d=st.integers(1, 5), t=st.floats(0.05, 20), seed=st.integers(0, 999))
+@given(
+    n_q=st.integers(1, 6),
+    n_k=st.integers(1, 6),
+    d=st.integers(1, 5),
+    t=st.floats(0.05, 20),
+    seed=st.integers(0, 999),
+)
 def test_rows_are_probability_vectors_and_outputs_convex(n_q, n_k, d, t, seed):
     q, k, v = qkv(n_q=n_q, n_k=n_k, d=d, d_v=2, seed=seed)
     out, w = attention(q, k, v, score="neg_sq_dist", temperature=t)
     assert (w >= 0).all()
     torch.testing.assert_close(w.sum(-1), torch.ones(n_q, dtype=torch.float64))
-    assert (out <= v.max(0).values + 1e-12).all() and (out >= v.min(0).values - 1e-12).all()
+    assert (out <= v.max(0).values + 1e-12).all() and (
+        out >= v.min(0).values - 1e-12
+    ).all()
 
 
 @pytest.mark.parametrize(
@@ -120,7 +156,10 @@ def test_rows_are_probability_vectors_and_outputs_convex(n_q, n_k, d, t, seed):
         (dict(q=torch.randn(5)), "q must have at least 2"),
         (dict(k=torch.randn(7, 4)), "same feature size"),
         (dict(v=torch.randn(6, 3)), "same number of tokens"),
-        (dict(k=torch.randn(0, 8), v=torch.randn(0, 3)), "k must hold at least one key"),
+        (
+            dict(k=torch.randn(0, 8), v=torch.randn(0, 3)),
+            "k must hold at least one key",
+        ),
         (dict(q=torch.randn(2, 5, 8), k=torch.randn(3, 7, 8)), "broadcastable batch"),
         (dict(k=torch.full((7, 8), float("nan"))), "k contains NaN"),
         (dict(v=torch.full((7, 3), float("inf"))), "v contains NaN or infinite"),
@@ -149,17 +188,26 @@ def test_one_fully_masked_row_raises():
         attention(q, k, v, mask=mask)
 
 
-def _copy_into_torch_mha(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+def _copy_into_torch_mha(
+    ours: MultiHeadAttention, theirs: nn.MultiheadAttention
+) -> None:
     with torch.no_grad():
-        theirs.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
-        theirs.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
+        theirs.in_proj_weight.copy_(
+            torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight])
+        )
+        theirs.in_proj_bias.copy_(
+            torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias])
+        )
         theirs.out_proj.load_state_dict(ours.out_proj.state_dict())
 
 
 @pytest.mark.usefixtures("float64")
 @pytest.mark.parametrize("num_heads", [1, 2, 4])
 def test_multihead_equals_torch(num_heads):
-    ours, theirs = MultiHeadAttention(8, num_heads), nn.MultiheadAttention(8, num_heads, batch_first=True)
+    ours, theirs = (
+        MultiHeadAttention(8, num_heads),
+        nn.MultiheadAttention(8, num_heads, batch_first=True),
+    )
     _copy_into_torch_mha(ours, theirs)
     x, y = torch.randn(3, 5, 8), torch.randn(3, 6, 8)
     mask = torch.ones(5, 6, dtype=torch.bool).tril(1)
@@ -175,7 +223,9 @@ def test_multihead_equals_torch(num_heads):
 @pytest.mark.usefixtures("float64")
 def test_encoder_layer_equals_torch():
     ours = TransformerEncoderLayer(8, num_heads=2, dim_feedforward=16)
-    theirs = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    theirs = nn.TransformerEncoderLayer(
+        8, 2, dim_feedforward=16, dropout=0.0, batch_first=True
+    )
     _copy_into_torch_mha(ours.self_attn, theirs.self_attn)
     for name in ("linear1", "linear2", "norm1", "norm2"):
         getattr(theirs, name).load_state_dict(getattr(ours, name).state_dict())
@@ -201,12 +251,17 @@ def test_multihead_bad_input():
 @pytest.mark.parametrize("normalizer", ["softmax", "sparsemax", "entmax", "none"])
 def test_attention_gradcheck_in_q_k_v(score, normalizer):
     g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(2, n, 3, generator=g, dtype=torch.float64, requires_grad=True) for n in (4, 5, 5))
+    q, k, v = (
+        torch.randn(2, n, 3, generator=g, dtype=torch.float64, requires_grad=True)
+        for n in (4, 5, 5)
+    )
     mask = torch.rand(4, 5, generator=g) > 0.3
     mask[:, 0] = True
 
     def f(q, k, v):
-        return attention(q, k, v, score=score, normalizer=normalizer, mask=mask, temperature=0.7)
+        return attention(
+            q, k, v, score=score, normalizer=normalizer, mask=mask, temperature=0.7
+        )
 
     assert torch.autograd.gradcheck(f, (q, k, v))
 
@@ -216,7 +271,10 @@ def test_modules_gradcheck_in_their_inputs(module):
     torch.manual_seed(0)
     if module == "mha":
         m = MultiHeadAttention(4, 2, kdim=3, vdim=5).double()
-        inputs = tuple(torch.randn(2, n, d, dtype=torch.float64, requires_grad=True) for n, d in ((3, 4), (5, 3), (5, 5)))
+        inputs = tuple(
+            torch.randn(2, n, d, dtype=torch.float64, requires_grad=True)
+            for n, d in ((3, 4), (5, 3), (5, 5))
+        )
         assert torch.autograd.gradcheck(lambda *a: m(*a).output, inputs)
     else:
         m = TransformerEncoderLayer(4, 2, 8, normalizer="sparsemax").double()
@@ -240,12 +298,20 @@ def test_tiny_temperature_gives_the_arg_max_limit_and_huge_scores_raise():
 def test_float64_inputs_and_modules_are_never_cast():
     q, k, v = qkv(dtype=torch.float64)
     assert attention(q.numpy(), k.numpy(), v.numpy()).output.dtype == torch.float64
-    out, w = attention(q.float(), k, v.float())  # mixed dtypes are promoted, never cast down
+    out, w = attention(
+        q.float(), k, v.float()
+    )  # mixed dtypes are promoted, never cast down
     assert out.dtype == w.dtype == torch.float64
-    torch.testing.assert_close(out, attention(q.float().double(), k, v.float().double()).output)
-    assert attention(q, k.tolist(), v.numpy()).output.dtype == torch.float64  # array-likes follow q
+    torch.testing.assert_close(
+        out, attention(q.float().double(), k, v.float().double()).output
+    )
+    assert (
+        attention(q, k.tolist(), v.numpy()).output.dtype == torch.float64
+    )  # array-likes follow q
     m = MultiHeadAttention(8, 2)
-    with pytest.raises(ValueError, match="query must have the module's dtype torch.float32"):
+    with pytest.raises(
+        ValueError, match="query must have the module's dtype torch.float32"
+    ):
         m(q)
     assert m.double()(q).output.dtype == torch.float64
     enc = TransformerEncoderLayer(8, 2).double()
@@ -267,7 +333,11 @@ def test_batch_of_zero_and_zero_queries_give_empty_outputs():
 
 
 def test_hyper_parameters_are_not_silently_replaced_and_extra_repr():
-    for kwargs, name in ((dict(kdim=0), "kdim"), (dict(vdim=-1), "vdim"), (dict(normalizer="argmax"), "normalizer")):
+    for kwargs, name in (
+        (dict(kdim=0), "kdim"),
+        (dict(vdim=-1), "vdim"),
+        (dict(normalizer="argmax"), "normalizer"),
+    ):
         with pytest.raises(ValueError, match=name):
             MultiHeadAttention(8, 2, **kwargs)
     with pytest.raises(ValueError, match="dim_feedforward"):

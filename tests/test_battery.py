@@ -65,11 +65,30 @@ ARRAY = [
     ("numpy<->tensor", _swap, VALID),
     ("string", lambda x: "abc", INVALID),
     ("None", lambda x: None, INVALID),
-    ("x1e30", lambda x: _as(x, lambda t: t.double() * 1e30 if t.dtype == torch.float64 else t * 1e30), VALID),
+    (
+        "x1e30",
+        lambda x: _as(
+            x, lambda t: t.double() * 1e30 if t.dtype == torch.float64 else t * 1e30
+        ),
+        VALID,
+    ),
     ("x1e-30", lambda x: _as(x, lambda t: t * 1e-30), VALID),
 ]
 # Scores of a normaliser: -inf marks a masked entry (valid); a whole row of it is not.
-SCORES_ARRAY = [m for m in ARRAY if m[0] != "-inf"] + [("row -inf", lambda x: _as(x, lambda t: t.index_fill(-1, torch.arange(t.shape[-1]), -math.inf) if t.ndim == 1 else torch.cat([torch.full_like(t[:1], -math.inf), t[1:]])), INVALID)]
+SCORES_ARRAY = [m for m in ARRAY if m[0] != "-inf"] + [
+    (
+        "row -inf",
+        lambda x: _as(
+            x,
+            lambda t: (
+                t.index_fill(-1, torch.arange(t.shape[-1]), -math.inf)
+                if t.ndim == 1
+                else torch.cat([torch.full_like(t[:1], -math.inf), t[1:]])
+            ),
+        ),
+        INVALID,
+    )
+]
 POSITIVE = [
     ("0", lambda v: 0.0, INVALID),
     ("-1", lambda v: -1.0, INVALID),
@@ -90,7 +109,11 @@ INT = [
     ("True", lambda v: True, INVALID),
 ]
 INT0 = [("0", lambda v: 0, VALID)] + INT[1:]
-CHOICE = [("unknown", lambda v: "no-such-choice", INVALID), ("None", lambda v: None, INVALID), ("number", lambda v: 3, INVALID)]
+CHOICE = [
+    ("unknown", lambda v: "no-such-choice", INVALID),
+    ("None", lambda v: None, INVALID),
+    ("number", lambda v: 3, INVALID),
+]
 KINDS = {
     "array": ARRAY,
     "scores": SCORES_ARRAY,
@@ -114,7 +137,9 @@ class Spec:
     args: Callable[[], dict]
     kinds: dict[str, str]
     optional: tuple[str, ...] = ()
-    extra: list[tuple[str, Callable[[dict], dict], str, str]] = dataclasses.field(default_factory=list)
+    extra: list[tuple[str, Callable[[dict], dict], str, str]] = dataclasses.field(
+        default_factory=list
+    )
     #: arguments checked together (shapes, dtypes): an error naming any of them is clear
     group: tuple[str, ...] = ()
     #: {arg: labels} of mutations that are valid for this callable although invalid in general
@@ -136,7 +161,11 @@ class Outcome:
 
 
 def _leaves(out):
-    if isinstance(out, torch.nn.Module) or out is None or isinstance(out, (str, bool, torch.device)):
+    if (
+        isinstance(out, torch.nn.Module)
+        or out is None
+        or isinstance(out, (str, bool, torch.device))
+    ):
         return
     if isinstance(out, torch.Tensor):
         yield out
@@ -159,10 +188,20 @@ def _finite(leaf) -> bool:
     if isinstance(leaf, torch.Tensor):
         leaf = leaf.detach()
         return bool(torch.isfinite(leaf).all()) if leaf.is_floating_point() else True
-    return bool(np.isfinite(leaf).all()) if np.issubdtype(leaf.dtype, np.inexact) else True
+    return (
+        bool(np.isfinite(leaf).all()) if np.issubdtype(leaf.dtype, np.inexact) else True
+    )
 
 
-def judge(name: str, spec: Spec, arg: str, label: str, args: dict, expectation: str, must_name: str) -> Outcome:
+def judge(
+    name: str,
+    spec: Spec,
+    arg: str,
+    label: str,
+    args: dict,
+    expectation: str,
+    must_name: str,
+) -> Outcome:
     """Run one mutated call and classify it."""
     names = (must_name, *spec.group) if must_name in spec.group else (must_name,)
     try:
@@ -172,16 +211,43 @@ def judge(name: str, spec: Spec, arg: str, label: str, args: dict, expectation: 
         clear = isinstance(err, ValueError) and any(n in message for n in names)
         clear = clear or (spec.sklearn and _raised_by_sklearn_validation(err))
         verdict = "clear" if clear else "cryptic"
-        return Outcome(name, arg, label, expectation, verdict, f"{type(err).__name__}: {message[:160]}")
+        return Outcome(
+            name,
+            arg,
+            label,
+            expectation,
+            verdict,
+            f"{type(err).__name__}: {message[:160]}",
+        )
     finally:
         plt.close("all")
     if expectation == INVALID:
-        return Outcome(name, arg, label, expectation, "silent-wrong", "accepted an invalid argument")
+        return Outcome(
+            name,
+            arg,
+            label,
+            expectation,
+            "silent-wrong",
+            "accepted an invalid argument",
+        )
     leaves = list(_leaves(out))
-    if not all(_finite(leaf) for leaf in leaves) and label not in spec.overflow.get(arg, ()):
-        return Outcome(name, arg, label, expectation, "silent-nan", "output holds NaN or inf")
-    if expectation == F64 and any(isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in leaves):
-        return Outcome(name, arg, label, expectation, "silent-wrong", "float64 input came back as float32")
+    if not all(_finite(leaf) for leaf in leaves) and label not in spec.overflow.get(
+        arg, ()
+    ):
+        return Outcome(
+            name, arg, label, expectation, "silent-nan", "output holds NaN or inf"
+        )
+    if expectation == F64 and any(
+        isinstance(t, torch.Tensor) and t.dtype == torch.float32 for t in leaves
+    ):
+        return Outcome(
+            name,
+            arg,
+            label,
+            expectation,
+            "silent-wrong",
+            "float64 input came back as float32",
+        )
     return Outcome(name, arg, label, expectation, "ok-output")
 
 
@@ -189,7 +255,9 @@ def _raised_by_sklearn_validation(err: BaseException) -> bool:
     """Whether scikit-learn's input validation raised ``err`` (its messages are the standard ones)."""
     tb = err.__traceback__
     while tb is not None:
-        if "sklearn/utils/validation" in tb.tb_frame.f_code.co_filename.replace("\\", "/"):
+        if "sklearn/utils/validation" in tb.tb_frame.f_code.co_filename.replace(
+            "\\", "/"
+        ):
             return True
         tb = tb.tb_next
     return False
@@ -201,17 +269,30 @@ def cases(specs: dict[str, Spec]):
         yield name, spec, "-", "baseline", spec.args(), VALID, "-"
         for arg, kind in spec.kinds.items():
             for label, mutate, expectation in KINDS[kind]:
-                if (label == "None" and arg in spec.optional) or label in spec.allow.get(arg, ()):
+                if (
+                    label == "None" and arg in spec.optional
+                ) or label in spec.allow.get(arg, ()):
                     expectation = VALID
                 args = spec.args()
                 args[arg] = mutate(args[arg])
                 yield name, spec, arg, label, args, expectation, arg
         for label, update, expectation, must_name in spec.extra:
-            yield name, spec, must_name, label, update(spec.args()), expectation, must_name
+            yield (
+                name,
+                spec,
+                must_name,
+                label,
+                update(spec.args()),
+                expectation,
+                must_name,
+            )
 
 
 def run(specs: dict[str, Spec]) -> list[Outcome]:
-    return [judge(name, spec, arg, label, args, exp, must) for name, spec, arg, label, args, exp, must in cases(specs)]
+    return [
+        judge(name, spec, arg, label, args, exp, must)
+        for name, spec, arg, label, args, exp, must in cases(specs)
+    ]
 
 
 def failed(outcome: Outcome) -> bool:
@@ -249,19 +330,58 @@ def _specs_attention():
             lambda q, k, v, temperature, score, normalizer: A.attention(
                 q, k, v, temperature=temperature, score=score, normalizer=normalizer
             ),
-            lambda: dict(q=_randn(4, 3), k=_randn(5, 3, seed=1), v=_randn(5, 2, seed=2), temperature=None,
-                         score="scaled_dot", normalizer="softmax"),
-            {"q": "array", "k": "array", "v": "array", "temperature": "positive", "score": "choice",
-             "normalizer": "choice"},
+            lambda: dict(
+                q=_randn(4, 3),
+                k=_randn(5, 3, seed=1),
+                v=_randn(5, 2, seed=2),
+                temperature=None,
+                score="scaled_dot",
+                normalizer="softmax",
+            ),
+            {
+                "q": "array",
+                "k": "array",
+                "v": "array",
+                "temperature": "positive",
+                "score": "choice",
+                "normalizer": "choice",
+            },
             optional=("temperature",),
             group=("q", "k", "v"),
             extra=[
                 ("k,v rows differ", lambda a: a | dict(v=a["v"][:-1]), INVALID, "v"),
-                ("q,k features differ", lambda a: a | dict(k=a["k"][:, :2]), INVALID, "k"),
-                ("q,k ~1e20 t=1e-40", lambda a: a | dict(q=a["q"] * 1e20, k=a["k"] * 1e20, temperature=1e-40), VALID, "q"),
-                ("t=1e-40", lambda a: a | dict(temperature=1e-40), VALID, "temperature"),
-                ("t=1e-40 none", lambda a: a | dict(temperature=1e-40, normalizer="none"), VALID, "temperature"),
-                ("batch mismatch", lambda a: a | dict(q=_randn(2, 4, 3), k=_randn(3, 5, 3)), INVALID, "batch"),
+                (
+                    "q,k features differ",
+                    lambda a: a | dict(k=a["k"][:, :2]),
+                    INVALID,
+                    "k",
+                ),
+                (
+                    "q,k ~1e20 t=1e-40",
+                    lambda a: (
+                        a | dict(q=a["q"] * 1e20, k=a["k"] * 1e20, temperature=1e-40)
+                    ),
+                    VALID,
+                    "q",
+                ),
+                (
+                    "t=1e-40",
+                    lambda a: a | dict(temperature=1e-40),
+                    VALID,
+                    "temperature",
+                ),
+                (
+                    "t=1e-40 none",
+                    lambda a: a | dict(temperature=1e-40, normalizer="none"),
+                    VALID,
+                    "temperature",
+                ),
+                (
+                    "batch mismatch",
+                    lambda a: a | dict(q=_randn(2, 4, 3), k=_randn(3, 5, 3)),
+                    INVALID,
+                    "batch",
+                ),
             ],
         ),
         "attention.register_normalizer": Spec(
@@ -277,16 +397,36 @@ def _specs_attention():
             lambda embed_dim, num_heads, kdim, query, key, value: A.MultiHeadAttention(
                 embed_dim, num_heads, kdim=kdim, vdim=kdim
             )(query, key, value),
-            lambda: dict(embed_dim=4, num_heads=2, kdim=3, query=_randn(2, 3, 4), key=_randn(2, 5, 3, seed=1),
-                         value=_randn(2, 5, 3, seed=2)),
-            {"embed_dim": "int", "num_heads": "int", "kdim": "int", "query": "array", "key": "array", "value": "array"},
+            lambda: dict(
+                embed_dim=4,
+                num_heads=2,
+                kdim=3,
+                query=_randn(2, 3, 4),
+                key=_randn(2, 5, 3, seed=1),
+                value=_randn(2, 5, 3, seed=2),
+            ),
+            {
+                "embed_dim": "int",
+                "num_heads": "int",
+                "kdim": "int",
+                "query": "array",
+                "key": "array",
+                "value": "array",
+            },
             optional=("kdim", "value"),
             group=("query", "key", "value", "kdim"),
         ),
         "attention.TransformerEncoderLayer": Spec(
-            lambda d_model, num_heads, dim_feedforward, x: A.TransformerEncoderLayer(d_model, num_heads, dim_feedforward)(x),
+            lambda d_model, num_heads, dim_feedforward, x: A.TransformerEncoderLayer(
+                d_model, num_heads, dim_feedforward
+            )(x),
             lambda: dict(d_model=4, num_heads=2, dim_feedforward=8, x=_randn(2, 3, 4)),
-            {"d_model": "int", "num_heads": "int", "dim_feedforward": "int", "x": "array"},
+            {
+                "d_model": "int",
+                "num_heads": "int",
+                "dim_feedforward": "int",
+                "x": "array",
+            },
             optional=("dim_feedforward",),
         ),
     }
@@ -327,76 +467,165 @@ def _specs_normalizers():
     x = lambda: dict(x=_randn(3, 5), dim=-1)  # noqa: E731
     return {
         "normalizers.softmax": Spec(N.softmax, x, {"x": "scores"}, extra=_dim_cases()),
-        "normalizers.sparsemax": Spec(N.sparsemax, x, {"x": "scores"}, extra=_dim_cases()),
+        "normalizers.sparsemax": Spec(
+            N.sparsemax, x, {"x": "scores"}, extra=_dim_cases()
+        ),
         "normalizers.entmax": Spec(
-            N.entmax, lambda: dict(x=_randn(3, 5), alpha=1.5, dim=-1), {"x": "scores", "alpha": "alpha"},
+            N.entmax,
+            lambda: dict(x=_randn(3, 5), alpha=1.5, dim=-1),
+            {"x": "scores", "alpha": "alpha"},
             extra=_dim_cases(),
         ),
         "normalizers.tsallis_entropy": Spec(
-            N.tsallis_entropy, lambda: dict(p=_probs(), alpha=1.5, dim=-1), {"p": "array", "alpha": "alpha"},
-            extra=_dim_cases() + [("p negative", lambda a: a | dict(p=-a["p"]), INVALID, "p")],
+            N.tsallis_entropy,
+            lambda: dict(p=_probs(), alpha=1.5, dim=-1),
+            {"p": "array", "alpha": "alpha"},
+            extra=_dim_cases()
+            + [("p negative", lambda a: a | dict(p=-a["p"]), INVALID, "p")],
         ),
         "normalizers.exp_beta": Spec(
-            N.exp_beta, lambda: dict(u=_randn(3, 5), beta=0.5), {"u": "array", "beta": "real"},
+            N.exp_beta,
+            lambda: dict(u=_randn(3, 5), beta=0.5),
+            {"u": "array", "beta": "real"},
             allow={"u": ("scalar",)},
-            overflow={"u": ("x1e30",), "beta": ("1e30",)},  # exp_β(u) beyond the dtype, or past its pole
+            overflow={
+                "u": ("x1e30",),
+                "beta": ("1e30",),
+            },  # exp_β(u) beyond the dtype, or past its pole
         ),
         "normalizers.log_beta": Spec(
-            N.log_beta, lambda: dict(u=_rand(3, 5) + 0.1, beta=0.5), {"u": "array", "beta": "real"},
+            N.log_beta,
+            lambda: dict(u=_rand(3, 5) + 0.1, beta=0.5),
+            {"u": "array", "beta": "real"},
             allow={"u": ("scalar",)},
             overflow={"beta": ("1e30",)},  # u^(1-β) / (1-β) beyond the dtype for u < 1
             extra=[("u negative", lambda a: a | dict(u=-a["u"]), INVALID, "u")],
         ),
         "normalizers.fenchel_young_loss": Spec(
-            N.fenchel_young_loss, lambda: dict(scores=_randn(3, 5), target=_probs(), alpha=1.5, reduction="mean"),
-            {"scores": "scores", "target": "array", "alpha": "alpha", "reduction": "choice"},
+            N.fenchel_young_loss,
+            lambda: dict(
+                scores=_randn(3, 5), target=_probs(), alpha=1.5, reduction="mean"
+            ),
+            {
+                "scores": "scores",
+                "target": "array",
+                "alpha": "alpha",
+                "reduction": "choice",
+            },
             group=("scores", "target"),
             extra=[
-                ("target sums to 2", lambda a: a | dict(target=2 * a["target"]), INVALID, "target"),
-                ("target negative", lambda a: a | dict(target=a["target"] - 0.5), INVALID, "target"),
-                ("index out of range", lambda a: a | dict(target=torch.tensor([0, 7, 1])), INVALID, "target"),
-                ("indices", lambda a: a | dict(target=torch.tensor([0, 4, 1])), VALID, "target"),
+                (
+                    "target sums to 2",
+                    lambda a: a | dict(target=2 * a["target"]),
+                    INVALID,
+                    "target",
+                ),
+                (
+                    "target negative",
+                    lambda a: a | dict(target=a["target"] - 0.5),
+                    INVALID,
+                    "target",
+                ),
+                (
+                    "index out of range",
+                    lambda a: a | dict(target=torch.tensor([0, 7, 1])),
+                    INVALID,
+                    "target",
+                ),
+                (
+                    "indices",
+                    lambda a: a | dict(target=torch.tensor([0, 4, 1])),
+                    VALID,
+                    "target",
+                ),
             ],
         ),
     }
 
 
 def _nw_data():
-    return dict(x_query=_randn(6, 2), x_train=_randn(8, 2, seed=1), y_train=_randn(8, seed=2), bandwidth=1.0,
-                kernel="gaussian")
+    return dict(
+        x_query=_randn(6, 2),
+        x_train=_randn(8, 2, seed=1),
+        y_train=_randn(8, seed=2),
+        bandwidth=1.0,
+        kernel="gaussian",
+    )
 
 
 def _specs_kernel_regression():
     K = importlib.import_module("attnlib.kernel_regression")
 
-    nw_kinds = {"x_query": "array", "x_train": "array", "y_train": "array", "bandwidth": "positive", "kernel": "choice"}
-    rows = [("y rows differ", lambda a: a | dict(y_train=a["y_train"][:-1]), INVALID, "y_train")]
+    nw_kinds = {
+        "x_query": "array",
+        "x_train": "array",
+        "y_train": "array",
+        "bandwidth": "positive",
+        "kernel": "choice",
+    }
+    rows = [
+        (
+            "y rows differ",
+            lambda a: a | dict(y_train=a["y_train"][:-1]),
+            INVALID,
+            "y_train",
+        )
+    ]
     nw_group = ("x_query", "x_train", "y_train")
     loo = lambda: {k: v for k, v in _nw_data().items() if k != "x_query"}  # noqa: E731
-    est = lambda: dict(X=_randn(20, 2).numpy(), y=_randn(20, seed=2).numpy(), X_new=_randn(5, 2, seed=3).numpy())  # noqa: E731
+    est = lambda: dict(
+        X=_randn(20, 2).numpy(),
+        y=_randn(20, seed=2).numpy(),
+        X_new=_randn(5, 2, seed=3).numpy(),
+    )  # noqa: E731
     est_kinds = {"X": "array", "y": "array", "X_new": "array"}
     return {
-        "kernel_regression.nadaraya_watson": Spec(K.nadaraya_watson, _nw_data, nw_kinds, extra=rows, group=nw_group),
+        "kernel_regression.nadaraya_watson": Spec(
+            K.nadaraya_watson, _nw_data, nw_kinds, extra=rows, group=nw_group
+        ),
         "kernel_regression.nadaraya_watson_streaming": Spec(
-            K.nadaraya_watson_streaming, lambda: _nw_data() | dict(chunk_size=3),
-            nw_kinds | {"chunk_size": "int"}, extra=rows, group=nw_group,
+            K.nadaraya_watson_streaming,
+            lambda: _nw_data() | dict(chunk_size=3),
+            nw_kinds | {"chunk_size": "int"},
+            extra=rows,
+            group=nw_group,
         ),
         "kernel_regression.loo_predictions": Spec(
-            K.loo_predictions, loo, {k: v for k, v in nw_kinds.items() if k != "x_query"}, extra=rows, group=nw_group,
+            K.loo_predictions,
+            loo,
+            {k: v for k, v in nw_kinds.items() if k != "x_query"},
+            extra=rows,
+            group=nw_group,
         ),
         "kernel_regression.NadarayaWatson": Spec(
-            lambda X, y, X_new, bandwidth, kernel: K.NadarayaWatson(kernel, bandwidth).fit(X, y).predict(X_new),
+            lambda X, y, X_new, bandwidth, kernel: (
+                K.NadarayaWatson(kernel, bandwidth).fit(X, y).predict(X_new)
+            ),
             lambda: est() | dict(bandwidth=0.5, kernel="gaussian"),
             est_kinds | {"bandwidth": "positive", "kernel": "choice"},
-            extra=[("y rows differ", lambda a: a | dict(y=a["y"][:-1]), INVALID, "samples")],
+            extra=[
+                ("y rows differ", lambda a: a | dict(y=a["y"][:-1]), INVALID, "samples")
+            ],
             sklearn=True,
         ),
         "kernel_regression.MetricNadarayaWatson": Spec(
-            lambda X, y, X_new, n_steps, lr, batch_size, n_components: K.MetricNadarayaWatson(
-                n_components, n_steps=n_steps, lr=lr, batch_size=batch_size
-            ).fit(X, y).predict(X_new),
-            lambda: est() | dict(n_steps=2, lr=0.02, batch_size=None, n_components=None),
-            est_kinds | {"n_steps": "int", "lr": "positive", "batch_size": "int", "n_components": "int"},
+            lambda X, y, X_new, n_steps, lr, batch_size, n_components: (
+                K.MetricNadarayaWatson(
+                    n_components, n_steps=n_steps, lr=lr, batch_size=batch_size
+                )
+                .fit(X, y)
+                .predict(X_new)
+            ),
+            lambda: (
+                est() | dict(n_steps=2, lr=0.02, batch_size=None, n_components=None)
+            ),
+            est_kinds
+            | {
+                "n_steps": "int",
+                "lr": "positive",
+                "batch_size": "int",
+                "n_components": "int",
+            },
             optional=("batch_size", "n_components"),
             sklearn=True,
         ),
@@ -410,29 +639,71 @@ def _specs_lle():
     W = lambda: L.lle_weights(X(), 5, dense=True).weights  # noqa: E731
     return {
         "lle.barycenter_weights": Spec(
-            L.barycenter_weights, lambda: dict(queries=_randn(5, 3), neighbors=_randn(5, 4, 3, seed=1), reg=1e-3),
+            L.barycenter_weights,
+            lambda: dict(
+                queries=_randn(5, 3), neighbors=_randn(5, 4, 3, seed=1), reg=1e-3
+            ),
             {"queries": "array", "neighbors": "array", "reg": "nonneg"},
             group=("queries", "neighbors"),
-            extra=[("neighbours of other rows", lambda a: a | dict(neighbors=a["neighbors"][:-1]), INVALID, "neighbors")],
+            extra=[
+                (
+                    "neighbours of other rows",
+                    lambda a: a | dict(neighbors=a["neighbors"][:-1]),
+                    INVALID,
+                    "neighbors",
+                )
+            ],
         ),
         "lle.lle_weights": Spec(
-            L.lle_weights, lambda: dict(X=X(), n_neighbors=5, reg=1e-3, keys=_randn(12, 3, seed=7).double().numpy()),
-            {"X": "array", "n_neighbors": "int", "reg": "nonneg", "keys": "array"}, optional=("keys",),
+            L.lle_weights,
+            lambda: dict(
+                X=X(),
+                n_neighbors=5,
+                reg=1e-3,
+                keys=_randn(12, 3, seed=7).double().numpy(),
+            ),
+            {"X": "array", "n_neighbors": "int", "reg": "nonneg", "keys": "array"},
+            optional=("keys",),
         ),
         "lle.lle_attention": Spec(
-            L.lle_attention, lambda: dict(X=X(), n_neighbors=5, reg=1e-3), {"X": "array", "n_neighbors": "int", "reg": "nonneg"}
+            L.lle_attention,
+            lambda: dict(X=X(), n_neighbors=5, reg=1e-3),
+            {"X": "array", "n_neighbors": "int", "reg": "nonneg"},
         ),
         "lle.lle_embedding": Spec(
-            L.lle_embedding, lambda: dict(W=W(), n_components=2, eigen_solver="dense", tol=1e-6, max_iter=None),
-            {"W": "array", "n_components": "int", "eigen_solver": "choice", "tol": "nonneg", "max_iter": "int"},
+            L.lle_embedding,
+            lambda: dict(
+                W=W(), n_components=2, eigen_solver="dense", tol=1e-6, max_iter=None
+            ),
+            {
+                "W": "array",
+                "n_components": "int",
+                "eigen_solver": "choice",
+                "tol": "nonneg",
+                "max_iter": "int",
+            },
             optional=("max_iter",),
         ),
         "lle.LocallyLinearEmbedding": Spec(
-            lambda X, X_new, n_neighbors, n_components, reg: L.LocallyLinearEmbedding(
-                n_neighbors, n_components, reg=reg
-            ).fit(X).transform(X_new),
-            lambda: dict(X=X(), X_new=_randn(4, 3, seed=5).double().numpy(), n_neighbors=5, n_components=2, reg=1e-3),
-            {"X": "array", "X_new": "array", "n_neighbors": "int", "n_components": "int", "reg": "nonneg"},
+            lambda X, X_new, n_neighbors, n_components, reg: (
+                L.LocallyLinearEmbedding(n_neighbors, n_components, reg=reg)
+                .fit(X)
+                .transform(X_new)
+            ),
+            lambda: dict(
+                X=X(),
+                X_new=_randn(4, 3, seed=5).double().numpy(),
+                n_neighbors=5,
+                n_components=2,
+                reg=1e-3,
+            ),
+            {
+                "X": "array",
+                "X_new": "array",
+                "n_neighbors": "int",
+                "n_components": "int",
+                "reg": "nonneg",
+            },
             sklearn=True,
         ),
     }
@@ -444,55 +715,129 @@ def _specs_denoise():
     img = lambda: _rand(8, 9).double().numpy()  # noqa: E731
     return {
         "denoise.gaussian_filter_attention": Spec(
-            D.gaussian_filter_attention, lambda: dict(image=img(), sigma=1.0, truncate=2.0),
+            D.gaussian_filter_attention,
+            lambda: dict(image=img(), sigma=1.0, truncate=2.0),
             {"image": "array", "sigma": "positive", "truncate": "positive"},
         ),
-        "denoise.pixel_nlm": Spec(D.pixel_nlm, lambda: dict(image=img(), h=0.1), {"image": "array", "h": "positive"}),
-        "denoise.extract_patches": Spec(
-            D.extract_patches, lambda: dict(image=img(), patch_size=3), {"image": "array", "patch_size": "int"}
+        "denoise.pixel_nlm": Spec(
+            D.pixel_nlm,
+            lambda: dict(image=img(), h=0.1),
+            {"image": "array", "h": "positive"},
         ),
-        "denoise.patch_kernel": Spec(D.patch_kernel, lambda: dict(patch_size=5), {"patch_size": "int"}),
+        "denoise.extract_patches": Spec(
+            D.extract_patches,
+            lambda: dict(image=img(), patch_size=3),
+            {"image": "array", "patch_size": "int"},
+        ),
+        "denoise.patch_kernel": Spec(
+            D.patch_kernel, lambda: dict(patch_size=5), {"patch_size": "int"}
+        ),
         "denoise.patch_tokens": Spec(
-            D.patch_tokens, lambda: dict(image=img(), patch_size=3, h=0.1),
+            D.patch_tokens,
+            lambda: dict(image=img(), patch_size=3, h=0.1),
             {"image": "array", "patch_size": "int", "h": "positive"},
         ),
         "denoise.nlm_attention": Spec(
-            D.nlm_attention, lambda: dict(image=img(), patch_size=3, patch_distance=2, h=0.1, sigma=0.05),
-            {"image": "array", "patch_size": "int", "patch_distance": "int0", "h": "positive", "sigma": "nonneg"},
+            D.nlm_attention,
+            lambda: dict(
+                image=img(), patch_size=3, patch_distance=2, h=0.1, sigma=0.05
+            ),
+            {
+                "image": "array",
+                "patch_size": "int",
+                "patch_distance": "int0",
+                "h": "positive",
+                "sigma": "nonneg",
+            },
             optional=("patch_distance",),
         ),
         "denoise.patch_attention": Spec(
-            D.patch_attention, lambda: dict(image=img(), pixel=(2, 3), patch_size=3, h=0.1, patch_distance=2, sigma=0.0),
-            {"image": "array", "patch_size": "int", "h": "positive", "patch_distance": "int0", "sigma": "nonneg"},
+            D.patch_attention,
+            lambda: dict(
+                image=img(),
+                pixel=(2, 3),
+                patch_size=3,
+                h=0.1,
+                patch_distance=2,
+                sigma=0.0,
+            ),
+            {
+                "image": "array",
+                "patch_size": "int",
+                "h": "positive",
+                "patch_distance": "int0",
+                "sigma": "nonneg",
+            },
             optional=("patch_distance",),
-            extra=[("pixel outside", lambda a: a | dict(pixel=(20, 3)), INVALID, "pixel"),
-                   ("pixel a string", lambda a: a | dict(pixel="ab"), INVALID, "pixel")],
+            extra=[
+                ("pixel outside", lambda a: a | dict(pixel=(20, 3)), INVALID, "pixel"),
+                ("pixel a string", lambda a: a | dict(pixel="ab"), INVALID, "pixel"),
+            ],
         ),
         "denoise.nonlocal_means": Spec(
-            D.nonlocal_means, lambda: dict(image=img(), patch_size=3, patch_distance=2, h=0.1, sigma=0.05),
-            {"image": "array", "patch_size": "int", "patch_distance": "int0", "h": "positive", "sigma": "nonneg"},
+            D.nonlocal_means,
+            lambda: dict(
+                image=img(), patch_size=3, patch_distance=2, h=0.1, sigma=0.05
+            ),
+            {
+                "image": "array",
+                "patch_size": "int",
+                "patch_distance": "int0",
+                "h": "positive",
+                "sigma": "nonneg",
+            },
         ),
         "denoise.PatchAttentionDenoiser": Spec(
-            lambda patch_size, h, num_heads, patch_distance, image: D.PatchAttentionDenoiser(
-                patch_size, h, num_heads, patch_distance=patch_distance
-            )(image),
-            lambda: dict(patch_size=3, h=0.1, num_heads=2, patch_distance=2, image=_rand(6, 7)),
-            {"patch_size": "int", "h": "positive", "num_heads": "int", "patch_distance": "int0", "image": "array"},
+            lambda patch_size, h, num_heads, patch_distance, image: (
+                D.PatchAttentionDenoiser(
+                    patch_size, h, num_heads, patch_distance=patch_distance
+                )(image)
+            ),
+            lambda: dict(
+                patch_size=3, h=0.1, num_heads=2, patch_distance=2, image=_rand(6, 7)
+            ),
+            {
+                "patch_size": "int",
+                "h": "positive",
+                "num_heads": "int",
+                "patch_distance": "int0",
+                "image": "array",
+            },
             optional=("patch_distance",),
         ),
         "denoise.crop_batches": Spec(
             lambda images, crop, noise: D.crop_batches(images, crop, noise)(0),
             lambda: dict(images=[img(), img()], crop=4, noise=0.1),
             {"crop": "int", "noise": "nonneg"},
-            extra=[("no images", lambda a: a | dict(images=[]), INVALID, "images"),
-                   ("NaN image", lambda a: a | dict(images=[np.full((8, 9), np.nan)]), INVALID, "images"),
-                   ("1-D image", lambda a: a | dict(images=[np.ones(8)]), INVALID, "images")],
+            extra=[
+                ("no images", lambda a: a | dict(images=[]), INVALID, "images"),
+                (
+                    "NaN image",
+                    lambda a: a | dict(images=[np.full((8, 9), np.nan)]),
+                    INVALID,
+                    "images",
+                ),
+                (
+                    "1-D image",
+                    lambda a: a | dict(images=[np.ones(8)]),
+                    INVALID,
+                    "images",
+                ),
+            ],
         ),
         "denoise.psnr": Spec(
-            D.psnr, lambda: dict(clean=img(), estimate=img() * 0.9, data_range=1.0),
+            D.psnr,
+            lambda: dict(clean=img(), estimate=img() * 0.9, data_range=1.0),
             {"clean": "array", "estimate": "array", "data_range": "positive"},
             group=("clean", "estimate"),
-            extra=[("shapes differ", lambda a: a | dict(estimate=a["estimate"][:-1]), INVALID, "estimate")],
+            extra=[
+                (
+                    "shapes differ",
+                    lambda a: a | dict(estimate=a["estimate"][:-1]),
+                    INVALID,
+                    "estimate",
+                )
+            ],
         ),
     }
 
@@ -501,18 +846,30 @@ def _specs_utils():
     U = importlib.import_module("attnlib.utils")
 
     value = lambda kind, v: Spec(  # noqa: E731
-        getattr(U, kind), lambda: dict(value=v, name="value"), {"value": {"check_int": "int"}.get(kind, "positive")}
+        getattr(U, kind),
+        lambda: dict(value=v, name="value"),
+        {"value": {"check_int": "int"}.get(kind, "positive")},
     )
     return {
         "utils.set_seed": Spec(U.set_seed, lambda: dict(seed=0), {"seed": "int0"}),
         "utils.get_device": Spec(
-            U.get_device, lambda: dict(prefer="cpu"), {"prefer": "choice"}, optional=("prefer",)
+            U.get_device,
+            lambda: dict(prefer="cpu"),
+            {"prefer": "choice"},
+            optional=("prefer",),
         ),
-        "utils.as_tensor": Spec(U.as_tensor, lambda: dict(x=_randn(3, 2), name="x"), {"x": "array"}),
-        "utils.as_float_array": Spec(U.as_float_array, lambda: dict(X=_randn(3, 2).numpy(), name="X"), {"X": "array"}),
+        "utils.as_tensor": Spec(
+            U.as_tensor, lambda: dict(x=_randn(3, 2), name="x"), {"x": "array"}
+        ),
+        "utils.as_float_array": Spec(
+            U.as_float_array,
+            lambda: dict(X=_randn(3, 2).numpy(), name="X"),
+            {"X": "array"},
+        ),
         "utils.check_positive": value("check_positive", 1.0),
         "utils.check_in_range": Spec(
-            U.check_in_range, lambda: dict(value=0.5, name="value", low=0.0, high=1.0),
+            U.check_in_range,
+            lambda: dict(value=0.5, name="value", low=0.0, high=1.0),
             {"value": "real"},
         ),
         "utils.check_int": value("check_int", 3),
@@ -524,8 +881,16 @@ def _tiny_training(n_steps, lr, clip_grad_norm, weight_decay):
 
     model = torch.nn.Linear(2, 1)
     X, y = _randn(16, 2), _randn(16, 1, seed=1)
-    return T.train(model, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), [(X, y)], n_steps=n_steps, lr=lr,
-                   clip_grad_norm=clip_grad_norm, weight_decay=weight_decay, progress=False)
+    return T.train(
+        model,
+        lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
+        [(X, y)],
+        n_steps=n_steps,
+        lr=lr,
+        clip_grad_norm=clip_grad_norm,
+        weight_decay=weight_decay,
+        progress=False,
+    )
 
 
 def _specs_training():
@@ -533,12 +898,20 @@ def _specs_training():
 
     return {
         "training.train": Spec(
-            _tiny_training, lambda: dict(n_steps=3, lr=0.01, clip_grad_norm=1.0, weight_decay=0.0),
-            {"n_steps": "int", "lr": "positive", "clip_grad_norm": "positive", "weight_decay": "nonneg"},
+            _tiny_training,
+            lambda: dict(n_steps=3, lr=0.01, clip_grad_norm=1.0, weight_decay=0.0),
+            {
+                "n_steps": "int",
+                "lr": "positive",
+                "clip_grad_norm": "positive",
+                "weight_decay": "nonneg",
+            },
             optional=("clip_grad_norm",),
         ),
         "training.to_device": Spec(
-            T.to_device, lambda: dict(batch=(_randn(2), {"a": _randn(3)}), device="cpu"), {"device": "choice"},
+            T.to_device,
+            lambda: dict(batch=(_randn(2), {"a": _randn(3)}), device="cpu"),
+            {"device": "choice"},
             optional=("device",),
         ),
     }
@@ -549,22 +922,62 @@ def _specs_data():
 
     return {
         "data.shuffled_translation": Spec(
-            Dt.shuffled_translation, lambda: dict(n_pairs=3, length=4, vocab_size=10, dim=5, noise=0.1, seed=0),
-            {"n_pairs": "int", "length": "int", "vocab_size": "int", "dim": "int", "noise": "nonneg", "seed": "int0"},
-            extra=[("vocab smaller than length", lambda a: a | dict(vocab_size=3), INVALID, "vocab_size")],
+            Dt.shuffled_translation,
+            lambda: dict(n_pairs=3, length=4, vocab_size=10, dim=5, noise=0.1, seed=0),
+            {
+                "n_pairs": "int",
+                "length": "int",
+                "vocab_size": "int",
+                "dim": "int",
+                "noise": "nonneg",
+                "seed": "int0",
+            },
+            extra=[
+                (
+                    "vocab smaller than length",
+                    lambda a: a | dict(vocab_size=3),
+                    INVALID,
+                    "vocab_size",
+                )
+            ],
         ),
         "data.captioned_images": Spec(
-            Dt.captioned_images, lambda: dict(n=2, n_objects=2, size=32, feature_dim=6, noise=0.3, seed=0),
-            {"n": "int", "n_objects": "int", "size": "int", "feature_dim": "int", "noise": "nonneg", "seed": "int0"},
-            extra=[("too many objects", lambda a: a | dict(n_objects=9), INVALID, "n_objects"),
-                   ("image too small", lambda a: a | dict(size=4), INVALID, "size")],
+            Dt.captioned_images,
+            lambda: dict(n=2, n_objects=2, size=32, feature_dim=6, noise=0.3, seed=0),
+            {
+                "n": "int",
+                "n_objects": "int",
+                "size": "int",
+                "feature_dim": "int",
+                "noise": "nonneg",
+                "seed": "int0",
+            },
+            extra=[
+                (
+                    "too many objects",
+                    lambda a: a | dict(n_objects=9),
+                    INVALID,
+                    "n_objects",
+                ),
+                ("image too small", lambda a: a | dict(size=4), INVALID, "size"),
+            ],
         ),
         "data.union_of_subspaces": Spec(
             Dt.union_of_subspaces,
-            lambda: dict(n_subspaces=2, dim=2, ambient_dim=4, n_per_subspace=5, noise=0.0, seed=0),
-            {"n_subspaces": "int", "dim": "int", "ambient_dim": "int", "n_per_subspace": "int", "noise": "nonneg",
-             "seed": "int0"},
-            extra=[("dim above ambient_dim", lambda a: a | dict(dim=5), INVALID, "dim")],
+            lambda: dict(
+                n_subspaces=2, dim=2, ambient_dim=4, n_per_subspace=5, noise=0.0, seed=0
+            ),
+            {
+                "n_subspaces": "int",
+                "dim": "int",
+                "ambient_dim": "int",
+                "n_per_subspace": "int",
+                "noise": "nonneg",
+                "seed": "int0",
+            },
+            extra=[
+                ("dim above ambient_dim", lambda a: a | dict(dim=5), INVALID, "dim")
+            ],
         ),
     }
 
@@ -576,16 +989,33 @@ def _specs_plotting():
         "plotting.use_book_style": Spec(P.use_book_style, dict, {}),
         "plotting.attention_heatmap": Spec(
             lambda weights, title: P.attention_heatmap(weights, title=title) and None,
-            lambda: dict(weights=_probs(), title="w"), {"weights": "array"},
+            lambda: dict(weights=_probs(), title="w"),
+            {"weights": "array"},
         ),
         "plotting.image_grid": Spec(
-            lambda images, ncols, size: P.image_grid(images, ncols=ncols, size=size) and None,
-            lambda: dict(images=[_rand(4, 5), _rand(4, 5, seed=1)], ncols=None, size=2.0),
+            lambda images, ncols, size: (
+                P.image_grid(images, ncols=ncols, size=size) and None
+            ),
+            lambda: dict(
+                images=[_rand(4, 5), _rand(4, 5, seed=1)], ncols=None, size=2.0
+            ),
             {"ncols": "int", "size": "positive"},
             optional=("ncols",),
-            extra=[("no images", lambda a: a | dict(images=[]), INVALID, "images"),
-                   ("a 1-D image", lambda a: a | dict(images=[np.ones(4)]), INVALID, "images"),
-                   ("titles too few", lambda a: dict(images=a["images"], ncols=None, size=2.0), VALID, "titles")],
+            extra=[
+                ("no images", lambda a: a | dict(images=[]), INVALID, "images"),
+                (
+                    "a 1-D image",
+                    lambda a: a | dict(images=[np.ones(4)]),
+                    INVALID,
+                    "images",
+                ),
+                (
+                    "titles too few",
+                    lambda a: dict(images=a["images"], ncols=None, size=2.0),
+                    VALID,
+                    "titles",
+                ),
+            ],
         ),
     }
 
@@ -602,8 +1032,11 @@ SPEC_FACTORIES = {
     "data": _specs_data,
     "plotting": _specs_plotting,
 }
-SPECS = {name: spec for factory in SPEC_FACTORIES.values() for name, spec in factory().items()}
-
+SPECS = {
+    name: spec
+    for factory in SPEC_FACTORIES.values()
+    for name, spec in factory().items()
+}
 
 
 # --------------------------------------------------------------------------- the test
@@ -615,8 +1048,11 @@ SPECS = {name: spec for factory in SPEC_FACTORIES.values() for name, spec in fac
 #: alias of nadaraya_watson: it must fail exactly where nadaraya_watson does.
 _NW_KNOWN = ("x_train=float64", "y_train=float64")
 KNOWN = {
-    *(f"kernel_regression.{fn}({case})" for fn in ("nadaraya_watson", "nadaraya_watson_streaming")
-      for case in _NW_KNOWN),
+    *(
+        f"kernel_regression.{fn}({case})"
+        for fn in ("nadaraya_watson", "nadaraya_watson_streaming")
+        for case in _NW_KNOWN
+    ),
     "kernel_regression.loo_predictions(y_train=float64)",
     "lle.barycenter_weights(queries=float16)",
     "lle.barycenter_weights(queries=bfloat16)",
@@ -632,9 +1068,26 @@ KNOWN = {
     "denoise.crop_batches(images=no images)",
     "denoise.crop_batches(images=NaN image)",
     "denoise.crop_batches(images=1-D image)",
-    *(f"denoise.psnr({arg}={label})" for arg in ("clean", "estimate") for label in (
-        "nan", "+inf", "-inf", "empty", "ndim+1", "ndim-1", "scalar", "bfloat16", "string", "None")),
-    *(f"denoise.psnr(data_range={label})" for label in ("0", "-1", "nan", "inf", "string", "None")),
+    *(
+        f"denoise.psnr({arg}={label})"
+        for arg in ("clean", "estimate")
+        for label in (
+            "nan",
+            "+inf",
+            "-inf",
+            "empty",
+            "ndim+1",
+            "ndim-1",
+            "scalar",
+            "bfloat16",
+            "string",
+            "None",
+        )
+    ),
+    *(
+        f"denoise.psnr(data_range={label})"
+        for label in ("0", "-1", "nan", "inf", "string", "None")
+    ),
     "denoise.psnr(estimate=shapes differ)",
 }
 
@@ -649,7 +1102,12 @@ CASES = list(cases(SPECS))
 
 @pytest.mark.parametrize(
     "case",
-    [pytest.param(c, marks=pytest.mark.xfail(strict=True)) if _case_id(c) in KNOWN else c for c in CASES],
+    [
+        pytest.param(c, marks=pytest.mark.xfail(strict=True))
+        if _case_id(c) in KNOWN
+        else c
+        for c in CASES
+    ],
     ids=[_case_id(c) for c in CASES],
 )
 def test_bad_input(case):
@@ -661,10 +1119,18 @@ def test_every_public_callable_has_a_spec():
     for module in SPEC_FACTORIES:
         mod = importlib.import_module(f"attnlib.{module}")
         public = {n for n in mod.__all__ if callable(getattr(mod, n))}
-        covered = {name.split(".", 1)[1] for name in SPECS if name.startswith(module + ".")}
-        exempt = {n for n in public if isinstance(getattr(mod, n), type) and issubclass(getattr(mod, n), tuple)}
+        covered = {
+            name.split(".", 1)[1] for name in SPECS if name.startswith(module + ".")
+        }
+        exempt = {
+            n
+            for n in public
+            if isinstance(getattr(mod, n), type) and issubclass(getattr(mod, n), tuple)
+        }
         exempt |= NOT_ATTACKED.get(module, set())
-        assert public - exempt <= covered, f"attnlib.{module}: no battery spec for {sorted(public - exempt - covered)}"
+        assert public - exempt <= covered, (
+            f"attnlib.{module}: no battery spec for {sorted(public - exempt - covered)}"
+        )
 
 
 #: Public callables without a spec, and why (NamedTuples, result containers, exceptions, are exempt).
@@ -679,9 +1145,17 @@ NOT_ATTACKED = {
 def test_battery_can_fail():
     """A callable that returns NaN silently, accepts a bad argument or raises cryptically is caught."""
     nan = Spec(lambda x: x * math.nan, lambda: dict(x=torch.ones(2)), {"x": "array"})
-    assert judge("nan", nan, "-", "baseline", nan.args(), VALID, "-").verdict == "silent-nan"
+    assert (
+        judge("nan", nan, "-", "baseline", nan.args(), VALID, "-").verdict
+        == "silent-nan"
+    )
     lax = Spec(lambda x: x, lambda: dict(x=torch.ones(2)), {"x": "array"})
-    assert judge("lax", lax, "x", "nan", dict(x=torch.tensor([math.nan])), INVALID, "x").verdict == "silent-wrong"
+    assert (
+        judge(
+            "lax", lax, "x", "nan", dict(x=torch.tensor([math.nan])), INVALID, "x"
+        ).verdict
+        == "silent-wrong"
+    )
     rude = Spec(lambda x: 1 / 0, lambda: dict(x=1.0), {})
     assert judge("rude", rude, "x", "0", dict(x=0.0), INVALID, "x").verdict == "cryptic"
 

@@ -22,9 +22,17 @@ def test_benchmark_runs_in_quick_mode(script):
     committed = RESULTS / f"{script.stem}.json"
     before = committed.read_bytes()
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    done = subprocess.run([sys.executable, str(script), "--quick"], capture_output=True, text=True, cwd=ROOT, env=env)
+    done = subprocess.run(
+        [sys.executable, str(script), "--quick"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
-    assert committed.read_bytes() == before, "a quick run must not replace the committed results"
+    assert committed.read_bytes() == before, (
+        "a quick run must not replace the committed results"
+    )
     quick = json.loads((QUICK_RESULTS / f"{script.stem}.quick.json").read_text())
     assert quick["quick"] is True and quick["machine"]["cpu_count"] and quick["date"]
 
@@ -39,7 +47,11 @@ def test_committed_result_is_a_full_run_shown_in_the_appendix(script):
 
 def _flagged_targets_met(result):
     """Targets recorded with their own verdict, ``{"value": ..., "met": bool}``."""
-    return {name: t["met"] for name, t in result["targets"].items() if isinstance(t, dict) and "met" in t}
+    return {
+        name: t["met"]
+        for name, t in result["targets"].items()
+        if isinstance(t, dict) and "met" in t
+    }
 
 
 #: The targets each committed result is shown meeting in the book, checked on its rows.
@@ -51,20 +63,39 @@ TARGETS_MET = {
     ],
     "lle": lambda r, t: [
         all(row["ratio_to_sklearn"] <= t["max_ratio_to_sklearn"] for row in r["rows"]),
-        all(row["max_abs_embedding_difference"] <= t["max_abs_embedding_difference"] for row in r["rows"]),
+        all(
+            row["max_abs_embedding_difference"] <= t["max_abs_embedding_difference"]
+            for row in r["rows"]
+        ),
     ],
     "normalizers": lambda r, t: [
         all(row["ratio_to_entmax"] <= t["max_ratio_to_entmax"] for row in r["rows"]),
         all(row["ratio_to_softmax"] <= t["max_ratio_to_softmax"] for row in r["rows"]),
     ],
     "subspace": lambda r, t: [
-        all(row["accuracy"] >= t["accuracy_N1000"] for row in r["rows"] if row["N"] == 1000),
-        all(row["accuracy"] >= t["accuracy_N10000"] for row in r["rows"] if row["N"] == 10000),
-        all(row["ours_total_s"] <= t["seconds_N10000"] for row in r["rows"] if row["N"] == 10000),
+        all(
+            row["accuracy"] >= t["accuracy_N1000"]
+            for row in r["rows"]
+            if row["N"] == 1000
+        ),
+        all(
+            row["accuracy"] >= t["accuracy_N10000"]
+            for row in r["rows"]
+            if row["N"] == 10000
+        ),
+        all(
+            row["ours_total_s"] <= t["seconds_N10000"]
+            for row in r["rows"]
+            if row["N"] == 10000
+        ),
         all(row["speedup_equal"] >= t["speedup"] for row in r["rows"]),
     ],
     "symmetry": lambda r, t: [
-        all(ratio > 1 for n, ratio in t["median_ratio_mha_over_ka"]["quadratic"].items() if int(n) >= 8),
+        all(
+            ratio > 1
+            for n, ratio in t["median_ratio_mha_over_ka"]["quadratic"].items()
+            if int(n) >= 8
+        ),
     ],
 }
 
@@ -77,13 +108,19 @@ def test_committed_result_meets_the_targets_the_book_shows_it_meeting(script):
     flagged = _flagged_targets_met(result)
     checked = TARGETS_MET.get(script.stem, lambda r, t: [])(result, result["targets"])
     assert flagged or checked, f"{script.stem}: no target is checked"
-    assert all(flagged.values()), f"{script.stem}: targets missed: {[k for k, v in flagged.items() if not v]}"
-    assert all(checked), f"{script.stem}: a target the book shows as met is missed: {checked}"
+    assert all(flagged.values()), (
+        f"{script.stem}: targets missed: {[k for k, v in flagged.items() if not v]}"
+    )
+    assert all(checked), (
+        f"{script.stem}: a target the book shows as met is missed: {checked}"
+    )
 
 
 def test_the_target_check_can_fail():
     result = json.loads((RESULTS / "lle.json").read_text())
-    result["rows"][0]["ratio_to_sklearn"] = 2 * result["targets"]["max_ratio_to_sklearn"]
+    result["rows"][0]["ratio_to_sklearn"] = (
+        2 * result["targets"]["max_ratio_to_sklearn"]
+    )
     assert not all(TARGETS_MET["lle"](result, result["targets"]))
     result = json.loads((RESULTS / "denoise.json").read_text())
     next(iter(result["targets"].values()))["met"] = False

@@ -27,9 +27,22 @@ import notebook_tools  # noqa: E402
 
 CHAPTERS = notebook_tools.chapter_notebooks()
 # What a Colab runtime ships, pinned as this project pins torch (the local CPU wheel).
-COLAB_STACK = ["torch==2.13.0", "numpy", "scipy", "matplotlib", "scikit-learn", "scikit-image", "pandas", "tqdm",
-               "ipykernel", "nbclient", "nbformat"]
-PRETEND_COLAB = 'import sys, types\nsys.modules["google.colab"] = types.ModuleType("google.colab")'
+COLAB_STACK = [
+    "torch==2.13.0",
+    "numpy",
+    "scipy",
+    "matplotlib",
+    "scikit-learn",
+    "scikit-image",
+    "pandas",
+    "tqdm",
+    "ipykernel",
+    "nbclient",
+    "nbformat",
+]
+PRETEND_COLAB = (
+    'import sys, types\nsys.modules["google.colab"] = types.ModuleType("google.colab")'
+)
 CHECK_INSTALLED = (
     "import importlib.metadata, attnlib\n"
     "assert 'site-packages' in attnlib.__file__, attnlib.__file__\n"
@@ -45,28 +58,55 @@ EXECUTE = (
 
 
 def _run(*args, **kwargs):
-    done = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kwargs)
-    assert done.returncode == 0, f"{' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    done = subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, **kwargs
+    )
+    assert done.returncode == 0, (
+        f"{' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
     return done
 
 
 @pytest.fixture(scope="module")
 def colab_python(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("colab")
-    _run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", tmp / "dist", ROOT)
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "-q",
+        "-w",
+        tmp / "dist",
+        ROOT,
+    )
     wheel = next((tmp / "dist").glob("attnlib-*.whl"))
     venv.create(tmp / "venv", with_pip=True)
     python = tmp / "venv" / "bin" / "python"
     _run(python, "-m", "pip", "install", "-q", *COLAB_STACK)
-    missing = subprocess.run([python, "-c", "import attnlib"], capture_output=True, cwd=tmp)
-    assert missing.returncode != 0, "the fresh environment must not have attnlib before the setup cell runs"
+    missing = subprocess.run(
+        [python, "-c", "import attnlib"], capture_output=True, cwd=tmp
+    )
+    assert missing.returncode != 0, (
+        "the fresh environment must not have attnlib before the setup cell runs"
+    )
     return python, wheel, tmp
 
 
 @pytest.fixture(scope="module")
 def colab_kernel(colab_python):
     python, wheel, tmp = colab_python
-    _run(python, "-m", "ipykernel", "install", "--prefix", tmp / "venv", "--name", "python3")
+    _run(
+        python,
+        "-m",
+        "ipykernel",
+        "install",
+        "--prefix",
+        tmp / "venv",
+        "--name",
+        "python3",
+    )
     return python, wheel, tmp
 
 
@@ -77,10 +117,20 @@ def test_chapter_runs_alone_in_a_fresh_colab_like_environment(colab_kernel, chap
     code = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
     setup = nb["cells"][code[0]]
     setup["source"] = notebook_tools.setup_cell_source(str(wheel))
-    cell = lambda src, id: {"cell_type": "code", "id": id, "metadata": {}, "source": src, "outputs": [], "execution_count": None}  # noqa: E731
+    cell = lambda src, id: {
+        "cell_type": "code",
+        "id": id,
+        "metadata": {},
+        "source": src,
+        "outputs": [],
+        "execution_count": None,
+    }  # noqa: E731
     # pretend to be Colab, run the setup cell twice, check where attnlib came from, then the chapter
     nb["cells"][code[0] : code[0] + 1] = [
-        cell(PRETEND_COLAB, "pretend-colab"), setup, dict(setup, id="setup-again"), cell(CHECK_INSTALLED, "check-installed")
+        cell(PRETEND_COLAB, "pretend-colab"),
+        setup,
+        dict(setup, id="setup-again"),
+        cell(CHECK_INSTALLED, "check-installed"),
     ]
     work = tmp / chapter.stem  # an empty folder holding the notebook alone
     work.mkdir()
@@ -90,7 +140,9 @@ def test_chapter_runs_alone_in_a_fresh_colab_like_environment(colab_kernel, chap
 
 def _clean_env(tmp):
     """The environment of a fresh machine: no project venv on PATH, no repository on sys.path."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")
+    }
     env["PATH"] = f"{tmp / 'venv' / 'bin'}:/usr/bin:/bin"
     env["JUPYTER_PATH"] = str(tmp / "venv" / "share" / "jupyter")
     return env

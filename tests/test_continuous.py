@@ -47,7 +47,7 @@ def np_tp(t, mu, s2):
 
 def np_paraboloid(x, y, mu, S):
     d = np.array([x, y]) - mu
-    lam = -(math.gamma(3) / np.sqrt(np.linalg.det(2 * np.pi * S))) ** 0.5
+    lam = -((math.gamma(3) / np.sqrt(np.linalg.det(2 * np.pi * S))) ** 0.5)
     return max(-lam - 0.5 * d @ np.linalg.solve(S, d), 0.0)
 
 
@@ -75,8 +75,16 @@ def test_1d_densities_integrate_to_one(s2):
     for pdf in (gaussian_pdf, truncated_parabola_pdf, triangular_pdf):
         f = lambda t: pdf(_t(t), _t(0.2), _t(s2)).item()  # noqa: E731
         w = max(12 * s2**0.5, 2 * (1.5 * s2) ** (1 / 3))
-        ends = [0.2 - s2**0.5, 0.2 - (1.5 * s2) ** (1 / 3), 0.2, 0.2 + (1.5 * s2) ** (1 / 3), 0.2 + s2**0.5]
-        total, _ = integrate.quad(f, 0.2 - w, 0.2 + w, points=ends, limit=400, epsabs=1e-12)
+        ends = [
+            0.2 - s2**0.5,
+            0.2 - (1.5 * s2) ** (1 / 3),
+            0.2,
+            0.2 + (1.5 * s2) ** (1 / 3),
+            0.2 + s2**0.5,
+        ]
+        total, _ = integrate.quad(
+            f, 0.2 - w, 0.2 + w, points=ends, limit=400, epsabs=1e-12
+        )
         assert total == pytest.approx(1, abs=1e-8)
 
 
@@ -93,19 +101,29 @@ def test_triangular_matches_scipy():
     t = np.linspace(-3, 3, 61)
     b = 0.7
     ref = stats.triang(c=0.5, loc=0.4 - b**0.5, scale=2 * b**0.5).pdf(t)
-    np.testing.assert_allclose(triangular_pdf(_t(t), _t(0.4), _t(b)).numpy(), ref, atol=1e-12)
+    np.testing.assert_allclose(
+        triangular_pdf(_t(t), _t(0.4), _t(b)).numpy(), ref, atol=1e-12
+    )
 
 
 def test_location_scale_recovers_triangular_and_truncated_parabola():
     t = _t(np.linspace(-2, 2, 81))
     sigma = 0.8
     tri = location_scale_pdf(t, 0.3, sigma, g=lambda u: u**2 / 2, dg=lambda u: u)
-    torch.testing.assert_close(tri, triangular_pdf(t, _t(0.3), _t(sigma**2)), atol=1e-10, rtol=0)
-    tp = location_scale_pdf(t, 0.3, sigma, g=lambda u: u**3 / 6)  # derivative by finite differences
-    torch.testing.assert_close(tp, truncated_parabola_pdf(t, _t(0.3), _t(sigma**3)), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        tri, triangular_pdf(t, _t(0.3), _t(sigma**2)), atol=1e-10, rtol=0
+    )
+    tp = location_scale_pdf(
+        t, 0.3, sigma, g=lambda u: u**3 / 6
+    )  # derivative by finite differences
+    torch.testing.assert_close(
+        tp, truncated_parabola_pdf(t, _t(0.3), _t(sigma**3)), atol=1e-6, rtol=0
+    )
     g = lambda u: u**2 / 2 + u**4  # noqa: E731 -- a family without a named closed form
     x = np.linspace(-3, 3, 60001)
-    total = integrate.trapezoid(location_scale_pdf(_t(x), 0.0, 1.3, g, dg=lambda u: u + 4 * u**3).numpy(), x)
+    total = integrate.trapezoid(
+        location_scale_pdf(_t(x), 0.0, 1.3, g, dg=lambda u: u + 4 * u**3).numpy(), x
+    )
     assert total == pytest.approx(1, abs=1e-6)
 
 
@@ -120,17 +138,30 @@ def ellipse_dblquad(f, mu, S):
         disc = max(P[0, 1] ** 2 * dx**2 - P[1, 1] * (P[0, 0] * dx**2 - R2), 0.0)
         return mu[1] + (-P[0, 1] * dx + sign * np.sqrt(disc)) / P[1, 1]
 
-    return integrate.dblquad(f, mu[0] - half, mu[0] + half, lambda x: chord(x, -1), lambda x: chord(x, 1), epsabs=1e-12)[0]
+    return integrate.dblquad(
+        f,
+        mu[0] - half,
+        mu[0] + half,
+        lambda x: chord(x, -1),
+        lambda x: chord(x, 1),
+        epsabs=1e-12,
+    )[0]
 
 
-@pytest.mark.parametrize("S", [[[0.05, 0.01], [0.01, 0.02]], [[1.0, -0.4], [-0.4, 0.5]]])
+@pytest.mark.parametrize(
+    "S", [[[0.05, 0.01], [0.01, 0.02]], [[1.0, -0.4], [-0.4, 0.5]]]
+)
 def test_truncated_paraboloid_integrates_to_one_and_matches_numpy(S):
     S, mu = np.array(S), np.array([0.1, -0.2])
     total = ellipse_dblquad(lambda y, x: np_paraboloid(x, y, mu, S), mu, S)
     assert total == pytest.approx(1, abs=1e-8)
-    pts = mu + np.random.default_rng(0).normal(size=(20, 2)) * 2.5 * np.sqrt(S.diagonal())
+    pts = mu + np.random.default_rng(0).normal(size=(20, 2)) * 2.5 * np.sqrt(
+        S.diagonal()
+    )
     ours = truncated_paraboloid_pdf(_t(pts), _t(mu), _t(S)).numpy()
-    np.testing.assert_allclose(ours, [np_paraboloid(x, y, mu, S) for x, y in pts], atol=1e-13)
+    np.testing.assert_allclose(
+        ours, [np_paraboloid(x, y, mu, S) for x, y in pts], atol=1e-13
+    )
     assert (ours == 0).any() and (ours > 0).any()
 
 
@@ -146,12 +177,25 @@ def test_paraboloid_in_one_dimension_is_the_truncated_parabola():
 def test_rbf_matches_scipy_in_1d_and_2d():
     t = np.linspace(-0.5, 1.5, 7)
     np.testing.assert_allclose(
-        BASIS_1D(_t(t)).numpy(), np.stack([stats.norm(c, s**0.5).pdf(t) for c, s in zip([0.1, 0.45, 0.9], [0.01, 0.04, 0.25])], -1)
+        BASIS_1D(_t(t)).numpy(),
+        np.stack(
+            [
+                stats.norm(c, s**0.5).pdf(t)
+                for c, s in zip([0.1, 0.45, 0.9], [0.01, 0.04, 0.25])
+            ],
+            -1,
+        ),
     )
     p = np.array([[0.3, 0.3], [0.9, 0.1]])
-    ref = np.stack([np_rbf(p, c, s) for c, s in zip(BASIS_2D.mu.numpy(), BASIS_2D.sigma2.numpy())], -1)
+    ref = np.stack(
+        [np_rbf(p, c, s) for c, s in zip(BASIS_2D.mu.numpy(), BASIS_2D.sigma2.numpy())],
+        -1,
+    )
     np.testing.assert_allclose(BASIS_2D(_t(p)).numpy(), ref)
-    assert len(GaussianRBF.linspace(64)) == 64 and GaussianRBF.grid(10).mu.shape == (100, 2)
+    assert len(GaussianRBF.linspace(64)) == 64 and GaussianRBF.grid(10).mu.shape == (
+        100,
+        2,
+    )
 
 
 def test_ridge_coefficients_match_the_papers_formula_and_sklearn():
@@ -176,10 +220,22 @@ def test_ridge_coefficients_match_the_papers_formula_and_sklearn():
 def test_1d_attention_matches_quad(alpha):
     r = continuous_attention_1d(MU_1D, S2_1D, BASIS_1D, alpha)
     for i, (m, s2) in enumerate(zip(MU_1D.tolist(), S2_1D.tolist())):
-        dens = (lambda t: np_normal(t, m, s2)) if alpha == 1 else (lambda t: np_tp(t, m, s2))
+        dens = (
+            (lambda t: np_normal(t, m, s2))
+            if alpha == 1
+            else (lambda t: np_tp(t, m, s2))
+        )
         a = (1.5 * s2) ** (1 / 3) if alpha == 2 else 12 * s2**0.5
-        for j, (c, cs2) in enumerate(zip(BASIS_1D.mu.tolist(), BASIS_1D.sigma2.tolist())):
-            ref, _ = integrate.quad(lambda t: dens(t) * np_normal(t, c, cs2), m - a, m + a, epsabs=1e-13, limit=200)
+        for j, (c, cs2) in enumerate(
+            zip(BASIS_1D.mu.tolist(), BASIS_1D.sigma2.tolist())
+        ):
+            ref, _ = integrate.quad(
+                lambda t: dens(t) * np_normal(t, c, cs2),
+                m - a,
+                m + a,
+                epsabs=1e-13,
+                limit=200,
+            )
             assert r[i, j].item() == pytest.approx(ref, abs=1e-6, rel=1e-9)
 
 
@@ -191,15 +247,35 @@ def test_2d_attention_matches_dblquad(alpha):
         P, det = np.linalg.inv(S), np.linalg.det(S)
         for j in range(len(BASIS_2D)):
             c, s2 = BASIS_2D.mu[j].numpy(), BASIS_2D.sigma2[j].item()
-            psi = lambda x, y: np.exp(-((x - c[0]) ** 2 + (y - c[1]) ** 2) / (2 * s2)) / (2 * np.pi * s2)  # noqa: E731
+            psi = lambda x, y: (
+                np.exp(-((x - c[0]) ** 2 + (y - c[1]) ** 2) / (2 * s2))
+                / (2 * np.pi * s2)
+            )  # noqa: E731
             if alpha == 2:
-                ref = ellipse_dblquad(lambda y, x: np_paraboloid(x, y, m, S) * psi(x, y), m, S)
+                ref = ellipse_dblquad(
+                    lambda y, x: np_paraboloid(x, y, m, S) * psi(x, y), m, S
+                )
             else:
-                gauss = lambda x, y: np.exp(  # noqa: E731
-                    -0.5 * (P[0, 0] * (x - m[0]) ** 2 + 2 * P[0, 1] * (x - m[0]) * (y - m[1]) + P[1, 1] * (y - m[1]) ** 2)
-                ) / (2 * np.pi * np.sqrt(det))
+                gauss = lambda x, y: (
+                    np.exp(  # noqa: E731
+                        -0.5
+                        * (
+                            P[0, 0] * (x - m[0]) ** 2
+                            + 2 * P[0, 1] * (x - m[0]) * (y - m[1])
+                            + P[1, 1] * (y - m[1]) ** 2
+                        )
+                    )
+                    / (2 * np.pi * np.sqrt(det))
+                )
                 w = 8 * np.sqrt(S.diagonal())
-                ref = integrate.dblquad(lambda y, x: gauss(x, y) * psi(x, y), m[0] - w[0], m[0] + w[0], m[1] - w[1], m[1] + w[1], epsabs=1e-11)[0]
+                ref = integrate.dblquad(
+                    lambda y, x: gauss(x, y) * psi(x, y),
+                    m[0] - w[0],
+                    m[0] + w[0],
+                    m[1] - w[1],
+                    m[1] + w[1],
+                    epsabs=1e-11,
+                )[0]
             assert r[i, j].item() == pytest.approx(ref, abs=1e-6)
 
 
@@ -208,7 +284,9 @@ def test_2d_paraboloid_with_narrow_rbfs_in_a_long_tilted_ellipse():
     m, angle = np.array([0.45, 0.55]), 0.5
     rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
     S = rot @ np.diag([0.3, 0.004]) @ rot.T
-    R2 = 2 * (math.gamma(3) / np.sqrt(np.linalg.det(2 * np.pi * S))) ** 0.5  # the support is xᵀS⁻¹x ≤ R²
+    R2 = (
+        2 * (math.gamma(3) / np.sqrt(np.linalg.det(2 * np.pi * S))) ** 0.5
+    )  # the support is xᵀS⁻¹x ≤ R²
     tip, flank = np.sqrt(R2 * 0.3) * rot[:, 0], np.sqrt(R2 * 0.004) * rot[:, 1]
     centres = m + np.array([[0, 0], 0.97 * tip, -0.9 * flank, 1.02 * tip + 0.5 * flank])
     s2 = 1e-3
@@ -216,12 +294,19 @@ def test_2d_paraboloid_with_narrow_rbfs_in_a_long_tilted_ellipse():
     r = continuous_attention_2d(_t(m[None]), _t(S[None]), basis, alpha=2)[0]
     _, cov_xx = generalized_covariance_2d(_t(m[None]), _t(S[None]), basis, alpha=2)
     for j, c in enumerate(centres):
-        psi = lambda x, y: np.exp(-((x - c[0]) ** 2 + (y - c[1]) ** 2) / (2 * s2)) / (2 * np.pi * s2)  # noqa: E731
-        assert r[j].item() == pytest.approx(ellipse_dblquad(lambda y, x: np_paraboloid(x, y, m, S) * psi(x, y), m, S), abs=1e-8)
+        psi = lambda x, y: (
+            np.exp(-((x - c[0]) ** 2 + (y - c[1]) ** 2) / (2 * s2)) / (2 * np.pi * s2)
+        )  # noqa: E731
+        assert r[j].item() == pytest.approx(
+            ellipse_dblquad(lambda y, x: np_paraboloid(x, y, m, S) * psi(x, y), m, S),
+            abs=1e-8,
+        )
         # The 0-covariance of x₁x₂ with ψ: ∫_supp x₁x₂ψ minus the uniform-on-the-ellipse moment R²S₁₂/4 times ∫_supp ψ.
         mass = ellipse_dblquad(lambda y, x: psi(x, y), m, S)
         cross = ellipse_dblquad(lambda y, x: (x - m[0]) * (y - m[1]) * psi(x, y), m, S)
-        assert cov_xx[0, j, 0, 1].item() == pytest.approx(cross - R2 * S[0, 1] / 4 * mass, abs=1e-10)
+        assert cov_xx[0, j, 0, 1].item() == pytest.approx(
+            cross - R2 * S[0, 1] / 4 * mass, abs=1e-10
+        )
 
 
 @settings(max_examples=20, deadline=None)
@@ -242,7 +327,12 @@ def test_1d_attention_is_the_limit_of_discrete_attention_on_a_fine_grid(alpha):
     f = -((t - 0.4) ** 2) / (2 * 0.05)
     w = torch.softmax(f + math.log(h), 0) if alpha == 1 else sparsemax(h * f, dim=0)
     discrete = w @ BASIS_1D(t)
-    torch.testing.assert_close(discrete, continuous_attention_1d(_t([0.4]), _t([0.05]), BASIS_1D, alpha)[0], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(
+        discrete,
+        continuous_attention_1d(_t([0.4]), _t([0.05]), BASIS_1D, alpha)[0],
+        atol=1e-6,
+        rtol=1e-5,
+    )
 
 
 # ------------------------------------------------------------------ backward: Proposition 3
@@ -252,7 +342,9 @@ def test_1d_attention_is_the_limit_of_discrete_attention_on_a_fine_grid(alpha):
 def test_1d_backward_gradcheck(alpha):
     mu = MU_1D.clone().requires_grad_()
     s2 = S2_1D.clone().requires_grad_()
-    assert torch.autograd.gradcheck(lambda m, s: continuous_attention_1d(m, s, BASIS_1D, alpha), (mu, s2))
+    assert torch.autograd.gradcheck(
+        lambda m, s: continuous_attention_1d(m, s, BASIS_1D, alpha), (mu, s2)
+    )
 
 
 @pytest.mark.parametrize("alpha", [1, 2])
@@ -269,11 +361,17 @@ def test_1d_backward_matches_autograd_through_quadrature(alpha):
     def by_quadrature(mu, s2):
         half = (1.5 * s2) ** (1 / 3) if alpha == 2 else 12 * s2.sqrt()
         t = mu[:, None] + half[:, None] * torch.linspace(-1, 1, 20001, dtype=D64)
-        dens = gaussian_pdf(t, mu[:, None], s2[:, None]) if alpha == 1 else truncated_parabola_pdf(t, mu[:, None], s2[:, None])
+        dens = (
+            gaussian_pdf(t, mu[:, None], s2[:, None])
+            if alpha == 1
+            else truncated_parabola_pdf(t, mu[:, None], s2[:, None])
+        )
         vals = dens.unsqueeze(-1) * BASIS_1D(t)
         return torch.trapezoid(vals, t.unsqueeze(-1), dim=1)
 
-    jac_ours = torch.autograd.functional.jacobian(lambda m, s: continuous_attention_1d(m, s, BASIS_1D, alpha), (MU_1D, S2_1D))
+    jac_ours = torch.autograd.functional.jacobian(
+        lambda m, s: continuous_attention_1d(m, s, BASIS_1D, alpha), (MU_1D, S2_1D)
+    )
     jac_quad = torch.autograd.functional.jacobian(by_quadrature, (MU_1D, S2_1D))
     for a, b in zip(jac_ours, jac_quad):
         torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
@@ -285,15 +383,26 @@ def test_covariance_of_gaussian_matches_quad():
     c, cs2 = BASIS_1D.mu[1].item(), BASIS_1D.sigma2[1].item()
     psi = lambda t: np_normal(t, c, cs2)  # noqa: E731
     p = lambda t: np_normal(t, m, s2)  # noqa: E731
-    E = lambda g: integrate.quad(lambda t: p(t) * g(t), m - 3, m + 3, epsabs=1e-13, limit=200)[0]  # noqa: E731
+    E = lambda g: integrate.quad(
+        lambda t: p(t) * g(t), m - 3, m + 3, epsabs=1e-13, limit=200
+    )[0]  # noqa: E731
     assert cov_x[0, 1].item() == pytest.approx(E(lambda t: (t - m) * psi(t)), abs=1e-8)
-    assert cov_xx[0, 1].item() == pytest.approx(E(lambda t: (t - m) ** 2 * psi(t)) - s2 * E(psi), abs=1e-8)
+    assert cov_xx[0, 1].item() == pytest.approx(
+        E(lambda t: (t - m) ** 2 * psi(t)) - s2 * E(psi), abs=1e-8
+    )
 
 
 def test_float32_in_float32_out():
-    r = continuous_attention_2d(MU_2D.float(), SIGMA_2D.float(), GaussianRBF.grid(3, 0.01), alpha=2)
+    r = continuous_attention_2d(
+        MU_2D.float(), SIGMA_2D.float(), GaussianRBF.grid(3, 0.01), alpha=2
+    )
     assert r.dtype == torch.float32 and r.shape == (2, 9)
-    torch.testing.assert_close(r.double(), continuous_attention_2d(MU_2D, SIGMA_2D, GaussianRBF.grid(3, 0.01), alpha=2), atol=1e-4, rtol=1e-3)
+    torch.testing.assert_close(
+        r.double(),
+        continuous_attention_2d(MU_2D, SIGMA_2D, GaussianRBF.grid(3, 0.01), alpha=2),
+        atol=1e-4,
+        rtol=1e-3,
+    )
 
 
 # ------------------------------------------------------------------ modules
@@ -304,9 +413,15 @@ def test_modules_encoder_and_moment_matching():
     H = torch.randn(3, 20, 5)
     enc = ContinuousAttention1D(GaussianRBF.linspace(8), in_features=5, alpha=2)
     out = enc(H)
-    assert out.context.shape == (3, 5) and ((out.mu > 0) & (out.mu < 1)).all() and (out.sigma2 > 0).all()
+    assert (
+        out.context.shape == (3, 5)
+        and ((out.mu > 0) & (out.mu < 1)).all()
+        and (out.sigma2 > 0).all()
+    )
     out.context.sum().backward()
-    assert enc.head.weight.grad is not None and torch.isfinite(enc.head.weight.grad).all()
+    assert (
+        enc.head.weight.grad is not None and torch.isfinite(enc.head.weight.grad).all()
+    )
     # Moment matching a one-hot weight vector puts μ on that token's position.
     w = torch.zeros(3, 20)
     w[:, 5] = 1
@@ -321,30 +436,43 @@ def test_modules_encoder_and_moment_matching():
     torch.testing.assert_close(out3.mu, w2 @ pos)
 
 
-
 def test_experiment_models_and_data():
     torch.manual_seed(0)
     data = cluttered_digits(6, size=16, seed=0)
-    assert data.images.shape == (6, 1, 16, 16) and data.labels.shape == (6,) and (data.corner <= 8).all()
+    assert (
+        data.images.shape == (6, 1, 16, 16)
+        and data.labels.shape == (6,)
+        and (data.corner <= 8).all()
+    )
     # Without noise and clutter the canvas is one scikit-learn digit of the right label at the corner, zero elsewhere.
     from sklearn.datasets import load_digits
 
     digits = load_digits()
     clean = cluttered_digits(3, size=12, n_clutter=0, noise=0.0, seed=1)
-    for image, label, (r, c) in zip(clean.images[:, 0].numpy(), clean.labels.tolist(), clean.corner.tolist()):
+    for image, label, (r, c) in zip(
+        clean.images[:, 0].numpy(), clean.labels.tolist(), clean.corner.tolist()
+    ):
         block = image[r : r + 8, c : c + 8].copy()
         image[r : r + 8, c : c + 8] = 0
         assert not image.any()
-        assert np.abs(digits.images[digits.target == label] / 16 - block).sum((1, 2)).min() < 1e-6
+        assert (
+            np.abs(digits.images[digits.target == label] / 16 - block).sum((1, 2)).min()
+            < 1e-6
+        )
     for kind, alpha in (("discrete", 2), ("continuous", 2)):
         logits, w, cont = DigitClassifier(kind, alpha=alpha, n_side=8)(data.images)
         assert logits.shape == (6, 10) and w.shape == (6, 64)
         torch.testing.assert_close(w.sum(-1), torch.ones(6))
         assert (cont is None) == (kind == "discrete")
     docs = span_documents(4, 32, span=6, seed=0)
-    assert docs.tokens.shape == (4, 32) and ((docs.start >= 0) & (docs.start <= 26)).all()
-    logits, w, cont = DocumentClassifier(48, "combined", alpha=2, n_basis=8)(docs.tokens)
+    assert (
+        docs.tokens.shape == (4, 32) and ((docs.start >= 0) & (docs.start <= 26)).all()
+    )
+    logits, w, cont = DocumentClassifier(48, "combined", alpha=2, n_basis=8)(
+        docs.tokens
+    )
     assert logits.shape == (4, 2) and w.shape == (4, 32) and cont.r.shape == (4, 8)
+
 
 # ------------------------------------------------------------------ bad inputs
 

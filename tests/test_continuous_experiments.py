@@ -19,7 +19,12 @@ from attnlib.continuous import (
     truncated_paraboloid_pdf,
 )
 from attnlib.experiments.classify import accuracy, fit_classifier
-from attnlib.experiments.documents import PAPER_TABLE1, TABLE1_ROWS, span_documents, table1
+from attnlib.experiments.documents import (
+    PAPER_TABLE1,
+    TABLE1_ROWS,
+    span_documents,
+    table1,
+)
 from attnlib.experiments.readout_cost import read_out_times
 
 D64 = torch.float64
@@ -30,7 +35,9 @@ def test_public_names_still_import_from_attnlib_continuous():
         assert getattr(continuous, name) is not None
 
 
-@pytest.mark.parametrize("module", ["documents", "digits", "classify", "alignment", "readout_cost"])
+@pytest.mark.parametrize(
+    "module", ["documents", "digits", "classify", "alignment", "readout_cost"]
+)
 def test_each_experiment_module_imports_first_in_a_fresh_interpreter(module):
     # attnlib.continuous once imported the experiments eagerly: importing
     # attnlib.experiments.documents (or .digits) first then failed on a circular import.
@@ -85,7 +92,14 @@ def test_fit_and_score_with_a_tuple_of_inputs():
     torch.manual_seed(0)
     docs = span_documents(64, 32, span=6, seed=4)
     model = DocumentClassifier(48, "oracle", alpha=2, n_basis=8, span=6)
-    losses = fit_classifier(model, (docs.tokens, docs.start), docs.labels, n_steps=3, batch=8, progress=False)
+    losses = fit_classifier(
+        model,
+        (docs.tokens, docs.start),
+        docs.labels,
+        n_steps=3,
+        batch=8,
+        progress=False,
+    )
     assert len(losses) == 3 and all(math.isfinite(x) for x in losses)
     acc = accuracy(model, (docs.tokens, docs.start), docs.labels, batch=16)
     assert 0.0 <= acc <= 1.0
@@ -97,10 +111,18 @@ def test_table1_in_the_papers_layout():
         {"attention": "combined", "alpha": 2, "N": 64, "accs": [0.95, 0.97]},
     ]
     t = table1(rows)
-    assert list(t.index) == list(TABLE1_ROWS) == [
-        "discrete softmax", "discrete sparsemax", "continuous softmax",
-        "continuous sparsemax", "combined softmax", "combined sparsemax",
-    ]
+    assert (
+        list(t.index)
+        == list(TABLE1_ROWS)
+        == [
+            "discrete softmax",
+            "discrete sparsemax",
+            "continuous softmax",
+            "continuous sparsemax",
+            "combined softmax",
+            "combined sparsemax",
+        ]
+    )
     assert t.loc["discrete softmax", ("discrete (all L)", "ours (%)")] == "91.0 ± 1.0"
     assert t.loc["combined sparsemax", ("N = 64", "ours (%)")] == "96.0 ± 1.0"
     assert t.loc["combined sparsemax", ("N = 64", "paper (%)")] == "91.18"
@@ -120,16 +142,26 @@ def test_truncated_parabola_radius_is_the_edge_of_the_support():
         truncated_parabola_radius(0.0)
 
 
-@pytest.mark.parametrize("Sigma", [[[0.03, 0.012], [0.012, 0.015]], [[0.5, -0.2], [-0.2, 0.1]]])
+@pytest.mark.parametrize(
+    "Sigma", [[[0.03, 0.012], [0.012, 0.015]], [[0.5, -0.2], [-0.2, 0.1]]]
+)
 def test_support_ellipse_is_the_edge_of_the_paraboloids_support(Sigma):
     mu = np.array([0.3, -0.2])
     centre, width, height, angle = support_ellipse(mu, Sigma)
     th = math.radians(angle)
     axes = np.array([[math.cos(th), math.sin(th)], [-math.sin(th), math.cos(th)]])
     for phi in np.linspace(0, 2 * np.pi, 24, endpoint=False):
-        edge = centre + 0.5 * width * math.cos(phi) * axes[0] + 0.5 * height * math.sin(phi) * axes[1]
+        edge = (
+            centre
+            + 0.5 * width * math.cos(phi) * axes[0]
+            + 0.5 * height * math.sin(phi) * axes[1]
+        )
         for scale, positive in ((0.999, True), (1.001, False)):
-            p = truncated_paraboloid_pdf(torch.tensor(mu + scale * (edge - mu)), torch.tensor(mu), torch.tensor(Sigma))
+            p = truncated_paraboloid_pdf(
+                torch.tensor(mu + scale * (edge - mu)),
+                torch.tensor(mu),
+                torch.tensor(Sigma),
+            )
             assert (p.item() > 0) == positive
     # A given scale R draws the contour (t-μ)ᵀΣ⁻¹(t-μ) = R².
     _, w1, h1, _ = support_ellipse(mu, Sigma, scale=1.0)
@@ -142,10 +174,14 @@ def test_support_ellipse_is_the_edge_of_the_paraboloids_support(Sigma):
 
 
 def test_read_out_times_rows():
-    rows = read_out_times(lengths=(16,), n_queries=(1, None), n_basis=8, dim=4, batch=2, repeats=1)
+    rows = read_out_times(
+        lengths=(16,), n_queries=(1, None), n_basis=8, dim=4, batch=2, repeats=1
+    )
     assert [(r["L"], r["Q"]) for r in rows] == [(16, 1), (16, 16)]
     for r in rows:
-        assert r["continuous_ms"] == pytest.approx(r["fit_ms"] + r["r_ms"] + r["readout_ms"])
+        assert r["continuous_ms"] == pytest.approx(
+            r["fit_ms"] + r["r_ms"] + r["readout_ms"]
+        )
         assert r["ratio"] == pytest.approx(r["continuous_ms"] / r["discrete_ms"])
     with pytest.raises(ValueError, match="lengths"):
         read_out_times(lengths=(0,), repeats=1)
@@ -163,9 +199,16 @@ def test_monotone_alignment_copies_the_aligned_source_token():
         monotone_alignment(5, 4, 8)
 
 
-@pytest.mark.parametrize("kind,alpha", [("discrete", 1), ("discrete", 2), ("continuous", 1), ("continuous", 2)])
+@pytest.mark.parametrize(
+    "kind,alpha",
+    [("discrete", 1), ("discrete", 2), ("continuous", 1), ("continuous", 2)],
+)
 def test_alignment_model_shapes_weights_and_gradients(kind, alpha):
-    from attnlib.experiments.alignment import AlignmentModel, alignment_means, monotone_alignment
+    from attnlib.experiments.alignment import (
+        AlignmentModel,
+        alignment_means,
+        monotone_alignment,
+    )
 
     torch.manual_seed(0)
     task = monotone_alignment(4, 12, 6, vocab=9, seed=1)
@@ -178,7 +221,11 @@ def test_alignment_model_shapes_weights_and_gradients(kind, alpha):
         assert p.grad is not None and p.grad.abs().sum() > 0, name
     if kind == "continuous":
         mu, s2 = alignment_means(model)
-        assert mu.shape == s2.shape == (6,) and ((mu > 0) & (mu < 1)).all() and (s2 > 0).all()
+        assert (
+            mu.shape == s2.shape == (6,)
+            and ((mu > 0) & (mu < 1)).all()
+            and (s2 > 0).all()
+        )
     else:
         with pytest.raises(ValueError, match="model"):
             alignment_means(model)
@@ -188,11 +235,18 @@ def test_alignment_model_shapes_weights_and_gradients(kind, alpha):
 
 def test_fit_alignment_learns_the_diagonal():
     from attnlib.experiments.alignment import (
-        AlignmentModel, alignment_accuracy, alignment_means, fit_alignment, monotone_alignment,
+        AlignmentModel,
+        alignment_accuracy,
+        alignment_means,
+        fit_alignment,
+        monotone_alignment,
     )
 
     torch.manual_seed(0)
-    train, test = monotone_alignment(500, 8, 4, vocab=6, seed=2), monotone_alignment(100, 8, 4, vocab=6, seed=3)
+    train, test = (
+        monotone_alignment(500, 8, 4, vocab=6, seed=2),
+        monotone_alignment(100, 8, 4, vocab=6, seed=3),
+    )
     model = AlignmentModel(6, 8, 4, "continuous", alpha=2, dim=16, n_basis=16)
     fit_alignment(model, train, n_steps=150, progress=False)
     assert alignment_accuracy(model, test) > 0.9
@@ -229,6 +283,8 @@ def test_paper_table1_is_the_seeds_table_digit_by_digit():
     for line in seed_rows.strip().splitlines():
         words = line.split()
         label, values = " ".join(words[:2]), [float(v) for v in words[2:]]
-        expected[label] = {None: values[0]} if len(values) == 1 else dict(zip((32, 64, 128), values))
+        expected[label] = (
+            {None: values[0]} if len(values) == 1 else dict(zip((32, 64, 128), values))
+        )
     assert PAPER_TABLE1 == expected
     assert list(PAPER_TABLE1) == list(expected)  # the paper's row order

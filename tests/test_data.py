@@ -20,8 +20,13 @@ def test_generators_are_deterministic_and_splittable():
     assert all(torch.equal(x, y) for x, y in zip(a, b))
     assert a.take(slice(2, 5)).src.shape[0] == 3
     c, e = captioned_images(4, seed=3), captioned_images(4, seed=3)
-    assert np.array_equal(c.images, e.images) and torch.equal(c.region_features, e.region_features)
-    assert c.take([0, 2]).word_ids.shape[0] == 2 and c.take([0, 2]).vocabulary == c.vocabulary
+    assert np.array_equal(c.images, e.images) and torch.equal(
+        c.region_features, e.region_features
+    )
+    assert (
+        c.take([0, 2]).word_ids.shape[0] == 2
+        and c.take([0, 2]).vocabulary == c.vocabulary
+    )
 
 
 def test_captioned_images_target_names_the_right_box():
@@ -31,7 +36,9 @@ def test_captioned_images_target_names_the_right_box():
         for j, word in enumerate(d.word_ids[b].tolist()):
             r0, c0, r1, c1 = d.boxes[b, d.target[b, j]]
             pixels = d.images[b, r0:r1, c0:c1].reshape(-1, 3)
-            assert (pixels != 1).any(axis=1).sum() > 0, "the named box holds a drawn object"
+            assert (pixels != 1).any(axis=1).sum() > 0, (
+                "the named box holds a drawn object"
+            )
         # each word appears once; each box is named by one colour and one shape
         assert sorted(np.bincount(d.target[b].numpy()).tolist()) == [2, 2, 2]
     assert len(colours) == 4 and len(shapes) == 3

@@ -23,7 +23,11 @@ def nlm_reference(img, s=7, d=11, h=0.1, sigma=0.0):
     H, W, C = img.shape
     P = np.pad(img, ((r, r), (r, r), (0, 0)), mode="reflect")
     t = np.arange(-r, r + 1)
-    g = np.exp(-(t[:, None] ** 2 + t[None] ** 2) / (2 * ((s - 1) / 4) ** 2)) if s > 1 else np.ones((1, 1))
+    g = (
+        np.exp(-(t[:, None] ** 2 + t[None] ** 2) / (2 * ((s - 1) / 4) ** 2))
+        if s > 1
+        else np.ones((1, 1))
+    )
     g = g / (C * g.sum() * h * h)
     out = np.zeros_like(img)
     for y in range(H):
@@ -32,7 +36,13 @@ def nlm_reference(img, s=7, d=11, h=0.1, sigma=0.0):
             num, den = np.zeros(C), 0.0
             for yy in range(max(0, y - d), min(H, y + d + 1)):
                 for xx in range(max(0, x - d), min(W, x + d + 1)):
-                    dist = max(np.sum(g[..., None] * ((p - P[yy : yy + s, xx : xx + s]) ** 2 - 2 * sigma**2)), 0.0)
+                    dist = max(
+                        np.sum(
+                            g[..., None]
+                            * ((p - P[yy : yy + s, xx : xx + s]) ** 2 - 2 * sigma**2)
+                        ),
+                        0.0,
+                    )
                     num += np.exp(-dist) * img[yy, xx]
                     den += np.exp(-dist)
             out[y, x] = num / den
@@ -60,7 +70,11 @@ def test_gaussian_filter_attention_matches_scipy_in_the_interior(rng, sigma, sha
 def test_gaussian_filter_attention_keeps_tensor_dtype(rng):
     img = torch.tensor(rng.random((10, 12)), dtype=torch.float32)
     out = dn.gaussian_filter_attention(img, 1.0)
-    assert isinstance(out, torch.Tensor) and out.dtype == torch.float32 and out.shape == img.shape
+    assert (
+        isinstance(out, torch.Tensor)
+        and out.dtype == torch.float32
+        and out.shape == img.shape
+    )
 
 
 # ---------------------------------------------------------------- pixel NLM and patches
@@ -72,7 +86,9 @@ def test_pixel_nlm_matches_numpy_softmax(rng):
     logits = -((y[:, None] - y[None]) ** 2).sum(-1) / (2 * 0.2**2)
     w = np.exp(logits - logits.max(1, keepdims=True))
     w /= w.sum(1, keepdims=True)
-    np.testing.assert_allclose(dn.pixel_nlm(img, 0.2), (w @ y).reshape(img.shape), atol=1e-12)
+    np.testing.assert_allclose(
+        dn.pixel_nlm(img, 0.2), (w @ y).reshape(img.shape), atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("patch_size, expected", [(3, 3), (4, 5)])
@@ -80,7 +96,9 @@ def test_extract_patches_matches_numpy_windows(rng, patch_size, expected):
     img = rng.random((8, 9, 2))
     r = expected // 2
     padded = np.pad(img, ((r, r), (r, r), (0, 0)), mode="reflect")
-    win = np.lib.stride_tricks.sliding_window_view(padded, (expected, expected), axis=(0, 1))  # (H, W, C, s, s)
+    win = np.lib.stride_tricks.sliding_window_view(
+        padded, (expected, expected), axis=(0, 1)
+    )  # (H, W, C, s, s)
     ref = win.transpose(0, 1, 3, 4, 2).reshape(8 * 9, -1)
     np.testing.assert_allclose(dn.extract_patches(img, patch_size).numpy(), ref)
 
@@ -111,7 +129,9 @@ def test_nonlocal_means_equals_float64_restatement(rng, shape, s, d, h, sigma):
     img = rng.random(shape)
     ref = nlm_reference(img, s, d, h, sigma)
     for kw in ({}, {"strip_rows": 3}):
-        np.testing.assert_allclose(dn.nonlocal_means(img, s, d, h, sigma, **kw), ref, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(
+            dn.nonlocal_means(img, s, d, h, sigma, **kw), ref, rtol=0, atol=1e-10
+        )
 
 
 @pytest.mark.parametrize("threads", [2, 3])
@@ -124,7 +144,9 @@ def test_nonlocal_means_worker_threads_share_the_strips(rng, threads):
         assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(before)
-    np.testing.assert_allclose(out, nlm_reference(img, 3, 4, 0.3, 0.05), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        out, nlm_reference(img, 3, 4, 0.3, 0.05), rtol=0, atol=1e-10
+    )
 
 
 def test_nonlocal_means_restores_the_callers_thread_count(rng):
@@ -143,14 +165,20 @@ def test_nonlocal_means_restores_the_callers_thread_count(rng):
 def test_global_window_is_the_whole_image(rng):
     img = rng.random((7, 9))
     ref = nlm_reference(img, 3, 100, 0.2)
-    np.testing.assert_allclose(dn.nonlocal_means(img, 3, h=0.2, window=None), ref, atol=1e-10)
+    np.testing.assert_allclose(
+        dn.nonlocal_means(img, 3, h=0.2, window=None), ref, atol=1e-10
+    )
     np.testing.assert_allclose(dn.nlm_attention(img, 3, None, 0.2), ref, atol=1e-10)
 
 
 @pytest.mark.parametrize("shape, sigma", [((10, 12), 0.0), ((9, 8, 3), 0.05)])
 def test_attention_formulation_equals_fast_path(rng, shape, sigma):
     img = rng.random(shape)
-    np.testing.assert_allclose(dn.nlm_attention(img, 5, 3, 0.2, sigma), dn.nonlocal_means(img, 5, 3, 0.2, sigma), atol=1e-10)
+    np.testing.assert_allclose(
+        dn.nlm_attention(img, 5, 3, 0.2, sigma),
+        dn.nonlocal_means(img, 5, 3, 0.2, sigma),
+        atol=1e-10,
+    )
 
 
 @pytest.mark.parametrize("channel_axis, shape", [(None, (32, 32)), (-1, (24, 24, 3))])
@@ -164,7 +192,9 @@ def test_nonlocal_means_close_to_scikit_image_slow_mode(channel_axis, shape):
         clean = np.stack([clean, clean**2, 1 - clean], -1)
     noisy = clean + 0.05 * rng.standard_normal(clean.shape)
     ours = dn.nonlocal_means(noisy, 5, 4, 0.08)
-    theirs = denoise_nl_means(noisy, 5, 4, 0.08, fast_mode=False, channel_axis=channel_axis)
+    theirs = denoise_nl_means(
+        noisy, 5, 4, 0.08, fast_mode=False, channel_axis=channel_axis
+    )
     assert np.abs(ours - theirs).max() < 2e-2
     assert np.abs(ours - theirs).mean() < 2e-3
 
@@ -176,7 +206,9 @@ def test_float32_and_tensor_inputs_keep_type(rng):
     np.testing.assert_allclose(out, nlm_reference(img, 3, 2, 0.2), atol=1e-5)
     t = dn.nonlocal_means(torch.tensor(img, dtype=torch.float64), 3, 2, 0.2)
     assert isinstance(t, torch.Tensor) and t.dtype == torch.float64
-    half = dn.nonlocal_means(torch.tensor(img, dtype=torch.float16), 3, 2, 0.2)  # runs in float32
+    half = dn.nonlocal_means(
+        torch.tensor(img, dtype=torch.float16), 3, 2, 0.2
+    )  # runs in float32
     assert half.dtype == torch.float16
     np.testing.assert_allclose(half.numpy(), nlm_reference(img, 3, 2, 0.2), atol=2e-3)
 
@@ -193,7 +225,9 @@ def test_nlm_is_a_convex_combination(h, s, d, seed, level):
     img = np.random.default_rng(seed).random((7, 8))
     out = dn.nonlocal_means(img, s, d, h)
     assert out.min() >= img.min() - 1e-12 and out.max() <= img.max() + 1e-12
-    np.testing.assert_allclose(dn.nonlocal_means(np.full((5, 6), level), s, d, h), level, atol=1e-12)
+    np.testing.assert_allclose(
+        dn.nonlocal_means(np.full((5, 6), level), s, d, h), level, atol=1e-12
+    )
 
 
 # ---------------------------------------------------------------- learned NLM
@@ -202,26 +236,56 @@ def test_nlm_is_a_convex_combination(h, s, d, seed, level):
 @pytest.mark.parametrize("num_heads, positional", [(1, False), (3, True)])
 def test_denoiser_starts_as_nonlocal_means(rng, num_heads, positional):
     img = rng.random((10, 11))
-    model = dn.PatchAttentionDenoiser(5, 0.2, num_heads, positional=positional, patch_distance=3).double()
+    model = dn.PatchAttentionDenoiser(
+        5, 0.2, num_heads, positional=positional, patch_distance=3
+    ).double()
     out = model(torch.tensor(img))
     # Extra heads start at float32-rounded rotations, exact to about 1e-7.
-    np.testing.assert_allclose(out.detach().numpy(), dn.nonlocal_means(img, 5, 3, 0.2), atol=1e-10 if num_heads == 1 else 1e-5)
+    np.testing.assert_allclose(
+        out.detach().numpy(),
+        dn.nonlocal_means(img, 5, 3, 0.2),
+        atol=1e-10 if num_heads == 1 else 1e-5,
+    )
     global_model = dn.PatchAttentionDenoiser(3, 0.2, patch_distance=None).double()
-    np.testing.assert_allclose(global_model(torch.tensor(img)).detach().numpy(), dn.nlm_attention(img, 3, None, 0.2), atol=1e-10)
+    np.testing.assert_allclose(
+        global_model(torch.tensor(img)).detach().numpy(),
+        dn.nlm_attention(img, 3, None, 0.2),
+        atol=1e-10,
+    )
 
 
 def test_denoiser_learns(rng):
-    clean = torch.tensor(np.kron(rng.random((3, 3)), np.ones((4, 4))), dtype=torch.float32)
-    noisy = clean + 0.1 * torch.randn(clean.shape, generator=torch.Generator().manual_seed(0))
+    clean = torch.tensor(
+        np.kron(rng.random((3, 3)), np.ones((4, 4))), dtype=torch.float32
+    )
+    noisy = clean + 0.1 * torch.randn(
+        clean.shape, generator=torch.Generator().manual_seed(0)
+    )
     model = dn.PatchAttentionDenoiser(3, 0.05, num_heads=2, patch_distance=3)
-    history = train(model, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), [(noisy, clean)], n_steps=20, lr=0.05, progress=False)
+    history = train(
+        model,
+        lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
+        [(noisy, clean)],
+        n_steps=20,
+        lr=0.05,
+        progress=False,
+    )
     assert history[-1] < 0.8 * history[0]
 
 
 def test_heads_diverge_during_training(rng):
     clean = torch.tensor(rng.random((8, 8)), dtype=torch.float32)
-    model = dn.PatchAttentionDenoiser(3, 0.1, num_heads=2, positional=True, patch_distance=2)
-    train(model, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), [(clean + 0.1, clean)], n_steps=3, lr=0.05, progress=False)
+    model = dn.PatchAttentionDenoiser(
+        3, 0.1, num_heads=2, positional=True, patch_distance=2
+    )
+    train(
+        model,
+        lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
+        [(clean + 0.1, clean)],
+        n_steps=3,
+        lr=0.05,
+        progress=False,
+    )
     assert not torch.allclose(model.log_h_scale[0], model.log_h_scale[1])
     assert model.pos_weight.abs().max() > 0
 
@@ -275,11 +339,27 @@ def test_psnr_matches_formula(rng):
 @pytest.mark.parametrize("positional", [False, True])
 def test_denoiser_gradcheck_in_the_image(positional):
     """The reflect padding stays in PyTorch: gradients reach the image through its border."""
-    model = dn.PatchAttentionDenoiser(3, 0.3, 2, positional=positional, patch_distance=2).double()
-    x = torch.rand(5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    model = dn.PatchAttentionDenoiser(
+        3, 0.3, 2, positional=positional, patch_distance=2
+    ).double()
+    x = torch.rand(
+        5,
+        6,
+        dtype=torch.float64,
+        generator=torch.Generator().manual_seed(0),
+        requires_grad=True,
+    )
     assert torch.autograd.gradcheck(model, (x,))
-    big_pad = dn.PatchAttentionDenoiser(7, 0.3, patch_distance=None).double()  # pad 3 > 2 rows
-    x = torch.rand(2, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1), requires_grad=True)
+    big_pad = dn.PatchAttentionDenoiser(
+        7, 0.3, patch_distance=None
+    ).double()  # pad 3 > 2 rows
+    x = torch.rand(
+        2,
+        4,
+        dtype=torch.float64,
+        generator=torch.Generator().manual_seed(1),
+        requires_grad=True,
+    )
     assert torch.autograd.gradcheck(big_pad, (x,))
 
 
@@ -288,7 +368,9 @@ def test_extract_patches_pads_like_numpy_reflect(rng):
     for s in (3, 5, 9):  # a pad of 4 is larger than the 3 rows: repeated reflection
         r = s // 2
         padded = np.pad(img, r, mode="reflect")
-        expected = np.lib.stride_tricks.sliding_window_view(padded, (s, s)).reshape(15, s * s)
+        expected = np.lib.stride_tricks.sliding_window_view(padded, (s, s)).reshape(
+            15, s * s
+        )
         np.testing.assert_array_equal(dn.extract_patches(img, s).numpy(), expected)
 
 
@@ -302,9 +384,16 @@ def test_denoiser_takes_batches_and_keeps_dtype():
     colour = dn.PatchAttentionDenoiser(3, 0.2, channels=3, patch_distance=2).double()
     xc = torch.rand(2, 6, 7, 3, dtype=torch.float64)
     torch.testing.assert_close(colour(xc)[0], colour(xc[0]))
-    with pytest.raises(ValueError, match="image must have the module's dtype torch.float64"):
+    with pytest.raises(
+        ValueError, match="image must have the module's dtype torch.float64"
+    ):
         model(x.float())
-    with pytest.raises(ValueError, match=r"image must be \(H, W, 3\) or \(B, H, W, 3\)"):
+    with pytest.raises(
+        ValueError, match=r"image must be \(H, W, 3\) or \(B, H, W, 3\)"
+    ):
         colour(torch.rand(2, 6, 7, 2, dtype=torch.float64))
-    assert model(np.random.default_rng(0).random((6, 7)).astype(np.float32)).dtype == torch.float64
+    assert (
+        model(np.random.default_rng(0).random((6, 7)).astype(np.float32)).dtype
+        == torch.float64
+    )
     assert "patch_size=3, h=0.2, num_heads=2" in repr(model)

@@ -33,7 +33,13 @@ NO_EQUATION = {
     "attention": {"register_normalizer", "AttentionResult"},
     "utils": "all",
     "training": "all",
-    "data": {"shuffled_translation", "captioned_images", "TranslationPairs", "CaptionedImages", "UnionOfSubspaces"},
+    "data": {
+        "shuffled_translation",
+        "captioned_images",
+        "TranslationPairs",
+        "CaptionedImages",
+        "UnionOfSubspaces",
+    },
     "plotting": "all",
 }
 METHODS = ("fit", "predict", "transform", "fit_transform", "forward")
@@ -42,14 +48,22 @@ METHODS = ("fit", "predict", "transform", "fit_transform", "forward")
 def _targets():
     for module, names in DOCUMENTED.items():
         mod = importlib.import_module(f"attnlib.{module}")
-        public = [n for n in mod.__all__ if callable(getattr(mod, n))] if names == "all" else names
+        public = (
+            [n for n in mod.__all__ if callable(getattr(mod, n))]
+            if names == "all"
+            else names
+        )
         for name in public:
             obj = getattr(mod, name)
             yield module, name, f"attnlib.{module}.{name}"
             if inspect.isclass(obj) and not issubclass(obj, (tuple, BaseException)):
                 for method in METHODS:
                     if method in vars(obj):
-                        yield module, f"{name}.{method}", f"attnlib.{module}.{name}.{method}"
+                        yield (
+                            module,
+                            f"{name}.{method}",
+                            f"attnlib.{module}.{name}.{method}",
+                        )
 
 
 TARGETS = list(_targets())
@@ -67,12 +81,22 @@ def _is_namedtuple(path: str) -> bool:
 @pytest.mark.parametrize("module, name, path", TARGETS, ids=[t[2] for t in TARGETS])
 def test_numpydoc_validation(module, name, path):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # numpydoc warns about the Implements section it does not know
+        warnings.simplefilter(
+            "ignore"
+        )  # numpydoc warns about the Implements section it does not know
         result = numpydoc_validate.validate(path)
-    checks = {"GL08", "SS01"} if _is_namedtuple(path) else CHECKS  # fields are commented, not parameters
-    if "." in name:  # methods: scikit-learn's y=None and PyTorch's forward are documented by their class
-        checks = checks - {"PR01"} if name.endswith(("fit", "fit_transform")) else checks
-    errors = [f"{code}: {message}" for code, message in result["errors"] if code in checks]
+    checks = (
+        {"GL08", "SS01"} if _is_namedtuple(path) else CHECKS
+    )  # fields are commented, not parameters
+    if (
+        "." in name
+    ):  # methods: scikit-learn's y=None and PyTorch's forward are documented by their class
+        checks = (
+            checks - {"PR01"} if name.endswith(("fit", "fit_transform")) else checks
+        )
+    errors = [
+        f"{code}: {message}" for code, message in result["errors"] if code in checks
+    ]
     assert not errors, "\n".join(errors)
 
 
@@ -80,12 +104,21 @@ def test_numpydoc_validation(module, name, path):
 def test_shapes_and_implements(module, name, path):
     doc = inspect.getdoc(eval_path(path)) or ""
     exempt = NO_EQUATION.get(module, set())
-    if "." not in name and exempt != "all" and name not in exempt and not _is_namedtuple(path):
-        assert "Implements\n----------" in doc, f"{path} implements an equation: add an Implements section"
+    if (
+        "." not in name
+        and exempt != "all"
+        and name not in exempt
+        and not _is_namedtuple(path)
+    ):
+        assert "Implements\n----------" in doc, (
+            f"{path} implements an equation: add an Implements section"
+        )
     for line in _parameter_lines(doc):
         kind = line.split(":", 1)[1].lower()
         if ("tensor" in kind or "array" in kind) and "array-like of" not in kind:
-            assert "shape" in kind or "broadcastable to (" in kind, f"{path}: give the shape of '{line}'"
+            assert "shape" in kind or "broadcastable to (" in kind, (
+                f"{path}: give the shape of '{line}'"
+            )
 
 
 def eval_path(path: str):

@@ -26,10 +26,14 @@ def test_check_estimator(estimator, check):
 def test_lle_accepts_duplicate_rows_like_scikit_learn():
     X = datasets.load_iris().data  # holds duplicate rows
     assert len(np.unique(X, axis=0)) < len(X)
-    ours = LocallyLinearEmbedding(n_neighbors=10, n_components=2, eigen_solver="dense").fit(X)
+    ours = LocallyLinearEmbedding(
+        n_neighbors=10, n_components=2, eigen_solver="dense"
+    ).fit(X)
     theirs = SklearnLLE(n_neighbors=10, n_components=2, eigen_solver="dense").fit(X)
     assert np.isfinite(ours.embedding_).all()
-    np.testing.assert_allclose(ours.reconstruction_error_, theirs.reconstruction_error_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(
+        ours.reconstruction_error_, theirs.reconstruction_error_, rtol=0, atol=1e-10
+    )
     # At 10 neighbours setosa is cut off from the other species, so the null space of
     # M = (I - W)ᵀ(I - W) has dimension > 1 and any basis of it is a valid embedding: the
     # two libraries need not return the same vectors (scikit-learn's is not even centred).
@@ -42,7 +46,9 @@ def test_lle_accepts_duplicate_rows_like_scikit_learn():
     Y, Y_sk = ours.embedding_, theirs.embedding_
     np.testing.assert_allclose(Y.T @ Y, np.eye(2), atol=1e-10)
     np.testing.assert_allclose(Y.mean(0), 0, atol=1e-12)
-    np.testing.assert_allclose(np.trace(Y.T @ M @ Y), np.trace(Y_sk.T @ M @ Y_sk), atol=1e-10)
+    np.testing.assert_allclose(
+        np.trace(Y.T @ M @ Y), np.trace(Y_sk.T @ M @ Y_sk), atol=1e-10
+    )
 
 
 def test_lle_set_output_and_feature_names():
@@ -61,9 +67,13 @@ def test_metric_nw_random_state_none_verbose_and_n_iter(capsys):
     model = MetricNadarayaWatson(n_steps=4, random_state=None).fit(X, y)
     assert model.n_iter_ == 4 and np.isfinite(model.predict(X)).all()
     cross_val_score(MetricNadarayaWatson(n_steps=3), X, y, cv=2)
-    assert capsys.readouterr().err == ""  # quiet by default, also inside cross-validation
+    assert (
+        capsys.readouterr().err == ""
+    )  # quiet by default, also inside cross-validation
     MetricNadarayaWatson(n_steps=3, verbose=1).fit(X, y)
     captured = capsys.readouterr()
     assert "metric NW" in captured.err + captured.out
     a = MetricNadarayaWatson(n_steps=3, random_state=0).fit(X, y).W_
-    np.testing.assert_array_equal(a, MetricNadarayaWatson(n_steps=3, random_state=0).fit(X, y).W_)
+    np.testing.assert_array_equal(
+        a, MetricNadarayaWatson(n_steps=3, random_state=0).fit(X, y).W_
+    )

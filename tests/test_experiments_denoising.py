@@ -2,7 +2,11 @@ import numpy as np
 import pytest
 import torch
 
-from attnlib.experiments.denoising import SmallCNNDenoiser, cnn_matching, count_parameters
+from attnlib.experiments.denoising import (
+    SmallCNNDenoiser,
+    cnn_matching,
+    count_parameters,
+)
 from attnlib.training import train
 
 
@@ -42,13 +46,17 @@ def test_training_lowers_the_error_on_noisy_constant_images():
     assert after < 0.5 * before
 
 
-@pytest.mark.parametrize("kwargs, name", [({"width": 0}, "width"), ({"kernel_size": 4}, "kernel_size")])
+@pytest.mark.parametrize(
+    "kwargs, name", [({"width": 0}, "width"), ({"kernel_size": 4}, "kernel_size")]
+)
 def test_bad_hyper_parameters_name_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         SmallCNNDenoiser(**kwargs)
 
 
-@pytest.mark.parametrize("image", [np.zeros((4, 4, 3)), np.full((5, 5), np.nan), np.zeros((1, 9))])
+@pytest.mark.parametrize(
+    "image", [np.zeros((4, 4, 3)), np.full((5, 5), np.nan), np.zeros((1, 9))]
+)
 def test_bad_images_are_refused(image):
     with pytest.raises(ValueError, match="image"):
         SmallCNNDenoiser(3)(image)

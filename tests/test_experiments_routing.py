@@ -23,14 +23,20 @@ from attnlib.mux import ConvRouter, conv_matrix
 def test_pointer_task_targets_are_the_values_of_the_pointed_tokens():
     t = pointer_task(30, length=10, n_values=4, n_labels=12, seed=3)
     x = t.x.numpy()
-    labels, pointer, values = x[..., :12].argmax(-1), x[..., 12:24].argmax(-1), x[..., 24:].argmax(-1)
+    labels, pointer, values = (
+        x[..., :12].argmax(-1),
+        x[..., 12:24].argmax(-1),
+        x[..., 24:].argmax(-1),
+    )
     for b in range(30):
         assert len(set(labels[b])) == 10  # distinct labels
         for i in range(10):
             j = list(labels[b]).index(pointer[b, i])
             assert j == t.source[b, i] and values[b, j] == t.target[b, i]
     again = pointer_task(30, length=10, n_values=4, n_labels=12, seed=3)
-    assert torch.equal(again.x, t.x) and not torch.equal(pointer_task(30, 10, 4, n_labels=12, seed=4).x, t.x)
+    assert torch.equal(again.x, t.x) and not torch.equal(
+        pointer_task(30, 10, 4, n_labels=12, seed=4).x, t.x
+    )
 
 
 def test_pointer_task_has_many_answers_per_sequence():
@@ -49,15 +55,21 @@ def test_accuracy_by_offset_and_loss_against_a_direct_count():
     acc = accuracy_by_offset(Oracle(), t)
     offsets = (torch.arange(6)[None] - t.source).abs()
     present = set(offsets.flatten().tolist())
-    assert all(acc[d] == 1.0 for d in present) and all(math.isnan(acc[d]) for d in range(6) if d not in present)
+    assert all(acc[d] == 1.0 for d in present) and all(
+        math.isnan(acc[d]) for d in range(6) if d not in present
+    )
     assert pointer_loss(Oracle(), t) < 1e-3
 
 
 @pytest.mark.parametrize("length,kernel", [(24, 5), (8, 5), (10, 3), (1000, 5), (7, 7)])
-def test_layers_to_see_everything_matches_the_closed_form_and_a_conv_stack(length, kernel):
+def test_layers_to_see_everything_matches_the_closed_form_and_a_conv_stack(
+    length, kernel
+):
     layers = layers_to_see_everything(length, kernel)
     assert layers == math.ceil(2 * (length - 1) / (kernel - 1))
-    if length <= 24:  # a real stack: the last output feels the first input only at that depth
+    if (
+        length <= 24
+    ):  # a real stack: the last output feels the first input only at that depth
         for depth, feels in [(layers - 1, False), (layers, True)]:
             if depth == 0:
                 continue
@@ -70,7 +82,9 @@ def test_layers_to_see_everything_matches_the_closed_form_and_a_conv_stack(lengt
 
 def test_green_function_inverts_the_laplacian_and_is_dense():
     for n in (2, 5, 24):
-        np.testing.assert_allclose(green_function(n), np.linalg.inv(dirichlet_laplacian(n)), atol=1e-12)
+        np.testing.assert_allclose(
+            green_function(n), np.linalg.inv(dirichlet_laplacian(n)), atol=1e-12
+        )
         assert (green_function(n) > 0).all()
 
 
@@ -84,10 +98,14 @@ def test_best_convolution_is_toeplitz_and_optimal():
     best = np.linalg.norm(matrix - target)
     for _ in range(20):  # no other kernel of that width does better
         _, other = best_convolution(target + 0.0, 5)
-        perturbed = other + sum(e * np.eye(9, k=o) for e, o in zip(1e-3 * rng.normal(size=5), range(-2, 3)))
+        perturbed = other + sum(
+            e * np.eye(9, k=o) for e, o in zip(1e-3 * rng.normal(size=5), range(-2, 3))
+        )
         assert np.linalg.norm(perturbed - target) >= best
     exact = toeplitz(np.r_[1.0, 2.0, np.zeros(7)], np.r_[1.0, -1.0, np.zeros(7)])
-    np.testing.assert_allclose(best_convolution(exact, 3)[0], [2.0, 1.0, -1.0], atol=1e-12)
+    np.testing.assert_allclose(
+        best_convolution(exact, 3)[0], [2.0, 1.0, -1.0], atol=1e-12
+    )
 
 
 def test_fit_linear_stack_is_a_product_of_zero_padded_convolutions():
@@ -104,8 +122,10 @@ def test_fit_linear_stack_is_a_product_of_zero_padded_convolutions():
 def test_fit_linear_stack_recovers_a_reachable_target_and_beats_one_convolution():
     rng = np.random.default_rng(1)
     kernels = [rng.normal(size=3) for _ in range(2)]
-    reachable = conv_matrix(torch.tensor(kernels[1]), 8).numpy() @ conv_matrix(
-        torch.tensor(kernels[0]), 8).numpy()
+    reachable = (
+        conv_matrix(torch.tensor(kernels[1]), 8).numpy()
+        @ conv_matrix(torch.tensor(kernels[0]), 8).numpy()
+    )
     _, fitted = fit_linear_stack(reachable, 2, kernel_size=3, seeds=(0, 1, 2, 3))
     assert np.linalg.norm(fitted - reachable) < 1e-6 * np.linalg.norm(reachable)
     # and a single convolution of the stack's width cannot reach it (it is not Toeplitz)

@@ -30,12 +30,16 @@ def test_sparse_combination_batch_targets_are_the_codes_applied_to_values():
             idx = right[b, i].nonzero()[:, 0]
             C[b, i, idx] = torch.linalg.lstsq(k[b, idx].T, q[b, i]).solution
     torch.testing.assert_close(C @ v, target, atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(se.sparse_combination_batch(3, size=4)[0], q)  # reproducible
+    torch.testing.assert_close(
+        se.sparse_combination_batch(3, size=4)[0], q
+    )  # reproducible
 
 
 def test_attention_stacks_have_equal_sizes_up_to_the_ista_scalars():
-    sizes = {kind: sum(p.numel() for p in se.AttentionStack(kind, 8, 2).parameters())
-             for kind in ("softmax", "sparsemax", "ista")}
+    sizes = {
+        kind: sum(p.numel() for p in se.AttentionStack(kind, 8, 2).parameters())
+        for kind in ("softmax", "sparsemax", "ista")
+    }
     assert sizes["softmax"] == sizes["sparsemax"] == sizes["ista"] - 2 * 3 * 2
     q, k, v, *_ = se.sparse_combination_batch(0, size=2)
     out, W = se.AttentionStack("ista", 8, 2)(q, k, v)
@@ -46,7 +50,10 @@ def test_attention_stacks_have_equal_sizes_up_to_the_ista_scalars():
 
 def test_learned_ista_at_initialisation_is_plain_ista():
     g = torch.Generator().manual_seed(0)
-    q, k = torch.randn(3, 5, generator=g, dtype=torch.float64), torch.randn(9, 5, generator=g, dtype=torch.float64)
+    q, k = (
+        torch.randn(3, 5, generator=g, dtype=torch.float64),
+        torch.randn(9, 5, generator=g, dtype=torch.float64),
+    )
     model = se.LearnedISTACodes(n_iter=4, lam=0.1).double()
     ref = sparse_coding_attention(q, k, k, lam=0.1, n_iter=4).weights
     torch.testing.assert_close(model(q, k), ref)
@@ -62,7 +69,10 @@ def test_fitted_models_lower_their_loss_and_code_new_points():
     assert losses[-1] < losses[0]
     net, losses = se.fit_self_expressive_net(X, hidden=8, n_steps=20)
     assert losses[-1] < losses[0]
-    assert net(torch.ones(2, 6), torch.as_tensor(X, dtype=torch.float32)).shape == (2, 40)
+    assert net(torch.ones(2, 6), torch.as_tensor(X, dtype=torch.float32)).shape == (
+        2,
+        40,
+    )
 
 
 def test_normalized_self_expression_rows_on_the_simplex():

@@ -34,7 +34,10 @@ def one_thread():
 def test_fit_and_score_learns_the_teacher_and_mlp_refuses_other_lengths():
     teacher = make_teacher(4, 2, seed=0)
     data = knowledge_task(teacher, 8, 5, seed=1)
-    tests = {"n5": knowledge_task(teacher, 16, 5, seed=2), "n9": knowledge_task(teacher, 16, 9, seed=3)}
+    tests = {
+        "n5": knowledge_task(teacher, 16, 5, seed=2),
+        "n9": knowledge_task(teacher, 16, 9, seed=3),
+    }
     torch.manual_seed(0)
     scores = fit_and_score(KnowledgeAttention(4, 2), data, tests, n_steps=80, lr=3e-2)
     assert scores["n5"] < 0.05 and scores["n9"] < 0.05
@@ -69,13 +72,21 @@ def test_baselines_match_their_definitions():
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(20, 3, 2)), rng.normal(size=(20, 3, 2))
     mean = MeanBaseline(2).double().fit(torch.tensor(x), torch.tensor(y))
-    np.testing.assert_allclose(mean(torch.zeros(5, 2, dtype=torch.float64)).numpy(),
-                               np.tile(y.reshape(-1, 2).mean(0), (5, 1)), atol=1e-12)
-    ridge = RidgeBaseline(3, 2, ridge=0.5).double().fit(torch.tensor(x), torch.tensor(y))
+    np.testing.assert_allclose(
+        mean(torch.zeros(5, 2, dtype=torch.float64)).numpy(),
+        np.tile(y.reshape(-1, 2).mean(0), (5, 1)),
+        atol=1e-12,
+    )
+    ridge = (
+        RidgeBaseline(3, 2, ridge=0.5).double().fit(torch.tensor(x), torch.tensor(y))
+    )
     reference = Ridge(alpha=0.5 * 20).fit(x.reshape(20, -1), y.reshape(20, -1))
     xt = rng.normal(size=(4, 3, 2))
-    np.testing.assert_allclose(ridge(torch.tensor(xt)).numpy().reshape(4, -1),
-                               reference.predict(xt.reshape(4, -1)), atol=1e-10)
+    np.testing.assert_allclose(
+        ridge(torch.tensor(xt)).numpy().reshape(4, -1),
+        reference.predict(xt.reshape(4, -1)),
+        atol=1e-10,
+    )
 
 
 def test_relative_error_matches_definition():
@@ -85,20 +96,38 @@ def test_relative_error_matches_definition():
 
 
 def test_sample_efficiency_rows():
-    rows = sample_efficiency([3], [0], embed_dim=4, length=3, n_knowledge=2, test_lengths=(3, 5),
-                             n_test=8, n_steps=2, progress=False, teacher="rbf", learners=list(LEARNERS))
+    rows = sample_efficiency(
+        [3],
+        [0],
+        embed_dim=4,
+        length=3,
+        n_knowledge=2,
+        test_lengths=(3, 5),
+        n_test=8,
+        n_steps=2,
+        progress=False,
+        teacher="rbf",
+        learners=list(LEARNERS),
+    )
     assert [r["model"] for r in rows] == list(LEARNERS)
     by_name = {r["model"]: r for r in rows}
     assert all(r["teacher"] == "rbf" for r in rows)
-    assert math.isnan(by_name["MLP"]["test_n5"]) and math.isnan(by_name["ridge"]["test_n5"])
+    assert math.isnan(by_name["MLP"]["test_n5"]) and math.isnan(
+        by_name["ridge"]["test_n5"]
+    )
     assert not math.isnan(by_name["KnowledgeAttention"]["test_n5"])
     assert by_name["KnowledgeAttention"]["n_params"] == 2 * 4 + 2 * 2 + 1
-    assert by_name["KnowledgeAttention, linear value"]["n_params"] == 2 * 4 + 2 * 2 + 4 * 4
+    assert (
+        by_name["KnowledgeAttention, linear value"]["n_params"] == 2 * 4 + 2 * 2 + 4 * 4
+    )
     assert by_name["mean"]["test_n3"] == pytest.approx(1.0, abs=0.3)
 
 
 def test_sequences_needed_interpolates_in_log_log():
-    sizes, errors = np.array([10.0, 100.0]), np.array([1.0, 0.01])  # error = 100 / size²
+    sizes, errors = (
+        np.array([10.0, 100.0]),
+        np.array([1.0, 0.01]),
+    )  # error = 100 / size²
     assert sequences_needed(sizes, errors, 0.1) == pytest.approx(10**1.5)
     assert math.isnan(sequences_needed(sizes, errors, 0.001))
 
@@ -127,7 +156,12 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
     with pytest.raises(ValueError, match="learners"):
         sample_efficiency([2], [0], learners=["transformer"], progress=False)
     with pytest.raises(ValueError, match="n_steps"):
-        fit_and_score(KnowledgeAttention(3, 2), (torch.randn(2, 4, 3), torch.randn(2, 4, 3)), {}, n_steps=0)
+        fit_and_score(
+            KnowledgeAttention(3, 2),
+            (torch.randn(2, 4, 3), torch.randn(2, 4, 3)),
+            {},
+            n_steps=0,
+        )
     with pytest.raises(ValueError, match="errors"):
         sequences_needed([1, 2], [1, 2], 0.5)
     with pytest.raises(ValueError, match="target"):

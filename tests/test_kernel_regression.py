@@ -52,11 +52,17 @@ def test_matches_textbook_formula(kernel):
     xq, xt, y = make_data()
     K = numpy_kernel(kernel, xq, xt, 0.6)
     args = torch.from_numpy(xq), torch.from_numpy(xt), torch.from_numpy(y)
-    pred, weights = nadaraya_watson(*args, kernel=kernel, bandwidth=0.6, return_weights=True)
-    np.testing.assert_allclose(weights.numpy(), K / K.sum(1, keepdims=True), rtol=1e-10, atol=1e-12)
+    pred, weights = nadaraya_watson(
+        *args, kernel=kernel, bandwidth=0.6, return_weights=True
+    )
+    np.testing.assert_allclose(
+        weights.numpy(), K / K.sum(1, keepdims=True), rtol=1e-10, atol=1e-12
+    )
     np.testing.assert_allclose(pred.numpy(), K @ y / K.sum(1), rtol=1e-10)
     assert pred.dtype == torch.float64 and pred.shape == (9,)
-    alone = nadaraya_watson(*args, kernel=kernel, bandwidth=0.6)  # fused or blockwise: no weights
+    alone = nadaraya_watson(
+        *args, kernel=kernel, bandwidth=0.6
+    )  # fused or blockwise: no weights
     np.testing.assert_allclose(alone.numpy(), K @ y / K.sum(1), rtol=1e-10)
 
 
@@ -64,7 +70,9 @@ def test_callable_kernel_and_vector_targets():
     xq, xt, y = make_data(d=3)
     Y = np.stack([y, y**2], 1)
     cauchy = lambda q, k: 1 / (1 + torch.cdist(q, k) ** 2)  # noqa: E731
-    pred = nadaraya_watson(torch.tensor(xq, dtype=torch.float32), xt, Y, kernel=cauchy, bandwidth=0.5)
+    pred = nadaraya_watson(
+        torch.tensor(xq, dtype=torch.float32), xt, Y, kernel=cauchy, bandwidth=0.5
+    )
     K = 1 / (1 + (cdist(xq, xt) / 0.5) ** 2)
     np.testing.assert_allclose(pred.numpy(), K @ Y / K.sum(1, keepdims=True), rtol=1e-5)
     assert pred.shape == (9, 2) and pred.dtype == torch.float32
@@ -80,17 +88,27 @@ def test_one_dimensional_inputs_are_points():
 def test_gaussian_is_scaled_dot_attention_on_the_sphere():
     """Eq. (7): on unit vectors the Gaussian kernel is softmax(x·x_j / σ²), computed here by PyTorch."""
     xq, xt, y = make_data(d=4)
-    xq, xt = (torch.from_numpy(a / np.linalg.norm(a, axis=1, keepdims=True)) for a in (xq, xt))
+    xq, xt = (
+        torch.from_numpy(a / np.linalg.norm(a, axis=1, keepdims=True)) for a in (xq, xt)
+    )
     sigma = 0.7
-    ref = F.scaled_dot_product_attention(xq, xt, torch.from_numpy(y)[:, None], scale=1 / sigma**2)[:, 0]
+    ref = F.scaled_dot_product_attention(
+        xq, xt, torch.from_numpy(y)[:, None], scale=1 / sigma**2
+    )[:, 0]
     torch.testing.assert_close(nadaraya_watson(xq, xt, y, bandwidth=sigma), ref)
 
 
 def test_limits_nearest_neighbour_and_mean():
     xq, xt, y = make_data()
     knn = KNeighborsRegressor(n_neighbors=1).fit(xt, y).predict(xq)
-    np.testing.assert_allclose(nadaraya_watson(xq, xt, y, bandwidth=1e-3).numpy(), knn, rtol=1e-5)
-    np.testing.assert_allclose(nadaraya_watson(xq, xt, y, bandwidth=1e4).numpy(), np.full(9, y.mean()), rtol=1e-4)
+    np.testing.assert_allclose(
+        nadaraya_watson(xq, xt, y, bandwidth=1e-3).numpy(), knn, rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        nadaraya_watson(xq, xt, y, bandwidth=1e4).numpy(),
+        np.full(9, y.mean()),
+        rtol=1e-4,
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -101,14 +119,24 @@ def test_tiny_bandwidth_is_the_nearest_neighbour_not_nan(dtype, kernel, path):
     p = 1 if kernel == "laplace" else 2
     if path == "loo":  # each training point predicted by its nearest other point
         knn = KNeighborsRegressor(n_neighbors=2, p=p).fit(xt.double(), y.double())
-        knn = y.double().numpy()[knn.kneighbors(xt.double(), return_distance=False)[:, 1]]
+        knn = y.double().numpy()[
+            knn.kneighbors(xt.double(), return_distance=False)[:, 1]
+        ]
     else:
-        knn = KNeighborsRegressor(n_neighbors=1, p=p).fit(xt.double(), y.double()).predict(xq.double())
-    if path == "blockwise":  # inputs that require gradients take the blockwise attention path
+        knn = (
+            KNeighborsRegressor(n_neighbors=1, p=p)
+            .fit(xt.double(), y.double())
+            .predict(xq.double())
+        )
+    if (
+        path == "blockwise"
+    ):  # inputs that require gradients take the blockwise attention path
         xq.requires_grad_()
     for h in (1e-6, 1e-30, 1e-300):
         if path == "weights":
-            pred, weights = nadaraya_watson(xq, xt, y, kernel=kernel, bandwidth=h, return_weights=True)
+            pred, weights = nadaraya_watson(
+                xq, xt, y, kernel=kernel, bandwidth=h, return_weights=True
+            )
             assert torch.isfinite(weights).all()
         elif path == "loo":
             pred = loo_predictions(xt, y, kernel=kernel, bandwidth=h)
@@ -123,7 +151,9 @@ def test_compact_kernel_without_neighbours_raises():
         with pytest.raises(ValueError, match="support"):
             nadaraya_watson(xq + 10, xt, y, kernel=kernel, bandwidth=0.5)
         with pytest.raises(ValueError, match="x_query row 0 .*support"):
-            nadaraya_watson(xq + 10, xt, y, kernel=kernel, bandwidth=0.5, return_weights=True)
+            nadaraya_watson(
+                xq + 10, xt, y, kernel=kernel, bandwidth=0.5, return_weights=True
+            )
     far = np.concatenate([xq, xq[:2] + 10])
     with pytest.raises(ValueError, match="x_query row 9 .*support"):
         nadaraya_watson(far, xt, y, kernel="boxcar", bandwidth=0.5)
@@ -149,11 +179,17 @@ def check_paths_agree(n, n_query, d, kernel, seed):
     xq, xt = rng.normal(size=(n_query, d)), rng.normal(size=(n, d)) + 3.0
     y = rng.normal(size=(n, 2))
     h = 10.0 if kernel == "epanechnikov" else float(rng.uniform(0.05, 3))
-    dense, _ = nadaraya_watson(xq, xt, y, kernel=kernel, bandwidth=h, return_weights=True)
+    dense, _ = nadaraya_watson(
+        xq, xt, y, kernel=kernel, bandwidth=h, return_weights=True
+    )
     fused = nadaraya_watson(xq, xt, y, kernel=kernel, bandwidth=h)
-    blockwise = nadaraya_watson(torch.tensor(xq, requires_grad=True), xt, y, kernel=kernel, bandwidth=h)
+    blockwise = nadaraya_watson(
+        torch.tensor(xq, requires_grad=True), xt, y, kernel=kernel, bandwidth=h
+    )
     np.testing.assert_allclose(fused.numpy(), dense.numpy(), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(blockwise.detach().numpy(), dense.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        blockwise.detach().numpy(), dense.numpy(), rtol=1e-9, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "laplace"])
@@ -163,7 +199,13 @@ def test_fused_float32_matches_a_float64_numpy_restatement(kernel):
     y = np.stack([np.sin(6 * xt[:, 0]), xt[:, 1]], 1)
     K = numpy_kernel(kernel, xq, xt, 0.05)
     ref = K @ y / K.sum(1, keepdims=True)
-    ours = nadaraya_watson(xq.astype(np.float32), xt.astype(np.float32), y.astype(np.float32), kernel=kernel, bandwidth=0.05)
+    ours = nadaraya_watson(
+        xq.astype(np.float32),
+        xt.astype(np.float32),
+        y.astype(np.float32),
+        kernel=kernel,
+        bandwidth=0.05,
+    )
     assert ours.dtype == torch.float32
     np.testing.assert_allclose(ours.numpy(), ref, rtol=0, atol=2e-6)
 
@@ -183,10 +225,12 @@ def test_threads_split_the_queries():
 
 def _peak_growth_mib(fn):
     """Growth of the process's peak resident set during ``fn()`` (Linux), in MiB."""
+
     def status(field):
         for line in open("/proc/self/status"):
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
+
     before = status("VmRSS")
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")  # resets VmHWM to the current resident set
@@ -194,7 +238,10 @@ def _peak_growth_mib(fn):
     return status("VmHWM") - before
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux's /proc/self/clear_refs")
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/clear_refs"),
+    reason="needs Linux's /proc/self/clear_refs",
+)
 @pytest.mark.parametrize("kernel, n_query", [("gaussian", 2000), ("epanechnikov", 300)])
 def test_memory_stays_bounded_without_weights(kernel, n_query):
     # 2000 x 300 000 weights would be 2.4 GB in float32 (7 GB to compute): the call must stay
@@ -202,22 +249,35 @@ def test_memory_stays_bounded_without_weights(kernel, n_query):
     g = np.random.default_rng(0)
     xt, xq = g.random(300_000, dtype=np.float32), g.random(n_query, dtype=np.float32)
     y = np.sin(6 * xt)
-    growth = _peak_growth_mib(lambda: nadaraya_watson(xq, xt, y, kernel=kernel, bandwidth=0.05))
+    growth = _peak_growth_mib(
+        lambda: nadaraya_watson(xq, xt, y, kernel=kernel, bandwidth=0.05)
+    )
     assert growth < 300, f"grew by {growth:.0f} MiB"
 
 
 def test_weights_that_do_not_fit_raise_before_allocating(monkeypatch):
     monkeypatch.setattr(kr, "_available_memory", lambda: 10**6)
     xq, xt, y = make_data(n=1000, n_query=100)
-    with pytest.raises(ValueError, match="return_weights=True needs the 100 x 1000 weight matrix"):
+    with pytest.raises(
+        ValueError, match="return_weights=True needs the 100 x 1000 weight matrix"
+    ):
         nadaraya_watson(xq, xt, y, return_weights=True)
-    assert nadaraya_watson(xq, xt, y).shape == (100,)  # without weights nothing large is needed
+    assert nadaraya_watson(xq, xt, y).shape == (
+        100,
+    )  # without weights nothing large is needed
 
 
 def test_gaussian_equals_pytorch_sdpa_on_augmented_vectors():
     """-|x - x_j|²/(2σ²) = [x, 1]·[x_j, -|x_j|²/2] / σ² - |x|²/(2σ²); the last term cancels in PyTorch's softmax."""
     rng = np.random.default_rng(1)
-    xq, xt, y = (torch.from_numpy(a) for a in (rng.normal(size=(30, 3)), rng.normal(size=(500, 3)), rng.normal(size=(500, 1))))
+    xq, xt, y = (
+        torch.from_numpy(a)
+        for a in (
+            rng.normal(size=(30, 3)),
+            rng.normal(size=(500, 3)),
+            rng.normal(size=(500, 1)),
+        )
+    )
     sigma = 0.4
     q = torch.cat([xq, torch.ones(30, 1, dtype=xq.dtype)], 1)
     k = torch.cat([xt, -0.5 * (xt**2).sum(1, keepdim=True)], 1)
@@ -231,7 +291,9 @@ def test_far_query_is_finite():
     y = xt[:, 0] ** 2
     pred = nadaraya_watson(torch.tensor([[100.0]]), xt, y, bandwidth=0.01)
     torch.testing.assert_close(pred, y[-1:])
-    pred = nadaraya_watson(torch.tensor([[100.0]], requires_grad=True), xt, y, bandwidth=0.01)
+    pred = nadaraya_watson(
+        torch.tensor([[100.0]], requires_grad=True), xt, y, bandwidth=0.01
+    )
     torch.testing.assert_close(pred.detach(), y[-1:])
 
 
@@ -239,7 +301,9 @@ def test_deprecated_streaming_alias_warns_and_predicts():
     xq, xt, y = make_data()
     with pytest.deprecated_call():
         old = nadaraya_watson_streaming(xq, xt, y, bandwidth=0.4, chunk_size=7)
-    np.testing.assert_array_equal(old.numpy(), nadaraya_watson(xq, xt, y, bandwidth=0.4).numpy())
+    np.testing.assert_array_equal(
+        old.numpy(), nadaraya_watson(xq, xt, y, bandwidth=0.4).numpy()
+    )
 
 
 @settings(max_examples=20, deadline=None)
@@ -252,11 +316,15 @@ def test_translation_invariance(shift, seed):
 
 
 def test_gradcheck_float64():
-    xq, xt, y = (torch.from_numpy(a).requires_grad_() for a in make_data(n=8, n_query=3))
+    xq, xt, y = (
+        torch.from_numpy(a).requires_grad_() for a in make_data(n=8, n_query=3)
+    )
     for kernel in ("gaussian", "laplace", "epanechnikov"):
         fn = lambda q, x, v: nadaraya_watson(q, x, v, kernel=kernel, bandwidth=2.0)  # noqa: E731
         assert torch.autograd.gradcheck(fn, (xq, xt, y))
-        fn = lambda q, x, v: nadaraya_watson(q, x, v, kernel=kernel, bandwidth=2.0, return_weights=True)[1]  # noqa: E731
+        fn = lambda q, x, v: nadaraya_watson(
+            q, x, v, kernel=kernel, bandwidth=2.0, return_weights=True
+        )[1]  # noqa: E731
         assert torch.autograd.gradcheck(fn, (xq, xt, y))
 
 
@@ -264,17 +332,30 @@ def test_gradcheck_float64():
 def test_loo_equals_refitting(kernel):
     _, xt, y = make_data(n=25)
     explicit = [
-        nadaraya_watson(xt[i : i + 1], np.delete(xt, i, 0), np.delete(y, i), kernel=kernel, bandwidth=0.8).item()
+        nadaraya_watson(
+            xt[i : i + 1],
+            np.delete(xt, i, 0),
+            np.delete(y, i),
+            kernel=kernel,
+            bandwidth=0.8,
+        ).item()
         for i in range(len(y))
     ]
-    np.testing.assert_allclose(loo_predictions(xt, y, kernel=kernel, bandwidth=0.8).numpy(), explicit, rtol=1e-10)
+    np.testing.assert_allclose(
+        loo_predictions(xt, y, kernel=kernel, bandwidth=0.8).numpy(),
+        explicit,
+        rtol=1e-10,
+    )
 
 
 def test_loo_bandwidth_is_the_grid_minimiser():
     _, X, y = make_data(n=60, d=1)
     grid = np.geomspace(0.01, 2, 12)
     model = NadarayaWatson(bandwidths=grid).fit(X, y)
-    errors = [np.mean([(refit_prediction(X, y, h, i) - y[i]) ** 2 for i in range(len(y))]) for h in grid]
+    errors = [
+        np.mean([(refit_prediction(X, y, h, i) - y[i]) ** 2 for i in range(len(y))])
+        for h in grid
+    ]
     np.testing.assert_allclose(model.loo_mse_, errors, rtol=1e-8)
     assert model.bandwidth_ == grid[np.argmin(errors)]
 
@@ -287,9 +368,13 @@ def refit_prediction(X, y, h, i):
 def test_estimator_predicts_like_the_function_and_works_with_sklearn():
     xq, X, y = make_data(n=80, d=2)
     model = NadarayaWatson(bandwidth=0.3, chunk_size=7).fit(X, y)
-    np.testing.assert_allclose(model.predict(xq), nadaraya_watson(xq, X, y, bandwidth=0.3).numpy(), rtol=1e-10)
+    np.testing.assert_allclose(
+        model.predict(xq), nadaraya_watson(xq, X, y, bandwidth=0.3).numpy(), rtol=1e-10
+    )
     assert clone(model).get_params()["bandwidth"] == 0.3
-    scores = cross_val_score(make_pipeline(StandardScaler(), NadarayaWatson()), X, y, cv=3)
+    scores = cross_val_score(
+        make_pipeline(StandardScaler(), NadarayaWatson()), X, y, cv=3
+    )
     assert np.all(scores > 0.5)
 
 
@@ -310,7 +395,10 @@ def test_metric_learning_finds_the_relevant_direction():
     iso = NadarayaWatson().fit(X, y)
     metric = MetricNadarayaWatson(n_steps=50, lr=0.05).fit(X, y)
     assert metric.loss_history_[-1] < metric.loss_history_[0]
-    assert metric.score(Xq, np.sin(2 * Xq[:, 0])) > iso.score(Xq, np.sin(2 * Xq[:, 0])) + 0.2
+    assert (
+        metric.score(Xq, np.sin(2 * Xq[:, 0]))
+        > iso.score(Xq, np.sin(2 * Xq[:, 0])) + 0.2
+    )
     M = metric.metric_
     np.testing.assert_allclose(M, M.T)
     assert np.argmax(np.diag(M)) == 0
@@ -318,7 +406,9 @@ def test_metric_learning_finds_the_relevant_direction():
     assert low.W_.shape == (2, 5) and low.predict(Xq).shape == (100,)
 
 
-@pytest.mark.filterwarnings("ignore:nadaraya_watson_streaming is deprecated:DeprecationWarning")
+@pytest.mark.filterwarnings(
+    "ignore:nadaraya_watson_streaming is deprecated:DeprecationWarning"
+)
 @pytest.mark.parametrize("fn", [nadaraya_watson, nadaraya_watson_streaming])
 def test_bad_inputs(fn):
     xq, xt, y = make_data()
@@ -343,10 +433,17 @@ def test_bad_inputs(fn):
     with pytest.raises(ValueError, match="x_query"):
         fn(np.zeros((2, 2, 2)), xt, y)
     with pytest.raises(ValueError, match="kernel must return finite"):
-        fn(xq, xt, y, kernel=lambda q, k: torch.full((len(q), len(k)), np.inf, dtype=q.dtype))
+        fn(
+            xq,
+            xt,
+            y,
+            kernel=lambda q, k: torch.full((len(q), len(k)), np.inf, dtype=q.dtype),
+        )
 
 
-@pytest.mark.filterwarnings("ignore:nadaraya_watson_streaming is deprecated:DeprecationWarning")
+@pytest.mark.filterwarnings(
+    "ignore:nadaraya_watson_streaming is deprecated:DeprecationWarning"
+)
 def test_bad_inputs_streaming_chunks_and_loo():
     xq, xt, y = make_data()
     with pytest.raises(ValueError, match="chunk_size"):
@@ -363,7 +460,9 @@ def test_bad_inputs_streaming_chunks_and_loo():
 def test_estimators_bad_inputs(Model):
     _, X, y = make_data()
     kw = {"n_steps": 2} if Model is MetricNadarayaWatson else {}
-    with pytest.raises(ValueError, match="inconsistent numbers of samples"):  # scikit-learn's message
+    with pytest.raises(
+        ValueError, match="inconsistent numbers of samples"
+    ):  # scikit-learn's message
         Model(**kw).fit(X, y[:-1])
     with pytest.raises(ValueError, match="X"):
         Model(**kw).fit(np.where(X > 0.9, np.nan, X), y)

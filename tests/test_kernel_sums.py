@@ -6,9 +6,13 @@ import pytest
 from attnlib import kernel_sums as ks
 
 
-@pytest.mark.parametrize("dtype, low, rtol", [(np.float32, -87.0, 2.5e-7), (np.float64, -708.0, 4e-16)])
+@pytest.mark.parametrize(
+    "dtype, low, rtol", [(np.float32, -87.0, 2.5e-7), (np.float64, -708.0, 4e-16)]
+)
 def test_exp_matches_numpy_to_a_few_ulps(dtype, low, rtol):
-    x = np.concatenate([np.linspace(low, 0, 1_000_003), -np.geomspace(1e-12, 1, 1001), [0.0]]).astype(dtype)
+    x = np.concatenate(
+        [np.linspace(low, 0, 1_000_003), -np.geomspace(1e-12, 1, 1001), [0.0]]
+    ).astype(dtype)
     ours = ks.exp_nonpositive(x).astype(np.float64)
     np.testing.assert_allclose(ours, np.exp(x.astype(np.float64)), rtol=rtol, atol=0)
     assert ours[-1] == 1.0
@@ -48,5 +52,7 @@ def test_one_feature_path_across_blocks_and_tiles(dtype, rtol):
         d2 = (xq - xt.T) ** 2
         w = np.exp(-(d2 - d2.min(1, keepdims=True)) / (2 * h * h))
         ref = w @ y / w.sum(1, keepdims=True)
-        out = ks.nadaraya_watson_sums(xq.astype(dtype), xt.astype(dtype), y.astype(dtype), h)
+        out = ks.nadaraya_watson_sums(
+            xq.astype(dtype), xt.astype(dtype), y.astype(dtype), h
+        )
         np.testing.assert_allclose(out, ref, rtol=rtol, atol=rtol)

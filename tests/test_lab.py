@@ -48,7 +48,9 @@ class Lab:
         req.add_header("Content-Type", "application/json")
         with urllib.request.urlopen(req, timeout=60) as response:
             text = response.read().decode()
-        return json.loads(text) if text and text.lstrip().startswith(("{", "[")) else text
+        return (
+            json.loads(text) if text and text.lstrip().startswith(("{", "[")) else text
+        )
 
 
 @pytest.fixture(scope="module")
@@ -62,13 +64,20 @@ def lab(tmp_path_factory):
     args = f"--no-browser --ServerApp.port={port} --ServerApp.port_retries=0 --IdentityProvider.token={token}"
     server = subprocess.Popen(
         ["make", "-s", "lab", f"LAB_ARGS={args}"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     client = Lab(port, token)
     try:
         deadline = time.monotonic() + 180
         while True:
-            assert server.poll() is None, "make lab exited:\n" + server.stdout.read()[-3000:]
+            assert server.poll() is None, (
+                "make lab exited:\n" + server.stdout.read()[-3000:]
+            )
             assert time.monotonic() < deadline, "JupyterLab did not answer within 180 s"
             try:
                 client.request("GET", "/api/status")
@@ -103,17 +112,41 @@ def test_lab_root_is_the_book(lab):
 async def _run_cells(lab, kernel_id, sources):
     """Execute each source on the kernel via its websocket; return what the cells printed."""
     url = f"ws://{lab.base.removeprefix('http://')}/api/kernels/{kernel_id}/channels"
-    ws = await websocket_connect(HTTPRequest(url, headers={"Authorization": f"token {lab.token}"}))
+    ws = await websocket_connect(
+        HTTPRequest(url, headers={"Authorization": f"token {lab.token}"})
+    )
     session, printed = uuid.uuid4().hex, []
     try:
         for index, code in enumerate(sources):
             msg_id = uuid.uuid4().hex
-            header = {"msg_id": msg_id, "session": session, "username": "test", "msg_type": "execute_request",
-                      "version": "5.3", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-            content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                       "allow_stdin": False, "stop_on_error": True}
-            ws.write_message(json.dumps({"header": header, "parent_header": {}, "metadata": {},
-                                         "content": content, "channel": "shell", "buffers": []}))
+            header = {
+                "msg_id": msg_id,
+                "session": session,
+                "username": "test",
+                "msg_type": "execute_request",
+                "version": "5.3",
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+            content = {
+                "code": code,
+                "silent": False,
+                "store_history": True,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            }
+            ws.write_message(
+                json.dumps(
+                    {
+                        "header": header,
+                        "parent_header": {},
+                        "metadata": {},
+                        "content": content,
+                        "channel": "shell",
+                        "buffers": [],
+                    }
+                )
+            )
             reply, idle = None, False
             while reply is None or not idle:
                 raw = await asyncio.wait_for(ws.read_message(), CELL_TIMEOUT)
@@ -132,25 +165,45 @@ async def _run_cells(lab, kernel_id, sources):
                     printed.append(msg["content"]["text"])
                 elif kind == "error":
                     printed.append("\n".join(msg["content"]["traceback"]))
-            assert reply["status"] == "ok", f"cell {index} failed:\n{printed[-1] if printed else reply}"
+            assert reply["status"] == "ok", (
+                f"cell {index} failed:\n{printed[-1] if printed else reply}"
+            )
     finally:
         ws.close()
     return "".join(printed)
 
 
 def test_a_chapter_executes_through_the_servers_kernel(lab):
-    notebook = lab.request("GET", f"/api/contents/{CHAPTER}?content=1&type=notebook")["content"]
-    sources = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    notebook = lab.request("GET", f"/api/contents/{CHAPTER}?content=1&type=notebook")[
+        "content"
+    ]
+    sources = [
+        "".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"
+    ]
     assert len(sources) > 5
     kernel_name = notebook["metadata"]["kernelspec"]["name"]
-    session = lab.request("POST", "/api/sessions", {"path": CHAPTER, "type": "notebook", "name": CHAPTER,
-                                                    "kernel": {"name": kernel_name}})
+    session = lab.request(
+        "POST",
+        "/api/sessions",
+        {
+            "path": CHAPTER,
+            "type": "notebook",
+            "name": CHAPTER,
+            "kernel": {"name": kernel_name},
+        },
+    )
     probe = "import sys, attnlib\nprint(sys.executable)\nprint(attnlib.__file__)"
     try:
-        printed = asyncio.run(_run_cells(lab, session["kernel"]["id"], [probe, *sources]))
+        printed = asyncio.run(
+            _run_cells(lab, session["kernel"]["id"], [probe, *sources])
+        )
     finally:
         lab.request("DELETE", f"/api/sessions/{session['id']}")
     python, module = printed.splitlines()[:2]
-    assert Path(python).parent == Path(sys.executable).parent, f"the kernel runs {python}, not this environment"
+    assert Path(python).parent == Path(sys.executable).parent, (
+        f"the kernel runs {python}, not this environment"
+    )
     assert Path(module).resolve().is_relative_to(ROOT / "attnlib"), module
-    assert "attnlib" in printed.splitlines()[2]  # the setup cell's banner: attnlib <version>, torch ...
+    assert (
+        "attnlib" in printed.splitlines()[2]
+    )  # the setup cell's banner: attnlib <version>, torch ...

@@ -12,8 +12,12 @@ def test_lasso_codes_match_sklearn():
     rng = np.random.default_rng(0)
     K, Y = rng.standard_normal((40, 7)), rng.standard_normal((6, 7))
     C = lasso_codes(Y, K, 0.2)
-    for i in range(len(Y)):  # scikit-learn's loss is ours divided by the number of features
-        ref = Lasso(alpha=0.2 / 7, fit_intercept=False, tol=1e-14, max_iter=10**6).fit(K.T, Y[i])
+    for i in range(
+        len(Y)
+    ):  # scikit-learn's loss is ours divided by the number of features
+        ref = Lasso(alpha=0.2 / 7, fit_intercept=False, tol=1e-14, max_iter=10**6).fit(
+            K.T, Y[i]
+        )
         np.testing.assert_allclose(C[i], ref.coef_, atol=1e-9)
     assert (C != 0).sum(1).max() <= 7  # at most n_features non-zeros per row
 

@@ -10,7 +10,13 @@ from sklearn.datasets import make_s_curve, make_swiss_roll
 from sklearn.manifold import LocallyLinearEmbedding as SklearnLLE
 from sklearn.manifold._locally_linear import barycenter_kneighbors_graph
 
-from attnlib.lle import LocallyLinearEmbedding, barycenter_weights, lle_attention, lle_embedding, lle_weights
+from attnlib.lle import (
+    LocallyLinearEmbedding,
+    barycenter_weights,
+    lle_attention,
+    lle_embedding,
+    lle_weights,
+)
 
 
 def swiss_roll(n=300, seed=0):
@@ -38,21 +44,35 @@ def naive_weights(X, K, reg):
     return W
 
 
-@pytest.mark.parametrize("make", [swiss_roll, lambda: make_s_curve(250, random_state=1)[0]])
+@pytest.mark.parametrize(
+    "make", [swiss_roll, lambda: make_s_curve(250, random_state=1)[0]]
+)
 @pytest.mark.parametrize("K", [6, 12])
 def test_embedding_equals_sklearn_dense(make, K):
     X = make()
-    ours = LocallyLinearEmbedding(n_neighbors=K, n_components=2, eigen_solver="dense").fit(X)
-    ref = SklearnLLE(n_neighbors=K, n_components=2, method="standard", eigen_solver="dense").fit(X)
-    np.testing.assert_allclose(ours.embedding_, match_signs(ours.embedding_, ref.embedding_), atol=1e-6, rtol=0)
-    assert ours.reconstruction_error_ == pytest.approx(ref.reconstruction_error_, rel=1e-6, abs=1e-12)
+    ours = LocallyLinearEmbedding(
+        n_neighbors=K, n_components=2, eigen_solver="dense"
+    ).fit(X)
+    ref = SklearnLLE(
+        n_neighbors=K, n_components=2, method="standard", eigen_solver="dense"
+    ).fit(X)
+    np.testing.assert_allclose(
+        ours.embedding_, match_signs(ours.embedding_, ref.embedding_), atol=1e-6, rtol=0
+    )
+    assert ours.reconstruction_error_ == pytest.approx(
+        ref.reconstruction_error_, rel=1e-6, abs=1e-12
+    )
 
 
 def test_arpack_agrees_with_dense_and_with_sklearn_arpack():
     X = swiss_roll(600)
     dense = LocallyLinearEmbedding(10, 2, eigen_solver="dense").fit_transform(X)
-    arpack = LocallyLinearEmbedding(10, 2, eigen_solver="arpack", random_state=0).fit_transform(X)
-    ref = SklearnLLE(n_neighbors=10, n_components=2, eigen_solver="arpack", random_state=0).fit_transform(X)
+    arpack = LocallyLinearEmbedding(
+        10, 2, eigen_solver="arpack", random_state=0
+    ).fit_transform(X)
+    ref = SklearnLLE(
+        n_neighbors=10, n_components=2, eigen_solver="arpack", random_state=0
+    ).fit_transform(X)
     np.testing.assert_allclose(arpack, match_signs(arpack, dense), atol=1e-6, rtol=0)
     np.testing.assert_allclose(arpack, match_signs(arpack, ref), atol=1e-6, rtol=0)
 
@@ -63,21 +83,30 @@ def test_transform_equals_sklearn():
     ours = LocallyLinearEmbedding(8, 2, eigen_solver="dense").fit(X)
     ref = SklearnLLE(n_neighbors=8, n_components=2, eigen_solver="dense").fit(X)
     signs = np.sign((ours.embedding_ * ref.embedding_).sum(0))
-    np.testing.assert_allclose(ours.transform(new), ref.transform(new) * signs, atol=1e-8, rtol=0)
+    np.testing.assert_allclose(
+        ours.transform(new), ref.transform(new) * signs, atol=1e-8, rtol=0
+    )
 
 
 def test_weights_equal_sklearn_graph_and_naive_kkt_solution():
     X = swiss_roll(120)
     W, mask, ind = lle_weights(X, 7, reg=1e-3)
     assert sp.issparse(W) and W.shape == (120, 120) and ind.shape == (120, 7)
-    np.testing.assert_allclose(W.toarray(), barycenter_kneighbors_graph(X, 7, reg=1e-3).toarray(), atol=1e-10)
+    np.testing.assert_allclose(
+        W.toarray(), barycenter_kneighbors_graph(X, 7, reg=1e-3).toarray(), atol=1e-10
+    )
     np.testing.assert_allclose(W.toarray(), naive_weights(X, 7, 1e-3), atol=1e-8)
     np.testing.assert_array_equal(mask.toarray(), W.toarray() != 0)
     assert (mask.sum(1) == 7).all() and not mask.diagonal().any()
 
 
 @settings(max_examples=20, deadline=None)
-@given(n=st.integers(8, 40), d=st.integers(1, 5), K=st.integers(1, 6), seed=st.integers(0, 10**6))
+@given(
+    n=st.integers(8, 40),
+    d=st.integers(1, 5),
+    K=st.integers(1, 6),
+    seed=st.integers(0, 10**6),
+)
 def test_weights_are_affine_and_masked(n, d, K, seed):
     X = np.random.default_rng(seed).normal(size=(n, d))
     W, mask, _ = lle_weights(X, K, dense=True)
@@ -98,9 +127,15 @@ def test_weights_to_separate_keys_equal_sklearn_transform_weights():
 
     keys, queries = swiss_roll(200), swiss_roll(15, seed=3)
     W, mask, ind = lle_weights(queries, 5, keys=keys, dense=True)
-    ref_ind = NearestNeighbors(n_neighbors=5).fit(keys).kneighbors(queries, return_distance=False)
+    ref_ind = (
+        NearestNeighbors(n_neighbors=5)
+        .fit(keys)
+        .kneighbors(queries, return_distance=False)
+    )
     np.testing.assert_array_equal(ind, ref_ind)
-    np.testing.assert_allclose(np.take_along_axis(W, ind, 1), sk_bary(queries, keys, ind), atol=1e-10)
+    np.testing.assert_allclose(
+        np.take_along_axis(W, ind, 1), sk_bary(queries, keys, ind), atol=1e-10
+    )
 
 
 def test_lle_attention_is_masked_attention_with_lle_weights(float64):
@@ -113,7 +148,9 @@ def test_lle_attention_is_masked_attention_with_lle_weights(float64):
 
 
 def test_lle_attention_keeps_float32_and_is_differentiable():
-    X = torch.randn(40, 3, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    X = torch.randn(
+        40, 3, generator=torch.Generator().manual_seed(0), requires_grad=True
+    )
     out, W = lle_attention(X, 5)
     assert out.dtype == W.dtype == torch.float32
     out.square().sum().backward()
@@ -124,7 +161,9 @@ def test_barycenter_weights_gradcheck():
     g = torch.Generator().manual_seed(0)
     q = torch.randn(4, 3, dtype=torch.float64, generator=g, requires_grad=True)
     nb = torch.randn(4, 5, 3, dtype=torch.float64, generator=g, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda a, b: barycenter_weights(a, b, 1e-2), (q, nb))
+    assert torch.autograd.gradcheck(
+        lambda a, b: barycenter_weights(a, b, 1e-2), (q, nb)
+    )
 
 
 def test_embedding_is_centred_orthonormal_and_accepts_any_row_stochastic_matrix():
@@ -140,7 +179,9 @@ def test_embedding_is_centred_orthonormal_and_accepts_any_row_stochastic_matrix(
         np.testing.assert_allclose(Y.sum(0), 0, atol=1e-8)
         assert np.all(np.diff(values) >= 0)
         M = (np.eye(250) - S).T @ (np.eye(250) - S)
-        np.testing.assert_allclose(np.einsum("ik,ij,jk->k", Y, M, Y), values, atol=1e-10)
+        np.testing.assert_allclose(
+            np.einsum("ik,ij,jk->k", Y, M, Y), values, atol=1e-10
+        )
 
 
 def test_estimator_follows_sklearn_api():
@@ -149,7 +190,9 @@ def test_estimator_follows_sklearn_api():
     from sklearn.preprocessing import StandardScaler
 
     X = swiss_roll(150)
-    pipe = make_pipeline(StandardScaler(), LocallyLinearEmbedding(n_neighbors=8, eigen_solver="dense"))
+    pipe = make_pipeline(
+        StandardScaler(), LocallyLinearEmbedding(n_neighbors=8, eigen_solver="dense")
+    )
     Y = pipe.fit_transform(X)
     assert Y.shape == (150, 2)
     est = clone(pipe[-1])
@@ -163,7 +206,10 @@ def test_estimator_follows_sklearn_api():
         (lambda X: lle_weights(X, 0), "n_neighbors"),
         (lambda X: lle_weights(X, 2.5), "n_neighbors"),
         (lambda X: lle_weights(np.vstack([X, X[:1]]), 3), "duplicate"),
-        (lambda X: lle_weights(np.where(np.eye(30, 3) > 0, np.nan, X), 3), "X contains NaN"),
+        (
+            lambda X: lle_weights(np.where(np.eye(30, 3) > 0, np.nan, X), 3),
+            "X contains NaN",
+        ),
         (lambda X: lle_weights(X[0], 3), "X must have 2 dimensions"),
         (lambda X: lle_weights(X, 3, reg=-1.0), "reg"),
         (lambda X: lle_weights(X, 3, keys=X[:, :2]), "keys"),
@@ -173,8 +219,18 @@ def test_estimator_follows_sklearn_api():
         (lambda X: barycenter_weights(X, X[:5, None], 1e-3), "neighbors"),
         (lambda X: barycenter_weights(X, X, 1e-3), "neighbors"),
         (lambda X: LocallyLinearEmbedding(n_neighbors=40).fit(X), "n_neighbors"),
-        (lambda X: LocallyLinearEmbedding(5).fit(np.r_[X, [[np.inf] * 3]]), "Input X contains infinity"),
-        (lambda X: LocallyLinearEmbedding(5, eigen_solver="dense").fit(X).transform(X[:, :2]), "features"),
+        (
+            lambda X: LocallyLinearEmbedding(5).fit(np.r_[X, [[np.inf] * 3]]),
+            "Input X contains infinity",
+        ),
+        (
+            lambda X: (
+                LocallyLinearEmbedding(5, eigen_solver="dense")
+                .fit(X)
+                .transform(X[:, :2])
+            ),
+            "features",
+        ),
     ],
 )
 def test_bad_input_raises(call, match):

@@ -37,7 +37,11 @@ def _np_softmax(a, axis=-1):
 
 
 def test_routing_task_is_deterministic_and_consistent():
-    a, b, c = routing_task(20, 12, 5, seed=3), routing_task(20, 12, 5, seed=3), routing_task(20, 12, 5, seed=4)
+    a, b, c = (
+        routing_task(20, 12, 5, seed=3),
+        routing_task(20, 12, 5, seed=3),
+        routing_task(20, 12, 5, seed=4),
+    )
     for x, y in zip(a, b):
         torch.testing.assert_close(x, y)
     assert not torch.equal(a.x, c.x)
@@ -47,7 +51,9 @@ def test_routing_task_is_deterministic_and_consistent():
     np.testing.assert_array_equal(x[..., 5].sum(-1), 1)  # one marked token per sequence
     np.testing.assert_array_equal(np.argmax(x[..., 5], 1), a.marker.numpy())
     values = np.argmax(x[..., :5], -1)
-    np.testing.assert_array_equal(values[np.arange(20), a.marker.numpy()], a.target.numpy())
+    np.testing.assert_array_equal(
+        values[np.arange(20), a.marker.numpy()], a.target.numpy()
+    )
 
 
 def test_weekday_task_target_is_the_preference_of_the_friend_on_the_rota():
@@ -58,7 +64,9 @@ def test_weekday_task_target_is_the_preference_of_the_friend_on_the_rota():
     friends, day = a.friends.numpy(), a.day.numpy()
     ids, prefs = np.argmax(friends[..., :nf], -1), np.argmax(friends[..., nf:], -1)
     for s in range(n):
-        np.testing.assert_array_equal(np.sort(ids[s]), np.arange(nf))  # every friend once
+        np.testing.assert_array_equal(
+            np.sort(ids[s]), np.arange(nf)
+        )  # every friend once
         decider = a.rota.numpy()[np.argmax(day[s])]
         assert prefs[s, list(ids[s]).index(decider)] == a.target[s]
     assert not torch.equal(a.friends, weekday_task(n, nf, nr, seed=2).friends)
@@ -95,7 +103,9 @@ def test_shift_tokens_matches_a_numpy_shift(shift):
     for j in range(10):
         if 0 <= j - shift < 10:
             expected[:, j] = x[:, j - shift]
-    np.testing.assert_array_equal(shift_tokens(torch.from_numpy(x), shift).numpy(), expected)
+    np.testing.assert_array_equal(
+        shift_tokens(torch.from_numpy(x), shift).numpy(), expected
+    )
 
 
 # ----------------------------------------------------------------------------- convolution
@@ -108,9 +118,15 @@ def test_conv_matrix_equals_numpy_correlate_and_torch_conv1d(half, length, seed)
     kernel, x = rng.standard_normal(2 * half + 1), rng.standard_normal(length)
     M = conv_matrix(torch.from_numpy(kernel), length).numpy()
     padded = np.concatenate([np.zeros(half), x, np.zeros(half)])
-    expected = np.array([padded[j : j + 2 * half + 1] @ kernel for j in range(length)])  # cross-correlation
+    expected = np.array(
+        [padded[j : j + 2 * half + 1] @ kernel for j in range(length)]
+    )  # cross-correlation
     np.testing.assert_allclose(M @ x, expected, atol=1e-12)
-    torch_out = F.conv1d(torch.from_numpy(x)[None, None], torch.from_numpy(kernel)[None, None], padding=half)
+    torch_out = F.conv1d(
+        torch.from_numpy(x)[None, None],
+        torch.from_numpy(kernel)[None, None],
+        padding=half,
+    )
     np.testing.assert_allclose(M @ x, torch_out[0, 0].numpy(), atol=1e-12)
 
 
@@ -123,7 +139,9 @@ def test_conv_router_is_translation_equivariant_away_from_the_borders():
     y = model(x)
     for s in (1, 3, 5):
         ys = model(shift_tokens(x, s))
-        torch.testing.assert_close(ys[:, s + half : 40 - half], y[:, half : 40 - half - s])
+        torch.testing.assert_close(
+            ys[:, s + half : 40 - half], y[:, half : 40 - half - s]
+        )
 
 
 def test_conv_router_is_local():
@@ -154,7 +172,13 @@ def test_attention_router_weights_are_softmax_of_projected_scores():
     m = AttentionRouter(4, 2, 6).double()
     x = torch.randn(3, 7, 4, dtype=torch.float64)
     res = m.attend(x)
-    W = {name: (getattr(m, name).weight.detach().numpy(), getattr(m, name).bias.detach().numpy()) for name in "qkv"}
+    W = {
+        name: (
+            getattr(m, name).weight.detach().numpy(),
+            getattr(m, name).bias.detach().numpy(),
+        )
+        for name in "qkv"
+    }
     q, k, v = ((x.numpy() @ W[n][0].T + W[n][1]) for n in "qkv")
     w = _np_softmax(q @ k.transpose(0, 2, 1) / np.sqrt(6))
     np.testing.assert_allclose(res.weights.detach().numpy(), w, atol=1e-12)
@@ -178,20 +202,31 @@ def test_soft_mux_equals_numpy_softmax_average(seed, t):
     out, w = soft_mux(torch.from_numpy(h), torch.from_numpy(a), temperature=t)
     expected_w = _np_softmax(a / t)
     np.testing.assert_allclose(w.numpy(), expected_w, atol=1e-12)
-    np.testing.assert_allclose(out.numpy(), np.einsum("bn,bnd->bd", expected_w, h), atol=1e-12)
+    np.testing.assert_allclose(
+        out.numpy(), np.einsum("bn,bnd->bd", expected_w, h), atol=1e-12
+    )
 
 
 def test_soft_mux_tends_to_hard_mux_as_the_temperature_falls():
     g = torch.Generator().manual_seed(0)
-    h, a = torch.randn(5, 7, 3, generator=g, dtype=torch.float64), torch.randn(5, 7, generator=g, dtype=torch.float64)
+    h, a = (
+        torch.randn(5, 7, 3, generator=g, dtype=torch.float64),
+        torch.randn(5, 7, generator=g, dtype=torch.float64),
+    )
     hard = hard_mux(h, a.argmax(-1))
-    errors = [(soft_mux(h, a, temperature=t).output - hard).abs().max().item() for t in (1.0, 0.1, 1e-4)]
+    errors = [
+        (soft_mux(h, a, temperature=t).output - hard).abs().max().item()
+        for t in (1.0, 0.1, 1e-4)
+    ]
     assert errors[0] > errors[1] > errors[2] and errors[2] < 1e-10
     torch.testing.assert_close(soft_mux(h, a, normalizer="hardmax").output, hard)
 
 
 def test_hardmax_is_one_hot_at_the_first_maximum_and_blocks_gradients():
-    s = torch.tensor([[0.0, 2.0, 2.0, -1.0], [float("-inf"), -5.0, -6.0, float("-inf")]], requires_grad=True)
+    s = torch.tensor(
+        [[0.0, 2.0, 2.0, -1.0], [float("-inf"), -5.0, -6.0, float("-inf")]],
+        requires_grad=True,
+    )
     w = hardmax(s)
     np.testing.assert_array_equal(w.detach().numpy(), [[0, 1, 0, 0], [0, 1, 0, 0]])
     assert not w.requires_grad
@@ -219,7 +254,11 @@ def test_weekday_mux_scores_are_the_bilinear_form():
     scores = np.einsum("bc,cf,bnf->bn", day.numpy(), M, friends.numpy())
     out, w = m.attend(friends, day)
     np.testing.assert_allclose(w.detach().numpy(), _np_softmax(scores), atol=1e-12)
-    np.testing.assert_allclose(out.detach().numpy(), np.einsum("bn,bnf->bf", _np_softmax(scores), friends.numpy()), atol=1e-12)
+    np.testing.assert_allclose(
+        out.detach().numpy(),
+        np.einsum("bn,bnf->bf", _np_softmax(scores), friends.numpy()),
+        atol=1e-12,
+    )
     # the slot order of the friends does not matter
     perm = torch.randperm(7)
     torch.testing.assert_close(m(friends[:, perm], day), m(friends, day))
@@ -232,8 +271,14 @@ def test_hard_routing_gets_no_gradient_and_straight_through_does():
         torch.manual_seed(0)
         m = WeekdayMux(normalizer=name)
         F.cross_entropy(m(t.friends, t.day), t.target).backward()
-        grads[name] = 0.0 if m.Q.weight.grad is None else m.Q.weight.grad.abs().sum().item()
-    assert grads["hardmax"] == 0.0 and grads["straight_through"] > 0 and grads["softmax"] > 0
+        grads[name] = (
+            0.0 if m.Q.weight.grad is None else m.Q.weight.grad.abs().sum().item()
+        )
+    assert (
+        grads["hardmax"] == 0.0
+        and grads["straight_through"] > 0
+        and grads["softmax"] > 0
+    )
 
 
 def test_one_attention_layer_learns_routing_at_every_distance():
@@ -269,11 +314,17 @@ def test_accuracy_by_distance_and_loss_against_a_direct_count():
     pred, target, marker = logits.argmax(-1).numpy(), t.target.numpy(), t.marker.numpy()
     for d in range(8):
         pairs = [(b, j) for b in range(30) for j in range(8) if abs(j - marker[b]) == d]
-        expected = np.mean([pred[b, j] == target[b] for b, j in pairs]) if pairs else np.nan
+        expected = (
+            np.mean([pred[b, j] == target[b] for b, j in pairs]) if pairs else np.nan
+        )
         np.testing.assert_allclose(acc[d], expected)
     logp = torch.log_softmax(logits, -1).numpy()
-    expected_loss = -np.mean([logp[b, j, target[b]] for b in range(30) for j in range(8)])
-    np.testing.assert_allclose(routing_loss(_Fixed(logits), t).item(), expected_loss, rtol=1e-6)
+    expected_loss = -np.mean(
+        [logp[b, j, target[b]] for b in range(30) for j in range(8)]
+    )
+    np.testing.assert_allclose(
+        routing_loss(_Fixed(logits), t).item(), expected_loss, rtol=1e-6
+    )
 
 
 def test_to_device_keeps_named_tuples():
@@ -308,10 +359,19 @@ def test_to_device_keeps_named_tuples():
         (lambda: hard_mux(torch.zeros(2, 3, 1), torch.tensor([0, 3])), "control"),
         (lambda: hard_mux(torch.zeros(2, 3, 1), torch.tensor([0.0, 1.0])), "control"),
         (lambda: hard_mux(torch.zeros(2, 3, 1), torch.tensor(0)), "control"),
-        (lambda: hard_mux(torch.full((2, 3, 1), float("nan")), torch.tensor([0, 1])), "inputs"),
+        (
+            lambda: hard_mux(torch.full((2, 3, 1), float("nan")), torch.tensor([0, 1])),
+            "inputs",
+        ),
         (lambda: soft_mux(torch.zeros(2, 3, 1), torch.zeros(2, 4)), "importance"),
-        (lambda: soft_mux(torch.zeros(2, 3, 1), torch.zeros(2, 3), temperature=0.0), "temperature"),
-        (lambda: soft_mux(torch.zeros(2, 3, 1), torch.zeros(2, 3), normalizer="max"), "normalizer"),
+        (
+            lambda: soft_mux(torch.zeros(2, 3, 1), torch.zeros(2, 3), temperature=0.0),
+            "temperature",
+        ),
+        (
+            lambda: soft_mux(torch.zeros(2, 3, 1), torch.zeros(2, 3), normalizer="max"),
+            "normalizer",
+        ),
         (lambda: hardmax(torch.tensor([float("nan"), 1.0])), "scores"),
         (lambda: straight_through_hardmax(torch.tensor([float("nan"), 1.0])), "scores"),
         (lambda: ConvRouter(3, 2, kernel_size=4), "kernel_size"),

@@ -50,7 +50,12 @@ def project_simplex(v):
 def adversarial_rows():
     rng = np.random.default_rng(0)
     rows = [rng.normal(size=(6, 9)) * s for s in (1e-8, 1e-3, 1, 10, 1e3, 1e6)]
-    rows += [np.zeros((2, 5)), np.ones((1, 1)), np.array([[3.0, 3.0, 3.0, -1.0, 3.0]]), np.array([[1.0, 1.0, 0.5, 0.5]])]
+    rows += [
+        np.zeros((2, 5)),
+        np.ones((1, 1)),
+        np.array([[3.0, 3.0, 3.0, -1.0, 3.0]]),
+        np.array([[1.0, 1.0, 0.5, 0.5]]),
+    ]
     rows += [np.round(rng.normal(size=(4, 30)), 1)]  # many ties
     return [torch.tensor(r, dtype=F64) for r in rows]
 
@@ -61,14 +66,18 @@ ALPHAS = [1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0]
 @pytest.mark.parametrize("alpha", ALPHAS)
 def test_agrees_with_entmax_package_on_adversarial_inputs(alpha):
     for x in adversarial_rows():
-        torch.testing.assert_close(ours(x, alpha), reference(x, alpha), atol=1e-6, rtol=0)
+        torch.testing.assert_close(
+            ours(x, alpha), reference(x, alpha), atol=1e-6, rtol=0
+        )
 
 
 @pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0, 3.0])
 @pytest.mark.parametrize("dim", [0, 1, -1])
 def test_any_dim_agrees_with_package(alpha, dim):
     x = torch.randn(5, 6, 7, dtype=F64) * 3
-    torch.testing.assert_close(ours(x, alpha, dim), reference(x, alpha, dim), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        ours(x, alpha, dim), reference(x, alpha, dim), atol=1e-6, rtol=0
+    )
 
 
 @pytest.mark.parametrize("alpha", [1.0, 1.5, 1.25, 2.0])
@@ -77,10 +86,15 @@ def test_masked_keys_get_zero_weight_and_the_rest_matches(alpha):
     keep = torch.tensor([True, False, True, True, False, True, False, True])
     p = ours(x.masked_fill(~keep, NEG_INF), alpha)
     assert (p[:, ~keep] == 0).all()
-    torch.testing.assert_close(p[:, keep], reference(x[:, keep], alpha), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        p[:, keep], reference(x[:, keep], alpha), atol=1e-6, rtol=0
+    )
 
 
-@pytest.mark.parametrize("fn", [softmax, sparsemax, entmax, lambda x: entmax(x, 1.25), lambda x: entmax(x, 3.0)])
+@pytest.mark.parametrize(
+    "fn",
+    [softmax, sparsemax, entmax, lambda x: entmax(x, 1.25), lambda x: entmax(x, 3.0)],
+)
 def test_fully_masked_row_nan_and_inf_raise(fn):
     x = torch.randn(3, 4)
     x[1] = NEG_INF
@@ -101,12 +115,16 @@ def test_bad_arguments_raise():
             fn(torch.tensor(1.0))
         with pytest.raises(ValueError, match="x"):
             fn(torch.zeros(0))
-        with pytest.raises(ValueError, match="x must have at least one entry along dim"):
+        with pytest.raises(
+            ValueError, match="x must have at least one entry along dim"
+        ):
             fn(torch.zeros(3, 0))
     with pytest.raises(ValueError, match="alpha"):
         entmax(x, alpha=0.5)
     with pytest.raises(ValueError, match="alpha"):
-        entmax(x, alpha=torch.tensor([1.5, 1.5, 1.5, 1.5]))  # size 4 along the normalised dim
+        entmax(
+            x, alpha=torch.tensor([1.5, 1.5, 1.5, 1.5])
+        )  # size 4 along the normalised dim
     with pytest.raises(ValueError, match="alpha"):
         entmax(x, alpha=torch.tensor(1.0))
 
@@ -158,13 +176,17 @@ def test_low_precision_keeps_dtype_and_is_close(dtype, alpha):
     p = ours(x, alpha)
     assert p.dtype == dtype
     tol = {torch.float16: 2e-3, torch.bfloat16: 1e-2, torch.float32: 1e-5}[dtype]
-    torch.testing.assert_close(p.to(F64), reference(x.detach().to(F64), alpha), atol=tol, rtol=0)
+    torch.testing.assert_close(
+        p.to(F64), reference(x.detach().to(F64), alpha), atol=tol, rtol=0
+    )
     p.sum().backward()
     assert x.grad.dtype == dtype and torch.isfinite(x.grad).all()
 
 
 # ----------------------------------------------------------------------------- properties
-rows = arrays(np.float64, st.integers(1, 12), elements=st.floats(-50, 50, allow_nan=False))
+rows = arrays(
+    np.float64, st.integers(1, 12), elements=st.floats(-50, 50, allow_nan=False)
+)
 alphas = st.sampled_from([1.0, 1.2, 1.5, 2.0, 2.7])
 
 
@@ -183,13 +205,17 @@ def test_simplex_and_shift_invariance(v, alpha, shift):
 def test_permutation_equivariance(v, alpha, seed):
     x = torch.tensor(v)
     perm = torch.from_numpy(np.random.default_rng(seed).permutation(len(v)))
-    torch.testing.assert_close(ours(x[perm], alpha), ours(x, alpha)[perm], atol=1e-9, rtol=0)
+    torch.testing.assert_close(
+        ours(x[perm], alpha), ours(x, alpha)[perm], atol=1e-9, rtol=0
+    )
 
 
 @settings(max_examples=60, deadline=None)
 @given(v=rows)
 def test_sparsemax_is_euclidean_projection_onto_simplex(v):
-    np.testing.assert_allclose(sparsemax(torch.tensor(v)).numpy(), project_simplex(v), atol=1e-9)
+    np.testing.assert_allclose(
+        sparsemax(torch.tensor(v)).numpy(), project_simplex(v), atol=1e-9
+    )
 
 
 def test_alpha_to_one_approaches_softmax():
@@ -221,10 +247,14 @@ def test_registered_in_attention(name, fn):
 # ----------------------------------------------------------------------------- Tsallis and losses
 def test_tsallis_entropy_against_scipy_and_formula():
     p = torch.tensor([[0.5, 0.25, 0.25, 0.0], [1.0, 0.0, 0.0, 0.0]], dtype=F64)
-    np.testing.assert_allclose(tsallis_entropy(p, 1.0).numpy(), scipy.stats.entropy(p.numpy(), axis=1))
+    np.testing.assert_allclose(
+        tsallis_entropy(p, 1.0).numpy(), scipy.stats.entropy(p.numpy(), axis=1)
+    )
     np.testing.assert_allclose(tsallis_entropy(p, 2.0).numpy(), [(1 - 0.375) / 2, 0.0])
     # α = 2 on the uniform: (1 - 1/n) / 2; continuity at α = 1.
-    np.testing.assert_allclose(tsallis_entropy(p, 1 + 1e-6).numpy(), tsallis_entropy(p, 1.0).numpy(), atol=1e-5)
+    np.testing.assert_allclose(
+        tsallis_entropy(p, 1 + 1e-6).numpy(), tsallis_entropy(p, 1.0).numpy(), atol=1e-5
+    )
     with pytest.raises(ValueError, match="p"):
         tsallis_entropy([-0.1, 1.1])
     with pytest.raises(ValueError, match="alpha"):
@@ -239,8 +269,12 @@ def test_exp_and_log_beta():
         e = exp_beta(u, beta)
         pos = e > 0
         torch.testing.assert_close(log_beta(e[pos], beta), u[pos])
-        np.testing.assert_allclose(e.numpy(), np.maximum(1 + (1 - beta) * u.numpy(), 0) ** (1 / (1 - beta)))
-    torch.testing.assert_close(exp_beta(u, 0.0), (1 + u).clamp_min(0))  # β = 0: sparsemax's ReLU
+        np.testing.assert_allclose(
+            e.numpy(), np.maximum(1 + (1 - beta) * u.numpy(), 0) ** (1 / (1 - beta))
+        )
+    torch.testing.assert_close(
+        exp_beta(u, 0.0), (1 + u).clamp_min(0)
+    )  # β = 0: sparsemax's ReLU
     with pytest.raises(ValueError, match="u"):
         log_beta([-1.0], 0.5)
     with pytest.raises(ValueError, match="beta"):
@@ -257,17 +291,28 @@ def test_entmax_is_beta_exponential_of_shifted_scores():
 
 @pytest.mark.parametrize(
     "alpha,ref",
-    [(1.0, None), (1.5, E.entmax15_loss), (2.0, E.sparsemax_loss), (1.25, lambda x, y: E.entmax_bisect_loss(x, y, 1.25, 100))],
+    [
+        (1.0, None),
+        (1.5, E.entmax15_loss),
+        (2.0, E.sparsemax_loss),
+        (1.25, lambda x, y: E.entmax_bisect_loss(x, y, 1.25, 100)),
+    ],
 )
 def test_fenchel_young_loss_against_references(alpha, ref):
     x = torch.randn(6, 5, dtype=F64, requires_grad=True)
     y = torch.tensor([0, 3, 1, 4, 2, 2])
     loss = fenchel_young_loss(x, y, alpha, reduction="none")
-    expected = torch.nn.functional.cross_entropy(x, y, reduction="none") if ref is None else ref(x, y)
+    expected = (
+        torch.nn.functional.cross_entropy(x, y, reduction="none")
+        if ref is None
+        else ref(x, y)
+    )
     torch.testing.assert_close(loss, expected, atol=1e-6, rtol=1e-6)
     assert (loss >= 0).all()
     loss.sum().backward()
-    torch.testing.assert_close(x.grad, ours(x.detach(), alpha) - torch.nn.functional.one_hot(y, 5).to(F64))
+    torch.testing.assert_close(
+        x.grad, ours(x.detach(), alpha) - torch.nn.functional.one_hot(y, 5).to(F64)
+    )
 
 
 def test_fenchel_young_loss_zero_at_own_prediction_and_bad_inputs():
@@ -289,12 +334,21 @@ def hard_rows(n):
     rng = np.random.default_rng(1)
     w = n // min(8, n // 16)
     stacked = rng.normal(size=(3, n)) * 0.1
-    stacked[:, ::w] += np.linspace(3, 2, len(stacked[0, ::w]))  # large scores every w columns, not at the front
+    stacked[:, ::w] += np.linspace(
+        3, 2, len(stacked[0, ::w])
+    )  # large scores every w columns, not at the front
     tied = np.round(rng.normal(size=(3, n)), 1)
     tied[:, : n // 2] = tied.max()  # half the row tied at the top
     easy = rng.normal(size=(20, n))
     easy[:, 0] += 50
-    rows = [stacked, tied, rng.normal(size=(3, n)) * 1e-7, rng.normal(size=(3, n)) * 1e5, easy, rng.normal(size=(4, n)) * 3]
+    rows = [
+        stacked,
+        tied,
+        rng.normal(size=(3, n)) * 1e-7,
+        rng.normal(size=(3, n)) * 1e5,
+        easy,
+        rng.normal(size=(4, n)) * 3,
+    ]
     return torch.tensor(np.concatenate(rows), dtype=F64)
 
 
@@ -304,7 +358,9 @@ def test_newton_search_on_hard_rows(alpha, n):
     x = hard_rows(n)
     torch.testing.assert_close(ours(x, alpha), reference(x, alpha), atol=1e-6, rtol=0)
     x32 = x.float()
-    torch.testing.assert_close(ours(x32, alpha).double(), reference(x32.double(), alpha), atol=1e-5, rtol=0)
+    torch.testing.assert_close(
+        ours(x32, alpha).double(), reference(x32.double(), alpha), atol=1e-5, rtol=0
+    )
 
 
 @pytest.mark.parametrize("alpha", [1.25, 1.5, 1.75, 2.0])
@@ -319,7 +375,9 @@ def test_bisection_off_the_cpu_agrees_with_the_package(alpha):
     import attnlib.normalizers as N
 
     x = hard_rows(100)
-    torch.testing.assert_close(N._bisect_entmax(x, alpha), reference(x, alpha), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        N._bisect_entmax(x, alpha), reference(x, alpha), atol=1e-6, rtol=0
+    )
 
 
 @pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0])
@@ -351,14 +409,23 @@ def test_per_row_tensor_alpha_agrees_with_bisection_in_value_and_gradient():
 
 def test_tensor_alpha_per_slice_of_a_3d_input():
     x = torch.randn(2, 3, 9, dtype=F64) * 3
-    alpha = torch.tensor([[1.2], [1.5], [2.0]], dtype=F64)  # one α per row of the middle dimension
-    expected = torch.stack([torch.stack([reference(x[i, j], alpha[j].item()) for j in range(3)]) for i in range(2)])
+    alpha = torch.tensor(
+        [[1.2], [1.5], [2.0]], dtype=F64
+    )  # one α per row of the middle dimension
+    expected = torch.stack(
+        [
+            torch.stack([reference(x[i, j], alpha[j].item()) for j in range(3)])
+            for i in range(2)
+        ]
+    )
     torch.testing.assert_close(entmax(x, alpha), expected, atol=1e-6, rtol=0)
 
 
 # ----------------------------------------------------------------------------- numerical soundness
 @pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0, 2.5])
-@pytest.mark.parametrize("dtype,offsets", [(torch.float32, [1e4, 1e7, 1e9]), (F64, [1e4, 1e9, 1e16])])
+@pytest.mark.parametrize(
+    "dtype,offsets", [(torch.float32, [1e4, 1e7, 1e9]), (F64, [1e4, 1e9, 1e16])]
+)
 def test_large_offsets_are_exact_as_in_the_package(alpha, dtype, offsets):
     """A constant added to a row changes nothing: the search works on gaps to the row maximum."""
     base = torch.randn(40, 17, dtype=F64, generator=torch.Generator().manual_seed(3))
@@ -366,10 +433,15 @@ def test_large_offsets_are_exact_as_in_the_package(alpha, dtype, offsets):
         x = (base + offset).to(dtype)  # the gaps the dtype can represent at this offset
         gaps = x.double() - x.double().amax(-1, keepdim=True)
         tol = 1e-6 if dtype == F64 else 2e-6
-        torch.testing.assert_close(ours(x, alpha).double(), reference(gaps, alpha), atol=tol, rtol=0)
+        torch.testing.assert_close(
+            ours(x, alpha).double(), reference(gaps, alpha), atol=tol, rtol=0
+        )
 
 
-@pytest.mark.parametrize("fn", [softmax, sparsemax, entmax, lambda x: entmax(x, 1.3), lambda x: entmax(x, 3.0)])
+@pytest.mark.parametrize(
+    "fn",
+    [softmax, sparsemax, entmax, lambda x: entmax(x, 1.3), lambda x: entmax(x, 3.0)],
+)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, F64])
 def test_masked_fill_and_finfo_min_rows_are_uniform_like_softmax(fn, dtype):
     """The padding idiom ``masked_fill(-1e9)`` and ``finfo.min`` rows give softmax's answer."""
@@ -379,15 +451,21 @@ def test_masked_fill_and_finfo_min_rows_are_uniform_like_softmax(fn, dtype):
     x[3, 2:] = torch.finfo(dtype).min  # a padded row: two live keys, four padded
     p = fn(x)
     assert p.dtype == dtype and torch.isfinite(p).all()
-    torch.testing.assert_close(p[1:3].double(), torch.full((2, 6), 1 / 6, dtype=F64), atol=1e-3, rtol=0)
+    torch.testing.assert_close(
+        p[1:3].double(), torch.full((2, 6), 1 / 6, dtype=F64), atol=1e-3, rtol=0
+    )
     assert (p[3, 2:] == 0).all()
-    torch.testing.assert_close(p[3, :2].double(), fn(x[3:, :2].double())[0], atol=1e-2, rtol=0)
+    torch.testing.assert_close(
+        p[3, :2].double(), fn(x[3:, :2].double())[0], atol=1e-2, rtol=0
+    )
 
 
 @pytest.mark.parametrize("alpha", [1.0, 1.25, 1.3, 1.5, 2.0, 2.5])
 def test_extreme_finite_rows_match_the_package(alpha):
     big = torch.finfo(torch.float32).max
-    x = torch.tensor([[big, big, -big, 0.0], [big, -big, -big, -big], [-big, -big, -big, -big * 0.5]])
+    x = torch.tensor(
+        [[big, big, -big, 0.0], [big, -big, -big, -big], [-big, -big, -big, -big * 0.5]]
+    )
     p = ours(x, alpha)
     assert torch.isfinite(p).all()
     torch.testing.assert_close(p.sum(-1), torch.ones(3))
@@ -396,7 +474,10 @@ def test_extreme_finite_rows_match_the_package(alpha):
     torch.testing.assert_close(p[2], torch.tensor([0.0, 0.0, 0.0, 1.0]))
 
 
-@pytest.mark.parametrize("fn", [softmax, sparsemax, entmax, lambda x: entmax(x, 1.3), lambda x: entmax(x, 3.0)])
+@pytest.mark.parametrize(
+    "fn",
+    [softmax, sparsemax, entmax, lambda x: entmax(x, 1.3), lambda x: entmax(x, 3.0)],
+)
 def test_empty_batch_returns_empty_like_torch_softmax(fn):
     for shape in [(0, 5), (2, 0, 5)]:
         x = torch.zeros(shape, requires_grad=True)
@@ -455,7 +536,11 @@ def test_compiled_kernels_load_from_the_cache_in_a_new_process():
         "print(sum(sum(f.stats.cache_hits.values()) for pair in _KERNELS.values() for f in pair),"
         " sum(sum(f.stats.cache_misses.values()) for pair in _KERNELS.values() for f in pair))\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)  # fills the cache
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True
+    )  # fills the cache
+    out = subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout
     hits, misses = map(int, out.split())
     assert (hits, misses) == (8, 0)

@@ -15,7 +15,9 @@ import notebook_tools  # noqa: E402
 
 CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
-TOC_FILES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part["chapters"]]
+TOC_FILES = [TOC["root"]] + [
+    ch["file"] for part in TOC["parts"] for ch in part["chapters"]
+]
 NOTEBOOKS = notebook_tools.chapter_notebooks()
 
 
@@ -24,7 +26,9 @@ def _cells(path):
 
 
 def _text(cell):
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    return (
+        "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    )
 
 
 def test_there_are_chapters():
@@ -39,13 +43,19 @@ def test_notebook_is_stamped_and_stripped(path):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_chapter_anatomy(path):
     cells = _cells(path)
-    assert cells[0]["cell_type"] == "markdown" and _text(cells[0]).startswith("# "), "a title first"
-    assert cells[1]["cell_type"] == "code" and "setup" in cells[1]["metadata"]["tags"], "then the setup cell"
+    assert cells[0]["cell_type"] == "markdown" and _text(cells[0]).startswith("# "), (
+        "a title first"
+    )
+    assert (
+        cells[1]["cell_type"] == "code" and "setup" in cells[1]["metadata"]["tags"]
+    ), "then the setup cell"
     markdown = "\n".join(_text(c) for c in cells if c["cell_type"] == "markdown")
     assert "## Summary" in markdown and "## Exercises" in markdown
     exercises = re.findall(r":label: (ex-[\w-]+)", markdown)
     solutions = re.findall(r"\{solution-start\} (ex-[\w-]+)", markdown)
-    assert len(exercises) >= 4 and sorted(exercises) == sorted(solutions), "at least 4 exercises, each solved"
+    assert len(exercises) >= 4 and sorted(exercises) == sorted(solutions), (
+        "at least 4 exercises, each solved"
+    )
     assert markdown.index("## Summary") < markdown.index("## Exercises")
 
 
@@ -61,7 +71,11 @@ def test_exercise_labels_are_unique_across_the_book():
 
 
 def test_every_page_is_in_the_toc_and_exists():
-    pages = {str(p.relative_to(ROOT).with_suffix("")) for p in ROOT.glob("book/*") if p.suffix in (".ipynb", ".md")}
+    pages = {
+        str(p.relative_to(ROOT).with_suffix(""))
+        for p in ROOT.glob("book/*")
+        if p.suffix in (".ipynb", ".md")
+    }
     assert pages == set(TOC_FILES)
 
 
@@ -74,14 +88,25 @@ def test_setup_cell_comes_from_the_config():
 
 def test_book_configuration():
     assert CONFIG["only_build_toc_files"] is True
-    assert CONFIG["execute"]["timeout"] >= 300 and CONFIG["execute"]["raise_on_error"] is True
-    assert {"amsmath", "dollarmath", "colon_fence"} <= set(CONFIG["parse"]["myst_enable_extensions"])
-    assert {"sphinx_proof", "sphinx_exercise", "sphinx_togglebutton"} <= set(CONFIG["sphinx"]["extra_extensions"])
+    assert (
+        CONFIG["execute"]["timeout"] >= 300
+        and CONFIG["execute"]["raise_on_error"] is True
+    )
+    assert {"amsmath", "dollarmath", "colon_fence"} <= set(
+        CONFIG["parse"]["myst_enable_extensions"]
+    )
+    assert {"sphinx_proof", "sphinx_exercise", "sphinx_togglebutton"} <= set(
+        CONFIG["sphinx"]["extra_extensions"]
+    )
     assert CONFIG["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
-    assert "://" not in CONFIG["sphinx"]["config"]["mathjax_path"], "MathJax is served by the site itself"
+    assert "://" not in CONFIG["sphinx"]["config"]["mathjax_path"], (
+        "MathJax is served by the site itself"
+    )
 
 
 def test_every_module_is_in_the_api_reference():
     api = (ROOT / "book" / "api.md").read_text()
-    modules = sorted(p.stem for p in (ROOT / "attnlib").glob("*.py") if not p.stem.startswith("_"))
+    modules = sorted(
+        p.stem for p in (ROOT / "attnlib").glob("*.py") if not p.stem.startswith("_")
+    )
     assert [m for m in modules if f".. automodule:: attnlib.{m}\n" not in api] == []

@@ -27,14 +27,27 @@ def dist(tmp_path_factory):
     clone, out = tmp_path_factory.mktemp("clone"), tmp_path_factory.mktemp("dist")
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
     for name in listed:
         if (ROOT / name).is_file():
             (clone / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, clone / name)
     build = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel", "--outdir", str(out), str(clone)],
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--no-isolation",
+            "--sdist",
+            "--wheel",
+            "--outdir",
+            str(out),
+            str(clone),
+        ],
         capture_output=True,
         text=True,
     )
@@ -50,8 +63,14 @@ def _metadata(wheel: Path) -> email.message.Message:
 
 def test_twine_check_passes(dist):
     files = sorted(str(p) for p in dist.iterdir())
-    assert any(f.endswith(".whl") for f in files) and any(f.endswith(".tar.gz") for f in files), files
-    check = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", *files], capture_output=True, text=True)
+    assert any(f.endswith(".whl") for f in files) and any(
+        f.endswith(".tar.gz") for f in files
+    ), files
+    check = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *files],
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count("PASSED") == len(files), check.stdout
 
@@ -64,17 +83,28 @@ def test_supported_pythons_are_the_tested_ones(dist):
         if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
     }
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
-    latest = re.search(r"python(3\.\d+)", MAKEFILE.split("test-latest:")[0].split("PYTHON_LATEST ?=")[1]).group(1)
-    assert here == "3.11", f"make test is expected to run on 3.11 (requirements.txt's torch), not {here}"
+    latest = re.search(
+        r"python(3\.\d+)",
+        MAKEFILE.split("test-latest:")[0].split("PYTHON_LATEST ?=")[1],
+    ).group(1)
+    assert here == "3.11", (
+        f"make test is expected to run on 3.11 (requirements.txt's torch), not {here}"
+    )
     assert classified == {here, latest}, classified
-    assert meta["Requires-Python"] == f">={min(classified, key=lambda v: tuple(map(int, v.split('.'))))}"
+    assert (
+        meta["Requires-Python"]
+        == f">={min(classified, key=lambda v: tuple(map(int, v.split('.'))))}"
+    )
 
 
 def test_wheel_ships_the_library_and_its_committed_results(dist):
     with zipfile.ZipFile(next(dist.glob("*.whl"))) as zf:
         names = set(zf.namelist())
     modules = {f"attnlib/{p.name}" for p in (ROOT / "attnlib").glob("*.py")}
-    results = {f"attnlib/results/{p.name}" for p in (ROOT / "attnlib" / "results").glob("*.json")}
+    results = {
+        f"attnlib/results/{p.name}"
+        for p in (ROOT / "attnlib" / "results").glob("*.json")
+    }
     assert results, "no committed results found"
     assert modules | results <= names, sorted((modules | results) - names)
     assert not any(n.startswith(("tests/", "book/", "benchmarks/")) for n in names)

@@ -69,8 +69,12 @@ class _Article(HTMLParser):
 
 @pytest.fixture(scope="module")
 def book(built_book):
-    assert built_book["site_returncode"] == 0, "the website did not build:\n" + built_book["site_report"]
-    assert built_book["pdf_returncode"] == 0, "book/pdf.py failed:\n" + built_book["pdf_report"]
+    assert built_book["site_returncode"] == 0, (
+        "the website did not build:\n" + built_book["site_report"]
+    )
+    assert built_book["pdf_returncode"] == 0, (
+        "book/pdf.py failed:\n" + built_book["pdf_report"]
+    )
     site = built_book["site"]
     articles = {}
     for page in PAGES:
@@ -79,7 +83,12 @@ def book(built_book):
         articles[page] = parser
     reader = PdfReader(str(built_book["pdf"]))
     texts = [_norm(p.extract_text()) for p in reader.pages]
-    return {"reader": reader, "texts": texts, "articles": articles, "path": built_book["pdf"]}
+    return {
+        "reader": reader,
+        "texts": texts,
+        "articles": articles,
+        "path": built_book["pdf"],
+    }
 
 
 def _outline(reader):
@@ -87,15 +96,30 @@ def _outline(reader):
     items, out = reader.outline, []
     for index, item in enumerate(items):
         if isinstance(item, Destination):
-            children = items[index + 1] if index + 1 < len(items) and isinstance(items[index + 1], list) else []
-            out.append((item.title, reader.get_destination_page_number(item) + 1,
-                        [(c.title, reader.get_destination_page_number(c) + 1) for c in children
-                         if isinstance(c, Destination)]))
+            children = (
+                items[index + 1]
+                if index + 1 < len(items) and isinstance(items[index + 1], list)
+                else []
+            )
+            out.append(
+                (
+                    item.title,
+                    reader.get_destination_page_number(item) + 1,
+                    [
+                        (c.title, reader.get_destination_page_number(c) + 1)
+                        for c in children
+                        if isinstance(c, Destination)
+                    ],
+                )
+            )
     return out
 
 
 def _titles(book):
-    return ["Preface" if page == TOC["root"] else book["articles"][page].h1 for page in PAGES]
+    return [
+        "Preface" if page == TOC["root"] else book["articles"][page].h1
+        for page in PAGES
+    ]
 
 
 def test_bookmarks_are_the_table_of_contents(book):
@@ -119,14 +143,18 @@ def test_every_chapter_opens_under_its_title_in_order(book):
 
 def test_printed_contents_give_the_pages_of_the_bookmarks(book):
     outline, texts = _outline(book["reader"]), book["texts"]
-    contents = " ".join(texts[outline[0][1] - 1:outline[1][1] - 1])
+    contents = " ".join(texts[outline[0][1] - 1 : outline[1][1] - 1])
     for title, page, _ in outline[1:]:
-        assert re.search(re.escape(_norm(title)) + rf"\s*{page}\b", contents), f"{title} ... {page} not in the contents"
+        assert re.search(re.escape(_norm(title)) + rf"\s*{page}\b", contents), (
+            f"{title} ... {page} not in the contents"
+        )
 
 
 def test_every_page_carries_its_number(book):
     for number, text in enumerate(book["texts"], 1):
-        assert re.search(rf"(^|\s){number}(\s|$)", text), f"page {number} shows no page number"
+        assert re.search(rf"(^|\s){number}(\s|$)", text), (
+            f"page {number} shows no page number"
+        )
 
 
 def test_no_page_shows_raw_tex(book):
@@ -158,7 +186,9 @@ def test_the_chapters_figures_are_embedded(book):
     for page in book["reader"].pages:
         _images(page.get("/Resources"), embedded)
     assert len(figures) >= 20, f"only {len(figures)} figures in the website?"
-    assert len(embedded) >= len(figures), f"{len(embedded)} images in the PDF for {len(figures)} figures"
+    assert len(embedded) >= len(figures), (
+        f"{len(embedded)} images in the PDF for {len(figures)} figures"
+    )
 
 
 def test_internal_links_resolve(book):
@@ -171,7 +201,9 @@ def test_internal_links_resolve(book):
             if annot.get("/Subtype") == "/Link" and "/Dest" in annot:
                 links.append(str(annot["/Dest"]))
     contents_links = len(PAGES) + sum(len(a.h2) for a in book["articles"].values())
-    assert len(links) >= contents_links, f"{len(links)} internal links, the contents alone has {contents_links}"
+    assert len(links) >= contents_links, (
+        f"{len(links)} internal links, the contents alone has {contents_links}"
+    )
     assert set(links) <= names, sorted(set(links) - names)[:10]
 
 

@@ -16,7 +16,13 @@ def test_style_uses_the_colour_blind_safe_palette():
 
 def test_heatmap_labels_axes_and_chooses_signed_colours():
     fig, (a, b) = plt.subplots(1, 2)
-    attention_heatmap(torch.softmax(torch.randn(3, 4), -1), ["a", "b", "c"], list("wxyz"), ax=a, annotate=True)
+    attention_heatmap(
+        torch.softmax(torch.randn(3, 4), -1),
+        ["a", "b", "c"],
+        list("wxyz"),
+        ax=a,
+        annotate=True,
+    )
     assert a.get_xlabel() == "key" and a.get_ylabel() == "query"
     assert [t.get_text() for t in a.get_yticklabels()] == ["a", "b", "c"]
     im = attention_heatmap(np.array([[1.0, -2.0], [0.5, 0.0]]), ax=b).images[0]
@@ -27,7 +33,9 @@ def test_heatmap_labels_axes_and_chooses_signed_colours():
 
 
 def test_image_grid_shows_every_image():
-    fig = image_grid([np.zeros((4, 4)), np.ones((4, 4, 3)), np.eye(4)], ["a", "b", "c"], ncols=2)
+    fig = image_grid(
+        [np.zeros((4, 4)), np.ones((4, 4, 3)), np.eye(4)], ["a", "b", "c"], ncols=2
+    )
     shown = [ax for ax in fig.axes if ax.images]
     assert len(shown) == 3 and [ax.get_title() for ax in shown] == ["a", "b", "c"]
     plt.close(fig)

@@ -18,7 +18,6 @@ import time
 import urllib.request
 from pathlib import Path
 
-import pytest
 import torch
 import yaml
 
@@ -46,8 +45,12 @@ def test_python_blocks_execute_and_their_claims_hold():
         exec(compile(block, "README.md", "exec"), namespace)
     q, k, v = namespace["q"], namespace["k"], namespace["v"]
     # "scaled dot-product attention": PyTorch's own, weights as softmax(q k^T / sqrt(d)).
-    torch.testing.assert_close(namespace["out"], torch.nn.functional.scaled_dot_product_attention(q, k, v))
-    torch.testing.assert_close(namespace["weights"], torch.softmax(q @ k.T / 8**0.5, -1))
+    torch.testing.assert_close(
+        namespace["out"], torch.nn.functional.scaled_dot_product_attention(q, k, v)
+    )
+    torch.testing.assert_close(
+        namespace["weights"], torch.softmax(q @ k.T / 8**0.5, -1)
+    )
     # "Nadaraya-Watson with a Gaussian kernel, sigma^2 = 0.5", written out by hand.
     gauss = torch.exp(-((q[:, None] - k[None]) ** 2).sum(-1) / (2 * 0.5))
     nw = gauss / gauss.sum(1, keepdim=True)
@@ -56,7 +59,9 @@ def test_python_blocks_execute_and_their_claims_hold():
     # sparsemax: the entmax package's implementation.
     from entmax import sparsemax
 
-    torch.testing.assert_close(namespace["sp_weights"], sparsemax(q @ k.T / 8**0.5, dim=-1))
+    torch.testing.assert_close(
+        namespace["sp_weights"], sparsemax(q @ k.T / 8**0.5, dim=-1)
+    )
 
 
 def test_install_line_is_the_colab_install_spec():
@@ -67,7 +72,9 @@ def test_every_make_target_named_exists():
     named = set(re.findall(r"`make ([a-z][a-z-]*)", README)) | set(
         re.findall(r"^make ([a-z][a-z-]*)", "\n".join(_fenced("bash")), flags=re.M)
     )
-    listed = set(re.search(r"^Makefile +make (.*)$", README, flags=re.M).group(1).split(" | "))
+    listed = set(
+        re.search(r"^Makefile +make (.*)$", README, flags=re.M).group(1).split(" | ")
+    )
     targets = set(re.findall(r"^([a-z][a-z-]*):", MAKEFILE, flags=re.M))
     assert {"book", "test", "serve", "pdf", "lab", "test-latest"} <= named
     assert named | listed <= targets, sorted((named | listed) - targets)
@@ -76,24 +83,48 @@ def test_every_make_target_named_exists():
 
 def test_setup_statements_match_the_files():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert config["execute"]["execute_notebooks"] == "cache"  # "make book caches executed notebooks"
-    assert "PYTEST_WORKERS ?= 2" in MAKEFILE and "-n $(PYTEST_WORKERS)" in MAKEFILE  # "two workers"
-    assert "-n -W --keep-going" in README and '"-n", "-W", "--keep-going"' in (ROOT / "tests" / "conftest.py").read_text()
-    assert "torch==2.13.0" in README and "torch==2.13.0\n" in (ROOT / "requirements.txt").read_text()
-    assert "Python 3.11 or 3.12" in README and 'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text()
-    assert "apt-get install" in MAKEFILE.split("browser:")[1].split("\n\n")[0]  # make test installs chromium
-    assert "attention-before-attention.pdf" in README and "book/attention-before-attention.pdf" in MAKEFILE
+    assert (
+        config["execute"]["execute_notebooks"] == "cache"
+    )  # "make book caches executed notebooks"
+    assert (
+        "PYTEST_WORKERS ?= 2" in MAKEFILE and "-n $(PYTEST_WORKERS)" in MAKEFILE
+    )  # "two workers"
+    assert (
+        "-n -W --keep-going" in README
+        and '"-n", "-W", "--keep-going"' in (ROOT / "tests" / "conftest.py").read_text()
+    )
+    assert (
+        "torch==2.13.0" in README
+        and "torch==2.13.0\n" in (ROOT / "requirements.txt").read_text()
+    )
+    assert (
+        "Python 3.11 or 3.12" in README
+        and 'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text()
+    )
+    assert (
+        "apt-get install" in MAKEFILE.split("browser:")[1].split("\n\n")[0]
+    )  # make test installs chromium
+    assert (
+        "attention-before-attention.pdf" in README
+        and "book/attention-before-attention.pdf" in MAKEFILE
+    )
 
 
 def test_links_stay_inside_the_repository():
-    links = re.findall(r"\]\(([^)]+)\)", README) + re.findall(r"<(https?://[^>]+)>", README)
+    links = re.findall(r"\]\(([^)]+)\)", README) + re.findall(
+        r"<(https?://[^>]+)>", README
+    )
     assert links, "the README links nothing"
     for link in links:
         if link.startswith("http"):
-            assert link.startswith("http://127.0.0.1:"), f"the README links outside the repository: {link}"
+            assert link.startswith("http://127.0.0.1:"), (
+                f"the README links outside the repository: {link}"
+            )
             continue
         target = (ROOT / link.split("#")[0]).resolve()
-        assert target.is_relative_to(ROOT) and target.exists(), f"{link} is not a file of the repository"
+        assert target.is_relative_to(ROOT) and target.exists(), (
+            f"{link} is not a file of the repository"
+        )
     assert "CONTRIBUTING.md" in links
     assert "../" not in README
 
@@ -111,12 +142,17 @@ def test_layout_names_every_top_level_path_and_only_existing_ones():
         assert (ROOT / path).exists(), f"the layout names {path}, which does not exist"
     tracked = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
     top = {name.split("/")[0] + ("/" if "/" in name else "") for name in tracked}
     named_top = {p.split("/")[0] + ("/" if "/" in p else "") for p in named}
     missing = top - named_top
-    assert missing == set(), f"top-level paths missing from the layout table: {sorted(missing)}"
+    assert missing == set(), (
+        f"top-level paths missing from the layout table: {sorted(missing)}"
+    )
 
 
 def _free_port():
@@ -126,17 +162,27 @@ def _free_port():
 
 
 def test_make_serve_answers_on_loopback_with_the_index_page(tmp_path):
-    (tmp_path / "index.html").write_text("<html><body>Attention Before Attention (served)</body></html>")
+    (tmp_path / "index.html").write_text(
+        "<html><body>Attention Before Attention (served)</body></html>"
+    )
     port = _free_port()
     serve = subprocess.Popen(
         ["make", "-s", "serve", f"PORT={port}", f"HTML={tmp_path}"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     try:
         deadline, body = time.monotonic() + 60, None
         while body is None and time.monotonic() < deadline and serve.poll() is None:
             try:
-                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
+                body = (
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5)
+                    .read()
+                    .decode()
+                )
             except OSError:
                 time.sleep(0.3)
         assert body is not None, f"make serve did not answer: {serve.poll()=}"
@@ -148,5 +194,10 @@ def test_make_serve_answers_on_loopback_with_the_index_page(tmp_path):
 
 
 def test_make_serve_without_a_site_says_what_to_do(tmp_path):
-    done = subprocess.run(["make", "-s", "serve", f"HTML={tmp_path}"], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        ["make", "-s", "serve", f"HTML={tmp_path}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode != 0 and "make book" in done.stdout

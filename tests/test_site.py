@@ -42,7 +42,9 @@ PAGES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part["cha
 @pytest.fixture(scope="module")
 def site(built_book):
     """The whole book built (every notebook executed) with warnings as errors (conftest)."""
-    assert built_book["site_returncode"] == 0, "the book did not build cleanly:\n" + built_book["site_report"]
+    assert built_book["site_returncode"] == 0, (
+        "the book did not build cleanly:\n" + built_book["site_report"]
+    )
     return built_book["site"]
 
 
@@ -62,7 +64,9 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def browser():
-    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+    assert Path(CHROMIUM).exists(), (
+        "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+    )
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
@@ -110,7 +114,9 @@ TOO_WIDE = """() => {
 def _open(browser, url, width=1280):
     page = browser.new_page(viewport={"width": width, "height": 900})
     problems = []
-    page.on("console", lambda m: m.type == "error" and problems.append(f"console: {m.text}"))
+    page.on(
+        "console", lambda m: m.type == "error" and problems.append(f"console: {m.text}")
+    )
     page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
     page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
     page.goto(url, wait_until="networkidle")
@@ -123,26 +129,43 @@ def test_page_in_browser(server, browser, name, width):
     page, problems = _open(browser, f"{server}/{name}.html", WIDTHS[width])
     has_math = page.locator(".math").count() > 0
     if has_math:
-        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=30000)
+        page.wait_for_function(
+            "window.MathJax && MathJax.startup && MathJax.startup.promise",
+            timeout=30000,
+        )
         page.evaluate("MathJax.startup.promise")
         unrendered = page.locator(".math:not(:has(mjx-container))").count()
         assert unrendered == 0, f"{unrendered} math elements were not typeset"
         assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
         # _static/fit-math.js breaks or shrinks display equations wider than the column.
-        page.wait_for_selector("html[data-math-fitted]", state="attached", timeout=30000)
-        assert page.locator("mjx-merror").count() == 0, "a refitted equation has a TeX error"
+        page.wait_for_selector(
+            "html[data-math-fitted]", state="attached", timeout=30000
+        )
+        assert page.locator("mjx-merror").count() == 0, (
+            "a refitted equation has a TeX error"
+        )
     too_wide = page.evaluate(TOO_WIDE)
     assert too_wide == [], f"at {WIDTHS[width]}px:\n" + "\n".join(too_wide)
-    broken = page.evaluate("[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)")
+    broken = page.evaluate(
+        "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"
+    )
     assert broken == [], f"images that did not load: {broken}"
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    assert overflow <= 1, f"the page scrolls sideways by {overflow}px at {WIDTHS[width]}px"
+    assert overflow <= 1, (
+        f"the page scrolls sideways by {overflow}px at {WIDTHS[width]}px"
+    )
     if (ROOT / f"{name}.ipynb").exists():
         repo = CONFIG["repository"]["url"].removeprefix("https://github.com/")
-        colab = f"https://colab.research.google.com/github/{repo}/blob/main/{name}.ipynb"
-        assert page.locator(f'a[href="{colab}"]').count() == 1, f"no Colab button to {colab}"
+        colab = (
+            f"https://colab.research.google.com/github/{repo}/blob/main/{name}.ipynb"
+        )
+        assert page.locator(f'a[href="{colab}"]').count() == 1, (
+            f"no Colab button to {colab}"
+        )
     SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{Path(name).name}-{width}.png"), full_page=width == "desktop")
+    page.screenshot(
+        path=str(SHOTS / f"{Path(name).name}-{width}.png"), full_page=width == "desktop"
+    )
     page.close()
     assert problems == [], "\n".join(problems)
 

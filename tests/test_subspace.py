@@ -62,14 +62,18 @@ def sk_objective_gauss(gauss):
 
 def test_union_of_subspaces():
     d = union_of_subspaces(4, 3, 7, 10, seed=3)
-    assert d.X.shape == (40, 7) and d.labels.shape == (40,) and d.bases.shape == (4, 7, 3)
+    assert (
+        d.X.shape == (40, 7) and d.labels.shape == (40,) and d.bases.shape == (4, 7, 3)
+    )
     np.testing.assert_allclose(np.linalg.norm(d.X, axis=1), 1.0)
     for s in range(4):  # each point lies in the span of its own basis
         B = d.bases[s]
         np.testing.assert_allclose(B.T @ B, np.eye(3), atol=1e-12)
         P = d.X[d.labels == s]
         np.testing.assert_allclose(P @ B @ B.T, P, atol=1e-12)
-    np.testing.assert_array_equal(union_of_subspaces(seed=5).X, union_of_subspaces(seed=5).X)
+    np.testing.assert_array_equal(
+        union_of_subspaces(seed=5).X, union_of_subspaces(seed=5).X
+    )
     with pytest.raises(ValueError, match="dim"):
         union_of_subspaces(2, 8, 5, 10)
     with pytest.raises(ValueError, match="noise"):
@@ -79,9 +83,13 @@ def test_union_of_subspaces():
 def test_lsr_closed_form_equals_svd_form_and_definition(small):
     X, lam = small.X, 0.3
     C = self_expressive(X, "lsr", lam)
-    np.testing.assert_allclose(C, self_expressive(X, "lsr", lam, form="svd"), atol=1e-12)
+    np.testing.assert_allclose(
+        C, self_expressive(X, "lsr", lam, form="svd"), atol=1e-12
+    )
     G = X @ X.T  # the paper's (XᵀX + λI)⁻¹XᵀX, in rows
-    np.testing.assert_allclose(C, np.linalg.solve(G + lam * np.eye(len(X)), G), atol=1e-10)
+    np.testing.assert_allclose(
+        C, np.linalg.solve(G + lam * np.eye(len(X)), G), atol=1e-10
+    )
 
 
 def test_lsr_minimises_half_squared_error_plus_half_lambda_frobenius(small):
@@ -107,7 +115,10 @@ def test_lsr_zero_diagonal_is_the_constrained_least_squares(small):
 
 def test_lsr_tends_to_scaled_dot_product_like_one_over_lambda_squared(small):
     X = small.X
-    errors = [np.abs(self_expressive(X, "lsr", lam) - X @ X.T / lam).max() for lam in (1e4, 1e5, 1e6)]
+    errors = [
+        np.abs(self_expressive(X, "lsr", lam) - X @ X.T / lam).max()
+        for lam in (1e4, 1e5, 1e6)
+    ]
     ratios = np.array(errors[:-1]) / np.array(errors[1:])
     np.testing.assert_allclose(ratios, 100.0, rtol=0.02)  # Eq. (14): error = O(1/λ²)
 
@@ -118,7 +129,11 @@ def test_lrsc_forms(small):
     paper = self_expressive(X, "lrsc", lam, form="paper")
     np.testing.assert_allclose(paper, (U * np.maximum(s - lam, 0)) @ U.T, atol=1e-12)
     r = np.linalg.matrix_rank(X)
-    np.testing.assert_allclose(self_expressive(X, "lrsc", lam, form="noiseless"), U[:, :r] @ U[:, :r].T, atol=1e-10)
+    np.testing.assert_allclose(
+        self_expressive(X, "lrsc", lam, form="noiseless"),
+        U[:, :r] @ U[:, :r].T,
+        atol=1e-10,
+    )
     # the exact form minimises ½‖X − CX‖² + λ‖C‖_*: compare with singular-value thresholding by prox-gradient
     C_exact = self_expressive(X, "lrsc", lam)  # the default
     G, L = X @ X.T, np.linalg.norm(X, 2) ** 2
@@ -127,17 +142,32 @@ def test_lrsc_forms(small):
         u, sv, vt = np.linalg.svd(C - (C @ G - G) / L)
         C = (u * np.maximum(sv - lam / L, 0)) @ vt
     np.testing.assert_allclose(C_exact, C, atol=1e-6)
-    objective = lambda M: 0.5 * np.sum((X - M @ X) ** 2) + lam * np.linalg.norm(M, "nuc")
-    assert objective(paper) > objective(C_exact) + 1e-3  # the paper's printed form is not it
+    objective = lambda M: (
+        0.5 * np.sum((X - M @ X) ** 2) + lam * np.linalg.norm(M, "nuc")
+    )
+    assert (
+        objective(paper) > objective(C_exact) + 1e-3
+    )  # the paper's printed form is not it
 
 
 @pytest.mark.parametrize("solver", ["ista", "fista", "admm"])
 @pytest.mark.parametrize("polish", [False, True])
-def test_ssc_reaches_the_sklearn_lasso_optimum(gauss, sk_objective_gauss, solver, polish):
+def test_ssc_reaches_the_sklearn_lasso_optimum(
+    gauss, sk_objective_gauss, solver, polish
+):
     X, ref = gauss, sk_objective_gauss
     # plain ISTA converges slowly (sublinearly on degenerate rows): a looser certified gap
     tol = 1e-6 if (solver == "ista" and not polish) else 1e-9
-    C, info = self_expressive(X, "ssc", LAM, solver=solver, polish=polish, tol=tol, max_iter=100_000, return_info=True)
+    C, info = self_expressive(
+        X,
+        "ssc",
+        LAM,
+        solver=solver,
+        polish=polish,
+        tol=tol,
+        max_iter=100_000,
+        return_info=True,
+    )
     assert info.converged and info.rel_gap <= tol
     np.testing.assert_allclose(np.diag(C), 0.0)
     obj = ssc_objective(X, C, LAM)
@@ -147,41 +177,65 @@ def test_ssc_reaches_the_sklearn_lasso_optimum(gauss, sk_objective_gauss, solver
 
 def test_ssc_working_set_solves_the_full_problem(sk_objective, small):
     X = small.X
-    C, info = self_expressive(X, "ssc", LAM, solver="fista", working_set=10, tol=1e-9, return_info=True)
+    C, info = self_expressive(
+        X, "ssc", LAM, solver="fista", working_set=10, tol=1e-9, return_info=True
+    )
     assert sp.issparse(C) and info.converged
     assert C.diagonal().max() == 0.0
     assert abs(ssc_objective(X, C, LAM) - sk_objective) <= 1e-6 * sk_objective
 
 
 @pytest.mark.parametrize("working_set", [None, 6, "auto"])
-def test_active_set_reaches_the_sklearn_lasso_optimum(gauss, sk_objective_gauss, working_set):
+def test_active_set_reaches_the_sklearn_lasso_optimum(
+    gauss, sk_objective_gauss, working_set
+):
     X, ref = gauss, sk_objective_gauss
-    C, info = self_expressive(X, "ssc", LAM, solver="active_set", working_set=working_set, tol=1e-9, return_info=True)
+    C, info = self_expressive(
+        X,
+        "ssc",
+        LAM,
+        solver="active_set",
+        working_set=working_set,
+        tol=1e-9,
+        return_info=True,
+    )
     assert info.converged and info.rel_gap <= 1e-9
     # an int working set (here the minimum, D + 1 keys) returns CSR and needs several rounds
-    assert sp.issparse(C) == (working_set == 6) and (info.n_rounds > 1 or working_set != 6)
+    assert sp.issparse(C) == (working_set == 6) and (
+        info.n_rounds > 1 or working_set != 6
+    )
     C = C.toarray() if sp.issparse(C) else C
     np.testing.assert_allclose(np.diag(C), 0.0)
     assert abs(ssc_objective(X, C, LAM) - ref) <= 1e-6 * ref
 
 
 def test_active_set_equals_the_other_solvers_on_subspaces(small):
-    X = small.X  # points on subspaces: many ties and near-degenerate supports for the path
+    X = (
+        small.X
+    )  # points on subspaces: many ties and near-degenerate supports for the path
     C = self_expressive(X, "ssc", 0.01, solver="active_set", working_set=8).toarray()
     C_admm = self_expressive(X, "ssc", 0.01, solver="admm", tol=1e-12, max_iter=100_000)
     np.testing.assert_allclose(C, C_admm, atol=1e-6)
     for i in (0, 17, 35):  # and the row's Lasso by scikit-learn
         others = np.arange(len(X)) != i
-        ref = Lasso(alpha=0.01 / X.shape[1], fit_intercept=False, tol=1e-14, max_iter=200_000).fit(X[others].T, X[i])
+        ref = Lasso(
+            alpha=0.01 / X.shape[1], fit_intercept=False, tol=1e-14, max_iter=200_000
+        ).fit(X[others].T, X[i])
         np.testing.assert_allclose(C[i, others], ref.coef_, atol=1e-6)
 
 
 def test_active_set_survives_duplicated_samples():
     d = union_of_subspaces(2, 2, 4, 8, seed=6)
-    X = np.vstack([d.X, d.X[:3]])  # duplicated rows: singular Gram matrices, a non-unique Lasso
-    C, info = self_expressive(X, "ssc", LAM, solver="active_set", tol=1e-9, return_info=True)
+    X = np.vstack(
+        [d.X, d.X[:3]]
+    )  # duplicated rows: singular Gram matrices, a non-unique Lasso
+    C, info = self_expressive(
+        X, "ssc", LAM, solver="active_set", tol=1e-9, return_info=True
+    )
     assert info.converged and np.all(np.diag(C) == 0)
-    assert abs(ssc_objective(X, C, LAM) - ssc_objective(X, sklearn_ssc(X, LAM), LAM)) <= 1e-6 * ssc_objective(X, C, LAM)
+    assert abs(
+        ssc_objective(X, C, LAM) - ssc_objective(X, sklearn_ssc(X, LAM), LAM)
+    ) <= 1e-6 * ssc_objective(X, C, LAM)
 
 
 def test_ssc_per_sample_lambda_matches_sklearn(small):
@@ -191,7 +245,12 @@ def test_ssc_per_sample_lambda_matches_sklearn(small):
         C = self_expressive(X, "ssc", lam, solver=solver, tol=1e-10)
         for i in (0, 9, 17):
             others = np.arange(len(X)) != i
-            ref = Lasso(alpha=lam[i] / X.shape[1], fit_intercept=False, tol=1e-12, max_iter=100_000).fit(X[others].T, X[i])
+            ref = Lasso(
+                alpha=lam[i] / X.shape[1],
+                fit_intercept=False,
+                tol=1e-12,
+                max_iter=100_000,
+            ).fit(X[others].T, X[i])
             np.testing.assert_allclose(C[i, others], ref.coef_, atol=1e-5)
 
 
@@ -202,7 +261,10 @@ def test_soft_threshold_is_the_l1_prox(values, t):
     z = soft_threshold(x, t)
     # brute-force prox of t|z| + ½(z − x)² on a grid around each point
     grid = x[:, None] + np.linspace(-6, 6, 24001)[None]
-    ref = grid[np.arange(len(x)), np.argmin(t * np.abs(grid) + 0.5 * (grid - x[:, None]) ** 2, axis=1)]
+    ref = grid[
+        np.arange(len(x)),
+        np.argmin(t * np.abs(grid) + 0.5 * (grid - x[:, None]) ** 2, axis=1),
+    ]
     np.testing.assert_allclose(z, ref, atol=1e-3)
     torch.testing.assert_close(soft_threshold(torch.tensor(x), t), torch.tensor(z))
 
@@ -217,7 +279,10 @@ def test_affinity_variants():
     top2 = np.where(W >= np.sort(W, 1)[:, -2:-1], W, 0)
     np.testing.assert_allclose(affinity(C, keep=2), top2 + top2.T)
     for norm in (None, "l2", "max"):  # sparse input gives the same matrix
-        np.testing.assert_allclose(affinity(sp.csr_matrix(C), normalize=norm, keep=3).toarray(), affinity(C, normalize=norm, keep=3))
+        np.testing.assert_allclose(
+            affinity(sp.csr_matrix(C), normalize=norm, keep=3).toarray(),
+            affinity(C, normalize=norm, keep=3),
+        )
 
 
 def test_spectral_clustering_matches_sklearn_and_accuracy_is_hungarian():
@@ -227,9 +292,13 @@ def test_spectral_clustering_matches_sklearn_and_accuracy_is_hungarian():
     ref = SpectralClustering(3, affinity="precomputed", random_state=1).fit_predict(A)
     np.testing.assert_array_equal(labels, ref)
     assert clustering_accuracy(d.labels, labels) == 1.0
-    big = union_of_subspaces(3, 2, 6, 30, seed=2)  # LOBPCG, the choice above 2 000 samples
+    big = union_of_subspaces(
+        3, 2, 6, 30, seed=2
+    )  # LOBPCG, the choice above 2 000 samples
     A = affinity(self_expressive(big.X, "ssc", 0.02))
-    ref = SpectralClustering(3, affinity="precomputed", random_state=0, eigen_solver="lobpcg").fit_predict(A)
+    ref = SpectralClustering(
+        3, affinity="precomputed", random_state=0, eigen_solver="lobpcg"
+    ).fit_predict(A)
     np.testing.assert_array_equal(spectral_clustering(A, 3, eigen_solver="lobpcg"), ref)
     assert clustering_accuracy([0, 0, 1, 1, 2], [2, 2, 0, 0, 0]) == pytest.approx(0.8)
     # brute force over all relabellings
@@ -274,7 +343,9 @@ def test_subspace_clustering_defaults_cluster_the_benchmark_protocol():
 def test_defaults_are_the_committed_sweeps_choice():
     bench = results.load("subspace")
     assert DEFAULT_LAM["ssc"] == bench["sweep"]["chosen"]["lam"]
-    assert bench["sweep"]["chosen"]["normalize"] == "None"  # SubspaceClustering's default
+    assert (
+        bench["sweep"]["chosen"]["normalize"] == "None"
+    )  # SubspaceClustering's default
     for method in ("lsr", "lrsc"):
         assert DEFAULT_LAM[method] == bench["sweep_closed"][method]["chosen"]
     by_n = {r["N"]: r["accuracy"] for r in bench["defaults"]}
@@ -287,15 +358,23 @@ def test_sparse_coding_attention_converges_to_the_lasso():
     lam = 0.3
     out, C = sparse_coding_attention(q, k, v, lam, n_iter=5000)
     for i in range(4):
-        ref = Lasso(alpha=lam / 6, fit_intercept=False, tol=1e-14, max_iter=100_000).fit(k.T.numpy(), q[i].numpy())
+        ref = Lasso(
+            alpha=lam / 6, fit_intercept=False, tol=1e-14, max_iter=100_000
+        ).fit(k.T.numpy(), q[i].numpy())
         np.testing.assert_allclose(C[i].numpy(), ref.coef_, atol=1e-6)
     torch.testing.assert_close(out, C @ v)
     assert out.dtype == torch.float64
     # batched input, and the paper's one-sided threshold gives the non-negative Lasso
-    _, Cb = sparse_coding_attention(q.expand(3, 4, 6), k.expand(3, 10, 6), v.expand(3, 10, 6), lam, n_iter=50)
-    torch.testing.assert_close(Cb[1], sparse_coding_attention(q, k, v, lam, n_iter=50).weights)
+    _, Cb = sparse_coding_attention(
+        q.expand(3, 4, 6), k.expand(3, 10, 6), v.expand(3, 10, 6), lam, n_iter=50
+    )
+    torch.testing.assert_close(
+        Cb[1], sparse_coding_attention(q, k, v, lam, n_iter=50).weights
+    )
     _, Cn = sparse_coding_attention(q, k, v, lam, n_iter=5000, nonnegative=True)
-    ref = Lasso(alpha=lam / 6, fit_intercept=False, positive=True, tol=1e-14, max_iter=100_000).fit(k.T.numpy(), q[0].numpy())
+    ref = Lasso(
+        alpha=lam / 6, fit_intercept=False, positive=True, tol=1e-14, max_iter=100_000
+    ).fit(k.T.numpy(), q[0].numpy())
     np.testing.assert_allclose(Cn[0].numpy(), ref.coef_, atol=1e-6)
 
 
@@ -304,12 +383,19 @@ def test_unrolled_ista_attention_trains_and_keeps_dtype():
     layer = UnrolledISTAAttention(8, n_iter=3, lam=0.05).double()
     x = torch.randn(2, 5, 8, dtype=torch.float64, requires_grad=True)
     out, C = layer(x)
-    assert out.shape == (2, 5, 8) and C.shape == (2, 5, 5) and out.dtype == torch.float64
+    assert (
+        out.shape == (2, 5, 8) and C.shape == (2, 5, 5) and out.dtype == torch.float64
+    )
     out.square().sum().backward()
     assert all(p.grad is not None for p in layer.parameters())
-    assert torch.autograd.gradcheck(lambda z: layer(z).output, (x[:1, :3].detach().requires_grad_(),))
+    assert torch.autograd.gradcheck(
+        lambda z: layer(z).output, (x[:1, :3].detach().requires_grad_(),)
+    )
     lista = UnrolledISTAAttention(8, n_iter=2, lista=True)
-    assert sum(p.numel() for p in lista.parameters()) == sum(p.numel() for p in layer.parameters()) + 8 * 8 + 8 - 2
+    assert (
+        sum(p.numel() for p in lista.parameters())
+        == sum(p.numel() for p in layer.parameters()) + 8 * 8 + 8 - 2
+    )
 
 
 def test_bad_inputs(small):
@@ -347,9 +433,13 @@ def test_bad_inputs(small):
     with pytest.raises(ValueError, match="X"):
         ssc_objective(np.ones(3), np.ones((3, 3)), 0.1)
     with pytest.raises(ValueError, match="lam"):
-        sparse_coding_attention(torch.ones(2, 3), torch.ones(4, 3), torch.ones(4, 2), 0.0)
+        sparse_coding_attention(
+            torch.ones(2, 3), torch.ones(4, 3), torch.ones(4, 2), 0.0
+        )
     with pytest.raises(ValueError, match="shapes"):
-        sparse_coding_attention(torch.ones(2, 3), torch.ones(4, 2), torch.ones(4, 2), 0.1)
+        sparse_coding_attention(
+            torch.ones(2, 3), torch.ones(4, 2), torch.ones(4, 2), 0.1
+        )
     with pytest.raises(ValueError, match="embed_dim"):
         UnrolledISTAAttention(0)
     with pytest.raises(ValueError, match="features"):
@@ -365,14 +455,25 @@ def test_ssc_objective_against_a_row_by_row_restatement_and_sklearns_scaling():
     C = rng.normal(size=(12, 12)) * (rng.random((12, 12)) < 0.3)
     np.fill_diagonal(C, 0)
     lam = rng.uniform(0.1, 1.0, size=12)
-    loop = sum(0.5 * np.sum((X[i] - C[i] @ X) ** 2) + lam[i] * np.abs(C[i]).sum() for i in range(12))
+    loop = sum(
+        0.5 * np.sum((X[i] - C[i] @ X) ** 2) + lam[i] * np.abs(C[i]).sum()
+        for i in range(12)
+    )
     n_features = X.shape[1]
     sklearn_form = sum(
-        n_features * (np.sum((X[i] - X.T @ C[i]) ** 2) / (2 * n_features) + lam[i] / n_features * np.abs(C[i]).sum())
+        n_features
+        * (
+            np.sum((X[i] - X.T @ C[i]) ** 2) / (2 * n_features)
+            + lam[i] / n_features * np.abs(C[i]).sum()
+        )
         for i in range(12)
     )
     assert ssc_objective(X, C, lam) == pytest.approx(loop, rel=1e-12)
     assert ssc_objective(X, C, lam) == pytest.approx(sklearn_form, rel=1e-12)
     assert ssc_objective(X, C, 0.5) == pytest.approx(
-        sum(0.5 * np.sum((X[i] - C[i] @ X) ** 2) + 0.5 * np.abs(C[i]).sum() for i in range(12)), rel=1e-12
+        sum(
+            0.5 * np.sum((X[i] - C[i] @ X) ** 2) + 0.5 * np.abs(C[i]).sum()
+            for i in range(12)
+        ),
+        rel=1e-12,
     )

@@ -49,7 +49,9 @@ def test_random_orthogonal_is_orthogonal(d, seed):
 def test_random_orthogonal_is_haar_like_scipy():
     # Haar measure: E[tr Q] = 0 and E[tr(Q)^2] = 1 for O(d); compare moments with SciPy's sampler.
     d, m, g = 4, 1500, gen()
-    ours = torch.stack([random_orthogonal(d, g, dtype=torch.float64) for _ in range(m)]).numpy()
+    ours = torch.stack(
+        [random_orthogonal(d, g, dtype=torch.float64) for _ in range(m)]
+    ).numpy()
     ref = ortho_group.rvs(d, size=m, random_state=0)
     for sample in (ours, ref):
         tr = np.trace(sample, axis1=1, axis2=2)
@@ -90,7 +92,9 @@ def test_equivariance_error_zero_for_gram_based_map_and_order_one_for_broken():
     b = torch.randn(8, dtype=torch.float64, generator=gen(1))
     assert equivariance_error(equivariant, X, generator=gen(2)) < ROUND_OFF
     assert equivariance_error(lambda x: equivariant(x) + b, X, generator=gen(2)) > 0.1
-    assert equivariance_error(torch.tanh, X, generator=gen(2)) > 0.1  # entrywise maps are not
+    assert (
+        equivariance_error(torch.tanh, X, generator=gen(2)) > 0.1
+    )  # entrywise maps are not
 
 
 def test_equivariance_error_with_knowledge_needs_z_to_rotate():
@@ -107,10 +111,14 @@ def test_equivariance_error_with_knowledge_needs_z_to_rotate():
 def test_permutation_error_matches_numpy_restatement():
     X = torch.randn(5, 3, dtype=torch.float64, generator=gen())
     cumsum = lambda x: torch.cumsum(x, -2)  # noqa: E731  order-dependent
-    err = equivariance_error(cumsum, X, group="permutation", n_trials=1, generator=gen(7))
+    err = equivariance_error(
+        cumsum, X, group="permutation", n_trials=1, generator=gen(7)
+    )
     P = random_permutation(5, gen(7), dtype=torch.float64).numpy()
     Xn = X.numpy()
-    ref = np.linalg.norm(np.cumsum(P @ Xn, 0) - P @ np.cumsum(Xn, 0)) / np.linalg.norm(np.cumsum(Xn, 0))
+    ref = np.linalg.norm(np.cumsum(P @ Xn, 0) - P @ np.cumsum(Xn, 0)) / np.linalg.norm(
+        np.cumsum(Xn, 0)
+    )
     assert err == pytest.approx(ref, rel=1e-12)
     assert equivariance_error(lambda x: 2 * x, X, group="permutation") < ROUND_OFF
 
@@ -141,29 +149,47 @@ def test_rbf_kernel_matches_numpy_gaussian_weights():
     sq = ((Y[:, None, :] - Y[None, :, :]) ** 2).sum(-1)
     K = np.exp(-sq / 4.0)
     np.testing.assert_allclose(w.numpy(), K / K.sum(1, keepdims=True), rtol=1e-12)
-    np.testing.assert_allclose(out.numpy(), (K / K.sum(1, keepdims=True)) @ X.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(
+        out.numpy(), (K / K.sum(1, keepdims=True)) @ X.numpy(), rtol=1e-12
+    )
 
 
 def test_higher_order_kernel_matches_numpy_restatement():
     g = gen(5)
     n, d, k = 4, 6, 3
-    X, Z = torch.randn(n, d, dtype=torch.float64, generator=g), torch.randn(k, d, dtype=torch.float64, generator=g)
-    A, C = torch.randn(k, k, dtype=torch.float64, generator=g), torch.randn(k, k, dtype=torch.float64, generator=g)
-    _, w = knowledge_attention(X, Z, A, kernel="higher_order", c=C, normalizer="none", temperature=1.0)
+    X, Z = (
+        torch.randn(n, d, dtype=torch.float64, generator=g),
+        torch.randn(k, d, dtype=torch.float64, generator=g),
+    )
+    A, C = (
+        torch.randn(k, k, dtype=torch.float64, generator=g),
+        torch.randn(k, k, dtype=torch.float64, generator=g),
+    )
+    _, w = knowledge_attention(
+        X, Z, A, kernel="higher_order", c=C, normalizer="none", temperature=1.0
+    )
     Y = X.numpy() @ Z.numpy().T
     M = Y.T @ Y / n
-    np.testing.assert_allclose(w.numpy(), Y @ A.numpy() @ Y.T + Y @ M @ C.numpy() @ Y.T, rtol=1e-10)
+    np.testing.assert_allclose(
+        w.numpy(), Y @ A.numpy() @ Y.T + Y @ M @ C.numpy() @ Y.T, rtol=1e-10
+    )
 
 
 @pytest.mark.parametrize("kernel", ["quadratic", "rbf", "higher_order"])
 def test_knowledge_attention_is_equivariant_only_when_knowledge_rotates(kernel):
     g = gen(6)
-    X, Z = torch.randn(5, 7, dtype=torch.float64, generator=g), torch.randn(3, 7, dtype=torch.float64, generator=g)
+    X, Z = (
+        torch.randn(5, 7, dtype=torch.float64, generator=g),
+        torch.randn(3, 7, dtype=torch.float64, generator=g),
+    )
     C = torch.randn(3, 3, dtype=torch.float64, generator=g)
     f = lambda x, z: knowledge_attention(x, z, kernel=kernel, c=C)  # noqa: E731
     assert equivariance_error(f, X, Z=Z, generator=gen(1)) < ROUND_OFF
     assert equivariance_error(lambda x: f(x, Z), X, generator=gen(1)) > 1e-2
-    assert equivariance_error(lambda x: f(x, Z), X, group="permutation", generator=gen(1)) < ROUND_OFF
+    assert (
+        equivariance_error(lambda x: f(x, Z), X, group="permutation", generator=gen(1))
+        < ROUND_OFF
+    )
 
 
 def test_knowledge_attention_keeps_dtype_and_gradients_flow():
@@ -181,7 +207,9 @@ def test_knowledge_attention_keeps_dtype_and_gradients_flow():
 @pytest.mark.parametrize("kernel", ["quadratic", "rbf", "higher_order"])
 def test_module_equivariances(kernel):
     torch.manual_seed(0)
-    m = KnowledgeAttention(6, 3, num_heads=2, num_layers=2, kernel=kernel, residual=True).double()
+    m = KnowledgeAttention(
+        6, 3, num_heads=2, num_layers=2, kernel=kernel, residual=True
+    ).double()
     if m.c is not None:
         torch.nn.init.normal_(m.c)
     X = torch.randn(5, 6, dtype=torch.float64, generator=gen())
@@ -191,14 +219,28 @@ def test_module_equivariances(kernel):
     assert equivariance_error(m, X, generator=gen(1)) > 1e-2  # knowledge held fixed
 
 
-@given(st.integers(1, 7), st.sampled_from(["quadratic", "rbf", "higher_order"]), st.integers(0, 2**31 - 1))
+@given(
+    st.integers(1, 7),
+    st.sampled_from(["quadratic", "rbf", "higher_order"]),
+    st.integers(0, 2**31 - 1),
+)
 @settings(max_examples=15, deadline=None)
-def test_module_is_permutation_and_knowledge_equivariant_for_any_length(n, kernel, seed):
+def test_module_is_permutation_and_knowledge_equivariant_for_any_length(
+    n, kernel, seed
+):
     torch.manual_seed(seed)
     m = KnowledgeAttention(4, 2, num_heads=2, kernel=kernel).double()
     X = torch.randn(n, 4, dtype=torch.float64, generator=gen(seed))
-    assert equivariance_error(m, X, group="permutation", n_trials=2, generator=gen(seed)) < ROUND_OFF
-    assert equivariance_error(m, X, Z=m.knowledge.detach(), n_trials=2, generator=gen(seed)) < ROUND_OFF
+    assert (
+        equivariance_error(m, X, group="permutation", n_trials=2, generator=gen(seed))
+        < ROUND_OFF
+    )
+    assert (
+        equivariance_error(
+            m, X, Z=m.knowledge.detach(), n_trials=2, generator=gen(seed)
+        )
+        < ROUND_OFF
+    )
 
 
 def test_linear_value_breaks_orthogonal_but_not_permutation_equivariance():
@@ -214,7 +256,11 @@ def test_module_equals_sum_of_heads_of_the_functional_form():
     torch.manual_seed(2)
     m = KnowledgeAttention(5, 2, num_heads=3).double()
     X = torch.randn(4, 5, dtype=torch.float64, generator=gen())
-    heads = [knowledge_attention(X, m.knowledge[0, i], m.a[0, i]).output * m.head_weight[0, i] for i in range(3)]
+    heads = [
+        knowledge_attention(X, m.knowledge[0, i], m.a[0, i]).output
+        * m.head_weight[0, i]
+        for i in range(3)
+    ]
     torch.testing.assert_close(m(X), sum(heads))
 
 
@@ -223,7 +269,9 @@ def test_one_layer_module_matches_attention_of_projected_tokens():
     m = KnowledgeAttention(4, 3).double()
     X = torch.randn(6, 4, dtype=torch.float64, generator=gen())
     Y = X @ m.knowledge[0, 0].T
-    ref = attention(Y @ m.a[0, 0], Y, X, score="scaled_dot").output * m.head_weight[0, 0]
+    ref = (
+        attention(Y @ m.a[0, 0], Y, X, score="scaled_dot").output * m.head_weight[0, 0]
+    )
     torch.testing.assert_close(m(X), ref)
 
 

@@ -25,7 +25,9 @@ def test_train_fits_a_linear_model_against_least_squares():
     assert len(history) == 400 and history[-1] < 1e-3 * history[0]
     A = torch.cat([X, torch.ones(200, 1)], 1)
     ref = torch.linalg.lstsq(A, y[:, None]).solution.squeeze()
-    torch.testing.assert_close(torch.cat([model.weight.squeeze(), model.bias]).detach(), ref, atol=1e-3, rtol=0)
+    torch.testing.assert_close(
+        torch.cat([model.weight.squeeze(), model.bias]).detach(), ref, atol=1e-3, rtol=0
+    )
 
 
 def test_train_is_seeded_and_accepts_a_batch_function():
@@ -34,7 +36,13 @@ def test_train_is_seeded_and_accepts_a_batch_function():
     def run():
         torch.manual_seed(1)
         model = nn.Linear(3, 1)
-        return train(model, _mse, lambda step: (X[step % 10 :: 10], y[step % 10 :: 10]), n_steps=20, progress=False)
+        return train(
+            model,
+            _mse,
+            lambda step: (X[step % 10 :: 10], y[step % 10 :: 10]),
+            n_steps=20,
+            progress=False,
+        )
 
     assert run() == run()
 
@@ -42,7 +50,13 @@ def test_train_is_seeded_and_accepts_a_batch_function():
 def test_train_rejects_divergence_and_bad_arguments():
     X, y = _regression()
     with pytest.raises(ValueError, match="lower the learning rate lr="):
-        train(nn.Linear(3, 1), lambda m, b: m(b[0]).sum() * float("inf"), [(X, y)], n_steps=2, progress=False)
+        train(
+            nn.Linear(3, 1),
+            lambda m, b: m(b[0]).sum() * float("inf"),
+            [(X, y)],
+            n_steps=2,
+            progress=False,
+        )
     with pytest.raises(ValueError, match="n_steps"):
         train(nn.Linear(3, 1), _mse, [(X, y)], n_steps=0)
     with pytest.raises(ValueError, match="lr"):
@@ -51,9 +65,18 @@ def test_train_rejects_divergence_and_bad_arguments():
 
 def test_to_device_handles_nested_batches():
     Pair = namedtuple("Pair", "x y")
-    batch = {"x": torch.ones(2), "pair": (torch.zeros(1), [torch.ones(1)]), "name": "a", "nt": Pair(torch.ones(1), 2)}
+    batch = {
+        "x": torch.ones(2),
+        "pair": (torch.zeros(1), [torch.ones(1)]),
+        "name": "a",
+        "nt": Pair(torch.ones(1), 2),
+    }
     moved = to_device(batch, "cpu")
-    assert moved["name"] == "a" and isinstance(moved["pair"], tuple) and isinstance(moved["pair"][1], list)
+    assert (
+        moved["name"] == "a"
+        and isinstance(moved["pair"], tuple)
+        and isinstance(moved["pair"][1], list)
+    )
     assert isinstance(moved["nt"], Pair) and moved["nt"].y == 2
 
 
@@ -63,5 +86,7 @@ def test_summary_mode_prints_one_final_line(monkeypatch, capsys):
     history = train(nn.Linear(3, 1), _mse, [(X, y)], n_steps=25, desc="fitting")
     out = capsys.readouterr()
     lines = out.out.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("fitting: 100%") and "25/25" in lines[0]
+    assert (
+        len(lines) == 1 and lines[0].startswith("fitting: 100%") and "25/25" in lines[0]
+    )
     assert f"loss={history[-1]:.4g}" in lines[0] and out.err == ""

@@ -2,7 +2,15 @@ import numpy as np
 import pytest
 import torch
 
-from attnlib.utils import as_float_array, as_tensor, check_in_range, check_int, check_positive, get_device, set_seed
+from attnlib.utils import (
+    as_float_array,
+    as_tensor,
+    check_in_range,
+    check_int,
+    check_positive,
+    get_device,
+    set_seed,
+)
 
 
 def test_set_seed_makes_every_generator_repeat():
@@ -21,9 +29,14 @@ def test_as_tensor_dtypes_and_devices():
     assert as_tensor([1, 2], "x").dtype == torch.get_default_dtype()
     assert as_tensor(np.zeros(2, np.float64), "x").dtype == torch.float64
     assert as_tensor(torch.zeros(2, dtype=torch.float16), "x").dtype == torch.float16
-    assert as_tensor(torch.zeros(2, dtype=torch.int64), "x").dtype == torch.get_default_dtype()
+    assert (
+        as_tensor(torch.zeros(2, dtype=torch.int64), "x").dtype
+        == torch.get_default_dtype()
+    )
     assert as_tensor([1.0], "x", dtype=torch.float64).dtype == torch.float64
-    assert as_tensor(0.3, "x", min_ndim=0, dtype=torch.float64).item() == 0.3  # no float32 detour
+    assert (
+        as_tensor(0.3, "x", min_ndim=0, dtype=torch.float64).item() == 0.3
+    )  # no float32 detour
     assert torch.isinf(as_tensor([1.0, -np.inf], "x", allow_inf=True)).any()
 
 
@@ -47,7 +60,11 @@ def test_as_tensor_rejects_bad_input(x, kwargs, message):
 def test_as_float_array():
     A = as_float_array([[1, 2], [3, 4]])
     assert A.dtype == np.float64 and A.shape == (2, 2)
-    for bad, message in [([1, 2], "2 dimensions"), (np.zeros((0, 3)), "at least 1 samples"), ([[np.nan]], "NaN")]:
+    for bad, message in [
+        ([1, 2], "2 dimensions"),
+        (np.zeros((0, 3)), "at least 1 samples"),
+        ([[np.nan]], "NaN"),
+    ]:
         with pytest.raises(ValueError, match=message):
             as_float_array(bad)
     with pytest.raises(ValueError, match="at least 3 samples"):
@@ -55,8 +72,13 @@ def test_as_float_array():
 
 
 def test_scalar_checks():
-    assert check_positive(2, "h") == 2.0 and check_positive(0, "h", allow_zero=True) == 0.0
-    assert check_in_range(0.5, "p", 0, 1) == 0.5 and check_int(3, "k", minimum=1, maximum=3) == 3
+    assert (
+        check_positive(2, "h") == 2.0 and check_positive(0, "h", allow_zero=True) == 0.0
+    )
+    assert (
+        check_in_range(0.5, "p", 0, 1) == 0.5
+        and check_int(3, "k", minimum=1, maximum=3) == 3
+    )
     for call in (
         lambda: check_positive(0, "h"),
         lambda: check_positive(-1, "h", allow_zero=True),

@@ -28,6 +28,18 @@ Shapes follow the book's conventions: a batch of densities has ``mu`` of shape `
 the value coefficients ``B`` are ``(..., N, D)``.
 """
 
+from . import (
+    attention as _attention,
+)
+from . import (
+    basis as _basis,
+)
+from . import (
+    densities as _densities,
+)
+from . import (
+    modules as _modules,
+)
 from .attention import (
     continuous_attention_1d,
     continuous_attention_2d,
@@ -45,8 +57,11 @@ from .densities import (
     truncated_paraboloid_lambda,
     truncated_paraboloid_pdf,
 )
-from .modules import ContinuousAttention1D, ContinuousAttention2D, ContinuousAttentionOutput
-from . import attention as _attention, basis as _basis, densities as _densities, modules as _modules
+from .modules import (
+    ContinuousAttention1D,
+    ContinuousAttention2D,
+    ContinuousAttentionOutput,
+)
 
 # The experiments import this package's modules, so they are re-exported lazily (PEP 562):
 # an eager import here made ``import attnlib.experiments.documents`` (or ``.digits``), done

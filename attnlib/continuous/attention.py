@@ -71,7 +71,9 @@ def _forward_1d(mu, sigma2, c_mu, c_s2, alpha: int) -> torch.Tensor:
     return (a * a / (2 * s2) * M0 - M2 / (2 * s2)).clamp_min(0)
 
 
-def generalized_covariance_1d(mu, sigma2, basis: GaussianRBF, alpha: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+def generalized_covariance_1d(
+    mu, sigma2, basis: GaussianRBF, alpha: int = 1
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(x², ψ)`` with ``x = t - μ``, each ``(batch, N)``.
 
     For α = 1 the ordinary covariance under the Gaussian, from the product-of-Gaussians
@@ -130,11 +132,15 @@ def _check_1d(mu, sigma2, basis, alpha):
     mu = as_tensor(mu, "mu", ndim=1)
     sigma2 = _positive(sigma2, "sigma2", mu)
     if sigma2.shape != mu.shape:
-        raise ValueError(f"sigma2 must have the shape of mu {tuple(mu.shape)}, got {tuple(sigma2.shape)}")
+        raise ValueError(
+            f"sigma2 must have the shape of mu {tuple(mu.shape)}, got {tuple(sigma2.shape)}"
+        )
     return mu, sigma2, _check_basis(basis, 1), _alpha(alpha)
 
 
-def continuous_attention_1d(mu, sigma2, basis: GaussianRBF, alpha: int = 1) -> torch.Tensor:
+def continuous_attention_1d(
+    mu, sigma2, basis: GaussianRBF, alpha: int = 1
+) -> torch.Tensor:
     """``r = E_p[ψ(t)]`` for a batch of 1-D Gaussians (α = 1) or truncated parabolas (α = 2).
 
     The score is ``f(t) = -(t-μ)²/(2σ²)``, i.e. ``θ = (μ/σ², -1/(2σ²))`` on ``φ(t) = (t, t²)``.
@@ -189,7 +195,9 @@ def _gauss_cov_2d(mu, Sigma, c_mu, c_s2):
     # (and without forming Σ̃, whose difference from Σ would cancel for narrow densities).
     shift = -(S @ Ad.unsqueeze(-1)).squeeze(-1)
     cov_x = r.unsqueeze(-1) * shift
-    cov_xx = r[..., None, None] * (shift.unsqueeze(-1) * shift.unsqueeze(-2) - S @ A @ S)
+    cov_xx = r[..., None, None] * (
+        shift.unsqueeze(-1) * shift.unsqueeze(-2) - S @ A @ S
+    )
     return r, cov_x, cov_xx
 
 
@@ -198,10 +206,14 @@ def _principal_axes(Sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     p, q, s = Sigma[:, 0, 0], Sigma[:, 0, 1], Sigma[:, 1, 1]
     half_gap = torch.sqrt((0.5 * (p - s)) ** 2 + q * q)
     big = 0.5 * (p + s) + half_gap
-    lam = torch.stack([big, (p * s - q * q) / big], -1)  # the small one from the determinant: no cancellation
+    lam = torch.stack(
+        [big, (p * s - q * q) / big], -1
+    )  # the small one from the determinant: no cancellation
     theta = 0.5 * torch.atan2(2 * q, p - s)
     cos, sin = torch.cos(theta), torch.sin(theta)
-    return lam, torch.stack([torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], -2)
+    return lam, torch.stack(
+        [torch.stack([cos, -sin], -1), torch.stack([sin, cos], -1)], -2
+    )
 
 
 _WINDOW = 8.0  # RBF standard deviations kept on either side of its centre: e^{-32} ≈ 1e-14 is dropped
@@ -214,7 +226,9 @@ def _leggauss(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _gauss_legendre(n: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     x, w = _leggauss(n)
-    return torch.as_tensor(x, dtype=like.dtype, device=like.device), torch.as_tensor(w, dtype=like.dtype, device=like.device)
+    return torch.as_tensor(x, dtype=like.dtype, device=like.device), torch.as_tensor(
+        w, dtype=like.dtype, device=like.device
+    )
 
 
 def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
@@ -231,13 +245,19 @@ def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
     in a wide ellipse cost no more than wide ones.
     """
     lam, Q = _principal_axes(Sigma)
-    c = torch.sqrt(1 / (math.pi * torch.sqrt(lam[:, 0] * lam[:, 1])))  # -λ of Eq. (11) with N = 2
+    c = torch.sqrt(
+        1 / (math.pi * torch.sqrt(lam[:, 0] * lam[:, 1]))
+    )  # -λ of Eq. (11) with N = 2
     R = torch.sqrt(2 * c)
     a, b = (R[:, None] * lam.sqrt())[:, None].unbind(-1)  # semi-axes, (batch, 1)
-    d1, d2 = ((c_mu - mu.unsqueeze(-2)) @ Q).unbind(-1)  # RBF centres in the principal frame, (batch, N)
+    d1, d2 = ((c_mu - mu.unsqueeze(-2)) @ Q).unbind(
+        -1
+    )  # RBF centres in the principal frame, (batch, N)
     s = torch.sqrt(c_s2)
     lo = torch.clamp((d1 - _WINDOW * s) / a, -1, 1).asin()
-    hi = torch.maximum(torch.clamp((d1 + _WINDOW * s) / a, -1, 1).asin(), lo)  # an empty window weighs 0
+    hi = torch.maximum(
+        torch.clamp((d1 + _WINDOW * s) / a, -1, 1).asin(), lo
+    )  # an empty window weighs 0
     nodes, weights = _gauss_legendre(n_angles, mu)
     half = (0.5 * (hi - lo)).unsqueeze(-1)
     phi = (0.5 * (hi + lo)).unsqueeze(-1) + half * nodes  # (batch, N, K)
@@ -249,14 +269,23 @@ def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
     w = half * weights * a * cos * _normal_pdf((z1 - d1.unsqueeze(-1)) / s) / s
     wJ0 = w * J0
     I0 = wJ0.sum(-1)
-    Izz = torch.stack([(wJ0 * z1 * z1).sum(-1), (w * J1 * z1).sum(-1), (w * J2).sum(-1)], -1)  # (11, 12, 22)
+    Izz = torch.stack(
+        [(wJ0 * z1 * z1).sum(-1), (w * J1 * z1).sum(-1), (w * J2).sum(-1)], -1
+    )  # (11, 12, 22)
     I2 = Izz[..., 0] / lam[:, :1] + Izz[..., 2] / lam[:, 1:]
     if not need_cov:
         return c, R, I0, I2, None, None
     Iz = torch.stack([(wJ0 * z1).sum(-1), (w * J1).sum(-1)], -1)
     Izz = torch.stack([Izz[..., :2], Izz[..., 1:]], -1)
     Qn = Q.unsqueeze(-3)
-    return c, R, I0, I2, (Qn @ Iz.unsqueeze(-1)).squeeze(-1), Qn @ Izz @ Qn.transpose(-1, -2)
+    return (
+        c,
+        R,
+        I0,
+        I2,
+        (Qn @ Iz.unsqueeze(-1)).squeeze(-1),
+        Qn @ Izz @ Qn.transpose(-1, -2),
+    )
 
 
 def _attention_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int, need_cov: bool):
@@ -264,12 +293,21 @@ def _attention_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int, need_cov: bo
     if alpha == 1:
         r, cov_x, cov_xx = _gauss_cov_2d(mu, Sigma, c_mu, c_s2)
         return (r, cov_x, cov_xx) if need_cov else (r, None, None)
-    c, R, I0, I2, Ix, Ixx = _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles, need_cov)
-    r = (c[:, None] * I0 - 0.5 * I2).clamp_min(0)  # round-off aside, an expectation of ψ ≥ 0
+    c, R, I0, I2, Ix, Ixx = _paraboloid_integrals(
+        mu, Sigma, c_mu, c_s2, n_angles, need_cov
+    )
+    r = (c[:, None] * I0 - 0.5 * I2).clamp_min(
+        0
+    )  # round-off aside, an expectation of ψ ≥ 0
     if not need_cov:
         return r, None, None
     # The 0-covariance subtracts the uniform-on-the-ellipse moments: ∫x = 0, ∫xxᵀ/|supp| = R²Σ/4.
-    return r, Ix, Ixx - (R * R / 4)[:, None, None, None] * Sigma.unsqueeze(-3) * I0[..., None, None]
+    return (
+        r,
+        Ix,
+        Ixx
+        - (R * R / 4)[:, None, None, None] * Sigma.unsqueeze(-3) * I0[..., None, None],
+    )
 
 
 def _cov_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int):
@@ -281,7 +319,9 @@ class _ContinuousAttention2D(torch.autograd.Function):
     def forward(ctx, mu, Sigma, c_mu, c_s2, alpha, n_angles):
         # The covariances of the backward pass share the forward's nodes: compute them now if a gradient will be asked.
         need_cov = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
-        r, cov_x, cov_xx = _attention_2d(*_f64(mu, Sigma, c_mu, c_s2), alpha, n_angles, need_cov)
+        r, cov_x, cov_xx = _attention_2d(
+            *_f64(mu, Sigma, c_mu, c_s2), alpha, n_angles, need_cov
+        )
         if need_cov:
             ctx.save_for_backward(Sigma, cov_x, cov_xx)
         return r.to(mu.dtype)
@@ -305,11 +345,21 @@ def _check_2d(mu, Sigma, basis, alpha, n_angles):
         raise ValueError(f"mu must have shape (batch, 2), got {tuple(mu.shape)}")
     Sigma = _spd(Sigma, "Sigma", 2, mu)
     if Sigma.shape != (mu.shape[0], 2, 2):
-        raise ValueError(f"Sigma must have shape ({mu.shape[0]}, 2, 2), got {tuple(Sigma.shape)}")
-    return mu, Sigma, _check_basis(basis, 2), _alpha(alpha), check_int(n_angles, "n_angles", minimum=8)
+        raise ValueError(
+            f"Sigma must have shape ({mu.shape[0]}, 2, 2), got {tuple(Sigma.shape)}"
+        )
+    return (
+        mu,
+        Sigma,
+        _check_basis(basis, 2),
+        _alpha(alpha),
+        check_int(n_angles, "n_angles", minimum=8),
+    )
 
 
-def generalized_covariance_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 48):
+def generalized_covariance_2d(
+    mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 48
+):
     """``cov_{p,2-α}(x, ψ)`` ``(batch, N, 2)`` and ``cov_{p,2-α}(xxᵀ, ψ)`` ``(batch, N, 2, 2)``, ``x = t - μ``.
 
     Implements
@@ -320,7 +370,9 @@ def generalized_covariance_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_a
     return _cov_2d(mu, Sigma, *basis.params(mu), alpha, n_angles)
 
 
-def continuous_attention_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 48) -> torch.Tensor:
+def continuous_attention_2d(
+    mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 48
+) -> torch.Tensor:
     """``r = E_p[ψ(t)]`` for a batch of 2-D Gaussians (α = 1) or truncated paraboloids (α = 2).
 
     The score is ``f(t) = -½(t-μ)ᵀΣ⁻¹(t-μ)``. For α = 1 both passes are closed form
@@ -354,4 +406,3 @@ def continuous_attention_2d(mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_ang
     """
     mu, Sigma, basis, alpha, n_angles = _check_2d(mu, Sigma, basis, alpha, n_angles)
     return _ContinuousAttention2D.apply(mu, Sigma, *basis.params(mu), alpha, n_angles)
-

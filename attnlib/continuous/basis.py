@@ -38,7 +38,9 @@ class GaussianRBF:
     def __init__(self, mu, sigma2):
         mu = as_tensor(mu, "mu", min_ndim=1)
         if mu.ndim > 2 or (mu.ndim == 2 and mu.shape[1] not in (1, 2)):
-            raise ValueError(f"mu must have shape (N,) or (N, d) with d in (1, 2), got {tuple(mu.shape)}")
+            raise ValueError(
+                f"mu must have shape (N,) or (N, d) with d in (1, 2), got {tuple(mu.shape)}"
+            )
         if mu.ndim == 2 and mu.shape[1] == 1:
             mu = mu[:, 0]
         sigma2 = _positive(sigma2, "sigma2", mu).expand(mu.shape[0]).clone()
@@ -52,21 +54,30 @@ class GaussianRBF:
         return f"GaussianRBF(N={len(self)}, dim={self.dim})"
 
     @classmethod
-    def linspace(cls, n: int, sigmas=(0.1, 0.5), low: float = 0.0, high: float = 1.0) -> "GaussianRBF":
+    def linspace(
+        cls, n: int, sigmas=(0.1, 0.5), low: float = 0.0, high: float = 1.0
+    ) -> GaussianRBF:
         """``n`` 1-D functions: for each standard deviation in ``sigmas``, ``n // len(sigmas)`` centres evenly in ``[low, high]``."""
         n = check_int(n, "n", minimum=len(sigmas))
         per = [n // len(sigmas) + (i < n % len(sigmas)) for i in range(len(sigmas))]
         mu = torch.cat([torch.linspace(low, high, k) for k in per])
-        sigma2 = torch.cat([torch.full((k,), float(s) ** 2) for k, s in zip(per, sigmas)])
+        sigma2 = torch.cat(
+            [torch.full((k,), float(s) ** 2) for k, s in zip(per, sigmas)]
+        )
         return cls(mu, sigma2)
 
     @classmethod
-    def grid(cls, n_side: int, sigma2: float = 1e-3, low: float = 0.0, high: float = 1.0) -> "GaussianRBF":
+    def grid(
+        cls, n_side: int, sigma2: float = 1e-3, low: float = 0.0, high: float = 1.0
+    ) -> GaussianRBF:
         """``n_side²`` 2-D functions of variance ``sigma2`` with centres on a regular grid of ``[low, high]²``."""
         n_side = check_int(n_side, "n_side")
         axis = torch.linspace(low, high, n_side)
         rows, cols = torch.meshgrid(axis, axis, indexing="ij")
-        return cls(torch.stack([rows.flatten(), cols.flatten()], -1), check_positive(sigma2, "sigma2"))
+        return cls(
+            torch.stack([rows.flatten(), cols.flatten()], -1),
+            check_positive(sigma2, "sigma2"),
+        )
 
     def params(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Centres and variances in ``like``'s dtype and device."""
@@ -80,7 +91,9 @@ class GaussianRBF:
             sq, d = (t.unsqueeze(-1) - mu) ** 2, 1
         else:
             if t.shape[-1] != 2:
-                raise ValueError(f"t must have shape (..., 2) for a 2-D basis, got {tuple(t.shape)}")
+                raise ValueError(
+                    f"t must have shape (..., 2) for a 2-D basis, got {tuple(t.shape)}"
+                )
             sq, d = ((t.unsqueeze(-2) - mu) ** 2).sum(-1), 2
         return torch.exp(-0.5 * sq / s2 - 0.5 * d * torch.log(2 * math.pi * s2))
 
@@ -89,11 +102,15 @@ def _check_basis(basis, dim: int) -> GaussianRBF:
     if not isinstance(basis, GaussianRBF):
         raise ValueError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
     if basis.dim != dim:
-        raise ValueError(f"basis must be {dim}-D for this function, got a {basis.dim}-D basis")
+        raise ValueError(
+            f"basis must be {dim}-D for this function, got a {basis.dim}-D basis"
+        )
     return basis
 
 
-def ridge_value_coefficients(H, positions, basis: GaussianRBF, lam: float = 1e-3) -> torch.Tensor:
+def ridge_value_coefficients(
+    H, positions, basis: GaussianRBF, lam: float = 1e-3
+) -> torch.Tensor:
     """Fit the value function ``V(t) = Bᵀψ(t)`` to tokens ``H`` at ``positions`` by ridge regression.
 
     With ``F[l, j] = ψ_j(t_l)`` (``L × N``), ``B = (FᵀF + λI)⁻¹ FᵀH``: the transpose of the
@@ -121,12 +138,15 @@ def ridge_value_coefficients(H, positions, basis: GaussianRBF, lam: float = 1e-3
     H = as_tensor(H, "H", min_ndim=2)
     if not isinstance(basis, GaussianRBF):
         raise ValueError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
-    positions = as_tensor(positions, "positions", ndim=basis.dim, dtype=H.dtype, device=H.device)
+    positions = as_tensor(
+        positions, "positions", ndim=basis.dim, dtype=H.dtype, device=H.device
+    )
     if positions.shape[0] != H.shape[-2]:
-        raise ValueError(f"positions must have one row per token ({H.shape[-2]}), got {positions.shape[0]}")
+        raise ValueError(
+            f"positions must have one row per token ({H.shape[-2]}), got {positions.shape[0]}"
+        )
     lam = check_positive(lam, "lam")
     F = basis(positions)
     gram = F.T @ F + lam * torch.eye(F.shape[1], dtype=H.dtype, device=H.device)
     G = torch.linalg.solve(gram, F.T)  # (N, L): depends on the positions only
     return G @ H
-

@@ -37,7 +37,11 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 def _like(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
     """``x`` as a tensor of ``like``'s dtype and device (Python floats converted directly, without a float32 detour)."""
-    if not isinstance(x, torch.Tensor) and np.ndim(x) == 0 and isinstance(x, (int, float, np.number)):
+    if (
+        not isinstance(x, torch.Tensor)
+        and np.ndim(x) == 0
+        and isinstance(x, (int, float, np.number))
+    ):
         x = torch.tensor(float(x), dtype=like.dtype, device=like.device)
     return as_tensor(x, name, min_ndim=min_ndim, dtype=like.dtype, device=like.device)
 
@@ -45,13 +49,17 @@ def _like(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
 def _positive(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
     x = as_tensor(x, name, min_ndim=0) if like is None else _like(x, name, like)
     if (x <= 0).any():
-        raise ValueError(f"{name} must be positive everywhere, got a minimum of {x.min().item():.3g}")
+        raise ValueError(
+            f"{name} must be positive everywhere, got a minimum of {x.min().item():.3g}"
+        )
     return x
 
 
 def _alpha(alpha) -> int:
     if alpha not in (1, 2):
-        raise ValueError(f"alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated paraboloid), got {alpha!r}")
+        raise ValueError(
+            f"alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated paraboloid), got {alpha!r}"
+        )
     return int(alpha)
 
 
@@ -59,7 +67,9 @@ def _spd(Sigma, name: str, d: int, like: torch.Tensor) -> torch.Tensor:
     """Check a batch of ``d × d`` covariances; return their symmetric part."""
     Sigma = as_tensor(Sigma, name, min_ndim=2, dtype=like.dtype, device=like.device)
     if Sigma.shape[-2:] != (d, d):
-        raise ValueError(f"{name} must have shape (..., {d}, {d}), got {tuple(Sigma.shape)}")
+        raise ValueError(
+            f"{name} must have shape (..., {d}, {d}), got {tuple(Sigma.shape)}"
+        )
     Sigma = 0.5 * (Sigma + Sigma.transpose(-1, -2))
     if (torch.linalg.cholesky_ex(Sigma).info != 0).any():
         raise ValueError(f"{name} must be symmetric positive definite")
@@ -88,7 +98,9 @@ def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
     t = as_tensor(t, "t", min_ndim=0)
     mu = _like(mu, "mu", t)
     sigma2 = _positive(sigma2, "sigma2", t)
-    return torch.exp(-0.5 * (t - mu) ** 2 / sigma2 - 0.5 * torch.log(sigma2) - _LOG_SQRT_2PI)
+    return torch.exp(
+        -0.5 * (t - mu) ** 2 / sigma2 - 0.5 * torch.log(sigma2) - _LOG_SQRT_2PI
+    )
 
 
 def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
@@ -139,7 +151,9 @@ def triangular_pdf(t, mu, b) -> torch.Tensor:
     return torch.clamp(1 / torch.sqrt(b) - (t - mu).abs() / b, min=0)
 
 
-def location_scale_pdf(t, mu, sigma, g: Callable, dg: Callable | None = None) -> torch.Tensor:
+def location_scale_pdf(
+    t, mu, sigma, g: Callable, dg: Callable | None = None
+) -> torch.Tensor:
     """Continuous sparsemax of the location-scale score ``f(t) = -g'(|t-μ|/σ)/σ``.
 
     The density is ``[-λ - g'(|t-μ|/σ)/σ]₊`` with ``λ = -g'(a)/σ``, where ``a`` solves
@@ -167,11 +181,14 @@ def location_scale_pdf(t, mu, sigma, g: Callable, dg: Callable | None = None) ->
     Eq. (13) of the sparse-and-continuous attention paper.
     """
     if not callable(g) or (dg is not None and not callable(dg)):
-        raise ValueError("g (and dg, if given) must be callables mapping a float to a float")
+        raise ValueError(
+            "g (and dg, if given) must be callables mapping a float to a float"
+        )
     sigma = check_positive(sigma, "sigma")
     t = as_tensor(t, "t", min_ndim=0)
     mu = _like(mu, "mu", t)
     if dg is None:
+
         def dg(u):
             h = 1e-6 * max(1.0, u)
             return (g(u + h) - g(max(u - h, 0.0))) / (u + h - max(u - h, 0.0))
@@ -181,10 +198,14 @@ def location_scale_pdf(t, mu, sigma, g: Callable, dg: Callable | None = None) ->
     while gap(hi) < 0:
         hi *= 2
         if hi > 1e12:
-            raise ValueError("a g'(a) - g(a) + g(0) = 1/2 has no solution: is g strongly convex?")
+            raise ValueError(
+                "a g'(a) - g(a) + g(0) = 1/2 has no solution: is g strongly convex?"
+            )
     a = brentq(gap, 0.0, hi, xtol=1e-14)
     u = ((t - mu).abs() / sigma).detach().cpu().numpy()
-    score = torch.as_tensor(np.vectorize(dg, otypes=[float])(u), dtype=t.dtype, device=t.device)
+    score = torch.as_tensor(
+        np.vectorize(dg, otypes=[float])(u), dtype=t.dtype, device=t.device
+    )
     return torch.clamp((dg(a) - score) / sigma, min=0)
 
 
@@ -226,12 +247,13 @@ def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
     mu = as_tensor(mu, "mu", min_ndim=1, dtype=t.dtype, device=t.device)
     d = t.shape[-1]
     if mu.shape[-1] != d:
-        raise ValueError(f"mu must have {d} coordinates like t, got shape {tuple(mu.shape)}")
+        raise ValueError(
+            f"mu must have {d} coordinates like t, got shape {tuple(mu.shape)}"
+        )
     Sigma = _spd(Sigma, "Sigma", d, t)
     x = (t - mu).unsqueeze(-1)
     quad = (x * torch.linalg.solve(Sigma, x)).sum((-2, -1))
     return torch.clamp(-truncated_paraboloid_lambda(Sigma) - 0.5 * quad, min=0)
-
 
 
 def truncated_parabola_radius(sigma2) -> torch.Tensor:
@@ -255,7 +277,9 @@ def truncated_parabola_radius(sigma2) -> torch.Tensor:
     return (1.5 * sigma2) ** (1 / 3)
 
 
-def support_ellipse(mu, Sigma, scale: float | None = None) -> tuple[np.ndarray, float, float, float]:
+def support_ellipse(
+    mu, Sigma, scale: float | None = None
+) -> tuple[np.ndarray, float, float, float]:
     """Centre, axis lengths and angle of the ellipse ``(t-μ)ᵀΣ⁻¹(t-μ) ≤ R²`` of a 2-D density.
 
     With ``scale=None``, ``R² = -2λ`` from :func:`truncated_paraboloid_lambda`: the exact
@@ -282,7 +306,9 @@ def support_ellipse(mu, Sigma, scale: float | None = None) -> tuple[np.ndarray, 
     ----------
     The support of Eq. (11) of the sparse-and-continuous attention paper for N = 2.
     """
-    mu = np.array(mu, dtype=float).reshape(2)  # copies: reversed views have negative strides
+    mu = np.array(mu, dtype=float).reshape(
+        2
+    )  # copies: reversed views have negative strides
     Sigma64 = torch.tensor(np.array(Sigma, dtype=float))
     S = _spd(Sigma64, "Sigma", 2, Sigma64).numpy()
     if scale is None:

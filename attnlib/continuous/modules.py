@@ -15,7 +15,11 @@ from .attention import continuous_attention_1d, continuous_attention_2d
 from .basis import GaussianRBF, _check_basis, ridge_value_coefficients
 from .densities import _alpha
 
-__all__ = ["ContinuousAttention1D", "ContinuousAttention2D", "ContinuousAttentionOutput"]
+__all__ = [
+    "ContinuousAttention1D",
+    "ContinuousAttention2D",
+    "ContinuousAttentionOutput",
+]
 
 
 # --------------------------------------------------------------------------- modules
@@ -31,25 +35,49 @@ class ContinuousAttentionOutput(NamedTuple):
 
 
 class _ContinuousAttention(nn.Module):
-    def __init__(self, basis: GaussianRBF, dim: int, in_features, alpha, lam, min_var, n_params):
+    def __init__(
+        self, basis: GaussianRBF, dim: int, in_features, alpha, lam, min_var, n_params
+    ):
         super().__init__()
         self.basis = _check_basis(basis, dim)
         self.alpha = _alpha(alpha)
         self.lam = check_positive(lam, "lam")
         self.min_var = check_positive(min_var, "min_var")
-        self.head = None if in_features is None else nn.Linear(check_int(in_features, "in_features"), n_params)
+        self.head = (
+            None
+            if in_features is None
+            else nn.Linear(check_int(in_features, "in_features"), n_params)
+        )
 
     def _inputs(self, H, positions, weights):
         H = as_tensor(H, "H", ndim=3)
         if (weights is None) == (self.head is None):
-            raise ValueError("pass weights (moment matching) if and only if the module was built without in_features")
+            raise ValueError(
+                "pass weights (moment matching) if and only if the module was built without in_features"
+            )
         if weights is not None:
-            weights = as_tensor(weights, "weights", ndim=2, dtype=H.dtype, device=H.device)
+            weights = as_tensor(
+                weights, "weights", ndim=2, dtype=H.dtype, device=H.device
+            )
             if weights.shape != H.shape[:2]:
-                raise ValueError(f"weights must have shape {tuple(H.shape[:2])}, got {tuple(weights.shape)}")
+                raise ValueError(
+                    f"weights must have shape {tuple(H.shape[:2])}, got {tuple(weights.shape)}"
+                )
         elif H.shape[-1] != self.head.in_features:
-            raise ValueError(f"H must have {self.head.in_features} features, got {H.shape[-1]}")
-        return H, as_tensor(positions, "positions", ndim=self.basis.dim, dtype=H.dtype, device=H.device), weights
+            raise ValueError(
+                f"H must have {self.head.in_features} features, got {H.shape[-1]}"
+            )
+        return (
+            H,
+            as_tensor(
+                positions,
+                "positions",
+                ndim=self.basis.dim,
+                dtype=H.dtype,
+                device=H.device,
+            ),
+            weights,
+        )
 
     def _context(self, H, positions, r):
         B = ridge_value_coefficients(H, positions, self.basis, self.lam)
@@ -85,7 +113,15 @@ class ContinuousAttention1D(_ContinuousAttention):
     sparse-and-continuous attention paper.
     """
 
-    def __init__(self, basis: GaussianRBF, in_features: int | None = None, *, alpha: int = 1, lam: float = 1e-3, min_var: float = 1e-4):
+    def __init__(
+        self,
+        basis: GaussianRBF,
+        in_features: int | None = None,
+        *,
+        alpha: int = 1,
+        lam: float = 1e-3,
+        min_var: float = 1e-4,
+    ):
         super().__init__(basis, 1, in_features, alpha, lam, min_var, 2)
 
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
@@ -129,13 +165,22 @@ class ContinuousAttention2D(_ContinuousAttention):
     """
 
     def __init__(
-        self, basis: GaussianRBF, in_features: int | None = None, *, alpha: int = 1, lam: float = 1e-3, min_var: float = 1e-4, n_angles: int = 48
+        self,
+        basis: GaussianRBF,
+        in_features: int | None = None,
+        *,
+        alpha: int = 1,
+        lam: float = 1e-3,
+        min_var: float = 1e-4,
+        n_angles: int = 48,
     ):
         super().__init__(basis, 2, in_features, alpha, lam, min_var, 5)
         self.n_angles = check_int(n_angles, "n_angles", minimum=8)
 
     @staticmethod
-    def grid_positions(height: int, width: int, dtype=None, device=None) -> torch.Tensor:
+    def grid_positions(
+        height: int, width: int, dtype=None, device=None
+    ) -> torch.Tensor:
         """Cell centres of a ``height × width`` grid in ``[0, 1]²``, row-major, as ``(row, col)``: ``(height·width, 2)``."""
         rows = (torch.arange(height, dtype=dtype, device=device) + 0.5) / height
         cols = (torch.arange(width, dtype=dtype, device=device) + 0.5) / width
@@ -154,7 +199,13 @@ class ContinuousAttention2D(_ContinuousAttention):
             p = self.head(H.amax(1))
             mu = torch.sigmoid(p[:, :2])
             d1, d2 = nn.functional.softplus(p[:, 2]), nn.functional.softplus(p[:, 3])
-            Lc = torch.stack([torch.stack([d1, torch.zeros_like(d1)], -1), torch.stack([p[:, 4], d2], -1)], -2)
+            Lc = torch.stack(
+                [
+                    torch.stack([d1, torch.zeros_like(d1)], -1),
+                    torch.stack([p[:, 4], d2], -1),
+                ],
+                -2,
+            )
             cov = Lc @ Lc.transpose(-1, -2)
         else:
             mu = weights @ positions
@@ -163,4 +214,3 @@ class ContinuousAttention2D(_ContinuousAttention):
         Sigma = cov + self.min_var * eye
         r = continuous_attention_2d(mu, Sigma, self.basis, self.alpha, self.n_angles)
         return ContinuousAttentionOutput(self._context(H, positions, r), mu, Sigma, r)
-

@@ -38,7 +38,9 @@ class AlignmentTask(NamedTuple):
     aligned: torch.Tensor
 
 
-def monotone_alignment(n: int, source_len: int = 16, target_len: int = 8, *, vocab: int = 20, seed: int = 0) -> AlignmentTask:
+def monotone_alignment(
+    n: int, source_len: int = 16, target_len: int = 8, *, vocab: int = 20, seed: int = 0
+) -> AlignmentTask:
     """Random source sequences; target step ``i`` is the source token at ``round(i (S-1)/(T-1))``.
 
     Parameters
@@ -55,12 +57,18 @@ def monotone_alignment(n: int, source_len: int = 16, target_len: int = 8, *, voc
     -------
     AlignmentTask
     """
-    n, S, T = check_int(n, "n"), check_int(source_len, "source_len", minimum=2), check_int(target_len, "target_len", minimum=2)
+    n, S, T = (
+        check_int(n, "n"),
+        check_int(source_len, "source_len", minimum=2),
+        check_int(target_len, "target_len", minimum=2),
+    )
     if T > S:
         raise ValueError(f"target_len must be at most source_len ({S}), got {T}")
     g = torch.Generator().manual_seed(seed)
     source = torch.randint(check_int(vocab, "vocab", minimum=2), (n, S), generator=g)
-    aligned = torch.round(torch.arange(T, dtype=torch.float64) * (S - 1) / (T - 1)).long()
+    aligned = torch.round(
+        torch.arange(T, dtype=torch.float64) * (S - 1) / (T - 1)
+    ).long()
     return AlignmentTask(source, source[:, aligned], aligned)
 
 
@@ -89,18 +97,34 @@ class AlignmentModel(nn.Module):
     sparse-and-continuous attention paper: one density per output step over the source.
     """
 
-    def __init__(self, vocab: int, source_len: int, target_len: int, kind: str = "continuous", *, alpha: int = 1, dim: int = 32, n_basis: int = 32):
+    def __init__(
+        self,
+        vocab: int,
+        source_len: int,
+        target_len: int,
+        kind: str = "continuous",
+        *,
+        alpha: int = 1,
+        dim: int = 32,
+        n_basis: int = 32,
+    ):
         super().__init__()
         if kind not in ("discrete", "continuous"):
             raise ValueError(f"kind must be 'discrete' or 'continuous', got {kind!r}")
         self.kind, self.alpha = kind, _alpha(alpha)
         self.embed = nn.Embedding(check_int(vocab, "vocab"), dim)
-        self.query = nn.Parameter(torch.randn(check_int(target_len, "target_len"), dim) / dim**0.5)
+        self.query = nn.Parameter(
+            torch.randn(check_int(target_len, "target_len"), dim) / dim**0.5
+        )
         if kind == "discrete":
-            self.position = nn.Parameter(torch.randn(check_int(source_len, "source_len"), dim) / dim**0.5)
+            self.position = nn.Parameter(
+                torch.randn(check_int(source_len, "source_len"), dim) / dim**0.5
+            )
         else:
             self.head = nn.Linear(dim, 2)
-            self.basis = GaussianRBF.linspace(check_int(n_basis, "n_basis", minimum=2), sigmas=(0.03, 0.1))
+            self.basis = GaussianRBF.linspace(
+                check_int(n_basis, "n_basis", minimum=2), sigmas=(0.03, 0.1)
+            )
         self.out = nn.Linear(dim, vocab)
 
     def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -132,7 +156,17 @@ class AlignmentModel(nn.Module):
         return self.out(context), dens.expand(b, -1, -1)
 
 
-def fit_alignment(model: AlignmentModel, task: AlignmentTask, *, n_steps: int, batch: int = 32, lr: float = 1e-2, seed: int = 0, progress: bool = True, desc: str = "training") -> list[float]:
+def fit_alignment(
+    model: AlignmentModel,
+    task: AlignmentTask,
+    *,
+    n_steps: int,
+    batch: int = 32,
+    lr: float = 1e-2,
+    seed: int = 0,
+    progress: bool = True,
+    desc: str = "training",
+) -> list[float]:
     """Train ``model`` on ``task`` with cross-entropy over every target step, by :func:`attnlib.training.train`.
 
     Parameters
@@ -158,7 +192,16 @@ def fit_alignment(model: AlignmentModel, task: AlignmentTask, *, n_steps: int, b
     def loss(m, b):
         return nn.functional.cross_entropy(m(b[0])[0].flatten(0, 1), b[1].flatten())
 
-    return train(model, loss, batches, n_steps=n_steps, lr=lr, seed=seed, progress=progress, desc=desc)
+    return train(
+        model,
+        loss,
+        batches,
+        n_steps=n_steps,
+        lr=lr,
+        seed=seed,
+        progress=progress,
+        desc=desc,
+    )
 
 
 def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
@@ -173,7 +216,9 @@ def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
 def alignment_means(model: AlignmentModel) -> tuple[torch.Tensor, torch.Tensor]:
     """The continuous model's density means μ_i and variances σ_i², one per target step ``(T,)`` each."""
     if model.kind != "continuous":
-        raise ValueError("model must be a continuous AlignmentModel (kind='continuous')")
+        raise ValueError(
+            "model must be a continuous AlignmentModel (kind='continuous')"
+        )
     with torch.no_grad():
         a, s = model.head(model.query).unbind(-1)
     return torch.sigmoid(a), nn.functional.softplus(s) + 1e-4

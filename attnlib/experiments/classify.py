@@ -45,7 +45,9 @@ def accuracy(model: nn.Module, inputs, labels: torch.Tensor, batch: int = 512) -
     with torch.no_grad():
         for i in range(0, n, batch):
             idx = slice(i, i + batch)
-            hits += (model(*_rows(inputs, idx))[0].argmax(-1) == labels[idx]).sum().item()
+            hits += (
+                (model(*_rows(inputs, idx))[0].argmax(-1) == labels[idx]).sum().item()
+            )
     model.train()
     return hits / n
 
@@ -92,6 +94,13 @@ def fit_classifier(
         return nn.functional.cross_entropy(m(*b[0])[0], b[1])
 
     return train(
-        model, loss, batches, n_steps=n_steps, lr=lr, seed=seed, progress=progress,
-        desc=desc, clip_grad_norm=1.0,
+        model,
+        loss,
+        batches,
+        n_steps=n_steps,
+        lr=lr,
+        seed=seed,
+        progress=progress,
+        desc=desc,
+        clip_grad_norm=1.0,
     )

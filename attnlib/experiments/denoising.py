@@ -54,21 +54,29 @@ class SmallCNNDenoiser(nn.Module):
         if self.kernel_size % 2 == 0:
             raise ValueError(f"kernel_size must be odd, got {kernel_size}")
         k, w = self.kernel_size, self.width
-        self.convs = nn.ModuleList([nn.Conv2d(1, w, k), nn.Conv2d(w, w, k), nn.Conv2d(w, 1, k)])
+        self.convs = nn.ModuleList(
+            [nn.Conv2d(1, w, k), nn.Conv2d(w, w, k), nn.Conv2d(w, 1, k)]
+        )
         nn.init.zeros_(self.convs[-1].weight)
         nn.init.zeros_(self.convs[-1].bias)
 
     def forward(self, image) -> torch.Tensor:
         """Denoise a grey ``image`` ``(H, W)``; returns a float32 tensor ``(H, W)``."""
-        x = torch.as_tensor(np.asarray(image) if not isinstance(image, torch.Tensor) else image)
+        x = torch.as_tensor(
+            np.asarray(image) if not isinstance(image, torch.Tensor) else image
+        )
         if x.ndim != 2:
-            raise ValueError(f"image must be a grey (H, W) array, got shape {tuple(x.shape)}")
+            raise ValueError(
+                f"image must be a grey (H, W) array, got shape {tuple(x.shape)}"
+            )
         if not torch.isfinite(x).all():
             raise ValueError("image must be finite")
         x = x.to(self.convs[0].weight.dtype)
         r = self.kernel_size // 2
         if min(x.shape) <= r:
-            raise ValueError(f"image must be larger than {r} pixels per side, got {tuple(x.shape)}")
+            raise ValueError(
+                f"image must be larger than {r} pixels per side, got {tuple(x.shape)}"
+            )
         y = x[None, None]
         for i, conv in enumerate(self.convs):
             y = conv(F.pad(y, (r, r, r, r), mode="reflect"))

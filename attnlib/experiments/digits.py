@@ -30,7 +30,9 @@ class ClutteredDigits(NamedTuple):
     corner: torch.Tensor  # (n, 2): top-left (row, col) of the digit
 
 
-def cluttered_digits(n: int, size: int = 32, *, n_clutter: int = 4, noise: float = 0.1, seed: int = 0) -> ClutteredDigits:
+def cluttered_digits(
+    n: int, size: int = 32, *, n_clutter: int = 4, noise: float = 0.1, seed: int = 0
+) -> ClutteredDigits:
     """Each canvas holds one 8 × 8 ``load_digits`` digit (the label) at a random place, ``n_clutter``
     random 3 × 3 crops of other digits as clutter, and Gaussian noise."""
     from sklearn.datasets import load_digits
@@ -50,8 +52,12 @@ def cluttered_digits(n: int, size: int = 32, *, n_clutter: int = 4, noise: float
             canvas[b, r : r + 3, c : c + 3] += g[i : i + 3, j : j + 3]
         r, c = corner[b]
         canvas[b, r : r + 8, c : c + 8] += glyphs[pick[b]]
-    images = torch.as_tensor(np.clip(canvas, 0, 1), dtype=torch.get_default_dtype()).unsqueeze(1)
-    return ClutteredDigits(images, torch.as_tensor(targets[pick]), torch.as_tensor(corner))
+    images = torch.as_tensor(
+        np.clip(canvas, 0, 1), dtype=torch.get_default_dtype()
+    ).unsqueeze(1)
+    return ClutteredDigits(
+        images, torch.as_tensor(targets[pick]), torch.as_tensor(corner)
+    )
 
 
 class DigitClassifier(nn.Module):
@@ -82,7 +88,15 @@ class DigitClassifier(nn.Module):
     The 2-D attention models of §4 (Table 2, Figure 3) of the sparse-and-continuous attention paper.
     """
 
-    def __init__(self, kind: str = "discrete", *, alpha: int = 1, n_side: int = 8, channels: int = 32, n_classes: int = 10):
+    def __init__(
+        self,
+        kind: str = "discrete",
+        *,
+        alpha: int = 1,
+        n_side: int = 8,
+        channels: int = 32,
+        n_classes: int = 10,
+    ):
         super().__init__()
         if kind not in ("discrete", "continuous"):
             raise ValueError(f"kind must be 'discrete' or 'continuous', got {kind!r}")
@@ -90,18 +104,30 @@ class DigitClassifier(nn.Module):
         channels, n_side = check_int(channels, "channels"), check_int(n_side, "n_side")
 
         def block(c_in, c_out):
-            return [nn.Conv2d(c_in, c_out, 3, padding=1), nn.BatchNorm2d(c_out), nn.ReLU()]
+            return [
+                nn.Conv2d(c_in, c_out, 3, padding=1),
+                nn.BatchNorm2d(c_out),
+                nn.ReLU(),
+            ]
 
         self.features = nn.Sequential(
-            *block(1, 16), nn.MaxPool2d(2), *block(16, channels), *block(channels, channels),
-            nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(),
+            *block(1, 16),
+            nn.MaxPool2d(2),
+            *block(16, channels),
+            *block(channels, channels),
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.ReLU(),
         )
         self.key = nn.Linear(channels, channels)
         self.query = nn.Parameter(torch.randn(1, channels) / channels**0.5)
-        self.cont = ContinuousAttention2D(GaussianRBF.grid(n_side, 1.0 / (2 * n_side) ** 2), alpha=alpha, n_angles=32)
+        self.cont = ContinuousAttention2D(
+            GaussianRBF.grid(n_side, 1.0 / (2 * n_side) ** 2), alpha=alpha, n_angles=32
+        )
         self.out = nn.Linear(channels, check_int(n_classes, "n_classes", minimum=2))
 
-    def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, ContinuousAttentionOutput | None]:
+    def forward(
+        self, images: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, ContinuousAttentionOutput | None]:
         """Logits ``(batch, n_classes)``, discrete weights over the cells ``(batch, h·w)``, continuous read-out or None."""
         from ..attention import attention
 
@@ -109,7 +135,12 @@ class DigitClassifier(nn.Module):
         F = self.features(images).permute(0, 2, 3, 1)  # (batch, h, w, channels)
         cells = F.flatten(1, 2)
         normalizer = "softmax" if self.alpha == 1 else "sparsemax"
-        out, weights = attention(self.query.expand(len(F), 1, -1), self.key(cells), cells, normalizer=normalizer)
+        out, weights = attention(
+            self.query.expand(len(F), 1, -1),
+            self.key(cells),
+            cells,
+            normalizer=normalizer,
+        )
         if self.kind == "discrete":
             return self.out(out[:, 0]), weights[:, 0], None
         cont = self.cont(F, weights=weights[:, 0])

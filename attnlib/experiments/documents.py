@@ -86,18 +86,26 @@ def span_documents(
     -------
     SpanDocuments
     """
-    n, length, span = check_int(n, "n"), check_int(length, "length"), check_int(span, "span")
+    n, length, span = (
+        check_int(n, "n"),
+        check_int(length, "length"),
+        check_int(span, "span"),
+    )
     if span > length:
         raise ValueError(f"span must be at most length ({length}), got {span}")
     g = torch.Generator().manual_seed(seed)
     tokens = torch.randint(vocab, (n, length), generator=g)
     labels = torch.randint(2, (n,), generator=g)
     decoy = torch.rand(n, length, generator=g) < decoys
-    tokens = torch.where(decoy, vocab + torch.randint(8, (n, length), generator=g), tokens)
+    tokens = torch.where(
+        decoy, vocab + torch.randint(8, (n, length), generator=g), tokens
+    )
     start = torch.randint(length - span + 1, (n,), generator=g)
     idx = start[:, None] + torch.arange(span)
     is_cue = torch.rand(n, span, generator=g) < cue
-    cue_words = vocab + 4 * (1 - labels[:, None]) + torch.randint(4, (n, span), generator=g)
+    cue_words = (
+        vocab + 4 * (1 - labels[:, None]) + torch.randint(4, (n, span), generator=g)
+    )
     tokens.scatter_(1, idx, torch.where(is_cue, cue_words, tokens.gather(1, idx)))
     return SpanDocuments(tokens, labels, start, span)
 
@@ -172,7 +180,9 @@ class DocumentClassifier(nn.Module):
         self.cont = ContinuousAttention1D(basis, in_features=head, alpha=alpha)
         if init_var is not None:
             if kind != "continuous":
-                raise ValueError(f"init_var applies to kind='continuous' only, got kind={kind!r}")
+                raise ValueError(
+                    f"init_var applies to kind='continuous' only, got kind={kind!r}"
+                )
             init_var = check_positive(init_var, "init_var")
             with torch.no_grad():  # the head's second output is σ²'s softplus argument
                 self.cont.head.bias[1] = math.log(math.expm1(init_var))

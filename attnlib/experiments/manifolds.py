@@ -48,8 +48,9 @@ def knn_softmax_weights(X, n_neighbors: int) -> np.ndarray:
     _, mask, nbr = lle_weights(X, n_neighbors, dense=True)
     tau = float(np.median(((X[:, None] - X[nbr]) ** 2).sum(-1)))
     Xt = torch.from_numpy(X)
-    return attention(Xt, Xt, Xt, score="neg_sq_dist", mask=torch.from_numpy(mask),
-                     temperature=tau).weights.numpy()
+    return attention(
+        Xt, Xt, Xt, score="neg_sq_dist", mask=torch.from_numpy(mask), temperature=tau
+    ).weights.numpy()
 
 
 def closed_groups(mask) -> tuple[np.ndarray, int]:

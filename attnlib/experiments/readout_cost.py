@@ -95,7 +95,9 @@ def read_out_times(
                 "batch": batch,
                 "discrete_ms": cpu_ms(lambda: norm(q @ H.mT, -1) @ H, repeats),
                 "fit_ms": cpu_ms(lambda: G @ H, repeats),
-                "r_ms": cpu_ms(lambda: continuous_attention_1d(mu, s2, basis, alpha), repeats),
+                "r_ms": cpu_ms(
+                    lambda: continuous_attention_1d(mu, s2, basis, alpha), repeats
+                ),
                 "readout_ms": cpu_ms(lambda: r @ B, repeats),
             }
             row["continuous_ms"] = row["fit_ms"] + row["r_ms"] + row["readout_ms"]

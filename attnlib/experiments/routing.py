@@ -54,8 +54,14 @@ class PointerTask(NamedTuple):
     source: torch.Tensor  # (n, length)
 
 
-def pointer_task(n: int, length: int = 24, n_values: int = 6, *, n_labels: int | None = None,
-                 seed: int = 0) -> PointerTask:
+def pointer_task(
+    n: int,
+    length: int = 24,
+    n_values: int = 6,
+    *,
+    n_labels: int | None = None,
+    seed: int = 0,
+) -> PointerTask:
     """Draw ``n`` pointer sequences: distinct labels, random values, a random pointer per token.
 
     Parameters
@@ -93,8 +99,17 @@ def pointer_task(n: int, length: int = 24, n_values: int = 6, *, n_labels: int |
     values = torch.randint(n_values, (n, length), generator=g)
     source = torch.randint(length, (n, length), generator=g)
     pointer = labels.gather(1, source)
-    x = torch.cat([F.one_hot(labels, n_labels), F.one_hot(pointer, n_labels), F.one_hot(values, n_values)], -1)
-    return PointerTask(x.to(torch.get_default_dtype()), values.gather(1, source), source)
+    x = torch.cat(
+        [
+            F.one_hot(labels, n_labels),
+            F.one_hot(pointer, n_labels),
+            F.one_hot(values, n_values),
+        ],
+        -1,
+    )
+    return PointerTask(
+        x.to(torch.get_default_dtype()), values.gather(1, source), source
+    )
 
 
 def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
@@ -134,7 +149,10 @@ def layers_to_see_everything(length: int, kernel_size: int) -> int:
     The receptive field ``1 + L (k - 1)`` of stacked convolutions (Luo et al. 2016), asked
     to span a whole sequence.
     """
-    length, kernel_size = check_int(length, "length", minimum=2), check_int(kernel_size, "kernel_size")
+    length, kernel_size = (
+        check_int(length, "length", minimum=2),
+        check_int(kernel_size, "kernel_size"),
+    )
     if kernel_size % 2 == 0 or kernel_size < 3:
         raise ValueError(f"kernel_size must be odd and at least 3, got {kernel_size}")
     half = kernel_size // 2
@@ -204,8 +222,9 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
     return kernel, sum(w * s for w, s in zip(kernel, shifts))
 
 
-def fit_linear_stack(target, depth: int, kernel_size: int = 5, *, seeds=(0, 1, 2),
-                     max_iter: int = 1000) -> tuple[list[np.ndarray], np.ndarray]:
+def fit_linear_stack(
+    target, depth: int, kernel_size: int = 5, *, seeds=(0, 1, 2), max_iter: int = 1000
+) -> tuple[list[np.ndarray], np.ndarray]:
     """A stack of ``depth`` zero-padded, single-channel linear convolutions fitted to ``target``.
 
     The stack's matrix is ``M_depth @ ... @ M_1`` with ``M_l`` the :func:`attnlib.mux.conv_matrix`
@@ -241,13 +260,17 @@ def fit_linear_stack(target, depth: int, kernel_size: int = 5, *, seeds=(0, 1, 2
     """
     target = torch.as_tensor(np.asarray(target, dtype=float))
     if target.ndim != 2 or target.shape[0] != target.shape[1]:
-        raise ValueError(f"target must be a square matrix, got shape {tuple(target.shape)}")
+        raise ValueError(
+            f"target must be a square matrix, got shape {tuple(target.shape)}"
+        )
     depth = check_int(depth, "depth")
     kernel_size = check_int(kernel_size, "kernel_size")
     if kernel_size % 2 == 0:
         raise ValueError(f"kernel_size must be odd, got {kernel_size}")
     n = len(target)
-    basis = torch.eye(n, dtype=torch.float64)[:, None, :]  # column k: the response to e_k
+    basis = torch.eye(n, dtype=torch.float64)[
+        :, None, :
+    ]  # column k: the response to e_k
 
     def matrix(kernels):
         x = basis
@@ -258,11 +281,20 @@ def fit_linear_stack(target, depth: int, kernel_size: int = 5, *, seeds=(0, 1, 2
     best, best_error = None, float("inf")
     for seed in seeds:
         g = torch.Generator().manual_seed(check_int(seed, "seeds", minimum=0))
-        kernels = [(0.5 * torch.randn(kernel_size, generator=g, dtype=torch.float64))
-                   .requires_grad_() for _ in range(depth)]
-        opt = torch.optim.LBFGS(kernels, max_iter=max_iter, tolerance_grad=1e-12,
-                                tolerance_change=1e-15, history_size=50,
-                                line_search_fn="strong_wolfe")
+        kernels = [
+            (
+                0.5 * torch.randn(kernel_size, generator=g, dtype=torch.float64)
+            ).requires_grad_()
+            for _ in range(depth)
+        ]
+        opt = torch.optim.LBFGS(
+            kernels,
+            max_iter=max_iter,
+            tolerance_grad=1e-12,
+            tolerance_change=1e-15,
+            history_size=50,
+            line_search_fn="strong_wolfe",
+        )
 
         def closure():
             opt.zero_grad()

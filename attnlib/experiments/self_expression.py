@@ -53,7 +53,9 @@ def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 
     bodies = []
     for _ in range(check_int(n_bodies, "n_bodies")):
         P = np.vstack([rng.standard_normal((3, n_points)), np.ones(n_points)])
-        bodies.append(np.concatenate([rng.standard_normal((2, 4)) @ P for _ in range(frames)]))
+        bodies.append(
+            np.concatenate([rng.standard_normal((2, 4)) @ P for _ in range(frames)])
+        )
     return np.hstack(bodies).T, np.repeat(np.arange(n_bodies), n_points)
 
 
@@ -79,7 +81,9 @@ def faces(n_faces: int = 3, n_images: int = 40, pixels: int = 100, seed: int = 0
     return np.vstack(images), np.repeat(np.arange(n_faces), n_images)
 
 
-def sparse_combination_batch(step: int, size: int = 64, n_keys: int = 12, n_queries: int = 8, dim: int = 8):
+def sparse_combination_batch(
+    step: int, size: int = 64, n_keys: int = 12, n_queries: int = 8, dim: int = 8
+):
     """A batch of the sparse-combination task, reproducible from ``step``.
 
     Keys are random unit vectors, values random vectors; each query is ``a k_j + b k_l`` for
@@ -109,9 +113,12 @@ def combination_report(output, weights, test, n_params: int) -> dict:
     W = weights.reshape(test[4].shape)
     return {
         "params": n_params,
-        "test error / variance": ((output - test[3]) ** 2).mean().item() / test[3].var().item(),
+        "test error / variance": ((output - test[3]) ** 2).mean().item()
+        / test[3].var().item(),
         "zero weights": (W == 0).float().mean().item(),
-        "|weight| on the right keys": ((W.abs() * test[4]).sum() / W.abs().sum()).item(),
+        "|weight| on the right keys": (
+            (W.abs() * test[4]).sum() / W.abs().sum()
+        ).item(),
     }
 
 
@@ -130,17 +137,31 @@ class AttentionStack(nn.Module):
     paper sketches one layer and leaves the stack as a conjecture).
     """
 
-    def __init__(self, kind: str, dim: int = 8, n_layers: int = 2, *, n_iter: int = 3, lam: float = 0.05, hidden: int = 16):
+    def __init__(
+        self,
+        kind: str,
+        dim: int = 8,
+        n_layers: int = 2,
+        *,
+        n_iter: int = 3,
+        lam: float = 0.05,
+        hidden: int = 16,
+    ):
         super().__init__()
         if kind not in ("softmax", "sparsemax", "ista"):
-            raise ValueError(f"kind must be 'softmax', 'sparsemax' or 'ista', got {kind!r}")
+            raise ValueError(
+                f"kind must be 'softmax', 'sparsemax' or 'ista', got {kind!r}"
+            )
         n_layers = check_int(n_layers, "n_layers")
         if kind == "ista":
             make = lambda: UnrolledISTAAttention(dim, n_iter=n_iter, lam=lam)  # noqa: E731
         else:
             make = lambda: MultiHeadAttention(dim, normalizer=kind)  # noqa: E731
         self.attn = nn.ModuleList(make() for _ in range(n_layers))
-        self.ff = nn.ModuleList(nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim)) for _ in range(n_layers))
+        self.ff = nn.ModuleList(
+            nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim))
+            for _ in range(n_layers)
+        )
 
     def forward(self, queries, keys, values):
         """Return the output ``(..., n_q, dim)`` and the first block's weights.
@@ -173,30 +194,51 @@ class SelfExpressiveNet(nn.Module):
     def __init__(self, dim: int, hidden: int = 64, scale: float = 1.0):
         super().__init__()
         dim, hidden = check_int(dim, "dim"), check_int(hidden, "hidden")
-        self.query = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden))
-        self.key = nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden))
-        self.raw_b = nn.Parameter(torch.tensor(-8.0))  # b = softplus(-8) ≈ 3e-4 at the start
+        self.query = nn.Sequential(
+            nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden)
+        )
+        self.key = nn.Sequential(
+            nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden)
+        )
+        self.raw_b = nn.Parameter(
+            torch.tensor(-8.0)
+        )  # b = softplus(-8) ≈ 3e-4 at the start
         self.scale = check_positive(scale, "scale") / hidden
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
         """Coefficients ``(n_q, n_k)`` of the queries over the keys (diagonal 0 if asked)."""
-        C = soft_threshold(self.scale * self.query(queries) @ self.key(keys).T, nn.functional.softplus(self.raw_b))
+        C = soft_threshold(
+            self.scale * self.query(queries) @ self.key(keys).T,
+            nn.functional.softplus(self.raw_b),
+        )
         if exclude_self:
             C = C * (1 - torch.eye(C.shape[0], dtype=C.dtype, device=C.device))
         return C
 
 
-def fit_self_expressive_net(X, *, lam: float = 0.01, hidden: int = 64, n_steps: int = 300, lr: float = 3e-3, seed: int = 0):
+def fit_self_expressive_net(
+    X,
+    *,
+    lam: float = 0.01,
+    hidden: int = 64,
+    n_steps: int = 300,
+    lr: float = 3e-3,
+    seed: int = 0,
+):
     """Train :class:`SelfExpressiveNet` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0).
 
     Full-batch Adam; returns the model in eval mode and the loss per step.
     """
     X = torch.as_tensor(as_float_array(X, "X"), dtype=torch.float32)
     torch.manual_seed(seed)
-    return _fit_self_expression(SelfExpressiveNet(X.shape[1], hidden), X, lam, n_steps, lr)
+    return _fit_self_expression(
+        SelfExpressiveNet(X.shape[1], hidden), X, lam, n_steps, lr
+    )
 
 
-def _fit_self_expression(model: nn.Module, X: torch.Tensor, lam: float, n_steps: int, lr: float):
+def _fit_self_expression(
+    model: nn.Module, X: torch.Tensor, lam: float, n_steps: int, lr: float
+):
     """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n`` with ``C = model(X, X)``, diag(C) = 0."""
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
@@ -222,25 +264,48 @@ class LearnedISTACodes(nn.Module):
         super().__init__()
         self.n_iter = check_int(n_iter, "n_iter")
         self.raw_step = nn.Parameter(torch.zeros(self.n_iter))
-        self.raw_lam = nn.Parameter(torch.full((self.n_iter,), float(np.log(np.expm1(check_positive(lam, "lam"))))))
+        self.raw_lam = nn.Parameter(
+            torch.full(
+                (self.n_iter,), float(np.log(np.expm1(check_positive(lam, "lam"))))
+            )
+        )
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
         """Codes ``(n_q, n_k)``; with ``exclude_self`` the diagonal is held at 0 (queries = keys)."""
         base = 1.0 / torch.linalg.matrix_norm(keys, ord=2) ** 2
-        keep = 1.0 - torch.eye(len(queries), len(keys), dtype=keys.dtype) if exclude_self else 1.0
+        keep = (
+            1.0 - torch.eye(len(queries), len(keys), dtype=keys.dtype)
+            if exclude_self
+            else 1.0
+        )
         C = torch.zeros(len(queries), len(keys), dtype=keys.dtype)
         for t in range(self.n_iter):
-            eps = base * 2 * torch.sigmoid(self.raw_step[t])  # in (0, 2/‖K‖²): a stable step
-            C = soft_threshold(C + eps * (queries - C @ keys) @ keys.T, eps * nn.functional.softplus(self.raw_lam[t]))
+            eps = (
+                base * 2 * torch.sigmoid(self.raw_step[t])
+            )  # in (0, 2/‖K‖²): a stable step
+            C = soft_threshold(
+                C + eps * (queries - C @ keys) @ keys.T,
+                eps * nn.functional.softplus(self.raw_lam[t]),
+            )
             C = C * keep
         return C
 
 
-def fit_learned_ista(X, *, n_iter: int = 5, lam: float = 0.002, n_steps: int = 200, lr: float = 0.05, seed: int = 0):
+def fit_learned_ista(
+    X,
+    *,
+    n_iter: int = 5,
+    lam: float = 0.002,
+    n_steps: int = 200,
+    lr: float = 0.05,
+    seed: int = 0,
+):
     """Train :class:`LearnedISTACodes` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0)."""
     X = torch.as_tensor(as_float_array(X, "X"))
     torch.manual_seed(seed)
-    return _fit_self_expression(LearnedISTACodes(n_iter, lam).to(X.dtype), X, lam, n_steps, lr)
+    return _fit_self_expression(
+        LearnedISTACodes(n_iter, lam).to(X.dtype), X, lam, n_steps, lr
+    )
 
 
 def assign_by_coefficients(C, train_labels, n_clusters: int) -> np.ndarray:
@@ -252,11 +317,20 @@ def assign_by_coefficients(C, train_labels, n_clusters: int) -> np.ndarray:
     train_labels : array (n_train,), the clusters found on the training points
     """
     C = np.abs(np.asarray(C, dtype=np.float64))
-    mass = np.stack([C[:, np.asarray(train_labels) == k].sum(1) for k in range(n_clusters)], 1)
+    mass = np.stack(
+        [C[:, np.asarray(train_labels) == k].sum(1) for k in range(n_clusters)], 1
+    )
     return mass.argmax(1)
 
 
-def normalized_self_expression(X, normalizer: str = "softmax", *, n_steps: int = 300, lr: float = 0.1, seed: int = 0):
+def normalized_self_expression(
+    X,
+    normalizer: str = "softmax",
+    *,
+    n_steps: int = 300,
+    lr: float = 0.1,
+    seed: int = 0,
+):
     """Self-expressive coefficients on the simplex: ``C = normalizer(Z)``, Z fitted to ``½‖X − C X‖²``.
 
     Each row of ``C`` is the softmax or sparsemax of free logits (the diagonal masked), so
@@ -266,11 +340,13 @@ def normalized_self_expression(X, normalizer: str = "softmax", *, n_steps: int =
     -------
     C : ndarray (n_samples, n_samples), rows on the probability simplex, zero diagonal
     """
-    from ..normalizers import sparsemax, softmax
+    from ..normalizers import softmax, sparsemax
 
     norm = {"softmax": softmax, "sparsemax": sparsemax}.get(normalizer)
     if norm is None:
-        raise ValueError(f"normalizer must be 'softmax' or 'sparsemax', got {normalizer!r}")
+        raise ValueError(
+            f"normalizer must be 'softmax' or 'sparsemax', got {normalizer!r}"
+        )
     X = torch.as_tensor(as_float_array(X, "X"))
     torch.manual_seed(seed)
     Z = (0.01 * torch.randn(len(X), len(X), dtype=X.dtype)).requires_grad_()

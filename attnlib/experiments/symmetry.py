@@ -66,18 +66,27 @@ class SequenceMLP(nn.Module):
 
     def __init__(self, length: int, embed_dim: int, hidden: int = 128):
         super().__init__()
-        self.length, self.embed_dim = check_int(length, "length"), check_int(embed_dim, "embed_dim")
+        self.length, self.embed_dim = (
+            check_int(length, "length"),
+            check_int(embed_dim, "embed_dim"),
+        )
         size = self.length * self.embed_dim
         hidden = check_int(hidden, "hidden")
         self.net = nn.Sequential(
-            nn.Linear(size, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, size)
+            nn.Linear(size, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, size),
         )
 
     def forward(self, x) -> torch.Tensor:
         """Map ``x`` ``(..., length, embed_dim)`` to a sequence of the same shape."""
         x = as_tensor(x, "x", min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
-            raise ValueError(f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}")
+            raise ValueError(
+                f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}"
+            )
         return self.net(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
 
 
@@ -90,9 +99,11 @@ class MeanBaseline(nn.Module):
 
     def __init__(self, embed_dim: int):
         super().__init__()
-        self.mean = nn.Parameter(torch.zeros(check_int(embed_dim, "embed_dim")), requires_grad=False)
+        self.mean = nn.Parameter(
+            torch.zeros(check_int(embed_dim, "embed_dim")), requires_grad=False
+        )
 
-    def fit(self, x, y) -> "MeanBaseline":
+    def fit(self, x, y) -> MeanBaseline:
         """Set the mean from targets ``y`` ``(n_sequences, length, embed_dim)``."""
         y = as_tensor(y, "y", min_ndim=3)
         self.mean.data = y.reshape(-1, y.shape[-1]).mean(0).to(self.mean)
@@ -113,14 +124,20 @@ class RidgeBaseline(nn.Module):
 
     def __init__(self, length: int, embed_dim: int, ridge: float = 1.0):
         super().__init__()
-        self.length, self.embed_dim = check_int(length, "length"), check_int(embed_dim, "embed_dim")
+        self.length, self.embed_dim = (
+            check_int(length, "length"),
+            check_int(embed_dim, "embed_dim"),
+        )
         self.ridge = check_positive(ridge, "ridge")
         size = self.length * self.embed_dim
         self.linear = nn.Linear(size, size).requires_grad_(False)
 
-    def fit(self, x, y) -> "RidgeBaseline":
+    def fit(self, x, y) -> RidgeBaseline:
         """Solve the ridge problem for ``x``, ``y`` ``(n_sequences, length, embed_dim)``."""
-        x, y = as_tensor(x, "x", min_ndim=3).flatten(-2).double(), as_tensor(y, "y", min_ndim=3).flatten(-2).double()
+        x, y = (
+            as_tensor(x, "x", min_ndim=3).flatten(-2).double(),
+            as_tensor(y, "y", min_ndim=3).flatten(-2).double(),
+        )
         xm, ym = x.mean(0), y.mean(0)
         xc, yc = x - xm, y - ym
         gram = xc.T @ xc + self.ridge * len(x) * torch.eye(x.shape[1], dtype=x.dtype)
@@ -133,7 +150,9 @@ class RidgeBaseline(nn.Module):
         """Map ``x`` ``(..., length, embed_dim)`` to a sequence of the same shape."""
         x = as_tensor(x, "x", min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
-            raise ValueError(f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}")
+            raise ValueError(
+                f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}"
+            )
         return self.linear(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
 
 
@@ -144,13 +163,21 @@ LEARNERS: dict[str, tuple[Callable[[int, int, int], nn.Module], float]] = {
     "MLP": (lambda n, d, k: SequenceMLP(n, d, hidden=64), 0.0),
     "MLP, weight decay": (lambda n, d, k: SequenceMLP(n, d, hidden=64), 1e-3),
     "MultiHeadAttention": (lambda n, d, k: MultiHeadAttention(d, 1), 0.0),
-    "KnowledgeAttention, linear value": (lambda n, d, k: KnowledgeAttention(d, k, value="linear"), 0.0),
+    "KnowledgeAttention, linear value": (
+        lambda n, d, k: KnowledgeAttention(d, k, value="linear"),
+        0.0,
+    ),
     "KnowledgeAttention": (lambda n, d, k: KnowledgeAttention(d, k), 0.0),
 }
 
 
 def make_teacher(
-    embed_dim: int, n_knowledge: int, *, kernel: str = "quadratic", sharpness: float = 2.0, seed: int = 0
+    embed_dim: int,
+    n_knowledge: int,
+    *,
+    kernel: str = "quadratic",
+    sharpness: float = 2.0,
+    seed: int = 0,
 ) -> KnowledgeAttention:
     """A random one-head :class:`~attnlib.symmetry.KnowledgeAttention` (``value="scalar"``).
 
@@ -175,7 +202,12 @@ def make_teacher(
 
 
 def knowledge_task(
-    teacher: nn.Module, n_sequences: int, length: int, *, noise: float = 0.0, seed: int = 0
+    teacher: nn.Module,
+    n_sequences: int,
+    length: int,
+    *,
+    noise: float = 0.0,
+    seed: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gaussian token sequences ``X`` ``(n_sequences, length, d)`` and targets ``teacher(X) + noise``.
 
@@ -183,7 +215,10 @@ def knowledge_task(
     (a :class:`~attnlib.symmetry.KnowledgeAttention` with ``value="scalar"``); ``noise`` is the standard
     deviation of the Gaussian noise added to every target entry.
     """
-    n_sequences, length = check_int(n_sequences, "n_sequences"), check_int(length, "length")
+    n_sequences, length = (
+        check_int(n_sequences, "n_sequences"),
+        check_int(length, "length"),
+    )
     noise = check_positive(noise, "noise", allow_zero=True)
     g = torch.Generator().manual_seed(seed)
     p = next(teacher.parameters())
@@ -200,7 +235,9 @@ def relative_error(model: Callable, x, y) -> float:
     with torch.no_grad():
         pred = _as_output(model(x))
         if pred.shape != y.shape:
-            raise ValueError(f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}")
+            raise ValueError(
+                f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}"
+            )
         return float(((pred - y) ** 2).sum() / (y**2).sum())
 
 
@@ -233,8 +270,16 @@ def fit_and_score(
         def loss(m, batch):
             return ((_as_output(m(batch[0])) - batch[1]) ** 2).mean()
 
-        history = train(model, loss, [(x, y)], n_steps=n_steps, lr=lr, weight_decay=weight_decay,
-                        seed=seed, progress=progress)
+        history = train(
+            model,
+            loss,
+            [(x, y)],
+            n_steps=n_steps,
+            lr=lr,
+            weight_decay=weight_decay,
+            seed=seed,
+            progress=progress,
+        )
         final = history[-1]
     scores = {"train": final / float((y**2).mean())}
     for name, (xt, yt) in test_data.items():
@@ -287,7 +332,9 @@ def sample_efficiency(
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     unknown = [name for name in learners if name not in LEARNERS]
     if unknown or not learners:
-        raise ValueError(f"learners must be names from {tuple(LEARNERS)}, got {list(learners)}")
+        raise ValueError(
+            f"learners must be names from {tuple(LEARNERS)}, got {list(learners)}"
+        )
     labeller = make_teacher(embed_dim, n_knowledge, kernel=teacher, seed=teacher_seed)
     tests = {
         f"test_n{n}": knowledge_task(labeller, n_test, n, seed=10_000 + n)
@@ -299,17 +346,35 @@ def sample_efficiency(
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        for size, seed, name in tqdm(jobs, desc="learning curves", disable=not progress, mininterval=0.5):
+        for size, seed, name in tqdm(
+            jobs, desc="learning curves", disable=not progress, mininterval=0.5
+        ):
             data = knowledge_task(labeller, size, length, noise=noise, seed=seed)
             make, weight_decay = LEARNERS[name]
             torch.manual_seed(seed)
             model = make(length, embed_dim, n_knowledge)
             start = time.perf_counter()
-            scores = fit_and_score(model, data, tests, n_steps=n_steps, lr=lr, weight_decay=weight_decay,
-                                   seed=seed)
+            scores = fit_and_score(
+                model,
+                data,
+                tests,
+                n_steps=n_steps,
+                lr=lr,
+                weight_decay=weight_decay,
+                seed=seed,
+            )
             n_params = sum(p.numel() for p in model.parameters())
-            rows.append({"teacher": teacher, "model": name, "n_train": size, "seed": seed,
-                         "n_params": n_params, "seconds": time.perf_counter() - start, **scores})
+            rows.append(
+                {
+                    "teacher": teacher,
+                    "model": name,
+                    "n_train": size,
+                    "seed": seed,
+                    "n_params": n_params,
+                    "seconds": time.perf_counter() - start,
+                    **scores,
+                }
+            )
     finally:
         torch.set_num_threads(threads)
     return rows
@@ -335,4 +400,6 @@ def sequences_needed(sizes, errors, target: float) -> float:
     target = check_positive(target, "target")
     if not errors[-1] <= target <= errors[0]:
         return float("nan")
-    return float(np.exp(np.interp(np.log(target), np.log(errors[::-1]), np.log(sizes[::-1]))))
+    return float(
+        np.exp(np.interp(np.log(target), np.log(errors[::-1]), np.log(sizes[::-1])))
+    )

@@ -27,7 +27,10 @@ def _renumber(app, env):
         label = chapter_label(docname)
         for numbers in by_type.values():
             ordered = sorted(numbers, key=numbers.get)  # document order
-            new = {ident: (label, i) if label else (i,) for i, ident in enumerate(ordered, 1)}
+            new = {
+                ident: (label, i) if label else (i,)
+                for i, ident in enumerate(ordered, 1)
+            }
             if new != numbers:
                 numbers.clear()
                 numbers.update(new)

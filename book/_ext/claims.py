@@ -21,10 +21,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import claims_lib
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective, SphinxRole
-
-import claims_lib
 
 
 class claim_ref(nodes.Inline, nodes.TextElement):

@@ -13,7 +13,10 @@ def _unique_scripts(app, pagename, templatename, context, doctree):
     seen, unique = set(), []
     for script in scripts:
         # Inline scripts come once with filename None and once with "": treat both alike.
-        key = (getattr(script, "filename", script) or "", str(getattr(script, "attributes", "")))
+        key = (
+            getattr(script, "filename", script) or "",
+            str(getattr(script, "attributes", "")),
+        )
         if key not in seen:
             seen.add(key)
             unique.append(script)
