@@ -329,9 +329,10 @@ def test_accuracy_by_distance_and_loss_against_a_direct_count():
 
 def test_to_device_keeps_named_tuples():
     t = routing_task(2, 4, 3, seed=0)
-    moved = to_device(t, "cpu")
+    moved = to_device(t, torch.device("meta"))
     assert isinstance(moved, RoutingTask)
-    torch.testing.assert_close(moved.x, t.x)
+    assert all(f.device.type == "meta" for f in moved if isinstance(f, torch.Tensor))
+    torch.testing.assert_close(to_device(t, "cpu").x, t.x)
 
 
 # ----------------------------------------------------------------------------- bad inputs
@@ -340,19 +341,19 @@ def test_to_device_keeps_named_tuples():
 @pytest.mark.parametrize(
     "call, name",
     [
-        (lambda: routing_task(0), "n"),
+        (lambda: routing_task(0), "n must be"),
         (lambda: routing_task(3, length=1), "length"),
         (lambda: routing_task(3, n_values=1), "n_values"),
-        (lambda: weekday_task(0), "n"),
+        (lambda: weekday_task(0), "n must be"),
         (lambda: weekday_task(3, n_friends=1), "n_friends"),
         (lambda: weekday_task(3, n_restaurants=1), "n_restaurants"),
         (lambda: weekday_task(3, rota=[0, 7, 1, 2, 3, 4, 5]), "rota"),
         (lambda: weekday_task(3, rota=[0, 1, 2]), "rota"),
         (lambda: translation_sequences(2, 10, margin=5), "margin"),
-        (lambda: translation_sequences(2, 10, dim=0), "dim"),
+        (lambda: translation_sequences(2, 10, dim=0), "dim must be"),
         (lambda: shift_tokens(torch.zeros(2, 5, 1), 5), "shift"),
         (lambda: shift_tokens(torch.zeros(2, 5, 1), 1.5), "shift"),
-        (lambda: shift_tokens(torch.zeros(5), 1), "x"),
+        (lambda: shift_tokens(torch.zeros(5), 1), "x must have at least 2"),
         (lambda: conv_matrix([1.0, 2.0], 5), "kernel"),
         (lambda: conv_matrix([1.0], 0), "length"),
         (lambda: conv_matrix([float("nan")], 3), "kernel"),
@@ -376,13 +377,22 @@ def test_to_device_keeps_named_tuples():
         (lambda: straight_through_hardmax(torch.tensor([float("nan"), 1.0])), "scores"),
         (lambda: ConvRouter(3, 2, kernel_size=4), "kernel_size"),
         (lambda: ConvRouter(3, 2, depth=0), "depth"),
-        (lambda: ConvRouter(3, 2)(torch.zeros(4, 3)), "x"),
+        (lambda: ConvRouter(3, 2)(torch.zeros(4, 3)), "x must have 3 dim"),
         (lambda: AttentionRouter(3, 2, normalizer="argmax"), "normalizer"),
         (lambda: AttentionRouter(3, 2, d_model=0), "d_model"),
-        (lambda: AttentionRouter(3, 2, max_len=4)(torch.zeros(1, 5, 3)), "max_len"),
+        (
+            lambda: AttentionRouter(3, 2, max_len=4)(torch.zeros(1, 5, 3)),
+            "x has 5 tokens, more than max_len",
+        ),
         (lambda: WeekdayMux(d_key=0), "d_key"),
-        (lambda: WeekdayMux()(torch.zeros(2, 7, 12), torch.zeros(3, 7)), "batch"),
-        (lambda: WeekdayMux()(torch.zeros(2, 7, 12), torch.zeros(7)), "day"),
+        (
+            lambda: WeekdayMux()(torch.zeros(2, 7, 12), torch.zeros(3, 7)),
+            "day and friends",
+        ),
+        (
+            lambda: WeekdayMux()(torch.zeros(2, 7, 12), torch.zeros(7)),
+            "day must have 2 dim",
+        ),
     ],
 )
 def test_bad_inputs_raise_value_errors_naming_the_argument(call, name):
