@@ -22,13 +22,8 @@ from attnlib.experiments.symmetry import (
 )
 from attnlib.symmetry import KnowledgeAttention, equivariance_error
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# The tensors here are tiny: one thread (conftest's fixture) for every test.
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def test_fit_and_score_learns_the_teacher_and_mlp_refuses_other_lengths():

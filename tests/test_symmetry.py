@@ -22,14 +22,8 @@ from attnlib.symmetry import (
 ROUND_OFF = 1e-12
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # The tensors here are tiny: on a busy machine, a second thread costs far more in
-    # synchronisation than it saves (a 4x4 QR went from 0.4 ms to 30 ms).
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# The tensors here are tiny: one thread (conftest's fixture) for every test.
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def gen(seed=0):
