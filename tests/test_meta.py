@@ -7,6 +7,8 @@
   loop over a literal list are checked value by value.
 - The shared helpers live once, in ``conftest.py``: no test module sets one thread
   itself or defines its own softmax restatement.
+- Randomness comes from seeded generators: conftest's autouse fixture seeds the global
+  ones before each test, and no module draws from them while it is collected.
 
 Each rule is shown to fail on a planted snippet.
 """
@@ -164,6 +166,59 @@ def helper_copies(source: str, filename: str = "<test>") -> list:
     return found
 
 
+#: Draws from a global generator (torch's, NumPy's legacy one, Python's).
+GLOBAL_DRAWS = (
+    "torch.randn",
+    "torch.rand",
+    "torch.randint",
+    "torch.randperm",
+    "torch.normal",
+    "torch.randn_like",
+    "torch.rand_like",
+    "torch.randint_like",
+    "torch.multinomial",
+    "torch.bernoulli",
+    "np.random.",
+    "numpy.random.",
+    "random.",
+)
+#: Names under those prefixes that do not draw: generators seeded explicitly.
+SEEDED = ("np.random.default_rng", "np.random.RandomState", "random.Random")
+
+
+def collection_time_draws(source: str, filename: str = "<test>") -> list:
+    """Draws from a global generator evaluated when the module is imported (module
+    level, decorators such as parametrize lists, default arguments). conftest's autouse
+    fixture seeds every generator before each test, so draws inside a test repeat
+    whatever ran before; a draw at collection depends on which modules were collected
+    first, so a test run alone would see other numbers than under xdist."""
+    found = []
+
+    def visit(node, runtime):
+        if isinstance(node, ast.Call) and not runtime:
+            name = ast.unparse(node.func)
+            if (
+                name.startswith(GLOBAL_DRAWS)
+                and not name.startswith(SEEDED)
+                and not any(k.arg == "generator" for k in node.keywords)
+            ):
+                found.append(f"{filename}:{node.lineno}: {name} at collection time")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for child in node.decorator_list + node.args.defaults:
+                visit(child, runtime)
+            for child in node.body:
+                visit(child, True)
+            return
+        if isinstance(node, ast.Lambda):
+            visit(node.body, True)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child, runtime)
+
+    visit(ast.parse(source), False)
+    return found
+
+
 def _test_modules():
     return sorted(p for p in TESTS.glob("test_*.py"))
 
@@ -184,6 +239,38 @@ def test_shared_helpers_are_not_copied_into_test_modules():
         for copy in helper_copies(path.read_text(), path.name)
     ]
     assert copies == [], "\n".join(copies)
+
+
+def test_no_test_module_draws_random_numbers_at_collection_time():
+    draws = [
+        draw
+        for path in _test_modules()
+        for draw in collection_time_draws(path.read_text(), path.name)
+    ]
+    assert draws == [], "\n".join(draws)
+
+
+@pytest.mark.parametrize(
+    "source, n",
+    [
+        ("X = torch.randn(3, 4)\n", 1),
+        (
+            '@pytest.mark.parametrize("x", [np.random.rand(3)])\ndef test_a(x): pass\n',
+            1,
+        ),
+        ("def helper(x=torch.rand(2)):\n    return x\n", 1),
+        ("def test_b():\n    return torch.randn(3)\n", 0),  # seeded by conftest
+        (
+            '@pytest.mark.parametrize("f", [lambda: torch.randn(2)])\n'
+            "def test_c(f): pass\n",
+            0,
+        ),
+        ("X = torch.randn(3, generator=torch.Generator().manual_seed(0))\n", 0),
+        ("rng = np.random.default_rng(0)\n", 0),
+    ],
+)
+def test_the_collection_draw_rule_flags_planted_draws(source, n):
+    assert len(collection_time_draws(source)) == n
 
 
 PLANTED_RAISES = {
