@@ -219,34 +219,27 @@ def collection_time_draws(source: str, filename: str = "<test>") -> list:
     return found
 
 
-def _test_modules():
-    return sorted(p for p in TESTS.glob("test_*.py"))
+def _over_the_tests(rule) -> list:
+    """What ``rule(source, filename)`` finds in every test module."""
+    return [
+        found
+        for path in sorted(TESTS.glob("test_*.py"))
+        for found in rule(path.read_text(), path.name)
+    ]
 
 
 def test_every_bad_input_test_names_what_it_expects():
-    problems = [
-        problem
-        for path in _test_modules()
-        for problem in raises_problems(path.read_text(), path.name)
-    ]
+    problems = _over_the_tests(raises_problems)
     assert problems == [], "\n".join(problems)
 
 
 def test_shared_helpers_are_not_copied_into_test_modules():
-    copies = [
-        copy
-        for path in _test_modules()
-        for copy in helper_copies(path.read_text(), path.name)
-    ]
+    copies = _over_the_tests(helper_copies)
     assert copies == [], "\n".join(copies)
 
 
 def test_no_test_module_draws_random_numbers_at_collection_time():
-    draws = [
-        draw
-        for path in _test_modules()
-        for draw in collection_time_draws(path.read_text(), path.name)
-    ]
+    draws = _over_the_tests(collection_time_draws)
     assert draws == [], "\n".join(draws)
 
 
