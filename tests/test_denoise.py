@@ -286,7 +286,7 @@ def test_heads_diverge_during_training(rng):
 def test_denoiser_colour_and_channel_check(rng):
     model = dn.PatchAttentionDenoiser(3, 0.2, channels=3, patch_distance=2)
     assert model(rng.random((6, 7, 3))).shape == (6, 7, 3)
-    with pytest.raises(ValueError, match="channel"):
+    with pytest.raises(ValueError, match=r"image must be \(H, W, 3\)"):
         model(rng.random((6, 7)))
 
 
