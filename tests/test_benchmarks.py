@@ -1,8 +1,14 @@
 """Every benchmark still runs (in its quick mode, as `make bench QUICK=1` does), writes a
 well-formed result beside the committed one without replacing it, and has its section in
 the book's benchmarks appendix. The full runs are not repeated here; they are too slow for
-CI and their timings would mean little on a shared machine."""
+CI and their timings would mean little on a shared machine.
 
+The quick runs' accuracy and error columns are asserted (``QUICK_ACCURACY``): thresholds
+generous for the tiny sizes, but ones a wrong formula, a dropped term or a broken solver
+fails. The committed full runs meet the same thresholds, and each check is shown failing
+on a planted bad row. Timings of quick runs are not asserted."""
+
+import importlib.util
 import json
 import os
 import subprocess
@@ -10,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("[a-z]*.py"))
@@ -35,6 +42,10 @@ def test_benchmark_runs_in_quick_mode(script):
     )
     quick = json.loads((QUICK_RESULTS / f"{script.stem}.quick.json").read_text())
     assert quick["quick"] is True and quick["machine"]["cpu_count"] and quick["date"]
+    if script.stem == "normalizers":  # its rows hold timings only; its answers here
+        quick["accuracy_rows"] = normalizer_accuracy_rows()
+    failed = [what for what, ok in QUICK_ACCURACY[script.stem](quick) if not ok]
+    assert failed == [], f"{script.stem} --quick: accuracy checks failed: {failed}"
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
@@ -125,3 +136,260 @@ def test_the_target_check_can_fail():
     result = json.loads((RESULTS / "denoise.json").read_text())
     next(iter(result["targets"].values()))["met"] = False
     assert not all(_flagged_targets_met(result).values())
+
+
+# ------------------------------------------------------------ quick runs' accuracy
+def _rows(result, key="rows", **where):
+    """The rows of ``result[key]`` whose fields equal ``where``."""
+    return [r for r in result[key] if all(r.get(k) == v for k, v in where.items())]
+
+
+def _continuous(r):
+    docs = {(x["attention"], x["alpha"]): x["mean"] for x in r["documents"]}
+    oracle = [x["mean"] for x in r["controls"] if x["attention"] == "oracle"]
+    every = [x["mean"] for k in ("documents", "digits", "controls") for x in r[k]]
+    return [
+        (
+            "closed form within 1e-7 (relative) of the fine quadrature",
+            all(x["closed_max_rel_err"] <= 1e-7 for x in r["rows"]),
+        ),
+        (
+            "closed form at least as accurate as the peer quadrature",
+            all(x["accuracy_ratio"] >= 1 for x in r["rows"]),
+        ),
+        (
+            "the peer quadrature within 1e-2 (the reference is sane)",
+            all(x["peer_max_rel_err"] <= 1e-2 for x in r["rows"]),
+        ),
+        (
+            "discrete attention reads the documents (accuracy >= 0.6)",
+            min(docs["discrete", 1], docs["discrete", 2]) >= 0.6,
+        ),
+        (
+            "an oracle location reads the span documents (accuracy >= 0.8)",
+            len(oracle) > 0 and min(oracle) >= 0.8,
+        ),
+        ("accuracies lie in [0, 1]", all(0 <= a <= 1 for a in every)),
+    ]
+
+
+def _denoise(r):
+    acc = {x["dtype"]: x["max_abs_diff"] for x in r["accuracy_rows"]}
+    q = {(x["noise"], x["method"]): x["psnr_db"] for x in r["quality_rows"]}
+    noises = sorted({x["noise"] for x in r["quality_rows"]})
+    ours = [x for x in r["rows"] if x["method"].startswith("attnlib")]
+    same_image = {}
+    for x in ours:
+        same_image.setdefault((x["image"], x["sigma"]), set()).add(x["psnr_db"])
+    return [
+        ("float64 NLM within 1e-12 of the NumPy restatement", acc["float64"] <= 1e-12),
+        ("float32 NLM within 1e-5 of the NumPy restatement", acc["float32"] <= 1e-5),
+        (
+            "exact NLM within 0.5 dB of skimage's slow mode, same parameters",
+            len(ours) > 0 and all(abs(x["psnr - slow psnr"]) <= 0.5 for x in ours),
+        ),
+        (
+            "float32, float64, 1 and 2 threads give the same PSNR (0.01 dB)",
+            all(max(v) - min(v) <= 0.01 for v in same_image.values()),
+        ),
+        (
+            "exact NLM within 0.1 dB of skimage's slow mode at its tuned h",
+            all(
+                abs(q[n, "attnlib NLM (exact)"] - q[n, "skimage NLM slow"]) <= 0.1
+                for n in noises
+            ),
+        ),
+        (
+            "NLM and the learned denoisers beat the noisy image by >= 2 dB",
+            all(
+                q[n, m] >= q[n, "noisy"] + 2
+                for n in noises
+                for m in ("attnlib NLM (exact)", "learned, 1 head", "learned, 4 heads")
+            ),
+        ),
+    ]
+
+
+def _kernel_regression(r):
+    timed = [x for x in r["rows"] if "max_abs_error_vs_float64" in x]
+    ours = [x for x in timed if x["method"].startswith("attnlib")]
+    return [
+        (
+            "attnlib's fused sums within 1e-6 of float64 (d = 1, 8; 1, n threads)",
+            len(ours) >= 4 and all(x["max_abs_error_vs_float64"] <= 1e-6 for x in ours),
+        ),
+        (
+            "every peer within 1e-4 of float64 (the reference is sane)",
+            all(x["max_abs_error_vs_float64"] <= 1e-4 for x in timed),
+        ),
+    ]
+
+
+def _lle(r):
+    return [
+        (
+            "embedding within 1e-6 of scikit-learn's",
+            all(x["max_abs_embedding_difference"] <= 1e-6 for x in r["rows"]),
+        ),
+        (
+            "reconstruction error equal to scikit-learn's (relative 1e-6)",
+            all(
+                abs(
+                    x["attnlib_reconstruction_error"]
+                    - x["sklearn_reconstruction_error"]
+                )
+                <= 1e-6 * x["sklearn_reconstruction_error"]
+                for x in r["rows"]
+            ),
+        ),
+    ]
+
+
+def _normalizers(r):
+    return [
+        (
+            "values within 1e-5 of the entmax package",
+            len(r["accuracy_rows"]) > 0
+            and all(x["max_abs_diff"] < 1e-5 for x in r["accuracy_rows"]),
+        ),
+        (
+            "gradients within 1e-4 of the entmax package",
+            all(x["max_grad_diff"] < 1e-4 for x in r["accuracy_rows"]),
+        ),
+    ]
+
+
+def _subspace(r):
+    rows = r["rows"] + r.get(f"rows_lam_{0.05}", [])
+    return [
+        (
+            "SSC clusters the union of subspaces (accuracy >= 0.85)",
+            all(x["accuracy"] >= 0.85 for x in r["rows"] + r["defaults"]),
+        ),
+        (
+            "the active-set solver certifies its optimum (relative gap <= 1e-9)",
+            all(x["ours_rel_gap"] <= 1e-9 for x in rows),
+        ),
+        (
+            "no higher objective than scikit-learn's Lasso at equal tolerance",
+            all(x["objective_gap_equal"] >= -1e-6 for x in rows),
+        ),
+    ]
+
+
+def _symmetry(r):
+    # from 16 training sequences on (with 4, single seeds range from 0.03 to 1.2 x the
+    # mean's error in the full run)
+    quad = [x for x in r["rows"] if x["teacher"] == "quadratic" and x["n_train"] >= 16]
+    mean = {(x["n_train"], x["seed"]): x for x in quad if x["model"] == "mean"}
+    ka = [x for x in quad if x["model"] == "KnowledgeAttention"]
+    ratios = r["targets"]["median_ratio_mha_over_ka"]["quadratic"]
+    return [
+        (
+            "KnowledgeAttention learns its own class from 16 sequences (error <= 0.2 "
+            "x the mean's, also at unseen lengths)",
+            len(ka) > 0
+            and all(
+                x[n] <= 0.2 * mean[x["n_train"], x["seed"]][n]
+                for x in ka
+                for n in ("test_n6", "test_n24")
+            ),
+        ),
+        (
+            "KnowledgeAttention beats one attention head on its own class (n >= 8)",
+            all(v > 1 for n, v in ratios.items() if int(n) >= 8),
+        ),
+    ]
+
+
+#: Accuracy and error checks of each benchmark's result: (what, passed) pairs.
+QUICK_ACCURACY = {
+    "continuous": _continuous,
+    "denoise": _denoise,
+    "kernel_regression": _kernel_regression,
+    "lle": _lle,
+    "normalizers": _normalizers,
+    "subspace": _subspace,
+    "symmetry": _symmetry,
+}
+
+
+def _benchmark_module(name):
+    spec = importlib.util.spec_from_file_location(
+        f"bench_{name}", ROOT / "benchmarks" / f"{name}.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def normalizer_accuracy_rows():
+    """The largest differences of attnlib's maps from the entmax package's, values and
+    gradients, on the quick run's shapes and scales and its seed (the benchmark asserts
+    them loosely, atol 1e-4, and records only timings)."""
+    bench = _benchmark_module("normalizers")
+    torch.manual_seed(0)
+    rows = []
+    for shape in bench.QUICK_SHAPES:
+        for scale in bench.SCALES:
+            x, g = torch.randn(*shape) * scale, torch.randn(*shape)
+            for name, ours, theirs in bench.METHODS:
+                ours = bench.OURS[ours]
+                rows.append(
+                    {
+                        "method": name,
+                        "shape": list(shape),
+                        "scale": scale,
+                        "max_abs_diff": (ours(x) - theirs(x)).abs().max().item(),
+                        "max_grad_diff": (
+                            bench.fwd_bwd(ours, x, g) - bench.fwd_bwd(theirs, x, g)
+                        )
+                        .abs()
+                        .max()
+                        .item(),
+                    }
+                )
+    return rows
+
+
+@pytest.mark.parametrize("name", sorted(QUICK_ACCURACY))
+def test_committed_full_run_meets_the_quick_accuracy_thresholds(name):
+    """The full runs are at least as accurate: the thresholds are not set to one run."""
+    result = json.loads((RESULTS / f"{name}.json").read_text())
+    if name == "normalizers":
+        result["accuracy_rows"] = normalizer_accuracy_rows()
+    failed = [what for what, ok in QUICK_ACCURACY[name](result) if not ok]
+    assert failed == [], failed
+
+
+def _planted(name):
+    """A bad row planted in a copy of the committed result, one per benchmark."""
+    r = json.loads((RESULTS / f"{name}.json").read_text())
+    if name == "continuous":
+        r["rows"][0]["closed_max_rel_err"] = 1e-3  # a wrong closed form
+    elif name == "denoise":
+        r["accuracy_rows"][1]["max_abs_diff"] = 1e-9  # float64 off the restatement
+    elif name == "kernel_regression":
+        r["rows"][0]["max_abs_error_vs_float64"] = 3e-3
+    elif name == "lle":
+        r["rows"][-1]["max_abs_embedding_difference"] = 0.1
+    elif name == "normalizers":
+        r["accuracy_rows"] = [{"max_abs_diff": 2e-3, "max_grad_diff": 0.0}]
+    elif name == "subspace":
+        r["rows"][0]["accuracy"] = 0.4  # a broken solver clusters at chance
+    elif name == "symmetry":
+        for row in r["rows"]:
+            if (row["model"], row["teacher"], row["n_train"]) == (
+                "KnowledgeAttention",
+                "quadratic",
+                64,
+            ):
+                row["test_n24"] = 1.0  # as bad as the mean at unseen lengths
+                break
+    return r
+
+
+@pytest.mark.parametrize("name", sorted(QUICK_ACCURACY))
+def test_the_quick_accuracy_check_can_fail(name):
+    checks = QUICK_ACCURACY[name](_planted(name))
+    assert not all(ok for _, ok in checks), f"{name}: the planted bad row passed"

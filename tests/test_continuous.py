@@ -482,17 +482,17 @@ def test_bad_inputs():
         gaussian_pdf(0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="sigma2"):
         truncated_parabola_pdf(0.0, 0.0, -1.0)
-    with pytest.raises(ValueError, match="b"):
+    with pytest.raises(ValueError, match="b must be positive"):
         triangular_pdf(0.0, 0.0, 0.0)
     with pytest.raises(ValueError, match="sigma"):
         location_scale_pdf(0.0, 0.0, 0.0, g=lambda u: u**2)
-    with pytest.raises(ValueError, match="g"):
+    with pytest.raises(ValueError, match=r"g \(and dg, if given\) must be"):
         location_scale_pdf(0.0, 0.0, 1.0, g=None)
-    with pytest.raises(ValueError, match="strongly convex"):
+    with pytest.raises(ValueError, match="is g strongly convex"):
         location_scale_pdf(0.0, 0.0, 1.0, g=lambda u: 0.0 * u)
     with pytest.raises(ValueError, match="Sigma"):
         truncated_paraboloid_pdf([0.0, 0.0], [0.0, 0.0], [[1.0, 2.0], [2.0, 1.0]])
-    with pytest.raises(ValueError, match="mu"):
+    with pytest.raises(ValueError, match="mu must not be empty"):
         GaussianRBF([], 0.1)
     with pytest.raises(ValueError, match="sigma2"):
         GaussianRBF([0.0, 1.0], 0.0)
@@ -506,9 +506,9 @@ def test_bad_inputs():
         continuous_attention_2d(MU_2D, -SIGMA_2D, BASIS_2D)
     with pytest.raises(ValueError, match="positions"):
         ridge_value_coefficients(torch.randn(5, 3), torch.rand(4), BASIS_1D)
-    with pytest.raises(ValueError, match="lam"):
+    with pytest.raises(ValueError, match="lam must be a finite positive"):
         ridge_value_coefficients(torch.randn(5, 3), torch.rand(5), BASIS_1D, lam=0)
-    with pytest.raises(ValueError, match="weights"):
+    with pytest.raises(ValueError, match="pass weights"):
         ContinuousAttention1D(BASIS_1D)(torch.randn(2, 5, 3))
     with pytest.raises(ValueError, match="kind"):
         DigitClassifier("grid")

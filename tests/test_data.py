@@ -45,15 +45,18 @@ def test_captioned_images_target_names_the_right_box():
 
 
 @pytest.mark.parametrize(
-    "call",
+    "call, match",
     [
-        lambda: shuffled_translation(0),
-        lambda: shuffled_translation(5, length=10, vocab_size=5),
-        lambda: shuffled_translation(5, noise=-1.0),
-        lambda: captioned_images(3, n_objects=4),
-        lambda: captioned_images(0),
+        (lambda: shuffled_translation(0), "n_pairs must be"),
+        (
+            lambda: shuffled_translation(5, length=10, vocab_size=5),
+            "vocab_size must be",
+        ),
+        (lambda: shuffled_translation(5, noise=-1.0), "noise must be"),
+        (lambda: captioned_images(3, n_objects=4), "n_objects must be"),
+        (lambda: captioned_images(0), "n must be"),
     ],
 )
-def test_bad_input(call):
-    with pytest.raises(ValueError):
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
         call()

@@ -143,7 +143,7 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
         layers_to_see_everything(5, 4)
     with pytest.raises(ValueError, match="length"):
         layers_to_see_everything(1, 3)
-    with pytest.raises(ValueError, match="n"):
+    with pytest.raises(ValueError, match="n must be an integer"):
         dirichlet_laplacian(1)
     with pytest.raises(ValueError, match="target"):
         best_convolution(np.zeros((2, 3)), 3)

@@ -39,9 +39,9 @@ def test_soft_threshold_numpy_and_torch_agree():
 def test_bad_inputs():
     with pytest.raises(ValueError, match="solver"):
         ssc_rows(np.ones((4, 2)), 0.1, solver="cd")
-    with pytest.raises(ValueError, match="lam"):
+    with pytest.raises(ValueError, match="lam must be"):
         ssc_rows(np.ones((4, 2)), -1.0)
     with pytest.raises(ValueError, match="Y and K"):
         lasso_codes(np.ones((2, 3)), np.ones((4, 2)), 0.1)
-    with pytest.raises(ValueError, match="lam"):
+    with pytest.raises(ValueError, match="lam must be"):
         lasso_codes(np.ones((2, 3)), np.ones((4, 3)), 0.0)

@@ -205,17 +205,23 @@ def test_estimator_follows_sklearn_api():
         (lambda X: lle_weights(X, 30), "n_neighbors"),  # n_neighbors >= n_samples
         (lambda X: lle_weights(X, 0), "n_neighbors"),
         (lambda X: lle_weights(X, 2.5), "n_neighbors"),
-        (lambda X: lle_weights(np.vstack([X, X[:1]]), 3), "duplicate"),
+        (
+            lambda X: lle_weights(np.vstack([X, X[:1]]), 3),
+            "X contains duplicate points",
+        ),
         (
             lambda X: lle_weights(np.where(np.eye(30, 3) > 0, np.nan, X), 3),
             "X contains NaN",
         ),
         (lambda X: lle_weights(X[0], 3), "X must have 2 dimensions"),
-        (lambda X: lle_weights(X, 3, reg=-1.0), "reg"),
+        (lambda X: lle_weights(X, 3, reg=-1.0), "reg must be"),
         (lambda X: lle_weights(X, 3, keys=X[:, :2]), "keys"),
         (lambda X: lle_weights(X, 31, keys=X), "n_neighbors"),
         (lambda X: lle_attention(X, 30), "n_neighbors"),
-        (lambda X: lle_attention(np.vstack([X, X[:1]]), 3), "duplicate"),
+        (
+            lambda X: lle_attention(np.vstack([X, X[:1]]), 3),
+            "X contains duplicate points",
+        ),
         (lambda X: barycenter_weights(X, X[:5, None], 1e-3), "neighbors"),
         (lambda X: barycenter_weights(X, X, 1e-3), "neighbors"),
         (lambda X: LocallyLinearEmbedding(n_neighbors=40).fit(X), "n_neighbors"),
@@ -229,7 +235,7 @@ def test_estimator_follows_sklearn_api():
                 .fit(X)
                 .transform(X[:, :2])
             ),
-            "features",
+            "X has 2 features",
         ),
     ],
 )
@@ -242,12 +248,12 @@ def test_bad_input_raises(call, match):
 @pytest.mark.parametrize(
     "W, kwargs, match",
     [
-        (np.ones((4, 5)) / 5, {}, "square"),
-        (np.full((4, 4), np.nan), {}, "NaN"),
+        (np.ones((4, 5)) / 5, {}, "W must be a square"),
+        (np.full((4, 4), np.nan), {}, "W contains NaN"),
         (np.ones((6, 6)) / 6, {"n_components": 5}, "n_components"),
         (np.ones((6, 6)) / 6, {"n_components": 0}, "n_components"),
         (np.ones((6, 6)) / 6, {"eigen_solver": "lobpcg"}, "eigen_solver"),
-        (np.ones((6, 6)) / 6, {"tol": -1.0}, "tol"),
+        (np.ones((6, 6)) / 6, {"tol": -1.0}, "tol must be"),
         (np.ones((6, 6)) / 6, {"max_iter": 0}, "max_iter"),
     ],
 )
@@ -259,5 +265,5 @@ def test_embedding_bad_input_raises(W, kwargs, match):
 def test_transform_before_fit_raises():
     from sklearn.exceptions import NotFittedError
 
-    with pytest.raises(NotFittedError):
+    with pytest.raises(NotFittedError, match="instance is not fitted yet"):
         LocallyLinearEmbedding().transform(np.zeros((3, 3)))

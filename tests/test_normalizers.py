@@ -98,22 +98,22 @@ def test_masked_keys_get_zero_weight_and_the_rest_matches(alpha):
 def test_fully_masked_row_nan_and_inf_raise(fn):
     x = torch.randn(3, 4)
     x[1] = NEG_INF
-    with pytest.raises(ValueError, match="-inf"):
+    with pytest.raises(ValueError, match="x has a row that is entirely -inf"):
         fn(x)
-    with pytest.raises(ValueError, match="NaN"):
+    with pytest.raises(ValueError, match="x contains NaN"):
         fn(torch.tensor([[0.0, float("nan")]]))
-    with pytest.raises(ValueError, match="inf"):
+    with pytest.raises(ValueError, match=r"x contains \+inf"):
         fn(torch.tensor([[0.0, float("inf")]]))
 
 
 def test_bad_arguments_raise():
     x = torch.randn(3, 4)
     for fn in (softmax, sparsemax, entmax):
-        with pytest.raises(ValueError, match="dim"):
+        with pytest.raises(ValueError, match="dim must be"):
             fn(x, dim=2)
-        with pytest.raises(ValueError, match="x"):
+        with pytest.raises(ValueError, match="x must have at least one dim"):
             fn(torch.tensor(1.0))
-        with pytest.raises(ValueError, match="x"):
+        with pytest.raises(ValueError, match="x must have at least one entry"):
             fn(torch.zeros(0))
         with pytest.raises(
             ValueError, match="x must have at least one entry along dim"
@@ -255,7 +255,7 @@ def test_tsallis_entropy_against_scipy_and_formula():
     np.testing.assert_allclose(
         tsallis_entropy(p, 1 + 1e-6).numpy(), tsallis_entropy(p, 1.0).numpy(), atol=1e-5
     )
-    with pytest.raises(ValueError, match="p"):
+    with pytest.raises(ValueError, match="p must hold weights"):
         tsallis_entropy([-0.1, 1.1])
     with pytest.raises(ValueError, match="alpha"):
         tsallis_entropy(p, 0.5)
@@ -275,7 +275,7 @@ def test_exp_and_log_beta():
     torch.testing.assert_close(
         exp_beta(u, 0.0), (1 + u).clamp_min(0)
     )  # β = 0: sparsemax's ReLU
-    with pytest.raises(ValueError, match="u"):
+    with pytest.raises(ValueError, match="u must be non-negative"):
         log_beta([-1.0], 0.5)
     with pytest.raises(ValueError, match="beta"):
         exp_beta([1.0], float("nan"))

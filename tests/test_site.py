@@ -7,19 +7,26 @@ phone widths: no console errors, math typeset, images loaded, no sideways scroll
 display equation wider than its box and no table or code block beyond the column, Colab
 buttons pointing at the chapter's notebook on ``main``; the search finds "sparsemax"; every internal link and anchor of the
 built site resolves. Screenshots are written to ``_build/screenshots`` for people to look at.
+Every figure on every page has content: not blank, and a cell's figure shows more
+than the axes' furniture (see ``figure_problems``).
 """
 
+import base64
 import functools
 import http.server
+import io
 import sys
 import threading
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
+import numpy as np
 import pytest
 import yaml
+from PIL import Image
 from playwright.sync_api import sync_playwright
+from scipy import ndimage
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
@@ -252,3 +259,194 @@ def test_the_ledger_links_every_claim_cell_and_the_preface_counts_them(site):
     assert f"<strong>{len(claims)} claim" in ledger
     counts = (site / "book" / "index.html").read_text(encoding="utf-8")
     assert f'<span class="claims-count">{len(claims)}</span>' in counts
+
+
+# ---------------------------------------------------------------- figures have content
+# A figure that loads can still be empty: a cell that plots nothing, a failed imshow, a
+# white or transparent PNG. Each image of a page's article is decoded (PNG, JPEG, ... by
+# Pillow; SVG rasterised by Chromium) and composited on white, as the page shows it.
+# Blank: almost no pixel differs from the background colour (the most common one), or
+# the grey levels hardly vary. For a cell's output (a matplotlib figure) that is not
+# enough: empty axes still carry their furniture (spines, ticks, grid, labels, titles),
+# all grey and thin. So the figure must also show data: coloured pixels (the book's
+# palette, viridis) or filled areas (an image, a heatmap, bars), i.e. ink left after
+# eroding away everything thinner than 5 px (text strokes, lines of the axes).
+MIN_INK = 0.005  # fraction of pixels off the background colour
+MIN_STD = 0.02  # standard deviation of the grey levels (0 to 1)
+MIN_COLOUR = 0.001  # fraction of coloured pixels (max - min channel > 0.2)
+MIN_FILLED = 0.005  # fraction of ink that survives a 5 x 5 erosion
+
+
+def figure_problems(image: Image.Image, output: bool = True) -> list:
+    """Why ``image`` is not a figure with content ([] if it is one).
+
+    ``output``: the image is a cell's output, whose plotting area must show data, not
+    only axes and text.
+    """
+    rgba = np.asarray(image.convert("RGBA"), dtype=float) / 255
+    alpha = rgba[..., 3:]
+    rgb = rgba[..., :3] * alpha + (1 - alpha)  # on the page's white
+    levels = np.round(rgb * 255).astype(np.int64)
+    codes = (levels[..., 0] << 16) | (levels[..., 1] << 8) | levels[..., 2]
+    values, counts = np.unique(codes, return_counts=True)
+    background = np.array([(values[counts.argmax()] >> s) & 255 for s in (16, 8, 0)])
+    ink = np.abs(levels - background).max(-1) > 25
+    problems = []
+    if ink.mean() < MIN_INK:
+        problems.append(f"blank: {ink.mean():.2%} of its pixels are not background")
+    if rgb.mean(-1).std() < MIN_STD:
+        problems.append(f"blank: grey levels vary by {rgb.mean(-1).std():.3f} only")
+    if output and not problems:
+        colour = (ink & (rgb.max(-1) - rgb.min(-1) > 0.2)).mean()
+        filled = ndimage.binary_erosion(ink, np.ones((5, 5), bool)).mean()
+        if colour < MIN_COLOUR and filled < MIN_FILLED:
+            problems.append(
+                f"no data drawn: {colour:.3%} coloured and {filled:.3%} filled pixels, "
+                "only thin grey lines and text (empty axes?)"
+            )
+    return problems
+
+
+class _Figures(HTMLParser):
+    """The images of a page's article: ``(src, is a cell's output)`` pairs."""
+
+    def __init__(self):
+        super().__init__()
+        self.images, self._divs, self._article = [], [], 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "article":
+            self._article += 1
+        elif tag == "div":
+            self._divs.append("cell_output" in (attrs.get("class") or "").split())
+        elif tag == "img" and self._article and attrs.get("src"):
+            self.images.append((attrs["src"], any(self._divs)))
+
+    def handle_endtag(self, tag):
+        if tag == "article":
+            self._article -= 1
+        elif tag == "div" and self._divs:
+            self._divs.pop()
+
+
+def _svg_to_png(browser, svg: bytes) -> bytes:
+    page = browser.new_page()
+    data = base64.b64encode(svg).decode()
+    page.set_content(
+        f'<body style="margin:0;background:white">'
+        f'<img id="f" src="data:image/svg+xml;base64,{data}"></body>'
+    )
+    shot = page.locator("#f").screenshot()
+    page.close()
+    return shot
+
+
+def page_figure_problems(html: Path, browser=None) -> tuple:
+    """``(number of images checked, problems)`` for the article images of the page
+    ``html``; an SVG needs ``browser`` to be drawn."""
+    parser = _Figures()
+    parser.feed(html.read_text(encoding="utf-8"))
+    problems = []
+    for src, output in parser.images:
+        if src.startswith("data:"):
+            header, _, payload = src.partition(",")
+            raw = base64.b64decode(payload) if ";base64" in header else payload.encode()
+            svg = header.startswith("data:image/svg")
+        else:
+            raw = (html.parent / unquote(urlparse(src).path)).read_bytes()
+            svg = urlparse(src).path.endswith(".svg")
+        if svg:
+            assert browser is not None, f"{html.name}: an SVG figure needs the browser"
+            raw = _svg_to_png(browser, raw)
+        with Image.open(io.BytesIO(raw)) as image:
+            problems += [
+                f"{html.name}: {src[:80]}: {p}" for p in figure_problems(image, output)
+            ]
+    return len(parser.images), problems
+
+
+def test_every_figure_on_every_page_has_content(site, browser):
+    checked, problems = {}, []
+    for name in PAGES:
+        checked[name], found = page_figure_problems(site / f"{name}.html", browser)
+        problems += found
+    assert problems == [], "\n".join(problems)
+    # a check that finds no figure cannot fail: every chapter shows at least one
+    without = [n for n in PAGES if (ROOT / f"{n}.ipynb").exists() and not checked[n]]
+    assert without == [], f"no figure found on {without}: has the page layout changed?"
+
+
+def _matplotlib_png(draw) -> Image.Image:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from attnlib.plotting import use_book_style
+
+    use_book_style()
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5))
+    for ax in axes:
+        ax.set(title="panel", xlabel="source position", ylabel="target step i")
+    fig.suptitle("A figure title as long as the book's")
+    draw(axes)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return Image.open(io.BytesIO(buffer.getvalue()))
+
+
+BLANK = {
+    "white": lambda: Image.new("RGB", (600, 400), "white"),
+    "transparent": lambda: Image.new("RGBA", (600, 400), (0, 0, 0, 0)),
+    "one colour": lambda: Image.new("RGB", (600, 400), (30, 120, 200)),
+    "a speck": lambda: _speck(),
+    "empty axes": lambda: _matplotlib_png(lambda axes: None),
+    "axes with text only": lambda: _matplotlib_png(
+        lambda axes: axes[1].text(0.2, 0.5, "nothing to show", fontsize=14)
+    ),
+}
+DRAWN = {
+    "one coloured line": lambda axes: axes[0].plot([0, 1], [0, 1]),
+    "a grey image": lambda axes: axes[2].imshow(
+        np.random.default_rng(0).random((8, 8)), cmap="gray"
+    ),
+}
+
+
+def _speck():
+    image = Image.new("RGB", (600, 400), "white")
+    image.paste((0, 0, 0), (10, 10, 13, 13))
+    return image
+
+
+@pytest.mark.parametrize("case", BLANK)
+def test_the_figure_check_fails_on_a_planted_blank_figure(case, tmp_path):
+    assert figure_problems(BLANK[case]()) != [], case
+    # and through a page, as the site test reads it: a PNG file under the article
+    BLANK[case]().save(tmp_path / "figure.png")
+    (tmp_path / "page.html").write_text(
+        '<article class="bd-article"><div class="cell_output docutils container">'
+        '<img alt="" src="figure.png" /></div></article>'
+    )
+    assert page_figure_problems(tmp_path / "page.html")[1] != []
+
+
+@pytest.mark.parametrize("case", DRAWN)
+def test_the_figure_check_passes_a_figure_with_data(case):
+    assert figure_problems(_matplotlib_png(DRAWN[case])) == []
+
+
+def test_the_figure_check_draws_svg_and_finds_a_blank_one(browser, tmp_path):
+    blank = b'<svg xmlns="http://www.w3.org/2000/svg" width="300" height="200"></svg>'
+    drawn = blank.replace(
+        b"></svg>", b'><circle cx="150" cy="100" r="60" fill="#0072B2"/></svg>'
+    )
+    for name, svg in (("blank.svg", blank), ("drawn.svg", drawn)):
+        (tmp_path / name).write_bytes(svg)
+        (tmp_path / f"{name}.html").write_text(
+            f'<article><img alt="" src="{name}" /></article>'
+        )
+    assert page_figure_problems(tmp_path / "blank.svg.html", browser)[1] != []
+    assert page_figure_problems(tmp_path / "drawn.svg.html", browser) == (1, [])

@@ -59,7 +59,7 @@ def test_train_rejects_divergence_and_bad_arguments():
         )
     with pytest.raises(ValueError, match="n_steps"):
         train(nn.Linear(3, 1), _mse, [(X, y)], n_steps=0)
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="lr must be"):
         train(nn.Linear(3, 1), _mse, [(X, y)], n_steps=1, lr=-1)
 
 
@@ -71,13 +71,18 @@ def test_to_device_handles_nested_batches():
         "name": "a",
         "nt": Pair(torch.ones(1), 2),
     }
-    moved = to_device(batch, "cpu")
+    # the meta device: a move that really happens shows, even on a CPU-only machine
+    moved = to_device(batch, torch.device("meta"))
     assert (
         moved["name"] == "a"
         and isinstance(moved["pair"], tuple)
         and isinstance(moved["pair"][1], list)
     )
     assert isinstance(moved["nt"], Pair) and moved["nt"].y == 2
+    tensors = [moved["x"], moved["pair"][0], moved["pair"][1][0], moved["nt"].x]
+    assert all(t.device.type == "meta" for t in tensors)
+    assert batch["x"].device.type == "cpu"  # the input is left where it was
+    assert to_device(batch, None)["pair"][1][0] is batch["pair"][1][0]
 
 
 def test_summary_mode_prints_one_final_line(monkeypatch, capsys):
