@@ -118,6 +118,13 @@ TOO_WIDE = """() => {
 }"""
 
 
+# Code cells are written to 88 columns (test_notebooks); on a desktop they show them whole,
+# beside the right-hand contents, without scrolling (_static/book.css sizes the type).
+CODE_SCROLLS = """() => [...document.querySelectorAll("div.cell_input pre")]
+  .filter((el) => el.scrollWidth > el.clientWidth + 1)
+  .map((el) => `${el.scrollWidth} in ${el.clientWidth}px: ${el.textContent.slice(0, 60)}`)"""
+
+
 def _open(browser, url, width=1280):
     page = browser.new_page(viewport={"width": width, "height": 900})
     problems = []
@@ -153,6 +160,9 @@ def test_page_in_browser(server, browser, name, width):
         )
     too_wide = page.evaluate(TOO_WIDE)
     assert too_wide == [], f"at {WIDTHS[width]}px:\n" + "\n".join(too_wide)
+    if width == "desktop":
+        scrolls = page.evaluate(CODE_SCROLLS)
+        assert scrolls == [], "code cells that scroll sideways:\n" + "\n".join(scrolls)
     broken = page.evaluate(
         "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"
     )
