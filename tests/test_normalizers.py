@@ -578,6 +578,21 @@ def test_numba_loops_load_from_the_cache_in_a_new_process():
     assert _run(code, ATTNLIB_KERNELS="numba") == ["numba", "16", "0"]
 
 
+def test_without_a_working_compiler_the_numba_loops_serve(tmp_path):
+    code = (
+        "import torch\n"
+        "from attnlib import entmax_kernels as K\n"
+        "from attnlib.normalizers import sparsemax\n"
+        "p = sparsemax(torch.tensor([[1.0, 0.5, -2.0]]))\n"
+        "print(K.backend(), K.builds, *p[0].tolist())\n"
+    )
+    # `false` fails like a broken compiler; the other name is no compiler at all.
+    for cc, builds in (("false", "1"), ("no-such-compiler-for-attnlib", "0")):
+        out = _run(code, ATTNLIB_CACHE_DIR=str(tmp_path), CC=cc)
+        assert out == ["numba", builds, "0.75", "0.25", "0.0"]
+    assert not list(tmp_path.iterdir())  # nothing half-built is left behind
+
+
 def _loop_inputs(dtype):
     """Hard rows, masked keys and offset rows, with α - 1 per row for each family."""
     x = hard_rows(64)
