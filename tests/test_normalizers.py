@@ -519,28 +519,126 @@ def test_half_precision_gradient_matches_float32(dtype):
     torch.testing.assert_close(xh.grad.float(), x32.grad, atol=5e-2, rtol=5e-2)
 
 
-def test_compiled_kernels_load_from_the_cache_in_a_new_process():
-    """Once compiled, a new process loads every power family's loops from numba's cache."""
+# ----------------------------------------------------------------------- compiled loops
+# Every family (q = 1, 2, 4 and any) in both dtypes, forward and backward.
+_EVERY_LOOP = (
+    "import torch\n"
+    "from attnlib import entmax_kernels as K\n"
+    "from attnlib.normalizers import entmax\n"
+    "for dtype in (torch.float32, torch.float64):\n"
+    "    for a in (2.0, 1.5, 1.25, 1.3):\n"
+    "        x = torch.randn(4, 9, dtype=dtype, requires_grad=True)\n"
+    "        entmax(x, a).sum().backward()\n"
+)
+
+
+def _run(code, **env):
+    import os
     import subprocess
     import sys
 
+    env = {**os.environ, **env}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.split()
+
+
+def test_c_loops_are_built_once_and_loaded_by_a_new_process(tmp_path):
+    """The first process compiles the C loops into the cache; the next loads them."""
+    import os
+    import shutil
+
+    import attnlib.entmax_kernels as K
+
+    if shutil.which((os.environ.get("CC") or "cc").split()[0]) is None:
+        pytest.skip("no C compiler: the numba loops serve (tested below)")
+    code = _EVERY_LOOP + "print(K.backend(), K.builds, K._impl.path)\n"
+    first = _run(code, ATTNLIB_CACHE_DIR=str(tmp_path))
+    second = _run(code, ATTNLIB_CACHE_DIR=str(tmp_path))
+    assert first[:2] == ["c", "1"] and second[:2] == ["c", "0"]
+    assert first[2] == second[2] and os.path.dirname(second[2]) == str(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(second[2])]
+    # The process running this test uses the C loops too (the suite tests them).
+    assert K.backend() == "c"
+
+
+def test_numba_loops_load_from_the_cache_in_a_new_process():
+    """Without the C loops, a new process loads every numba loop from numba's cache."""
+    code = (
+        _EVERY_LOOP + "from attnlib.entmax_numba import _KERNELS\n"
+        "stats = [f.stats for pair in _KERNELS.values() for f in pair]\n"
+        "print(K.backend(), sum(sum(s.cache_hits.values()) for s in stats),"
+        " sum(sum(s.cache_misses.values()) for s in stats))\n"
+    )
+    _run(code, ATTNLIB_KERNELS="numba")  # fills the cache
+    assert _run(code, ATTNLIB_KERNELS="numba") == ["numba", "16", "0"]
+
+
+def test_without_a_working_compiler_the_numba_loops_serve(tmp_path):
     code = (
         "import torch\n"
-        "from attnlib.normalizers import _KERNELS, entmax\n"
-        "x = torch.randn(4, 9)\n"
-        "for a in (2.0, 1.5, 1.25, 1.3):\n"
-        "    p = entmax(x, a)\n"
-        "    p.requires_grad_()\n"
-        "    entmax(x.requires_grad_(), a).sum().backward()\n"
-        "    x = x.detach()\n"
-        "print(sum(sum(f.stats.cache_hits.values()) for pair in _KERNELS.values() for f in pair),"
-        " sum(sum(f.stats.cache_misses.values()) for pair in _KERNELS.values() for f in pair))\n"
+        "from attnlib import entmax_kernels as K\n"
+        "from attnlib.normalizers import sparsemax\n"
+        "p = sparsemax(torch.tensor([[1.0, 0.5, -2.0]]))\n"
+        "print(K.backend(), K.builds, *p[0].tolist())\n"
     )
-    subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True
-    )  # fills the cache
-    out = subprocess.run(
-        [sys.executable, "-c", code], check=True, capture_output=True, text=True
-    ).stdout
-    hits, misses = map(int, out.split())
-    assert (hits, misses) == (8, 0)
+    # `false` fails like a broken compiler; the other name is no compiler at all.
+    for cc, builds in (("false", "1"), ("no-such-compiler-for-attnlib", "0")):
+        out = _run(code, ATTNLIB_CACHE_DIR=str(tmp_path), CC=cc)
+        assert out == ["numba", builds, "0.75", "0.25", "0.0"]
+    assert not list(tmp_path.iterdir())  # nothing half-built is left behind
+
+
+def _loop_inputs(dtype):
+    """Hard rows, masked keys and offset rows, with α - 1 per row for each family."""
+    x = hard_rows(64)
+    x[::5, 3::4] = NEG_INF
+    x[1::7] += 1e4
+    x = x.to(dtype)
+    yield 1, x, torch.full((len(x),), 1.0, dtype=F64)
+    yield 2, x, torch.full((len(x),), 0.5, dtype=F64)
+    yield 4, x, torch.full((len(x),), 0.25, dtype=F64)
+    yield 0, x, torch.linspace(0.05, 1.0, len(x), dtype=F64)  # any α, one per row
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+def test_c_and_numba_loops_agree(dtype):
+    """The numba fallback computes what the C loops (checked above) compute."""
+    import attnlib.entmax_kernels as K
+
+    if K.backend() != "c":
+        pytest.skip("no C compiler: the suite above tests the numba loops")
+    loops = {"c": K._impl, "numba": K._NumbaLoops()}
+    tol = 1e-12 if dtype == F64 else 2e-6
+    g = torch.randn(hard_rows(64).shape, generator=torch.Generator().manual_seed(5))
+    g = g.to(dtype)
+    for family, x, am1 in _loop_inputs(dtype):
+        p, grad = {}, {}
+        for name, impl in loops.items():
+            p[name] = torch.empty_like(x)
+            grad[name] = torch.empty_like(x)
+            impl.forward(x, x.amax(-1), am1, p[name], family)
+            impl.backward(p[name], g, am1, grad[name], family)
+        assert (p["c"][torch.isneginf(x)] == 0).all()
+        torch.testing.assert_close(p["c"].sum(-1), torch.ones(len(x), dtype=dtype))
+        torch.testing.assert_close(p["c"], p["numba"], atol=tol, rtol=0)
+        torch.testing.assert_close(grad["c"], grad["numba"], atol=tol, rtol=tol)
+
+
+def test_loops_reject_mismatched_tensors():
+    import attnlib.entmax_kernels as K
+
+    x = torch.randn(3, 5)
+    am1 = torch.full((3,), 0.5, dtype=F64)
+    with pytest.raises(ValueError, match="contiguous"):
+        K.forward(x.t().contiguous().t(), x.amax(-1), am1, torch.empty_like(x), 2)
+    with pytest.raises(ValueError, match="top"):
+        K.forward(x, x.amax(-1).double(), am1, torch.empty_like(x), 2)
+    with pytest.raises(ValueError, match="am1"):
+        K.backward(x, x, am1.float(), torch.empty_like(x), 2)
+    with pytest.raises(ValueError, match="do not match"):
+        K.forward(x, x.amax(-1)[:2], am1, torch.empty_like(x), 2)
