@@ -2,11 +2,11 @@
 
 Spectral clustering of self-expressive coefficients errs where the coefficients do: a
 point near the intersection of two subspaces is often written with points of the other
-one. K-subspaces (Bradley & Mangasarian 2000; Tseng 2000) alternates two steps that need
-no coefficients at all: fit a linear subspace to each cluster by its SVD, then give every
-point to the subspace that leaves the smallest residual. Started from the SSC labels, a
-few rounds move the points near intersections to the subspace they lie on (Vidal 2011
-calls K-subspaces sensitive to its start; SSC gives it a good one).
+one. K-subspaces (Bradley & Mangasarian 2000; Tseng 2000) alternates two steps that
+need no coefficients at all: fit a linear subspace to each cluster by its SVD, then give
+every point to the subspace that leaves the smallest residual. Started from the SSC
+labels, a few rounds move the points near intersections to the subspace they lie on
+(K-subspaces is sensitive to its start, Vidal 2011; SSC gives it a good one).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ __all__ = ["subspace_dimension", "k_subspaces"]
 def subspace_dimension(X, *, energy: float = 0.95) -> int:
     """The dimension of the smallest linear subspace that keeps ``energy`` of ``X``.
 
-    The smallest ``d`` with ``σ₁² + … + σ_d² ≥ energy · ‖X‖_F²``, the explained-variance
-    rule of PCA for a subspace through the origin, at most ``min(X.shape) - 1`` so that a
-    subspace never fills the space.
+    The smallest ``d`` with ``σ₁² + … + σ_d² ≥ energy · ‖X‖_F²``, the
+    explained-variance rule of PCA for a subspace through the origin, at most
+    ``min(X.shape) - 1`` so that a subspace never fills the space.
 
     Parameters
     ----------
@@ -61,7 +61,7 @@ def _residuals(X, labels, n_clusters, dim):
 
 
 def k_subspaces(X, labels, *, dim: int | None = None, max_iter: int = 30):
-    """Refine cluster labels by K-subspaces: fit a subspace per cluster, reassign, repeat.
+    """Refine cluster labels by K-subspaces: fit a subspace per cluster, reassign.
 
     Every round fits, to the points of each cluster, the linear subspace of dimension
     ``dim`` by its SVD, and moves each point to the subspace with the smallest squared
@@ -76,9 +76,10 @@ def k_subspaces(X, labels, *, dim: int | None = None, max_iter: int = 30):
     labels : array-like, shape (n_samples,)
         The starting clustering, e.g. spectral clustering of SSC's affinity.
     dim : int, optional
-        The dimension of every subspace, below ``n_features``. Default: the median over the starting clusters
-        of :func:`subspace_dimension` (one dimension for all, so that a cluster that
-        holds stray points does not read as larger and keep them).
+        The dimension of every subspace, below ``n_features``. Default: the median
+        over the starting clusters of :func:`subspace_dimension` (one dimension for
+        all, so that a cluster that holds stray points does not read as larger and
+        keep them).
     max_iter : int
         Largest number of rounds.
 

@@ -1,4 +1,4 @@
-"""Self-expressive subspace clustering: every sample written as a combination of the others.
+"""Self-expressive subspace clustering: each sample a combination of the others.
 
 Self-expressiveness writes every sample as a combination of the *other* samples,
 ``X ≈ C X`` with ``diag(C) = 0``: a global, signed self-attention whose weights are learned
@@ -6,11 +6,12 @@ by solving an optimisation problem rather than computed from a query–key score
 rows, so row ``i`` of ``C`` expresses sample ``i`` (``C[query, key]``); the self-expression
 paper puts samples in columns and its ``C`` is our ``C.T``.
 
-This module holds the idea: the self-expressive coefficients for three regularisers (LSR
-and LRSC in closed form, SSC through the row-wise Lasso solvers of :mod:`attnlib.lasso`),
-the affinity, spectral clustering and the scikit-learn estimator (which refines its labels
-by the K-subspaces of :mod:`attnlib.ksubspaces`). Sparse-coding attention, the same Lasso
-read as an attention layer, is in :mod:`attnlib.sparse_coding`.
+This module holds the idea: the self-expressive coefficients for three regularisers
+(LSR and LRSC in closed form, SSC through the row-wise Lasso solvers of
+:mod:`attnlib.lasso`), the affinity, spectral clustering and the scikit-learn estimator
+(which refines its labels by the K-subspaces of :mod:`attnlib.ksubspaces`).
+Sparse-coding attention, the same Lasso read as an attention layer, is in
+:mod:`attnlib.sparse_coding`.
 """
 
 from __future__ import annotations
@@ -38,15 +39,16 @@ from .sparse_coding import (  # noqa: F401 (re-exported)
 from .utils import as_float_array, check_int, check_positive
 
 METHODS = ("lsr", "lrsc", "ssc")
-# λ per method when none is given, chosen by the sweep of benchmarks/subspace.py (5 random
-# subspaces of dimension 6 in R⁹, N = 1 000, tuning seeds 101-105): the best median
-# clustering accuracy, ties to the larger λ. tests/test_subspace.py checks these values
-# against the committed results, so that the defaults follow the sweep. At N = 1 000 pure
-# SSC reaches 0.975 on the benchmark's seeds, 0.965 in median on fresh seeds 7-11 and
-# 0.9775 on seeds 400-409: no λ, row normalisation, label assignment, top-k, per-point λ,
-# λ = μ/α (Elhamifar & Vidal) or elastic net lifts every draw to 0.97; the limit is the
-# coefficients (about 18 % of |C| on other subspaces). SubspaceClustering's K-subspaces
-# refinement (attnlib.ksubspaces) takes all of these seeds to 1.0.
+# λ per method when none is given, chosen by the sweep of benchmarks/subspace.py (5
+# random subspaces of dimension 6 in R⁹, N = 1 000, tuning seeds 101-105): the best
+# median clustering accuracy, ties to the larger λ. tests/test_subspace.py checks these
+# values against the committed results, so that the defaults follow the sweep. At
+# N = 1 000 pure SSC reaches 0.975 on the benchmark's seeds, 0.965 in median on fresh
+# seeds 7-11 and 0.9775 on seeds 400-409: no λ, row normalisation, label assignment,
+# top-k, per-point λ, λ = μ/α (Elhamifar & Vidal) or elastic net lifts every draw to
+# 0.97; the limit is the coefficients (about 18 % of |C| on other subspaces).
+# SubspaceClustering's K-subspaces refinement (attnlib.ksubspaces) takes all of these
+# seeds to 1.0.
 DEFAULT_LAM = {"ssc": 0.002, "lsr": 10.0, "lrsc": 0.001}
 
 # soft_threshold and SolverInfo (attnlib.lasso), sparse_coding_attention and
@@ -422,8 +424,9 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
 
     Implements
     ----------
-    §5.1 of the self-expression paper: coefficients (Eq. 13), affinity, spectral clustering;
-    then K-subspaces (Bradley & Mangasarian 2000), which the paper does not use.
+    §5.1 of the self-expression paper: coefficients (Eq. 13), affinity, spectral
+    clustering; then K-subspaces (Bradley & Mangasarian 2000), which the paper does not
+    use.
     """
 
     def __init__(

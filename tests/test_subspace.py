@@ -308,10 +308,10 @@ def test_subspace_clustering_passes_sklearn_check_estimator():
 
 
 def test_subspace_clustering_defaults_cluster_the_benchmark_protocol():
-    # 1 000 points on a seed that neither the sweep nor the benchmark saw. The paper's SSC
-    # (refine=False) spreads from about 0.94 to 0.98 over single seeds (seeds 7-11: 0.965,
-    # 0.975, 0.973, 0.959, 0.941); the default K-subspaces refinement mends the points
-    # near the intersections.
+    # 1 000 points on a seed that neither the sweep nor the benchmark saw. The paper's
+    # SSC (refine=False) spreads from about 0.94 to 0.98 over single seeds (seeds 7-11:
+    # 0.965, 0.975, 0.973, 0.959, 0.941); the default K-subspaces refinement mends the
+    # points near the intersections.
     d = union_of_subspaces(5, 6, 9, 200, seed=7)
     model = SubspaceClustering(5).fit(d.X)
     assert clustering_accuracy(d.labels, model.labels_) >= 0.99
