@@ -3,6 +3,8 @@
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.linear_model import Lasso
 
 from attnlib.lasso import lasso_codes, soft_threshold, ssc_rows
@@ -36,6 +38,21 @@ def test_soft_threshold_numpy_and_torch_agree():
     np.testing.assert_allclose(soft_threshold(torch.tensor(x), 0.5).numpy(), expected)
 
 
+@settings(deadline=None, max_examples=40)
+@given(st.lists(st.floats(-5, 5), min_size=1, max_size=20), st.floats(0, 3))
+def test_soft_threshold_is_the_l1_prox(values, t):
+    x = np.array(values)
+    z = soft_threshold(x, t)
+    # brute-force prox of t|z| + ½(z − x)² on a grid around each point
+    grid = x[:, None] + np.linspace(-6, 6, 24001)[None]
+    ref = grid[
+        np.arange(len(x)),
+        np.argmin(t * np.abs(grid) + 0.5 * (grid - x[:, None]) ** 2, axis=1),
+    ]
+    np.testing.assert_allclose(z, ref, atol=1e-3)
+    torch.testing.assert_close(soft_threshold(torch.tensor(x), t), torch.tensor(z))
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="solver"):
         ssc_rows(np.ones((4, 2)), 0.1, solver="cd")
@@ -45,3 +62,11 @@ def test_bad_inputs():
         lasso_codes(np.ones((2, 3)), np.ones((4, 2)), 0.1)
     with pytest.raises(ValueError, match="lam must be"):
         lasso_codes(np.ones((2, 3)), np.ones((4, 3)), 0.0)
+
+
+def test_the_package_re_exports_its_solvers():
+    from attnlib.lasso import common, homotopy, iterative
+
+    assert lasso_codes is homotopy.lasso_codes
+    assert soft_threshold is common.soft_threshold
+    assert callable(iterative._lasso_rows)

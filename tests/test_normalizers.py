@@ -636,9 +636,9 @@ def test_loops_reject_mismatched_tensors():
     am1 = torch.full((3,), 0.5, dtype=F64)
     with pytest.raises(ValueError, match="contiguous"):
         K.forward(x.t().contiguous().t(), x.amax(-1), am1, torch.empty_like(x), 2)
-    with pytest.raises(ValueError, match="top"):
+    with pytest.raises(ValueError, match="top must have the dtype"):
         K.forward(x, x.amax(-1).double(), am1, torch.empty_like(x), 2)
-    with pytest.raises(ValueError, match="am1"):
+    with pytest.raises(ValueError, match="am1 must be float64"):
         K.backward(x, x, am1.float(), torch.empty_like(x), 2)
     with pytest.raises(ValueError, match="do not match"):
         K.forward(x, x.amax(-1)[:2], am1, torch.empty_like(x), 2)

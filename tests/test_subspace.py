@@ -3,9 +3,6 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from sklearn.cluster import SpectralClustering
 from sklearn.linear_model import Lasso
 
@@ -14,12 +11,9 @@ from attnlib.data import union_of_subspaces
 from attnlib.subspace import (
     DEFAULT_LAM,
     SubspaceClustering,
-    UnrolledISTAAttention,
     affinity,
     clustering_accuracy,
     self_expressive,
-    soft_threshold,
-    sparse_coding_attention,
     spectral_clustering,
     ssc_objective,
 )
@@ -254,21 +248,6 @@ def test_ssc_per_sample_lambda_matches_sklearn(small):
             np.testing.assert_allclose(C[i, others], ref.coef_, atol=1e-5)
 
 
-@settings(deadline=None, max_examples=40)
-@given(st.lists(st.floats(-5, 5), min_size=1, max_size=20), st.floats(0, 3))
-def test_soft_threshold_is_the_l1_prox(values, t):
-    x = np.array(values)
-    z = soft_threshold(x, t)
-    # brute-force prox of t|z| + ½(z − x)² on a grid around each point
-    grid = x[:, None] + np.linspace(-6, 6, 24001)[None]
-    ref = grid[
-        np.arange(len(x)),
-        np.argmin(t * np.abs(grid) + 0.5 * (grid - x[:, None]) ** 2, axis=1),
-    ]
-    np.testing.assert_allclose(z, ref, atol=1e-3)
-    torch.testing.assert_close(soft_threshold(torch.tensor(x), t), torch.tensor(z))
-
-
 def test_affinity_variants():
     rng = np.random.default_rng(0)
     C = rng.standard_normal((6, 6))
@@ -329,12 +308,14 @@ def test_subspace_clustering_passes_sklearn_check_estimator():
 
 
 def test_subspace_clustering_defaults_cluster_the_benchmark_protocol():
-    # 1 000 points on a seed that neither the sweep nor the benchmark saw. The target (≥ 0.97,
-    # median over the benchmark's seeds) is checked on the committed results below; single
-    # seeds spread from about 0.94 to 0.98 (seeds 7-11: 0.965, 0.975, 0.973, 0.959, 0.941).
+    # 1 000 points on a seed that neither the sweep nor the benchmark saw. The paper's
+    # SSC (refine=False) spreads from about 0.94 to 0.98 over single seeds (seeds 7-11:
+    # 0.965, 0.975, 0.973, 0.959, 0.941); the default K-subspaces refinement mends the
+    # points near the intersections.
     d = union_of_subspaces(5, 6, 9, 200, seed=7)
     model = SubspaceClustering(5).fit(d.X)
-    assert clustering_accuracy(d.labels, model.labels_) >= 0.96
+    assert clustering_accuracy(d.labels, model.labels_) >= 0.99
+    assert 0.96 <= clustering_accuracy(d.labels, model.spectral_labels_) < 0.97
     assert model.n_features_in_ == 9 and model.n_iter_ == model.solver_info_.n_iter > 0
     with pytest.raises(ValueError, match="n_clusters"):
         SubspaceClustering(50).fit(d.X[:10])
@@ -350,52 +331,10 @@ def test_defaults_are_the_committed_sweeps_choice():
         assert DEFAULT_LAM[method] == bench["sweep_closed"][method]["chosen"]
     by_n = {r["N"]: r["accuracy"] for r in bench["defaults"]}
     assert by_n[1000] >= 0.97 and by_n[10000] >= 0.99
-
-
-def test_sparse_coding_attention_converges_to_the_lasso():
-    g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(n, 6, generator=g, dtype=torch.float64) for n in (4, 10, 10))
-    lam = 0.3
-    out, C = sparse_coding_attention(q, k, v, lam, n_iter=5000)
-    for i in range(4):
-        ref = Lasso(
-            alpha=lam / 6, fit_intercept=False, tol=1e-14, max_iter=100_000
-        ).fit(k.T.numpy(), q[i].numpy())
-        np.testing.assert_allclose(C[i].numpy(), ref.coef_, atol=1e-6)
-    torch.testing.assert_close(out, C @ v)
-    assert out.dtype == torch.float64
-    # batched input, and the paper's one-sided threshold gives the non-negative Lasso
-    _, Cb = sparse_coding_attention(
-        q.expand(3, 4, 6), k.expand(3, 10, 6), v.expand(3, 10, 6), lam, n_iter=50
-    )
-    torch.testing.assert_close(
-        Cb[1], sparse_coding_attention(q, k, v, lam, n_iter=50).weights
-    )
-    _, Cn = sparse_coding_attention(q, k, v, lam, n_iter=5000, nonnegative=True)
-    ref = Lasso(
-        alpha=lam / 6, fit_intercept=False, positive=True, tol=1e-14, max_iter=100_000
-    ).fit(k.T.numpy(), q[0].numpy())
-    np.testing.assert_allclose(Cn[0].numpy(), ref.coef_, atol=1e-6)
-
-
-def test_unrolled_ista_attention_trains_and_keeps_dtype():
-    torch.manual_seed(0)
-    layer = UnrolledISTAAttention(8, n_iter=3, lam=0.05).double()
-    x = torch.randn(2, 5, 8, dtype=torch.float64, requires_grad=True)
-    out, C = layer(x)
-    assert (
-        out.shape == (2, 5, 8) and C.shape == (2, 5, 5) and out.dtype == torch.float64
-    )
-    out.square().sum().backward()
-    assert all(p.grad is not None for p in layer.parameters())
-    assert torch.autograd.gradcheck(
-        lambda z: layer(z).output, (x[:1, :3].detach().requires_grad_(),)
-    )
-    lista = UnrolledISTAAttention(8, n_iter=2, lista=True)
-    assert (
-        sum(p.numel() for p in lista.parameters())
-        == sum(p.numel() for p in layer.parameters()) + 8 * 8 + 8 - 2
-    )
+    fresh = bench["defaults_fresh"]  # ten seeds no choice of the library was made on
+    assert fresh["N"] == 1000 and len(fresh["seeds"]) >= 5
+    assert set(fresh["seeds"]).isdisjoint(bench["sweep"]["seeds"] + [0, 1, 2])
+    assert fresh["accuracy"] >= 0.97 and fresh["accuracy"] >= fresh["accuracy_ssc"]
 
 
 def test_bad_inputs(small):
@@ -432,18 +371,6 @@ def test_bad_inputs(small):
         clustering_accuracy([0, 1], [0])
     with pytest.raises(ValueError, match="X must have 2 dim"):
         ssc_objective(np.ones(3), np.ones((3, 3)), 0.1)
-    with pytest.raises(ValueError, match="lam must be"):
-        sparse_coding_attention(
-            torch.ones(2, 3), torch.ones(4, 3), torch.ones(4, 2), 0.0
-        )
-    with pytest.raises(ValueError, match="q, k, v have incompatible shapes"):
-        sparse_coding_attention(
-            torch.ones(2, 3), torch.ones(4, 2), torch.ones(4, 2), 0.1
-        )
-    with pytest.raises(ValueError, match="embed_dim"):
-        UnrolledISTAAttention(0)
-    with pytest.raises(ValueError, match="x must have 4 features"):
-        UnrolledISTAAttention(4)(torch.ones(2, 3))
 
 
 def test_ssc_objective_against_a_row_by_row_restatement_and_sklearns_scaling():

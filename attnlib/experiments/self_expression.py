@@ -20,7 +20,7 @@ from torch import nn
 
 from ..attention import MultiHeadAttention
 from ..lasso import soft_threshold
-from ..subspace import UnrolledISTAAttention
+from ..sparse_coding import UnrolledISTAAttention
 from ..utils import as_float_array, check_int, check_positive
 
 __all__ = [
@@ -128,8 +128,8 @@ class AttentionStack(nn.Module):
     ``h ← h + attend(h, keys, values)``, then ``h ← h + FF(h)`` with a two-layer ReLU
     feed-forward, ``n_layers`` times, from ``h = queries``. ``kind`` picks the attention:
     ``"softmax"`` or ``"sparsemax"`` (:class:`attnlib.attention.MultiHeadAttention`, one
-    head) or ``"ista"`` (:class:`attnlib.subspace.UnrolledISTAAttention`, which adds two
-    scalars per unrolled step). The parameter counts are otherwise equal.
+    head) or ``"ista"`` (:class:`attnlib.sparse_coding.UnrolledISTAAttention`, which
+    adds two scalars per unrolled step). The parameter counts are otherwise equal.
 
     Implements
     ----------

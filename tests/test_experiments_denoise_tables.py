@@ -1,0 +1,87 @@
+"""Tests of attnlib.experiments.denoise_tables against loops over the raw rows."""
+
+import pytest
+
+from attnlib import results
+from attnlib.experiments.denoise_tables import psnr_table, quality_table, speed_table
+
+
+def test_quality_table_is_every_row_in_place():
+    result = results.load("denoise")
+    psnr, settings = quality_table(result)
+    rows = result["quality_rows"]
+    methods = list(dict.fromkeys(r["method"] for r in rows))  # first-seen order
+    assert list(psnr.index) == methods == list(settings.index)
+    assert list(psnr.columns) == sorted({r["noise"] for r in rows})
+    assert psnr.size == len(rows)  # one row per (method, noise), none lost
+    for r in rows:
+        assert psnr.loc[r["method"], r["noise"]] == r["psnr_db"]
+    for m in methods:
+        own = [r["setting"] for r in rows if r["method"] == m]
+        assert settings[m] == " / ".join(own)
+
+
+def test_speed_table_reads_attnlib_rows_of_one_thread_count():
+    result = results.load("denoise")
+    for threads in (1, 2):
+        table = speed_table(result, threads)
+        ours = [
+            r
+            for r in result["rows"]
+            if r["method"].startswith("attnlib") and r["threads"] == threads
+        ]
+        assert table.notna().sum().sum() == len(ours) > 0
+        for r in ours:
+            ratio = table.loc[(r["image"], r["sigma"]), r["dtype"]]
+            assert ratio == r["time / skimage fast"]
+
+
+def test_a_small_handmade_result():
+    result = {
+        "quality_rows": [
+            {"method": "b", "noise": 0.1, "psnr_db": 20.0, "setting": "x"},
+            {"method": "a", "noise": 0.1, "psnr_db": 21.0, "setting": "y"},
+            {"method": "b", "noise": 0.2, "psnr_db": 18.0, "setting": "z"},
+            {"method": "a", "noise": 0.2, "psnr_db": 19.5, "setting": "y"},
+        ]
+    }
+    psnr, settings = quality_table(result)
+    assert list(psnr.index) == ["b", "a"]  # the benchmark's order, not sorted
+    assert psnr.loc["a"].tolist() == [21.0, 19.5]
+    assert settings.tolist() == ["x / z", "y / y"]
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="result"):
+        quality_table({"rows": []})
+    with pytest.raises(ValueError, match="result"):
+        quality_table([1, 2])
+    with pytest.raises(ValueError, match="missing"):
+        quality_table({"quality_rows": [{"method": "a", "noise": 0.1}]})
+    with pytest.raises(ValueError, match="threads"):
+        speed_table(results.load("denoise"), threads=7)
+
+
+def test_psnr_table_puts_each_one_thread_row_in_its_column():
+    result = results.load("denoise")
+    table = psnr_table(result)
+    assert list(table.columns) == [
+        "attnlib float32",
+        "attnlib float64",
+        "skimage fast",
+        "skimage slow",
+    ]
+    n = 0
+    for r in result["rows"]:
+        if r["method"].startswith("attnlib") and r["threads"] != 1:
+            continue
+        column = (
+            f"attnlib {r['dtype']}"
+            if r["method"].startswith("attnlib")
+            else ("skimage fast" if "fast_mode=True" in r["method"] else "skimage slow")
+        )
+        assert table.loc[(r["image"], r["sigma"]), column] == r["psnr_db"]
+        n += 1
+    assert table.size == n
+    with pytest.raises(ValueError, match="threads"):
+        psnr_table(result, threads=3)
