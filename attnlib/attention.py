@@ -1,11 +1,11 @@
 """Attention in one equation, and the transformer blocks built from it.
 
-Every chapter of the book is a call of :func:`attention`: choose how queries are compared
-with keys (the *score*), how a row of scores becomes weights (the *normalizer*), and which
-keys each query may see (the *mask*). Tokens are rows: ``q`` is ``(..., n_q, d)``, ``k`` is
-``(..., n_k, d)``, ``v`` is ``(..., n_k, d_v)``, and the weights are indexed
-``[query, key]``. The papers put tokens in columns; their coefficient matrix ``C`` is our
-``weights.T``.
+Every chapter of the book is a call of :func:`attention`: choose how queries are
+compared with keys (the *score*), how a row of scores becomes weights (the
+*normalizer*), and which keys each query may see (the *mask*). Tokens are rows: ``q`` is
+``(..., n_q, d)``, ``k`` is ``(..., n_k, d)``, ``v`` is ``(..., n_k, d_v)``, and the
+weights are indexed ``[query, key]``. The papers put tokens in columns; their
+coefficient matrix ``C`` is our ``weights.T``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def _dot(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 def _neg_sq_dist(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    # -||q - k||^2 / 2 expanded, so that memory stays O(n_q n_k) rather than O(n_q n_k d).
+    # -||q - k||^2 / 2 expanded, so that memory stays O(n_q n_k) rather than O(n_q n_k
+    # d).
     sq = (q * q).sum(-1, keepdim=True) - 2 * _dot(q, k) + (k * k).sum(-1).unsqueeze(-2)
     return -0.5 * sq.clamp_min(0)
 
@@ -92,8 +93,9 @@ _LAZY_NORMALIZERS = {
 def register_normalizer(name: str, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
     """Make ``attention(..., normalizer=name)`` use ``fn``.
 
-    ``fn`` maps scores ``(..., n_q, n_k)``, with ``-inf`` at masked keys, to weights of the
-    same shape, normalising along the last dimension and giving masked keys zero weight.
+    ``fn`` maps scores ``(..., n_q, n_k)``, with ``-inf`` at masked keys, to weights of
+    the same shape, normalising along the last dimension and giving masked keys zero
+    weight.
 
     Parameters
     ----------
@@ -184,15 +186,17 @@ def attention(
     mask : bool tensor, broadcastable to (..., n_q, n_k), optional
         True where the query may attend to the key. Every query needs at least one key.
     temperature : float, optional
-        Positive divisor of the scores; ``sqrt(d)`` for ``"scaled_dot"`` and 1 otherwise.
-        For softmax, sparsemax and entmax the row maximum is subtracted first, so that a
-        tiny temperature gives the limit (all weight on the highest score, shared on ties).
+        Positive divisor of the scores; ``sqrt(d)`` for ``"scaled_dot"`` and 1
+        otherwise. For softmax, sparsemax and entmax the row maximum is subtracted
+        first, so that a tiny temperature gives the limit (all weight on the highest
+        score, shared on ties).
 
     Returns
     -------
     AttentionResult
-        ``output`` of shape ``(..., n_q, d_v)`` and ``weights`` of shape ``(..., n_q, n_k)``,
-        in the widest dtype of ``q``, ``k`` and ``v`` (array-likes take the dtype of ``q``).
+        ``output`` of shape ``(..., n_q, d_v)`` and ``weights`` of shape
+        ``(..., n_q, n_k)``, in the widest dtype of ``q``, ``k`` and ``v`` (array-likes
+        take the dtype of ``q``).
 
     Raises
     ------
@@ -244,9 +248,9 @@ def attention(
         scores = scores.masked_fill(~_check_mask(mask, scores), float("-inf"))
     if scores.numel() == 0:
         return AttentionResult(normalize(scores) @ v, normalize(scores))
-    # NaN, +inf and rows without a finite score show in the row maxima. Detached: the shift
-    # below changes no output (softmax, sparsemax, entmax are shift-invariant), so it needs
-    # no gradient.
+    # NaN, +inf and rows without a finite score show in the row maxima. Detached: the
+    # shift below changes no output (softmax, sparsemax, entmax are shift-invariant), so
+    # it needs no gradient.
     top = scores.detach().amax(-1, keepdim=True)
     if not torch.isfinite(top).all():
         what = (
@@ -259,8 +263,8 @@ def attention(
         raise ValueError(
             f"score(q, k) gave {what} in a row (q and k too large for {scores.dtype}, or a score callable's output)"
         )
-    # A temperature that the scores' dtype rounds to 0 or inf is applied in float64, so that
-    # 0 / 0 and -inf / inf (masked keys) do not become NaN.
+    # A temperature that the scores' dtype rounds to 0 or inf is applied in float64, so
+    # that 0 / 0 and -inf / inf (masked keys) do not become NaN.
     t_cast = float(torch.tensor(temperature, dtype=scores.dtype))
     exact = t_cast != 0 and math.isfinite(t_cast)
     if isinstance(normalizer, str) and normalizer in _SHIFT_INVARIANT:
@@ -295,8 +299,9 @@ def _like(x, ref: torch.Tensor):
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with learned query, key, value and output projections.
 
-    Each of ``num_heads`` heads attends in its own ``embed_dim // num_heads``-dimensional
-    subspace; the heads' outputs are concatenated and projected back.
+    Each of ``num_heads`` heads attends in its own
+    ``embed_dim // num_heads``-dimensional subspace; the heads' outputs are concatenated
+    and projected back.
 
     Parameters
     ----------
@@ -396,8 +401,8 @@ class MultiHeadAttention(nn.Module):
         Returns
         -------
         AttentionResult
-            ``output`` of shape ``(..., n_q, embed_dim)`` and the per-head ``weights`` of
-            shape ``(..., num_heads, n_q, n_k)``.
+            ``output`` of shape ``(..., n_q, embed_dim)`` and the per-head ``weights``
+            of shape ``(..., num_heads, n_q, n_k)``.
         """
         query = self._tokens(query, "query", self.q_proj)
         key = query if key is None else self._tokens(key, "key", self.k_proj)

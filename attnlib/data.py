@@ -48,10 +48,11 @@ def shuffled_translation(
 ) -> TranslationPairs:
     """A toy "translation" task whose alignment is a permutation.
 
-    Each word has an embedding in the source language and another in the target language,
-    related by a hidden rotation plus noise. A target sentence holds the translations of
-    the source words in a shuffled order, so attention from source words (queries) to
-    target words (keys) should recover the permutation once the two spaces are aligned.
+    Each word has an embedding in the source language and another in the target
+    language, related by a hidden rotation plus noise. A target sentence holds the
+    translations of the source words in a shuffled order, so attention from source words
+    (queries) to target words (keys) should recover the permutation once the two spaces
+    are aligned.
 
     Parameters
     ----------
@@ -102,9 +103,9 @@ class CaptionedImages(NamedTuple):
     """Synthetic image–caption pairs for grounding words to regions.
 
     ``word_ids[b, j]`` is the vocabulary index of word j of caption b (vocabulary:
-    ``vocabulary``); ``region_features[b, i]`` describes box i; ``target[b, j]`` is the box
-    that word j names; ``images[b]`` is the rendered RGB image and ``boxes[b, i]`` the box
-    ``(row0, col0, row1, col1)`` in pixels.
+    ``vocabulary``); ``region_features[b, i]`` describes box i; ``target[b, j]`` is the
+    box that word j names; ``images[b]`` is the rendered RGB image and ``boxes[b, i]``
+    the box ``(row0, col0, row1, col1)`` in pixels.
     """
 
     images: np.ndarray  # (n, size, size, 3)
@@ -242,9 +243,10 @@ def union_of_subspaces(
 ) -> UnionOfSubspaces:
     """Unit-norm points on random subspaces, as in the synthetic protocol of You et al. (2016).
 
-    Each subspace has a uniformly random orthonormal basis; each point is a standard Gaussian
-    combination of its basis vectors, plus isotropic noise of standard deviation ``noise``,
-    scaled to unit norm. Points are grouped by subspace (labels sorted).
+    Each subspace has a uniformly random orthonormal basis; each point is a standard
+    Gaussian combination of its basis vectors, plus isotropic noise of standard
+    deviation ``noise``, scaled to unit norm. Points are grouped by subspace (labels
+    sorted).
 
     Parameters
     ----------
@@ -264,8 +266,8 @@ def union_of_subspaces(
     Returns
     -------
     UnionOfSubspaces
-        ``X`` ``(n_subspaces · n_per_subspace, ambient_dim)``, ``labels`` ``(n_samples,)``
-        and ``bases`` ``(n_subspaces, ambient_dim, dim)``.
+        ``X`` ``(n_subspaces · n_per_subspace, ambient_dim)``, ``labels``
+        ``(n_samples,)`` and ``bases`` ``(n_subspaces, ambient_dim, dim)``.
 
     Implements
     ----------

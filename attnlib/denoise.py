@@ -1,10 +1,10 @@
 """Denoising as attention: Gaussian filtering, non-local means, and a learned patch transformer.
 
-A Gaussian filter is attention whose queries and keys are pixel *positions*; non-local means
-(NLM) is attention whose queries and keys are the *patches* around the pixels and whose
-values are the pixels themselves; a vision-transformer layer is NLM with learned projections,
-positional encodings and several heads. Images are ``(H, W)`` (grey) or ``(H, W, C)``
-(channels last); the pixels, read in row-major order, are the tokens.
+A Gaussian filter is attention whose queries and keys are pixel *positions*; non-local
+means (NLM) is attention whose queries and keys are the *patches* around the pixels and
+whose values are the pixels themselves; a vision-transformer layer is NLM with learned
+projections, positional encodings and several heads. Images are ``(H, W)`` (grey) or
+``(H, W, C)`` (channels last); the pixels, read in row-major order, are the tokens.
 
 :func:`nonlocal_means` computes exact NLM with the conventions of
 ``skimage.restoration.denoise_nl_means(fast_mode=False)`` but organises the work by offset:
@@ -68,7 +68,8 @@ def _like_input(chw: torch.Tensor, grey: bool, from_numpy: bool):
 
 
 def _odd_patch_size(patch_size) -> int:
-    # scikit-image rounds an even patch size up to the next odd one so the patch has a centre.
+    # scikit-image rounds an even patch size up to the next odd one so the patch has a
+    # centre.
     s = check_int(patch_size, "patch_size")
     return s + 1 - s % 2
 
@@ -87,8 +88,9 @@ def _chunked_attention(
 ) -> torch.Tensor:
     """Attention output for many queries, computed in query chunks so memory stays bounded.
 
-    ``window`` (an int) restricts query ``i`` to keys within Chebyshev distance ``window`` of
-    it in ``positions`` (the pixel grid); that square mask is the search window.
+    ``window`` (an int) restricts query ``i`` to keys within Chebyshev distance
+    ``window`` of it in ``positions`` (the pixel grid); that square mask is the search
+    window.
     """
     step = max(1, _MAX_SCORES // k.shape[0])
     outs = []
@@ -113,11 +115,13 @@ def _chunked_attention(
 def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
     """Gaussian filtering written as attention over pixel positions.
 
-    Queries and keys are the pixels' ``(row, col)`` coordinates, values their intensities, the
-    score is ``-||x - x'||² / (2σ²)``, and each query sees only the keys in the square of
-    radius ``round(truncate · σ)`` around it (the filter's support). Away from the border this
-    is ``scipy.ndimage.gaussian_filter(image, sigma, truncate=truncate)``; at the border the
-    weights are renormalised over the pixels that exist instead of reflecting the image.
+    Queries and keys are the pixels' ``(row, col)`` coordinates, values their
+    intensities, the score is ``-||x - x'||² / (2σ²)``, and each query sees only the
+    keys in the square of radius ``round(truncate · σ)`` around it (the filter's
+    support). Away from the border this is
+    ``scipy.ndimage.gaussian_filter(image, sigma, truncate=truncate)``; at the border
+    the weights are renormalised over the pixels that exist instead of reflecting the
+    image.
 
     Parameters
     ----------
@@ -163,8 +167,8 @@ def image_is_grey(image) -> bool:
 def pixel_nlm(image, h: float):
     """The simplest non-local means: every pixel attends to every pixel of similar intensity.
 
-    Queries, keys and values are the pixels' intensities (vectors, for colour images) and the
-    weights are ``softmax(-||y - y'||² / (2h²))`` over the whole image.
+    Queries, keys and values are the pixels' intensities (vectors, for colour images)
+    and the weights are ``softmax(-||y - y'||² / (2h²))`` over the whole image.
 
     Parameters
     ----------
@@ -196,7 +200,8 @@ def pixel_nlm(image, h: float):
 def extract_patches(image, patch_size: int = 7) -> torch.Tensor:
     """The patch around every pixel, flattened into a row: step 1 and 2 of NLM.
 
-    The image is padded by reflection (as scikit-image does) so every pixel has a full patch.
+    The image is padded by reflection (as scikit-image does) so every pixel has a full
+    patch.
 
     Parameters
     ----------
@@ -207,7 +212,8 @@ def extract_patches(image, patch_size: int = 7) -> torch.Tensor:
     Returns
     -------
     torch.Tensor, shape (H·W, patch_size² · C)
-        Row ``i·W + j`` holds the patch centred at pixel ``(i, j)``, ordered (row, col, channel).
+        Row ``i·W + j`` holds the patch centred at pixel ``(i, j)``, ordered (row, col,
+        channel).
 
     Implements
     ----------
@@ -224,10 +230,12 @@ def extract_patches(image, patch_size: int = 7) -> torch.Tensor:
 def _reflect_pad(chw: torch.Tensor, r: int) -> torch.Tensor:
     if r == 0:
         return chw
-    # Padding stays in PyTorch so that gradients reach the image through the border pixels.
+    # Padding stays in PyTorch so that gradients reach the image through the border
+    # pixels.
     if r < chw.shape[-2] and r < chw.shape[-1]:
         return F.pad(chw[None], (r, r, r, r), mode="reflect")[0]
-    # Pads larger than the image: NumPy's repeated reflection, as indices into the tensor.
+    # Pads larger than the image: NumPy's repeated reflection, as indices into the
+    # tensor.
     rows, cols = (
         torch.from_numpy(np.pad(np.arange(n), r, mode="reflect")).to(chw.device)
         for n in chw.shape[-2:]
@@ -240,8 +248,9 @@ def patch_kernel(
 ) -> torch.Tensor:
     """The 1-D Gaussian weights of the patch distance, ``exp(-t² / (2a²))`` with ``a = (s-1)/4``.
 
-    The 2-D weight of patch offset ``(t, u)`` is the outer product; this is scikit-image's
-    kernel, which gives the patch border about ``e^{-2}`` of the centre's weight.
+    The 2-D weight of patch offset ``(t, u)`` is the outer product; this is
+    scikit-image's kernel, which gives the patch border about ``e^{-2}`` of the centre's
+    weight.
     """
     s = _odd_patch_size(patch_size)
     t = torch.arange(s, dtype=dtype, device=device) - s // 2
@@ -255,8 +264,8 @@ def patch_tokens(image, patch_size: int = 7, h: float = 0.1) -> torch.Tensor:
     """Patches scaled so that their squared distance is NLM's patch distance divided by ``h²``.
 
     Each patch entry is multiplied by the square root of its normalised Gaussian weight,
-    ``sqrt(g(t) g(u) / (C h² Σ g))``, so ``||p_i - p_j||²`` is the Gaussian-weighted mean
-    squared difference of the two patches, over ``h²``.
+    ``sqrt(g(t) g(u) / (C h² Σ g))``, so ``||p_i - p_j||²`` is the Gaussian-weighted
+    mean squared difference of the two patches, over ``h²``.
 
     Returns
     -------
@@ -280,10 +289,11 @@ def nlm_attention(
 ):
     """Non-local means as literally one attention call over patch tokens (the reference path).
 
-    Queries = keys = :func:`patch_tokens`, values = pixels, score ``-max(||q-k||² - 2σ²/h², 0)``
-    (``neg_sq_dist`` at temperature 1/2 when ``sigma = 0``), softmax, and a square mask of
-    radius ``patch_distance`` (``None``: global). Memory grows with the number of pixels, so
-    this is for small images; :func:`nonlocal_means` computes the same thing fast.
+    Queries = keys = :func:`patch_tokens`, values = pixels, score
+    ``-max(||q-k||² - 2σ²/h², 0)`` (``neg_sq_dist`` at temperature 1/2 when
+    ``sigma = 0``), softmax, and a square mask of radius ``patch_distance`` (``None``:
+    global). Memory grows with the number of pixels, so this is for small images;
+    :func:`nonlocal_means` computes the same thing fast.
 
     Returns
     -------
@@ -493,8 +503,9 @@ def _nlm_offsets(
     g = patch_kernel(s, dtype=torch.float64).numpy()
     # Fold the normalisation of the patch distance, 1 / (C h² (Σg)²), into one factor.
     factor = dtype.type(1 / (c * h * h * g.sum() ** 2))
-    # Weights below the smallest normal float are flushed to it: a weight of 1e-38 (1e-307 in
-    # float64) beside the centre's 1 changes nothing, and denormals would be slow.
+    # Weights below the smallest normal float are flushed to it: a weight of 1e-38
+    # (1e-307 in float64) beside the centre's 1 changes nothing, and denormals would be
+    # slow.
     floor = dtype.type(math.log(np.finfo(dtype).tiny) + 0.5)
     offsets = _half_window(d_rows, d_cols)
     starts = np.arange(0, hh, strip_rows)
@@ -517,10 +528,10 @@ def _nlm_offsets(
         )
         return num, den
 
-    # Each worker takes a contiguous run of strips (the sums it adds below a strip are those of
-    # its next strip, still in its cache) and keeps its own sums; the compiled loops release
-    # the GIL, so Python threads run them side by side. PyTorch's thread setting is read, never
-    # changed.
+    # Each worker takes a contiguous run of strips (the sums it adds below a strip are
+    # those of its next strip, still in its cache) and keeps its own sums; the compiled
+    # loops release the GIL, so Python threads run them side by side. PyTorch's thread
+    # setting is read, never changed.
     shares = np.array_split(strips, workers)
     if workers == 1:
         sums = [work(shares[0])]
@@ -545,34 +556,40 @@ def nonlocal_means(
 ):
     """Exact non-local means denoising, with the parameters and meaning of scikit-image's slow mode.
 
-    Each pixel ``x`` becomes a weighted mean of the pixels ``x + δ`` of its search window
-    (``|δ|∞ ≤ patch_distance``, clipped to the image), with weight
-    ``exp(-max(d²(x, x+δ) - 2σ², 0) / h²)`` where ``d²`` is the Gaussian-weighted mean squared
-    difference of the two patches (averaged over channels; image reflected at the border).
-    Unlike scikit-image, the exponential is exact to a few ulps of the dtype and no weight is
-    cut off (weights below the smallest normal number count as that number).
+    Each pixel ``x`` becomes a weighted mean of the pixels ``x + δ`` of its search
+    window (``|δ|∞ ≤ patch_distance``, clipped to the image), with weight
+    ``exp(-max(d²(x, x+δ) - 2σ², 0) / h²)`` where ``d²`` is the Gaussian-weighted mean
+    squared difference of the two patches (averaged over channels; image reflected at
+    the border). Unlike scikit-image, the exponential is exact to a few ulps of the
+    dtype and no weight is cut off (weights below the smallest normal number count as
+    that number).
 
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
-        Grey or channels-last colour image. The computation runs in its dtype, float32 or
-        float64, at nearly the same speed (float64 agrees with a float64 NumPy restatement to
-        about 1e-15); other dtypes are computed in float32 and cast back, and array-likes of
-        non-float types become float32. Tensors on other devices are computed on the CPU.
+        Grey or channels-last colour image. The computation runs in its dtype, float32
+        or float64, at nearly the same speed (float64 agrees with a float64 NumPy
+        restatement to about 1e-15); other dtypes are computed in float32 and cast back,
+        and array-likes of non-float types become float32. Tensors on other devices are
+        computed on the CPU.
     patch_size : int
-        Side of the patches; even sizes are rounded up to the next odd one, as scikit-image does.
+        Side of the patches; even sizes are rounded up to the next odd one, as
+        scikit-image does.
     patch_distance : int
         Radius of the square search window.
     h : float
         Cut-off distance in grey levels: larger ``h`` averages more.
     sigma : float
-        Standard deviation of the noise, subtracted from the patch distances when positive.
+        Standard deviation of the noise, subtracted from the patch distances when
+        positive.
     window : {"square", None}
-        ``None`` ignores ``patch_distance`` and searches the whole image (truly global NLM).
+        ``None`` ignores ``patch_distance`` and searches the whole image (truly global
+        NLM).
     strip_rows : int
-        Tuning: rows per strip, the unit of work that stays in cache while every offset of
-        the window passes over it. The strips are shared between ``torch.get_num_threads()``
-        worker threads (PyTorch's setting is read, not changed).
+        Tuning: rows per strip, the unit of work that stays in cache while every offset
+        of the window passes over it. The strips are shared between
+        ``torch.get_num_threads()`` worker threads (PyTorch's setting is read, not
+        changed).
 
     Returns
     -------
@@ -610,12 +627,13 @@ def nonlocal_means(
 class PatchAttentionDenoiser(nn.Module):
     """One attention layer over patch tokens, initialised to non-local means.
 
-    Each pixel's patch (flattened, Gaussian-weighted as in :func:`patch_tokens`) is a token.
-    Queries and keys are learned linear maps of the tokens (identity at initialisation), the
-    score is ``-||q - k||²`` per head at temperature ``h²``, values are the pixels, and heads
-    are averaged with learned mixing weights. Head 0 starts with the identity projection and
-    the others with random rotations, which leave NLM unchanged but break the heads' symmetry. Attention is restricted to a square window, so
-    the layer is global NLM when ``patch_distance`` covers the image.
+    Each pixel's patch (flattened, Gaussian-weighted as in :func:`patch_tokens`) is a
+    token. Queries and keys are learned linear maps of the tokens (identity at
+    initialisation), the score is ``-||q - k||²`` per head at temperature ``h²``, values
+    are the pixels, and heads are averaged with learned mixing weights. Head 0 starts
+    with the identity projection and the others with random rotations, which leave NLM
+    unchanged but break the heads' symmetry. Attention is restricted to a square window,
+    so the layer is global NLM when ``patch_distance`` covers the image.
 
     Parameters
     ----------
@@ -628,8 +646,9 @@ class PatchAttentionDenoiser(nn.Module):
     channels : int
         Image channels (1 for grey).
     positional : bool
-        Add a learned relative positional encoding to the scores: a per-head weight on minus
-        the squared distance ``|x - x'|²`` between the pixels (zero at initialisation).
+        Add a learned relative positional encoding to the scores: a per-head weight on
+        minus the squared distance ``|x - x'|²`` between the pixels (zero at
+        initialisation).
     patch_distance : int, optional
         Search radius (``None``: global).
 
@@ -668,9 +687,10 @@ class PatchAttentionDenoiser(nn.Module):
             else check_int(patch_distance, "patch_distance", minimum=0)
         )
         dim = self.patch_size**2 * self.channels
-        # Head 0 starts at the identity, the others at random rotations: rotations leave every
-        # patch distance, hence the output, unchanged (the layer is still NLM), but they give the
-        # heads different gradients, without which identical heads would stay identical.
+        # Head 0 starts at the identity, the others at random rotations: rotations leave
+        # every patch distance, hence the output, unchanged (the layer is still NLM),
+        # but they give the heads different gradients, without which identical heads
+        # would stay identical.
         g = torch.Generator().manual_seed(0)
         rotations = [
             torch.linalg.qr(torch.randn(dim, dim, generator=g, dtype=torch.float64))[0]
@@ -777,8 +797,8 @@ class PatchAttentionDenoiser(nn.Module):
             raise ValueError(
                 f"image: its patch distances overflow {dist.dtype}; rescale it to [0, 1]"
             )
-        # 1 / h² in float64, capped at the dtype's largest value: a tiny h gives the identity
-        # (each pixel keeps itself), its limit, instead of 0 / 0.
+        # 1 / h² in float64, capped at the dtype's largest value: a tiny h gives the
+        # identity (each pixel keeps itself), its limit, instead of 0 / 0.
         inv = (1 / (self.h**2 * torch.exp(2 * self.log_h_scale.double()))).clamp(
             max=torch.finfo(dist.dtype).max
         )
@@ -807,8 +827,9 @@ class PatchAttentionDenoiser(nn.Module):
 def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
     """Training pairs for :class:`PatchAttentionDenoiser`: ``batches(step)`` gives ``(noisy, clean)``.
 
-    Each call cuts a random ``crop × crop`` window from a random image of ``images`` (grey,
-    values in [0, 1]) and adds fresh Gaussian noise of standard deviation ``noise``.
+    Each call cuts a random ``crop × crop`` window from a random image of ``images``
+    (grey, values in [0, 1]) and adds fresh Gaussian noise of standard deviation
+    ``noise``.
     """
     images = [torch.as_tensor(np.asarray(im, dtype=np.float32)) for im in images]
     crop = check_int(crop, "crop", maximum=min(min(im.shape[:2]) for im in images))

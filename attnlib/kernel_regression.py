@@ -4,8 +4,9 @@ The estimator predicts at a query point a weighted average of the training targe
 weights being a kernel between the query and each training input, normalised to sum to
 one. That is attention with queries = the query points, keys = the training inputs and
 values = the training targets. For the Gaussian kernel the normalisation is a softmax of
-``-||x - x_j||² / (2σ²)``: :func:`~attnlib.attention.attention` with ``score="neg_sq_dist"`` and
-``temperature=σ²``. What attention adds is a learned projection ``q = W x, k = W x``;
+``-||x - x_j||² / (2σ²)``: :func:`~attnlib.attention.attention` with
+``score="neg_sq_dist"`` and ``temperature=σ²``. What attention adds is a learned
+projection ``q = W x, k = W x``;
 :class:`MetricNadarayaWatson` learns it.
 
 Two ways of normalising are used, both through :func:`attnlib.attention.attention`:
@@ -13,9 +14,10 @@ Two ways of normalising are used, both through :func:`attnlib.attention.attentio
 * ``"gaussian"`` and ``"laplace"`` are exponentials of a score, so their weights are a
   softmax of ``log κ`` (robust: a tiny bandwidth gives the nearest neighbour, not 0/0);
 * ``"epanechnikov"``, ``"boxcar"`` and callables return kernel values ``κ(x, x_j) >= 0``
-  as the score, and a row normaliser divides by their sum (Eq. (5) of the self-expression
-  paper as written). A query with no training point inside a compact kernel's support has
-  an all-zero row: that raises a ``ValueError`` rather than returning NaN.
+  as the score, and a row normaliser divides by their sum (Eq. (5) of the
+  self-expression paper as written). A query with no training point inside a compact
+  kernel's support has an all-zero row: that raises a ``ValueError`` rather than
+  returning NaN.
 """
 
 from __future__ import annotations
@@ -118,12 +120,13 @@ def _kernel_attention(
 ):
     """Nadaraya–Watson as one :func:`~attnlib.attention.attention` call on checked 2-D tensors.
 
-    For the softmax kernels each row's scores are shifted so that its largest unmasked score
-    is zero before they are divided by the temperature: as the bandwidth goes to zero the
-    nearest key keeps weight one (the nearest-neighbour limit) instead of every weight
-    underflowing (0/0). The Gaussian's squared distances are expanded into products, so the
-    points are first centred on the keys' mean (distances do not change; rounding does).
-    ``offset`` is the index of ``xq``'s first row in the caller's queries, for error messages.
+    For the softmax kernels each row's scores are shifted so that its largest unmasked
+    score is zero before they are divided by the temperature: as the bandwidth goes to
+    zero the nearest key keeps weight one (the nearest-neighbour limit) instead of every
+    weight underflowing (0/0). The Gaussian's squared distances are expanded into
+    products, so the points are first centred on the keys' mean (distances do not
+    change; rounding does). ``offset`` is the index of ``xq``'s first row in the
+    caller's queries, for error messages.
     """
     if kernel in _SOFTMAX_KERNELS:
         if kernel == "gaussian":
@@ -184,13 +187,15 @@ def nadaraya_watson(
 ):
     """Nadaraya–Watson regression: a kernel-weighted average of the training targets.
 
-    Memory stays bounded whatever ``n_query × n_train`` (below ~1 GiB beyond the inputs),
-    unless the weights are asked for. The Gaussian and Laplace kernels on the CPU, without
-    gradients, run as a fused compiled loop (:func:`attnlib.kernel_sums.nadaraya_watson_sums`:
-    distance, exponential and weighted sums in one pass, on ``torch.get_num_threads()``
-    threads); everything else (other kernels, other devices, inputs that require gradients)
-    runs as :func:`~attnlib.attention.attention` on blocks of queries small enough that a block's weights take
-    at most 2²¹ numbers, with gradients recomputed block by block (checkpointing).
+    Memory stays bounded whatever ``n_query × n_train`` (below ~1 GiB beyond the
+    inputs), unless the weights are asked for. The Gaussian and Laplace kernels on the
+    CPU, without gradients, run as a fused compiled loop
+    (:func:`attnlib.kernel_sums.nadaraya_watson_sums`: distance, exponential and
+    weighted sums in one pass, on ``torch.get_num_threads()`` threads); everything else
+    (other kernels, other devices, inputs that require gradients) runs as
+    :func:`~attnlib.attention.attention` on blocks of queries small enough that a
+    block's weights take at most 2²¹ numbers, with gradients recomputed block by block
+    (checkpointing).
 
     Parameters
     ----------
@@ -201,18 +206,19 @@ def nadaraya_watson(
     y_train : tensor or array-like, shape (n_train,) or (n_train, d_v)
         Training targets (the values).
     kernel : {"gaussian", "laplace", "epanechnikov", "boxcar"} or callable
-        See :data:`KERNELS`. A callable ``kernel(q, k)`` receives the inputs divided by the
-        bandwidth, ``(n_query, d)`` and ``(n_train, d)``, and returns non-negative kernel
-        values ``(n_query, n_train)``.
+        See :data:`KERNELS`. A callable ``kernel(q, k)`` receives the inputs divided by
+        the bandwidth, ``(n_query, d)`` and ``(n_train, d)``, and returns non-negative
+        kernel values ``(n_query, n_train)``.
     bandwidth : float
-        Positive scale ``h`` (``σ`` of the Gaussian). As ``h → 0`` the prediction tends to
-        the nearest training target (the mean of the tied nearest ones), and that limit is
-        what a tiny ``h`` returns for the Gaussian and Laplace kernels, never NaN.
+        Positive scale ``h`` (``σ`` of the Gaussian). As ``h → 0`` the prediction tends
+        to the nearest training target (the mean of the tied nearest ones), and that
+        limit is what a tiny ``h`` returns for the Gaussian and Laplace kernels, never
+        NaN.
     return_weights : bool
         Also return the attention matrix. It costs ``n_query × n_train`` numbers, and
-        computing it about three times that (``3 × 4`` bytes per pair in float32, ``3 × 8`` in
-        float64: 24 GB for 2 000 × 10⁶ in float32); a ``ValueError`` is raised before
-        anything is allocated when that exceeds the memory available.
+        computing it about three times that (``3 × 4`` bytes per pair in float32,
+        ``3 × 8`` in float64: 24 GB for 2 000 × 10⁶ in float32); a ``ValueError`` is
+        raised before anything is allocated when that exceeds the memory available.
 
     Returns
     -------
@@ -224,9 +230,9 @@ def nadaraya_watson(
     Raises
     ------
     ValueError
-        Bad shapes, empty or non-finite inputs, a non-positive bandwidth, an unknown kernel,
-        a query with no training point inside a compact kernel's support, or weights asked
-        for that would not fit in memory.
+        Bad shapes, empty or non-finite inputs, a non-positive bandwidth, an unknown
+        kernel, a query with no training point inside a compact kernel's support, or
+        weights asked for that would not fit in memory.
 
     Implements
     ----------
@@ -265,8 +271,9 @@ def nadaraya_watson(
     return prediction[:, 0] if squeeze else prediction
 
 
-# Elements of the weight matrix of one block of queries in the blockwise path (16 MiB in float64;
-# the scores, kernel values and weights of a block, with their temporaries, take ~10 times that).
+# Elements of the weight matrix of one block of queries in the blockwise path (16 MiB in
+# float64; the scores, kernel values and weights of a block, with their temporaries,
+# take ~10 times that).
 _BLOCK_ELEMENTS = 2**21
 
 
@@ -569,16 +576,17 @@ class _LearnedMetric(nn.Module):
 class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
     """Gaussian Nadaraya–Watson with a learned linear map: queries ``W x``, keys ``W x_j``.
 
-    The kernel is ``exp(-(x - x_j)ᵀ WᵀW (x - x_j) / 2)``, a Gaussian with inverse covariance
-    ``WᵀW``. ``W`` starts at ``I / h`` with ``h`` the leave-one-out isotropic bandwidth (so
-    training starts from :class:`NadarayaWatson`) and is trained with Adam, through
+    The kernel is ``exp(-(x - x_j)ᵀ WᵀW (x - x_j) / 2)``, a Gaussian with inverse
+    covariance ``WᵀW``. ``W`` starts at ``I / h`` with ``h`` the leave-one-out isotropic
+    bandwidth (so training starts from :class:`NadarayaWatson`) and is trained with
+    Adam, through
     :func:`attnlib.training.train`, on the leave-one-out squared error.
 
     Parameters
     ----------
     n_components : int, optional
-        Rows of ``W`` (the rank of the metric); default ``n_features``. With fewer, ``W``
-        starts at ``h⁻¹`` times the top principal directions of ``X``.
+        Rows of ``W`` (the rank of the metric); default ``n_features``. With fewer,
+        ``W`` starts at ``h⁻¹`` times the top principal directions of ``X``.
     n_steps : int
         Optimiser steps (full batch when ``batch_size`` is None).
     lr : float
@@ -588,12 +596,14 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
     batch_size : int, optional
         Queries per step, each attending to every other training point.
     verbose : int
-        0 (default) trains silently, as inside cross-validation; 1 or more shows the tqdm
-        progress bar of :func:`attnlib.training.train`.
+        0 (default) trains silently, as inside cross-validation; 1 or more shows the
+        tqdm progress bar of :func:`attnlib.training.train`.
     progress : bool, optional
-        Older spelling of ``verbose`` (``True`` is ``verbose=1``); ``None`` follows ``verbose``.
+        Older spelling of ``verbose`` (``True`` is ``verbose=1``); ``None`` follows
+        ``verbose``.
     random_state : int, RandomState or None
-        Seeds the mini-batches and PyTorch's generator; an int gives the same fit every time.
+        Seeds the mini-batches and PyTorch's generator; an int gives the same fit every
+        time.
 
     Attributes
     ----------
@@ -686,7 +696,8 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
             if self.batch_size is None
             else min(check_int(self.batch_size, "batch_size"), n)
         )
-        # An int seeds as it always did (same fit every time); None or a RandomState draws a seed.
+        # An int seeds as it always did (same fit every time); None or a RandomState
+        # draws a seed.
         rs = self.random_state
         seed = (
             int(rs)

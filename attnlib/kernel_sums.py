@@ -1,19 +1,20 @@
 """Fused kernel sums: ``Σ_j exp(-κ(x, x_j)) [y_j, 1]`` for many queries, without the matrix.
 
-Nadaraya–Watson, and attention in general, ends in sums of exponentials weighted by values.
-Formed as a matrix, the weights cost ``n_query × n_train`` memory and a trip through it; fused,
-each pair costs a distance, one exponential and two multiply-adds, all in registers. The loops
-here are compiled by numba for the CPU and cached on disk (``cache=True``), so a new process
-loads them instead of compiling them.
+Nadaraya–Watson, and attention in general, ends in sums of exponentials weighted by
+values. Formed as a matrix, the weights cost ``n_query × n_train`` memory and a trip
+through it; fused, each pair costs a distance, one exponential and two multiply-adds,
+all in registers. The loops here are compiled by numba for the CPU and cached on disk
+(``cache=True``), so a new process loads them instead of compiling them.
 
-The exponential is the bottleneck of such a loop, and LLVM does not vectorise a call to the C
-library's ``exp``. :func:`exp_nonpositive` is therefore written out: ``e^x = 2^k e^f`` with
-``k = round(x / ln 2)`` and ``|f| <= ln(2) / 2``, ``e^f`` a Taylor polynomial (degree 7 for
-float32, 13 for float64, truncation error below a tenth of an ulp) and ``2^k`` assembled in
-the exponent bits. Every step is an arithmetic instruction, so a loop that calls it runs 8
-(float64) or 16 (float32) lanes at a time on AVX-512. Measured against ``np.exp`` in float64
-on ``[-700, 0]`` its relative error is below ``4e-16`` (float64) and ``2.5e-7`` (float32): a
-couple of ulps (see ``tests/test_kernel_sums.py``).
+The exponential is the bottleneck of such a loop, and LLVM does not vectorise a call to
+the C library's ``exp``. :func:`exp_nonpositive` is therefore written out:
+``e^x = 2^k e^f`` with ``k = round(x / ln 2)`` and ``|f| <= ln(2) / 2``, ``e^f`` a
+Taylor polynomial (degree 7 for float32, 13 for float64, truncation error below a tenth
+of an ulp) and ``2^k`` assembled in the exponent bits. Every step is an arithmetic
+instruction, so a loop that calls it runs 8 (float64) or 16 (float32) lanes at a time on
+AVX-512. Measured against ``np.exp`` in float64 on ``[-700, 0]`` its relative error is
+below ``4e-16`` (float64) and ``2.5e-7`` (float32): a couple of ulps (see
+``tests/test_kernel_sums.py``).
 """
 
 from __future__ import annotations
@@ -149,13 +150,15 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
     Parameters
     ----------
     x : ndarray, shape (n,), float32 or float64
-        Arguments ``<= 0`` (up to 88 in float32 and 709 in float64 also work). Below ``-87``
-        (float32) or ``-708`` (float64) the result is clipped to about the smallest normal number.
+        Arguments ``<= 0`` (up to 88 in float32 and 709 in float64 also work). Below
+        ``-87`` (float32) or ``-708`` (float64) the result is clipped to about the
+        smallest normal number.
 
     Returns
     -------
     ndarray, shape (n,), dtype of ``x``
-        ``exp(x)`` within a few ulps (relative error below 2.5e-7 in float32, 4e-16 in float64).
+        ``exp(x)`` within a few ulps (relative error below 2.5e-7 in float32, 4e-16 in
+        float64).
 
     Implements
     ----------
@@ -292,9 +295,10 @@ def _nw_block(q, xt, yt, start, stop, l1, fused, c, low, den, num, dist, block_n
 def _nw_queries(xq, xt, yt, c, l1, block, out):
     """``out[i] = Σ_j w_ij y_j / Σ_j w_ij`` with ``w_ij = exp(-c D(x_i, x_j))`` for each query row.
 
-    Queries are taken _TILE at a time, and each block of ``block`` keys is read once for the
-    whole tile: the block (its features, targets and distances: _L1_BYTES) stays in L1 while
-    the tile's queries pass over it, instead of every query streaming all the keys from memory.
+    Queries are taken _TILE at a time, and each block of ``block`` keys is read once for
+    the whole tile: the block (its features, targets and distances: _L1_BYTES) stays in
+    L1 while the tile's queries pass over it, instead of every query streaming all the
+    keys from memory.
     """
     n, dv = xt.shape[1], yt.shape[0]
     fused = xt.shape[0] == 1 and dv == 1 and not l1
@@ -343,16 +347,16 @@ def nadaraya_watson_sums(
     y_train : ndarray, shape (n_train, d_v)
         All three float32 or all float64 (the computation's dtype).
     bandwidth : float
-        ``σ`` of the Gaussian ``exp(-||x - x_j||² / (2σ²))``; with ``l1`` the scale ``h`` of
-        the Laplace kernel ``exp(-||x - x_j||₁ / h)``.
+        ``σ`` of the Gaussian ``exp(-||x - x_j||² / (2σ²))``; with ``l1`` the scale
+        ``h`` of the Laplace kernel ``exp(-||x - x_j||₁ / h)``.
     threads : int
         Worker threads; each takes a contiguous share of the queries.
 
     Returns
     -------
     ndarray, shape (n_query, d_v)
-        Memory beyond the inputs: a transposed copy of the keys and values and ``O(threads)``
-        small buffers, whatever ``n_query × n_train``.
+        Memory beyond the inputs: a transposed copy of the keys and values and
+        ``O(threads)`` small buffers, whatever ``n_query × n_train``.
 
     Implements
     ----------

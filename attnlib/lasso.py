@@ -1,10 +1,11 @@
 """Row-wise Lasso solvers for sparse self-expression: every sample's Lasso over the others.
 
-Row ``i`` of the SSC problem is the Lasso ``min_c ½‖xᵢ − Σⱼ cⱼ xⱼ‖² + λᵢ‖c‖₁`` (j ≠ i). This
-module solves all rows at once: by default with an active set (each row solved exactly by
-its homotopy path on a few candidate keys, vectorised over rows, the sets grown until the
-optimality conditions hold for *all* keys, certified by a duality gap); or by ISTA, FISTA
-or the ADMM of Elhamifar & Vidal, in matrix form on all samples or on working sets.
+Row ``i`` of the SSC problem is the Lasso ``min_c ½‖xᵢ − Σⱼ cⱼ xⱼ‖² + λᵢ‖c‖₁`` (j ≠ i).
+This module solves all rows at once: by default with an active set (each row solved
+exactly by its homotopy path on a few candidate keys, vectorised over rows, the sets
+grown until the optimality conditions hold for *all* keys, certified by a duality gap);
+or by ISTA, FISTA or the ADMM of Elhamifar & Vidal, in matrix form on all samples or on
+working sets.
 :func:`attnlib.subspace.self_expressive` is the public entry; :func:`ssc_rows` the solver.
 """
 
@@ -142,11 +143,11 @@ def _duality_gap(keys, Y, C, lam):
 def _polish(keys, Y, C, lam, skip=None):
     """Solve each row's optimality conditions exactly on its current support and signs.
 
-    Once an iterative solver has found the support S and signs s of a row, the Lasso optimum
-    is ``c_S = (K_S K_Sᵀ)⁻¹ (K_S y − λ s)``. The support is the row's largest coefficients,
-    at most D of them; an iterate often carries one extra coefficient on its way to zero, so
-    with ``skip=j`` the j-th largest of the D + 1 largest is left out. The caller keeps the
-    result only where it lowers the duality gap.
+    Once an iterative solver has found the support S and signs s of a row, the Lasso
+    optimum is ``c_S = (K_S K_Sᵀ)⁻¹ (K_S y − λ s)``. The support is the row's largest
+    coefficients, at most D of them; an iterate often carries one extra coefficient on
+    its way to zero, so with ``skip=j`` the j-th largest of the D + 1 largest is left
+    out. The caller keeps the result only where it lowers the duality gap.
     """
     D = Y.shape[1]
     m = np.minimum((C != 0).sum(1), D + 1)
@@ -214,8 +215,9 @@ class _RowIterations:
     def run(self, n_steps):
         keys, lam = self.keys, self.lam
         if self.solver == "admm":
-            # Elhamifar & Vidal (2013), Sec. 3.3: an unconstrained copy A takes the quadratic,
-            # C is A shrunk with a zero diagonal, and the scaled dual variable ties them.
+            # Elhamifar & Vidal (2013), Sec. 3.3: an unconstrained copy A takes the
+            # quadratic, C is A shrunk with a zero diagonal, and the scaled dual
+            # variable ties them.
             rho, solve = self.rho, keys.ridge_solver(self.rho)
             target = keys.correlate(self.Y)
             for _ in range(n_steps):
@@ -230,7 +232,8 @@ class _RowIterations:
                 soft_threshold(point - self.step * grad, self.step * lam)
             )
             if self.solver == "fista":
-                # Restart the momentum of rows whose last step went uphill (O'Donoghue & Candès).
+                # Restart the momentum of rows whose last step went uphill (O'Donoghue &
+                # Candès).
                 uphill = ((point - C_new) * (C_new - self.C)).sum(1, keepdims=True) > 0
                 t = np.where(uphill, 1.0, self.t)
                 self.t = 0.5 * (1 + np.sqrt(1 + 4 * t * t))
@@ -243,9 +246,10 @@ def _lasso_rows(
 ):
     """Solve every row's Lasso at once.
 
-    Stops when the total duality gap is below ``tol`` times the total objective; a row is
-    frozen once its own gap is below ``tol / 10`` times its objective, so the batch shrinks. With ``polish``, each check also tries the exact solution on
-    the row's current support and signs (:func:`_polish`), which ends the iterations early.
+    Stops when the total duality gap is below ``tol`` times the total objective; a row
+    is frozen once its own gap is below ``tol / 10`` times its objective, so the batch
+    shrinks. With ``polish``, each check also tries the exact solution on the row's
+    current support and signs (:func:`_polish`), which ends the iterations early.
     """
     C_all = keys.restrict(C0.copy())
     live = np.arange(len(Y))
@@ -273,7 +277,8 @@ def _lasso_rows(
         if gaps.sum() <= tol * primals.sum():
             live = live[:0]
             break
-        # Freeze a row well below the global target, so the frozen rows leave room for the rest.
+        # Freeze a row well below the global target, so the frozen rows leave room for
+        # the rest.
         done = gap <= 0.1 * tol * np.maximum(primal, 1e-300)
         if done.any():
             live = live[~done]
@@ -331,8 +336,9 @@ def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=2
         bad = _kkt_violations(X, R, idx, lam, slack=tol)
         if not bad.any():
             break
-        # Keep each violating row's support and refill its working set with the keys most
-        # correlated with its residual (the ones whose optimality condition is most violated).
+        # Keep each violating row's support and refill its working set with the keys
+        # most correlated with its residual (the ones whose optimality condition is most
+        # violated).
         todo = rows[bad]
         fresh = _top_k_per_row(X, R[todo], k, todo)
         for r, new in zip(todo, fresh):
@@ -364,7 +370,8 @@ def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=2
 def _sparse_gap(X, C, lam, block=1024, worst=None):
     """``_duality_gap`` for a sparse C with every sample as a key, forming X Xᵀ blockwise.
 
-    ``worst`` (``max_{j≠i} |x_j · r_i|`` per row), if the caller already has it, saves that pass.
+    ``worst`` (``max_{j≠i} |x_j · r_i|`` per row), if the caller already has it, saves
+    that pass.
     """
     R = X - np.asarray(C @ X)
     primal = 0.5 * (R * R).sum(1) + lam[:, 0] * np.asarray(abs(C).sum(1)).ravel()
@@ -409,9 +416,10 @@ def _active_system(B, active):
 def _homotopy_rows(B, Y, lam, max_steps=1000):
     """Exact Lasso ``min_c ½‖y − Σⱼ cⱼ bⱼ‖² + λ‖c‖₁`` for every row, by the homotopy path.
 
-    Starting from ``c = 0`` at ``λ = max |B y|``, λ decreases; on each segment the active
-    coefficients move along ``(K_A K_Aᵀ)⁻¹ s_A`` until a key's correlation reaches ±λ (it
-    enters) or an active coefficient reaches 0 (it leaves). All rows step together.
+    Starting from ``c = 0`` at ``λ = max |B y|``, λ decreases; on each segment the
+    active coefficients move along ``(K_A K_Aᵀ)⁻¹ s_A`` until a key's correlation
+    reaches ±λ (it enters) or an active coefficient reaches 0 (it leaves). All rows step
+    together.
 
     Parameters
     ----------
@@ -442,8 +450,8 @@ def _homotopy_rows(B, Y, lam, max_steps=1000):
         )
         a = np.einsum("nkd,nd->nk", Bl, np.einsum("nm,nmd->nd", d_A, K))
         with np.errstate(divide="ignore", invalid="ignore"):
-            # The step γ at which an inactive correlation corr − γa meets +(λ − γ) or −(λ − γ),
-            # and at which an active coefficient c_A + γ d_A meets 0.
+            # The step γ at which an inactive correlation corr − γa meets +(λ − γ) or
+            # −(λ − γ), and at which an active coefficient c_A + γ d_A meets 0.
             up, down, tiny = (
                 (lv[:, None] - corr) / (1 - a),
                 (lv[:, None] + corr) / (1 + a),
@@ -513,8 +521,9 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
             worst[sel] = S.max(1)
             viol = worst[sel] > lam[sel, 0] * (1 + tol)
             if viol.any() and n_round < max_rounds:
-                # Refill the working set with the keys most correlated with the residual, the
-                # current support first (ranked +inf), then the most violated conditions.
+                # Refill the working set with the keys most correlated with the
+                # residual, the current support first (ranked +inf), then the most
+                # violated conditions.
                 v, Sv = sel[viol], S[viol]
                 r, j = np.nonzero(coef[v])
                 Sv[r, idx[v][r, j]] = np.inf

@@ -3,13 +3,14 @@
 Each point (a *query*) writes itself as an affine combination of its ``K`` nearest
 neighbours (the *keys*, which are also the *values*). The coefficients are the rows of a
 ``[query, key]`` weight matrix ``W`` that is zero outside the k-nearest-neighbour *mask*
-and whose rows sum to one, like attention weights. Unlike softmax attention, a weight may be
-negative and depends on all of the query's neighbours at once, through their local Gram
-matrix. The embedding keeps those weights and finds low-dimensional points that they
-reconstruct as well as possible: the bottom eigenvectors of ``(I - W)ᵀ(I - W)``.
+and whose rows sum to one, like attention weights. Unlike softmax attention, a weight
+may be negative and depends on all of the query's neighbours at once, through their
+local Gram matrix. The embedding keeps those weights and finds low-dimensional points
+that they reconstruct as well as possible: the bottom eigenvectors of
+``(I - W)ᵀ(I - W)``.
 
-The papers put tokens in columns; their coefficients ``c_ij`` (key ``i``, query ``j``) are
-our ``W[j, i]``.
+The papers put tokens in columns; their coefficients ``c_ij`` (key ``i``, query ``j``)
+are our ``W[j, i]``.
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ _EIGEN_SOLVERS = ("auto", "arpack", "dense")
 class LLEWeights(NamedTuple):
     """What :func:`lle_weights` returns, all indexed ``[query, key]``.
 
-    ``weights`` ``(n_queries, n_keys)``: the affine reconstruction weights (rows sum to one);
-    ``mask`` ``(n_queries, n_keys)``: True where a key is one of the query's neighbours;
-    ``neighbors`` ``(n_queries, n_neighbors)``: the neighbours' indices, nearest first.
-    ``weights`` and ``mask`` are SciPy CSR matrices, or dense NumPy arrays with ``dense=True``.
+    ``weights`` ``(n_queries, n_keys)``: the affine reconstruction weights (rows sum to
+    one); ``mask`` ``(n_queries, n_keys)``: True where a key is one of the query's
+    neighbours; ``neighbors`` ``(n_queries, n_neighbors)``: the neighbours' indices,
+    nearest first. ``weights`` and ``mask`` are SciPy CSR matrices, or dense NumPy
+    arrays with ``dense=True``.
     """
 
     weights: sp.csr_matrix | np.ndarray
@@ -84,8 +86,8 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     reg : float
         Regulariser: ``reg · trace(G)`` (``reg`` if the trace is zero) is added to the
         diagonal of each local Gram matrix ``G``, as scikit-learn does, so that ``G`` is
-        invertible when ``K > d``. With ``reg=0`` the constrained least-squares problem is
-        solved through its KKT system, which needs no inverse of ``G``.
+        invertible when ``K > d``. With ``reg=0`` the constrained least-squares problem
+        is solved through its KKT system, which needs no inverse of ``G``.
 
     Returns
     -------
@@ -124,9 +126,10 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
 def _constrained_least_squares(gram: torch.Tensor) -> torch.Tensor:
     """Minimise ``cᵀGc`` subject to ``1ᵀc = 1`` without inverting ``G``.
 
-    Without a regulariser ``G`` is singular whenever ``K > d`` (a point inside the affine
-    span of its neighbours), and ``G⁻¹1`` does not exist; the constrained problem still has
-    a minimiser, the minimum-norm solution of its KKT system ``[G 1; 1ᵀ 0][c; μ] = [0; 1]``.
+    Without a regulariser ``G`` is singular whenever ``K > d`` (a point inside the
+    affine span of its neighbours), and ``G⁻¹1`` does not exist; the constrained problem
+    still has a minimiser, the minimum-norm solution of its KKT system
+    ``[G 1; 1ᵀ 0][c; μ] = [0; 1]``.
     """
     n, k, _ = gram.shape
     kkt = gram.new_zeros(n, k + 1, k + 1)
@@ -144,8 +147,8 @@ def _nearest_neighbors(keys: np.ndarray, queries: np.ndarray | None, n_neighbors
     if queries is not None:
         return nbrs.kneighbors(queries, return_distance=False)
     dist, ind = nbrs.kneighbors(return_distance=True)
-    # A duplicate would be its twin's perfect, zero-distance reconstruction: the neighbourhood
-    # and the weights then say nothing about the manifold.
+    # A duplicate would be its twin's perfect, zero-distance reconstruction: the
+    # neighbourhood and the weights then say nothing about the manifold.
     if (dup := np.flatnonzero(dist[:, 0] == 0)).size:
         i = int(dup[0])
         raise ValueError(
@@ -182,10 +185,12 @@ def lle_weights(
     reg : float
         Regulariser of the local Gram matrices (see :func:`barycenter_weights`).
     keys : array-like, shape (n_keys, n_features), optional
-        Points to reconstruct ``X`` from. By default ``X`` itself, each point excluded from
-        its own neighbourhood (self-attention); ``X`` must then have no duplicate rows.
+        Points to reconstruct ``X`` from. By default ``X`` itself, each point excluded
+        from its own neighbourhood (self-attention); ``X`` must then have no duplicate
+        rows.
     dense : bool
-        Return dense NumPy arrays instead of SciPy CSR matrices (for small ``n`` and plots).
+        Return dense NumPy arrays instead of SciPy CSR matrices (for small ``n`` and
+        plots).
 
     Returns
     -------
@@ -232,9 +237,9 @@ def _weights_on_neighbors(
 def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
     """LLE written as a call of :func:`attnlib.attention.attention` (dense, differentiable).
 
-    Queries, keys and values are the points; the mask is the k-nearest-neighbour graph; the
-    "score" of a query-key pair is its barycentric weight, which needs all of the query's
-    keys at once; no normaliser is needed, since the weights already sum to one.
+    Queries, keys and values are the points; the mask is the k-nearest-neighbour graph;
+    the "score" of a query-key pair is its barycentric weight, which needs all of the
+    query's keys at once; no normaliser is needed, since the weights already sum to one.
 
     Parameters
     ----------
@@ -246,7 +251,8 @@ def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
     -------
     AttentionResult
         ``output`` ``(n, d)``: each point reconstructed from its neighbours (the "blank
-        filled in"); ``weights`` ``(n, n)``: LLE's weight matrix, indexed ``[query, key]``.
+        filled in"); ``weights`` ``(n, n)``: LLE's weight matrix, indexed
+        ``[query, key]``.
 
     Implements
     ----------
@@ -287,10 +293,11 @@ def _as_square_weights(W) -> sp.csr_matrix:
 def _smallest_arpack(
     M: sp.csc_matrix, k: int, tol: float, max_iter: int | None, v0: np.ndarray
 ):
-    # Shift-invert about a tiny negative shift: M is singular (its null vector is 1), and the
-    # shift makes M + εI positive definite without moving any eigenvector. A symmetric
-    # factorisation without pivoting (a Cholesky in effect) of the (AᵀA) pattern fills in far
-    # less than the default pivoting LU, which is what makes this faster than scikit-learn.
+    # Shift-invert about a tiny negative shift: M is singular (its null vector is 1),
+    # and the shift makes M + εI positive definite without moving any eigenvector. A
+    # symmetric factorisation without pivoting (a Cholesky in effect) of the (AᵀA)
+    # pattern fills in far less than the default pivoting LU, which is what makes this
+    # faster than scikit-learn.
     eps = 1e-12 * max(float(M.diagonal().mean()), 1.0)
     lu = splu(
         (M + eps * sp.eye(M.shape[0], format="csc")).tocsc(),
@@ -305,13 +312,15 @@ def _smallest_arpack(
 def _orthogonal_to_constant(M, vectors: np.ndarray, n_components: int):
     """The ``n_components`` bottom eigenpairs of ``M`` within ``span(vectors)`` ⟂ the constant.
 
-    ``vectors`` are ``n_components + 1`` orthonormal bottom eigenvectors of ``M``; removing the
-    constant direction leaves (at least) ``n_components`` dimensions, re-diagonalised by a
-    Rayleigh–Ritz step so that the result is centred, orthonormal and ascending.
+    ``vectors`` are ``n_components + 1`` orthonormal bottom eigenvectors of ``M``;
+    removing the constant direction leaves (at least) ``n_components`` dimensions,
+    re-diagonalised by a Rayleigh–Ritz step so that the result is centred, orthonormal
+    and ascending.
     """
     centred = vectors - vectors.mean(axis=0, keepdims=True)
     basis, singular, _ = np.linalg.svd(centred, full_matrices=False)
-    # One singular value is ~0 when the constant vector lies in span(vectors), none otherwise.
+    # One singular value is ~0 when the constant vector lies in span(vectors), none
+    # otherwise.
     basis = basis[:, singular > 1e-6 * singular.max()]
     values, rotation = np.linalg.eigh(basis.T @ (M @ basis))
     vectors = basis @ rotation[:, :n_components]
@@ -329,14 +338,15 @@ def lle_embedding(
 ) -> LLEEmbedding:
     """Points that the weights ``W`` reconstruct best: bottom eigenvectors of ``(I - W)ᵀ(I - W)``.
 
-    The constant vector is an eigenvector of ``M = (I - W)ᵀ(I - W)`` with eigenvalue 0 (rows of
-    ``W`` sum to one), and ``M`` maps vectors orthogonal to it to vectors orthogonal to it. The
-    embedding is the bottom ``n_components`` eigenvectors of ``M`` *orthogonal to the constant
-    vector*: it is centred, has ``YᵀY = I``, and minimises ``‖Y - W Y‖²`` under these two
-    constraints (Eq. (10)). When the null space of ``M`` has dimension > 1 (the kNN graph has
-    several closed groups), an eigensolver returns an arbitrary basis of it, which need not
-    contain the constant vector; the constant direction is therefore projected out of the
-    ``n_components + 1`` bottom eigenvectors and the rest re-diagonalised (Rayleigh–Ritz).
+    The constant vector is an eigenvector of ``M = (I - W)ᵀ(I - W)`` with eigenvalue 0
+    (rows of ``W`` sum to one), and ``M`` maps vectors orthogonal to it to vectors
+    orthogonal to it. The embedding is the bottom ``n_components`` eigenvectors of ``M``
+    *orthogonal to the constant vector*: it is centred, has ``YᵀY = I``, and minimises
+    ``‖Y - W Y‖²`` under these two constraints (Eq. (10)). When the null space of ``M``
+    has dimension > 1 (the kNN graph has several closed groups), an eigensolver returns
+    an arbitrary basis of it, which need not contain the constant vector; the constant
+    direction is therefore projected out of the ``n_components + 1`` bottom eigenvectors
+    and the rest re-diagonalised (Rayleigh–Ritz).
 
     Parameters
     ----------
@@ -345,9 +355,9 @@ def lle_embedding(
     n_components : int
         Dimension ``d`` of the embedding, at most ``n - 2``.
     eigen_solver : {"auto", "arpack", "dense"}
-        ``"arpack"``: SciPy's Lanczos (``eigsh``) in shift-invert mode on the sparse matrix;
-        ``"dense"``: LAPACK on the dense matrix (exact, ``O(n³)``); ``"auto"``: arpack when
-        ``n > 200`` and ``n_components < 9``, as in scikit-learn.
+        ``"arpack"``: SciPy's Lanczos (``eigsh``) in shift-invert mode on the sparse
+        matrix; ``"dense"``: LAPACK on the dense matrix (exact, ``O(n³)``); ``"auto"``:
+        arpack when ``n > 200`` and ``n_components < 9``, as in scikit-learn.
     tol, max_iter : float, int or None
         Convergence tolerance and iteration cap of arpack (ignored by dense).
     random_state : int, RandomState or None
@@ -400,9 +410,9 @@ class LocallyLinearEmbedding(
 ):
     """Locally linear embedding, a scikit-learn estimator built on masked attention weights.
 
-    Duplicate rows are accepted, as by scikit-learn's estimator: a point's twin is then one of
-    its neighbours, at distance zero, and the regulariser keeps its local Gram matrix
-    invertible. :meth:`transform` honours ``set_output`` (e.g. pandas).
+    Duplicate rows are accepted, as by scikit-learn's estimator: a point's twin is then
+    one of its neighbours, at distance zero, and the regulariser keeps its local Gram
+    matrix invertible. :meth:`transform` honours ``set_output`` (e.g. pandas).
 
     Parameters
     ----------
@@ -426,13 +436,15 @@ class LocallyLinearEmbedding(
     embedding_
         The embedding of the training points, an array ``(n_samples, n_components)``.
     reconstruction_error_
-        ``‖Y - W Y‖²`` at the solution (a float): the sum of the embedding's eigenvalues.
+        ``‖Y - W Y‖²`` at the solution (a float): the sum of the embedding's
+        eigenvalues.
     weights_
         The ``[query, key]`` LLE weights, a SciPy CSR matrix ``(n_samples, n_samples)``.
     nbrs_
         The fitted scikit-learn ``NearestNeighbors`` index used by :meth:`transform`.
     X_fit_
-        The training points ``(n_samples, n_features)``: the keys that new points attend to.
+        The training points ``(n_samples, n_features)``: the keys that new points attend
+        to.
     n_features_in_
         The number of features seen by :meth:`fit`.
 
@@ -525,7 +537,8 @@ class LocallyLinearEmbedding(
         Returns
         -------
         ndarray, shape (n, n_components)
-            Each point's barycentric weights on its training neighbours times their embedding.
+            Each point's barycentric weights on its training neighbours times their
+            embedding.
         """
         check_is_fitted(self)
         X = validate_data(self, host_array(X), dtype=np.float64, reset=False)

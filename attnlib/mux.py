@@ -1,14 +1,15 @@
 """Attention as a differentiable multiplexer, and why convolutions cannot route.
 
-A convolution applies the same small kernel everywhere: it is translation-equivariant and
-local, so an output can only read inputs inside its receptive field. A multiplexer reads
-*one* input chosen by a control signal, wherever that input sits. Replacing the hard
-choice (argmax) by a softmax makes the choice differentiable, and scoring every input by a
-bilinear form ``x_iᵀ KᵀQ C_j`` gives attention; ``C_j = x_j`` gives self-attention.
+A convolution applies the same small kernel everywhere: it is translation-equivariant
+and local, so an output can only read inputs inside its receptive field. A multiplexer
+reads *one* input chosen by a control signal, wherever that input sits. Replacing the
+hard choice (argmax) by a softmax makes the choice differentiable, and scoring every
+input by a bilinear form ``x_iᵀ KᵀQ C_j`` gives attention; ``C_j = x_j`` gives
+self-attention.
 
-This module holds the tasks (routing, the weekday multiplexer, sequences for equivariance
-checks), the multiplexers themselves, and the small models the chapter trains. Tokens are
-rows: sequences are ``(batch, length, features)``.
+This module holds the tasks (routing, the weekday multiplexer, sequences for
+equivariance checks), the multiplexers themselves, and the small models the chapter
+trains. Tokens are rows: sequences are ``(batch, length, features)``.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ FRIENDS = ("Ada", "Ben", "Cleo", "Dev", "Eve", "Finn", "Gus")
 class RoutingTask(NamedTuple):
     """Sequences in which every position must output the value found at one marked position.
 
-    ``x[b, i]`` is the one-hot value of token i followed by a marker bit; ``marker[b]`` is
-    the marked position and ``target[b]`` its value, the answer at every position.
+    ``x[b, i]`` is the one-hot value of token i followed by a marker bit; ``marker[b]``
+    is the marked position and ``target[b]`` its value, the answer at every position.
     """
 
     x: torch.Tensor  # (n, length, n_values + 1)
@@ -81,7 +82,8 @@ def routing_task(
     Returns
     -------
     RoutingTask
-        ``x`` of shape ``(n, length, n_values + 1)``, ``target`` and ``marker`` of shape ``(n,)``.
+        ``x`` of shape ``(n, length, n_values + 1)``, ``target`` and ``marker`` of shape
+        ``(n,)``.
 
     Implements
     ----------
@@ -103,10 +105,10 @@ def routing_task(
 class WeekdayTask(NamedTuple):
     """Seven friends, each with a favourite restaurant; the day says whose choice counts.
 
-    ``friends[b, i]`` is the one-hot identity of the friend in slot i (slots are shuffled)
-    followed by the one-hot restaurant they prefer; ``day[b]`` is the one-hot weekday (the
-    control signal); ``target[b]`` is the restaurant of the friend whose day it is, given by
-    ``rota[day]``.
+    ``friends[b, i]`` is the one-hot identity of the friend in slot i (slots are
+    shuffled) followed by the one-hot restaurant they prefer; ``day[b]`` is the one-hot
+    weekday (the control signal); ``target[b]`` is the restaurant of the friend whose
+    day it is, given by ``rota[day]``.
     """
 
     friends: torch.Tensor  # (n, n_friends, n_friends + n_restaurants)
@@ -131,10 +133,10 @@ def weekday_task(
     seed : int
         Seeds preferences, slot order, days, and the default rota.
     rota : sequence of int, optional
-        ``rota[d]`` is the friend who decides on day d, any map from days to friends (two
-        days may share a decider, and then some friend never decides). Default: a
-        permutation drawn from ``seed``; pass the rota explicitly to share it between sets
-        drawn with different seeds.
+        ``rota[d]`` is the friend who decides on day d, any map from days to friends
+        (two days may share a decider, and then some friend never decides). Default: a
+        permutation drawn from ``seed``; pass the rota explicitly to share it between
+        sets drawn with different seeds.
 
     Returns
     -------
@@ -222,7 +224,8 @@ def conv_matrix(kernel, length: int) -> torch.Tensor:
     """The ``(length, length)`` matrix of a zero-padded 1-D convolution with an odd ``kernel``.
 
     Row j is the kernel, as a row vector, placed around position j: ``y = M @ x`` equals
-    ``torch.nn.functional.conv1d`` (a cross-correlation) with ``padding=len(kernel) // 2``.
+    ``torch.nn.functional.conv1d`` (a cross-correlation) with
+    ``padding=len(kernel) // 2``.
 
     Implements
     ----------
@@ -377,8 +380,8 @@ def _squeeze_query(out, weights) -> AttentionResult:
 class ConvRouter(nn.Module):
     """A 1-D CNN: ``depth`` zero-padded convolutions of odd ``kernel_size`` with ReLUs (residual after the first), then a read-out.
 
-    Every layer is translation-equivariant and local, so output j sees only the inputs within
-    ``receptive_field // 2`` positions of j.
+    Every layer is translation-equivariant and local, so output j sees only the inputs
+    within ``receptive_field // 2`` positions of j.
 
     Parameters
     ----------
@@ -517,8 +520,8 @@ class AttentionRouter(nn.Module):
 class WeekdayMux(nn.Module):
     """The friends' multiplexer: the day, through ``Q``, scores each friend's token through ``K``.
 
-    ``a(x_i, c) = x_iᵀ KᵀQ c``; the output is the chosen friend's token ``Σ α_i x_i``, read
-    out linearly to restaurant logits.
+    ``a(x_i, c) = x_iᵀ KᵀQ c``; the output is the chosen friend's token ``Σ α_i x_i``,
+    read out linearly to restaurant logits.
 
     Parameters
     ----------

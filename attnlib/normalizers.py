@@ -1,15 +1,16 @@
 """Normalizers: maps from a row of scores to a probability vector (softmax, sparsemax, entmax).
 
-Each map is a *regularised prediction map* ``argmax_p <p, x> - Ω(p)`` over the probability
-simplex (Def. 1 of the sparse-continuous attention paper): the Shannon negentropy gives
-softmax, the 2-Tsallis negentropy sparsemax, and the α-Tsallis negentropy α-entmax, which
-puts exactly zero weight on low scores when α > 1.
+Each map is a *regularised prediction map* ``argmax_p <p, x> - Ω(p)`` over the
+probability simplex (Def. 1 of the sparse-continuous attention paper): the Shannon
+negentropy gives softmax, the 2-Tsallis negentropy sparsemax, and the α-Tsallis
+negentropy α-entmax, which puts exactly zero weight on low scores when α > 1.
 
-The threshold τ of sparsemax and entmax is found without sorting, by Newton's method from
-below (Michelot's algorithm at α = 2); on a CPU it runs as compiled loops over the rows, so
-that each row is read from memory once. See "threshold search" below.
+The threshold τ of sparsemax and entmax is found without sorting, by Newton's method
+from below (Michelot's algorithm at α = 2); on a CPU it runs as compiled loops over the
+rows, so that each row is read from memory once. See "threshold search" below.
 
-Importing this module registers ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as normalizers of
+Importing this module registers ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as
+normalizers of
 :func:`attnlib.attention.attention`.
 """
 
@@ -42,8 +43,9 @@ _MAX_ITER = 200
 def _check_scores(x, dim: int, name: str = "x") -> tuple[torch.Tensor, int]:
     """A floating tensor of scores and ``dim`` made non-negative; ``-inf`` allowed (masked).
 
-    An empty batch (a zero-size dimension other than ``dim``) passes, as in ``torch.softmax``;
-    an empty ``dim`` does not, as no distribution lives on an empty set.
+    An empty batch (a zero-size dimension other than ``dim``) passes, as in
+    ``torch.softmax``; an empty ``dim`` does not, as no distribution lives on an empty
+    set.
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         x = as_tensor(x, name, min_ndim=0, allow_inf=True, allow_empty=True)
@@ -65,12 +67,14 @@ def _check_scores(x, dim: int, name: str = "x") -> tuple[torch.Tensor, int]:
 
 
 def _compute_dtype(x: torch.Tensor) -> torch.dtype:
-    # Half precision has too few bits for the threshold search; work in float32 and cast back.
+    # Half precision has too few bits for the threshold search; work in float32 and cast
+    # back.
     return x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
 
 
 def _row_max(z: torch.Tensor, name: str = "x") -> torch.Tensor:
-    # max propagates NaN and shows +inf and all-masked rows, so one reduction checks the input.
+    # max propagates NaN and shows +inf and all-masked rows, so one reduction checks the
+    # input.
     m = z.amax(-1, keepdim=True)
     if not torch.isfinite(m).all():
         if torch.isnan(m).any():
@@ -142,9 +146,10 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 # run on the scores minus their row maximum (as the entmax package does): at an offset of
 # 1e9 in float32, ``max(x) - q`` itself would round to ``max(x)``.
 #
-# On a CPU the search runs as compiled loops over the rows (numba): a row is read from memory
-# once, and every Newton pass over it then runs in cache, vectorised. Everywhere else (CUDA,
-# α > 2, where g is not convex) the threshold is bisected with tensor operations.
+# On a CPU the search runs as compiled loops over the rows (numba): a row is read from
+# memory once, and every Newton pass over it then runs in cache, vectorised. Everywhere
+# else (CUDA, α > 2, where g is not convex) the threshold is bisected with tensor
+# operations.
 _FASTMATH = {
     "nsz",
     "arcp",
@@ -158,9 +163,9 @@ _inline = numba.njit(inline="always", **_JIT)
 _kernel = numba.njit(nogil=True, cache=True, **_JIT)
 
 
-# Three small functions for each q: the powers (e^q, e^(q-1)) of a gap e ≥ 0, with e^0 read
-# as [e > 0]; N^(1-1/q) for the Newton step; and the Jacobian's s = p^(2-α) (Eq. 14).
-# q = 1, 2, 4 (α = 2, 1.5, 1.25) need no pow().
+# Three small functions for each q: the powers (e^q, e^(q-1)) of a gap e ≥ 0, with e^0
+# read as [e > 0]; N^(1-1/q) for the Newton step; and the Jacobian's s = p^(2-α) (Eq.
+# 14). q = 1, 2, 4 (α = 2, 1.5, 1.25) need no pow().
 @_inline
 def _powers_1(e, qm1, zero, one):
     return e, one if e > zero else zero
@@ -231,12 +236,12 @@ def _slope_any(p, am1, zero, one):
 def _forward_rows(x, top, am1, p, powers, root, keep):
     """α-entmax of each row of ``x`` into ``p``; ``top`` holds the row maxima, ``am1`` α - 1 per row.
 
-    The search runs on the gaps to the row maximum, z = x - max x, which are exact (Sterbenz)
-    for every score that can carry weight however large the offset, so that a row of
-    ``-1e9`` or of ``finfo.min`` is as well-posed as a row of zeros. z is written into ``p``
-    once; the Newton passes read it (in cache), and the last pass turns it into weights:
-    recomputed where the powers are cheap, kept from the last pass (``keep``) where they
-    need ``pow``.
+    The search runs on the gaps to the row maximum, z = x - max x, which are exact
+    (Sterbenz) for every score that can carry weight however large the offset, so that a
+    row of ``-1e9`` or of ``finfo.min`` is as well-posed as a row of zeros. z is written
+    into ``p`` once; the Newton passes read it (in cache), and the last pass turns it
+    into weights: recomputed where the powers are cheap, kept from the last pass
+    (``keep``) where they need ``pow``.
     """
     dtype = x.dtype.type
     zero, one = dtype(0), dtype(1)
@@ -289,9 +294,9 @@ def _backward_rows(p, g, am1, out, slope):
             o[j] *= gr[j] - mean
 
 
-# One compiled pair per power family, each written out at module level: numba caches only
-# functions it can find again in this file (not closures), and the family as a compile-time
-# constant keeps its loops specialised and vectorised.
+# One compiled pair per power family, each written out at module level: numba caches
+# only functions it can find again in this file (not closures), and the family as a
+# compile-time constant keeps its loops specialised and vectorised.
 @_kernel
 def _forward_q1(x, top, am1, p):
     _forward_rows(x, top, am1, p, _powers_1, _root_1, False)
@@ -407,8 +412,8 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
 def sparsemax(x, dim: int = -1) -> torch.Tensor:
     """Sparsemax along ``dim``: the Euclidean projection of ``x`` onto the probability simplex.
 
-    ``sparsemax(x) = [x - τ]₊`` with τ chosen so that the result sums to one; entries far
-    below the largest get exactly zero. ``-inf`` entries (masked keys) get weight 0.
+    ``sparsemax(x) = [x - τ]₊`` with τ chosen so that the result sums to one; entries
+    far below the largest get exactly zero. ``-inf`` entries (masked keys) get weight 0.
 
     Parameters
     ----------
@@ -460,8 +465,9 @@ class _Entmax(torch.autograd.Function):
         else:
             p = _bisect_entmax(x.to(cd), alpha)
         out = p.to(x.dtype)
-        # The output itself is saved (not a copy in the compute dtype), so that a backward
-        # run with create_graph=True differentiates through it: double backward is exact.
+        # The output itself is saved (not a copy in the compute dtype), so that a
+        # backward run with create_graph=True differentiates through it: double backward
+        # is exact.
         ctx.save_for_backward(out)
         return out
 
@@ -482,15 +488,16 @@ class _Entmax(torch.autograd.Function):
                 out.dtype
             ), None
         support = p > 0
-        # p^(2-α) and p log p only on the support: their derivatives at p = 0 are infinite
-        # (NaN once masked), and a second backward would differentiate them.
+        # p^(2-α) and p log p only on the support: their derivatives at p = 0 are
+        # infinite (NaN once masked), and a second backward would differentiate them.
         p_in = torch.where(support, p, 1)
         s = torch.where(support, p_in.pow(2 - alpha), 0)
         sg = s * g
         grad_x = sg - s * (sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True))
         grad_alpha = None
         if ctx.needs_input_grad[1]:
-            # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p), with q = 1/(α-1) and s̃ = s/Σs.
+            # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p), with q = 1/(α-1) and s̃
+            # = s/Σs.
             q = 1 / (alpha - 1)
             skew = s / s.sum(-1, keepdim=True)
             plogp = torch.where(support, p_in * p_in.log(), 0)
@@ -553,8 +560,9 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     x : tensor or array-like, shape (..., n, ...)
         Scores; ``-inf`` marks a masked entry. float16, bfloat16, float32 or float64.
     alpha : float ≥ 1, or tensor > 1 of a shape broadcastable to x's with size 1 along dim
-        The Tsallis index. A tensor (e.g. a learned parameter) may have one value per slice:
-        its shape must broadcast to ``x`` with size 1 along ``dim``; gradients flow to it.
+        The Tsallis index. A tensor (e.g. a learned parameter) may have one value per
+        slice: its shape must broadcast to ``x`` with size 1 along ``dim``; gradients
+        flow to it.
     dim : int
         The dimension that is normalised.
 
@@ -631,7 +639,8 @@ def exp_beta(u, beta: float) -> torch.Tensor:
     Returns
     -------
     tensor, shape of ``u``
-        ``exp_β(u)``; ``inf`` where the result exceeds the dtype's range (as ``exp`` does).
+        ``exp_β(u)``; ``inf`` where the result exceeds the dtype's range (as ``exp``
+        does).
 
     Implements
     ----------
@@ -677,8 +686,9 @@ def fenchel_young_loss(
 ) -> torch.Tensor:
     """The Fenchel–Young loss of α-entmax: ``⟨p̂ - y, θ⟩ + H_α(p̂) - H_α(y)``, ``p̂ = entmax(θ)``.
 
-    It is non-negative, zero iff ``entmax(scores) = target``, and its gradient in the scores
-    is ``p̂ - y``. α = 1 gives the cross-entropy (softmax) loss, α = 2 the sparsemax loss.
+    It is non-negative, zero iff ``entmax(scores) = target``, and its gradient in the
+    scores is ``p̂ - y``. α = 1 gives the cross-entropy (softmax) loss, α = 2 the
+    sparsemax loss.
 
     Parameters
     ----------
@@ -752,7 +762,8 @@ def fenchel_young_loss(
             raise ValueError(
                 f"target of probabilities must sum to one along the last dimension (within {tol})"
             )
-    # p̂ is held fixed: by Danskin's theorem the loss's gradient in θ is then exactly p̂ - y.
+    # p̂ is held fixed: by Danskin's theorem the loss's gradient in θ is then exactly p̂
+    # - y.
     p_hat = entmax(scores.detach(), alpha)
     theta = scores.masked_fill(torch.isneginf(scores), 0.0)
     loss = (

@@ -96,8 +96,8 @@ def attention_heatmap(
     title : str, optional
         The axes' title.
     signed : bool, optional
-        Force the diverging (True) or sequential (False) colour map; default: signed if any
-        weight is negative.
+        Force the diverging (True) or sequential (False) colour map; default: signed if
+        any weight is negative.
     annotate : bool
         Write each weight in its cell.
     colorbar : bool

@@ -1,15 +1,16 @@
 """Self-expressive subspace clustering, and the sparse attention obtained by unrolling it.
 
 Self-expressiveness writes every sample as a combination of the *other* samples,
-``X ≈ C X`` with ``diag(C) = 0``: a global, signed self-attention whose weights are learned
-by solving an optimisation problem rather than computed from a query–key score. Tokens are
-rows, so row ``i`` of ``C`` expresses sample ``i`` (``C[query, key]``); the self-expression
-paper puts samples in columns and its ``C`` is our ``C.T``.
+``X ≈ C X`` with ``diag(C) = 0``: a global, signed self-attention whose weights are
+learned by solving an optimisation problem rather than computed from a query–key score.
+Tokens are rows, so row ``i`` of ``C`` expresses sample ``i`` (``C[query, key]``); the
+self-expression paper puts samples in columns and its ``C`` is our ``C.T``.
 
 This module holds the idea: the self-expressive coefficients for three regularisers (LSR
-and LRSC in closed form, SSC through the row-wise Lasso solvers of :mod:`attnlib.lasso`),
-the affinity, spectral clustering, the scikit-learn estimator, and sparse-coding attention
-(the unrolled ISTA of the sparse problem, read as an attention layer).
+and LRSC in closed form, SSC through the row-wise Lasso solvers of
+:mod:`attnlib.lasso`), the affinity, spectral clustering, the scikit-learn estimator,
+and sparse-coding attention (the unrolled ISTA of the sparse problem, read as an
+attention layer).
 """
 
 from __future__ import annotations
@@ -40,18 +41,19 @@ except (
 
 
 METHODS = ("lsr", "lrsc", "ssc")
-# λ per method when none is given, chosen by the sweep of benchmarks/subspace.py (5 random
-# subspaces of dimension 6 in R⁹, N = 1 000, tuning seeds 101-105): the best median
-# clustering accuracy, ties to the larger λ. tests/test_subspace.py checks these values
-# against the committed results, so that the defaults follow the sweep. At N = 1 000 the
-# SSC default reaches 0.975 on the benchmark's seeds but 0.965 in median on fresh seeds
-# 7-11 (chapter 05): no λ in 0.0005-0.005, row normalisation, label assignment, top-k or
-# per-point λ lifts that median to 0.97; the limit is the coefficients themselves (about
-# 18 % of |C| on other subspaces; without it the same spectral step is perfect).
+# λ per method when none is given, chosen by the sweep of benchmarks/subspace.py (5
+# random subspaces of dimension 6 in R⁹, N = 1 000, tuning seeds 101-105): the best
+# median clustering accuracy, ties to the larger λ. tests/test_subspace.py checks these
+# values against the committed results, so that the defaults follow the sweep. At N = 1
+# 000 the SSC default reaches 0.975 on the benchmark's seeds but 0.965 in median on
+# fresh seeds 7-11 (chapter 05): no λ in 0.0005-0.005, row normalisation, label
+# assignment, top-k or per-point λ lifts that median to 0.97; the limit is the
+# coefficients themselves (about 18 % of |C| on other subspaces; without it the same
+# spectral step is perfect).
 DEFAULT_LAM = {"ssc": 0.002, "lsr": 10.0, "lrsc": 0.001}
 
-# soft_threshold and SolverInfo live in attnlib.lasso and stay importable from here; they
-# are not listed, so that the API reference documents them once.
+# soft_threshold and SolverInfo live in attnlib.lasso and stay importable from here;
+# they are not listed, so that the API reference documents them once.
 __all__ = [
     "DEFAULT_LAM",
     "ssc_objective",
@@ -68,8 +70,9 @@ __all__ = [
 def ssc_objective(X, C, lam) -> float:
     """The SSC objective ``½‖X − C X‖_F² + Σᵢ λᵢ ‖C[i]‖₁`` (rows are samples).
 
-    Row ``i`` is the Lasso ``½‖xᵢ − Σⱼ C[i, j] xⱼ‖² + λᵢ‖C[i]‖₁``; scikit-learn's ``Lasso``
-    minimises the same problem divided by ``n_features`` with ``alpha = λ / n_features``.
+    Row ``i`` is the Lasso ``½‖xᵢ − Σⱼ C[i, j] xⱼ‖² + λᵢ‖C[i]‖₁``; scikit-learn's
+    ``Lasso`` minimises the same problem divided by ``n_features`` with
+    ``alpha = λ / n_features``.
 
     Implements
     ----------
@@ -98,7 +101,8 @@ def _lsr(X, lam, form, zero_diagonal):
 def _lrsc(X, lam, form):
     V, sigma, _ = np.linalg.svd(X, full_matrices=False)
     if form == "exact":
-        # C = V diag(w) Vᵀ; each direction costs ½σ²(1 − w)² + λ|w|, least at w = (1 − λ/σ²)₊.
+        # C = V diag(w) Vᵀ; each direction costs ½σ²(1 − w)² + λ|w|, least at w = (1 −
+        # λ/σ²)₊.
         with np.errstate(divide="ignore"):
             weights = np.maximum(1.0 - lam / sigma**2, 0.0)
     elif (
@@ -144,42 +148,45 @@ def self_expressive(
     X : array-like, shape (n_samples, n_features)
         The samples, one per row.
     method : {"ssc", "lsr", "lrsc"}
-        ``"ssc"``: Θ = ‖C‖₁ with diag(C) = 0 (sparse subspace clustering);
-        ``"lsr"``: Θ = ½‖C‖_F² (least-squares regression), closed form; the same minimiser
-        as the paper's unhalved ``‖X − CX‖_F² + λ‖C‖_F²``, so λ is the paper's;
-        ``"lrsc"``: the nuclear norm (low-rank subspace clustering), closed form.
+        ``"ssc"``: Θ = ‖C‖₁ with diag(C) = 0 (sparse subspace clustering); ``"lsr"``: Θ
+        = ½‖C‖_F² (least-squares regression), closed form; the same minimiser as the
+        paper's unhalved ``‖X − CX‖_F² + λ‖C‖_F²``, so λ is the paper's; ``"lrsc"``: the
+        nuclear norm (low-rank subspace clustering), closed form.
     lam : float or array of shape (n_samples,), optional
         The regularisation weight λ (for ``"ssc"`` one per sample is allowed); default
         ``DEFAULT_LAM[method]``, chosen by the benchmark's sweep. Row i of SSC
         is ``sklearn.linear_model.Lasso(alpha=lam / n_features, fit_intercept=False)``.
     solver : {"active_set", "admm", "fista", "ista"}
-        SSC only. ``"active_set"`` (default): each row's Lasso solved exactly by its homotopy
-        path on a working set of keys, the set grown by the keys whose optimality condition
-        fails, until none does (the oracle-guided active set of You, Li, Robinson & Vidal 2016,
-        with an exact inner solve); no N×N iteration is run. Or the ADMM of Elhamifar &
-        Vidal (2013), FISTA with adaptive restart, or ISTA, on the full matrix.
+        SSC only. ``"active_set"`` (default): each row's Lasso solved exactly by its
+        homotopy path on a working set of keys, the set grown by the keys whose
+        optimality condition fails, until none does (the oracle-guided active set of
+        You, Li, Robinson & Vidal 2016, with an exact inner solve); no N×N iteration is
+        run. Or the ADMM of Elhamifar & Vidal (2013), FISTA with adaptive restart, or
+        ISTA, on the full matrix.
     form : str, optional
-        ``"lsr"``: ``"closed"`` (default, ``X(XᵀX + λI)⁻¹Xᵀ``) or ``"svd"`` (``V Σ²(Σ² + λ)⁻¹ Vᵀ``).
-        ``"lrsc"``: ``"exact"`` (default: the minimiser of ``½‖X − CX‖² + λ‖C‖_*``,
-        ``V (1 − λ/Σ²)₊ Vᵀ``), ``"paper"`` (``V ReLU_λ(Σ) Vᵀ`` with
-        ``ReLU_λ(σ) = max(σ − λ, 0)``, as printed in §5.2 of the paper; it does not minimise
-        the objective and is kept only to show that) or ``"noiseless"`` (Vidal & Favaro's
-        ``V₁V₁ᵀ``, λ unused). Here ``X = V Σ Uᵀ``: V holds the left singular vectors of our X.
+        ``"lsr"``: ``"closed"`` (default, ``X(XᵀX + λI)⁻¹Xᵀ``) or ``"svd"``
+        (``V Σ²(Σ² + λ)⁻¹ Vᵀ``). ``"lrsc"``: ``"exact"`` (default: the minimiser of
+        ``½‖X − CX‖² + λ‖C‖_*``, ``V (1 − λ/Σ²)₊ Vᵀ``), ``"paper"`` (``V ReLU_λ(Σ) Vᵀ``
+        with ``ReLU_λ(σ) = max(σ − λ, 0)``, as printed in §5.2 of the paper; it does not
+        minimise the objective and is kept only to show that) or ``"noiseless"`` (Vidal
+        & Favaro's ``V₁V₁ᵀ``, λ unused). Here ``X = V Σ Uᵀ``: V holds the left singular
+        vectors of our X.
     zero_diagonal : bool
         ``"lsr"`` only: impose diag(C) = 0 (closed form of Lu et al., 2012).
     max_iter : int
         SSC iteration cap (per working-set round; path segments for ``"active_set"``).
     tol : float
-        SSC stops when the duality gap is below ``tol`` times the objective, which bounds the
-        relative distance to the optimal objective.
+        SSC stops when the duality gap is below ``tol`` times the objective, which
+        bounds the relative distance to the optimal objective.
     rho : float, optional
-        ADMM penalty (default: a fiftieth of the median squared spectral norm of the keys).
+        ADMM penalty (default: a fiftieth of the median squared spectral norm of the
+        keys).
     working_set : "auto", int or None
         SSC: solve on this many candidate keys per sample, growing the sets until the
         optimality conditions hold for every key (exactly the full problem). For the
-        iterative solvers ``None`` uses all samples (dense N×N iterations) and ``"auto"`` 64
-        keys when n_samples > 1500; ``"active_set"`` always works on sets (48 keys for
-        ``"auto"`` or ``None``).
+        iterative solvers ``None`` uses all samples (dense N×N iterations) and
+        ``"auto"`` 64 keys when n_samples > 1500; ``"active_set"`` always works on sets
+        (48 keys for ``"auto"`` or ``None``).
     polish : bool
         SSC: every few iterations, also try the exact solution on each sample's current
         support and signs, and keep it where it lowers the duality gap (the solver then
@@ -256,8 +263,8 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
     ----------
     C : array or scipy.sparse matrix, shape (n_samples, n_samples)
     normalize : {None, "l1", "l2", "max"}
-        Scale each row of ``|C|`` to unit ℓ1 norm, ℓ2 norm or maximum before symmetrising
-        (Elhamifar & Vidal normalise every sample's coefficients).
+        Scale each row of ``|C|`` to unit ℓ1 norm, ℓ2 norm or maximum before
+        symmetrising (Elhamifar & Vidal normalise every sample's coefficients).
     keep : int, optional
         Keep only the ``keep`` largest ``|C[i, j]|`` of every row (the rest set to 0).
 
@@ -325,8 +332,9 @@ def spectral_clustering(
     assign_labels : {"kmeans", "discretize", "cluster_qr"}
         How scikit-learn turns the spectral embedding into labels.
     eigen_solver : {"auto", "arpack", "lobpcg"}
-        scikit-learn's eigensolver; ``"auto"`` is ARPACK up to 2 000 samples and LOBPCG above,
-        where ARPACK's shift-invert factorisation of a sparse graph gets slow (≈ 20× at 10 000).
+        scikit-learn's eigensolver; ``"auto"`` is ARPACK up to 2 000 samples and LOBPCG
+        above, where ARPACK's shift-invert factorisation of a sparse graph gets slow (≈
+        20× at 10 000).
 
     Returns
     -------
@@ -358,7 +366,8 @@ def spectral_clustering(
         eigen_solver=eigen_solver,
     )
     with warnings.catch_warnings():
-        # A disconnected graph is what a perfect affinity looks like; nothing to warn about.
+        # A disconnected graph is what a perfect affinity looks like; nothing to warn
+        # about.
         warnings.filterwarnings("ignore", message="Graph is not fully connected")
         return model.fit_predict(A)
 
@@ -510,9 +519,10 @@ def sparse_coding_attention(
 ) -> AttentionResult:
     """Attention whose weights are sparse codes of the queries over the keys, by unrolled ISTA.
 
-    ``C_{t+1} = shrink_{ελ}(C_t (I − ε K Kᵀ) + ε Q Kᵀ)`` from ``C_0 = 0``: ``Q Kᵀ`` is dot-product
-    attention and ``K Kᵀ`` dot-product self-attention of the keys; the output is ``C V``. With
-    many iterations ``C`` solves the Lasso ``min ½‖Q − C K‖² + λ‖C‖₁`` row by row.
+    ``C_{t+1} = shrink_{ελ}(C_t (I − ε K Kᵀ) + ε Q Kᵀ)`` from ``C_0 = 0``: ``Q Kᵀ`` is
+    dot-product attention and ``K Kᵀ`` dot-product self-attention of the keys; the
+    output is ``C V``. With many iterations ``C`` solves the Lasso
+    ``min ½‖Q − C K‖² + λ‖C‖₁`` row by row.
 
     Parameters
     ----------
@@ -526,8 +536,8 @@ def sparse_coding_attention(
     step : float, optional
         ε; default ``1 / ‖K‖₂²`` (per batch element), which guarantees convergence.
     nonnegative : bool
-        Use the paper's one-sided ``ReLU_λ(x) = max(x − λ, 0)`` (a non-negative Lasso) instead
-        of the two-sided soft threshold.
+        Use the paper's one-sided ``ReLU_λ(x) = max(x − λ, 0)`` (a non-negative Lasso)
+        instead of the two-sided soft threshold.
 
     Returns
     -------

@@ -31,8 +31,8 @@ def to_device(batch, device):
     Parameters
     ----------
     batch : object
-        A tensor, or a tuple, list, dict or NamedTuple of them (nested); entries that are
-        not tensors are returned unchanged.
+        A tensor, or a tuple, list, dict or NamedTuple of them (nested); entries that
+        are not tensors are returned unchanged.
     device : str or torch.device, optional
         Where to; ``None`` leaves tensors where they are.
 
@@ -84,9 +84,9 @@ def train(
     loss_fn : callable
         ``loss_fn(model, batch)`` returns a scalar loss.
     batches : callable or iterable
-        Either ``batches(step)`` returning a batch (a fresh sample per step, for generated
-        tasks), or an iterable of batches cycled through (a DataLoader, a list, or a single
-        full batch in a one-element list).
+        Either ``batches(step)`` returning a batch (a fresh sample per step, for
+        generated tasks), or an iterable of batches cycled through (a DataLoader, a
+        list, or a single full batch in a one-element list).
     n_steps : int
         Number of optimiser steps.
     lr, weight_decay : float
@@ -100,8 +100,8 @@ def train(
     device : optional
         Defaults to :func:`attnlib.utils.get_device`.
     progress : bool
-        Show a tqdm progress bar with the running loss (or, when the environment variable
-        ``ATTNLIB_PROGRESS`` is ``summary``, only its final line).
+        Show a tqdm progress bar with the running loss (or, when the environment
+        variable ``ATTNLIB_PROGRESS`` is ``summary``, only its final line).
     desc : str
         The progress bar's label.
 

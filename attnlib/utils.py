@@ -1,7 +1,8 @@
 """Small shared helpers: seeding, devices and input validation.
 
-Every public function of attnlib validates its inputs with the helpers below, so that bad
-input fails early with a ``ValueError`` that names the argument and says what was expected.
+Every public function of attnlib validates its inputs with the helpers below, so that
+bad input fails early with a ``ValueError`` that names the argument and says what was
+expected.
 """
 
 from __future__ import annotations
@@ -43,14 +44,14 @@ def glue(name: str, value, display: bool = False) -> None:
     """Record a computed value under ``name`` so that the chapter's prose can quote it.
 
     When the book is built, myst-nb pastes the value wherever the markdown says
-    ``{glue:text}`name:.3f` ``, so a number in the prose is always the one the cell computed.
-    Where myst-nb is not installed (a chapter opened in Colab), nothing is recorded and the
-    value is shown only if ``display`` is true.
+    ``{glue:text}`name:.3f` ``, so a number in the prose is always the one the cell computed. Where myst-nb is not installed (a chapter opened in Colab), nothing is recorded and the value is shown only if ``display``
+    is true.
 
     Parameters
     ----------
     name : str
-        The key the prose uses, unique in the book (chapters prefix it, e.g. ``"ch05_..."``).
+        The key the prose uses, unique in the book (chapters prefix it, e.g.
+        ``"ch05_..."``).
     value : object
         The value to record (a number, a string, a figure, a table).
     display : bool, default=False
@@ -107,9 +108,9 @@ def as_tensor(
 ) -> torch.Tensor:
     """Convert an array-like to a floating tensor and check it.
 
-    Tensors and floating NumPy arrays keep their dtype (and tensors their device); lists,
-    integer data and other array-likes become ``torch.get_default_dtype()`` (float32 unless
-    changed).
+    Tensors and floating NumPy arrays keep their dtype (and tensors their device);
+    lists, integer data and other array-likes become ``torch.get_default_dtype()``
+    (float32 unless changed).
 
     Parameters
     ----------
@@ -147,7 +148,8 @@ def as_tensor(
         t = torch.from_numpy(x)
     else:
         try:
-            # Straight to the requested dtype: a detour through float32 would cost float64 callers precision.
+            # Straight to the requested dtype: a detour through float32 would cost
+            # float64 callers precision.
             t = torch.as_tensor(
                 np.asarray(x, dtype=np.float64),
                 dtype=dtype or torch.get_default_dtype(),
@@ -202,8 +204,8 @@ def as_float_array(
     Raises
     ------
     ValueError
-        Naming ``name`` for the wrong number of dimensions, too few samples, or non-finite
-        values.
+        Naming ``name`` for the wrong number of dimensions, too few samples, or
+        non-finite values.
     """
     try:
         A = np.asarray(X, dtype=np.float64)
@@ -305,8 +307,8 @@ def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None)
 def host_array(X):
     """A torch tensor (any dtype or device) as a NumPy array; anything else unchanged.
 
-    scikit-learn's validation converts array-likes itself but not every tensor (bfloat16,
-    CUDA); the estimators call this first.
+    scikit-learn's validation converts array-likes itself but not every tensor
+    (bfloat16, CUDA); the estimators call this first.
 
     Parameters
     ----------

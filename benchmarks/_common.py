@@ -1,10 +1,10 @@
 """What every benchmark shares: the machine's description, timing, and where results go.
 
-Full runs write ``attnlib/results/<name>.json``: committed package data, which the chapters
-and the book's benchmarks appendix read with :func:`attnlib.results.load`, so that a chapter
-opened alone in Colab has them too. ``--quick`` runs (tiny sizes, what CI runs) write
-``benchmarks/quick/<name>.quick.json``, which git ignores, so a quick run never replaces the
-measured numbers.
+Full runs write ``attnlib/results/<name>.json``: committed package data, which the
+chapters and the book's benchmarks appendix read with :func:`attnlib.results.load`, so
+that a chapter opened alone in Colab has them too. ``--quick`` runs (tiny sizes, what CI
+runs) write ``benchmarks/quick/<name>.quick.json``, which git ignores, so a quick run
+never replaces the measured numbers.
 """
 
 from __future__ import annotations

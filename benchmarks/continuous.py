@@ -1,22 +1,24 @@
 """Continuous attention in closed form against numerical integration, and the chapter's sweep.
 
-Part 1 (timing): forward + backward of ``r = E_p[ψ(t)]`` for a batch of 256 densities and
-N = 64 or 100 Gaussian RBFs, by ``attnlib.continuous`` (closed form; for the 2-D truncated paraboloid,
-closed-form chord integrals summed by 48-node Gauss–Legendre along the major axis) and by numerical integration with autograd (a
-1 000-point trapezoid on the density's support in 1-D, a 100 × 100 grid on its bounding box
-in 2-D). Accuracy: the largest error of ``r`` and of the gradient with respect to (μ, σ² or Σ),
-each relative to that quantity's largest entry,
-against a finer numerical integration in float64 with autograd (20× the nodes in 1-D; in 2-D, on
-two samples, a 400 × 400 grid over ±9σ for the Gaussian and Gauss–Legendre × trapezoid in
-whitened polar coordinates for the truncated paraboloid, whose kink at the ellipse would cap a
-grid reference at ~1e-3). Medians of repeats, side by side in one process.
+Part 1 (timing): forward + backward of ``r = E_p[ψ(t)]`` for a batch of 256 densities
+and N = 64 or 100 Gaussian RBFs, by ``attnlib.continuous`` (closed form; for the 2-D
+truncated paraboloid, closed-form chord integrals summed by 48-node Gauss–Legendre along
+the major axis) and by numerical integration with autograd (a 1 000-point trapezoid on
+the density's support in 1-D, a 100 × 100 grid on its bounding box in 2-D). Accuracy:
+the largest error of ``r`` and of the gradient with respect to (μ, σ² or Σ), each
+relative to that quantity's largest entry, against a finer numerical integration in
+float64 with autograd (20× the nodes in 1-D; in 2-D, on two samples, a 400 × 400 grid
+over ±9σ for the Gaussian and Gauss–Legendre × trapezoid in whitened polar coordinates
+for the truncated paraboloid, whose kink at the ellipse would cap a grid reference at
+~1e-3). Medians of repeats, side by side in one process.
 
 Part 2 (sweep): the chapter's two experiments over more basis sizes and seeds than the
-chapter runs live, and the document experiment's controls (``--part controls``: an oracle
-μ on the span documents, and documents whose label is diffuse).
+chapter runs live, and the document experiment's controls (``--part controls``: an
+oracle μ on the span documents, and documents whose label is diffuse).
 
-    python benchmarks/continuous.py           # full run, writes attnlib/results/continuous.json
-    python benchmarks/continuous.py --quick   # tiny sizes, < 30 s
+    python benchmarks/continuous.py           # full run, writes
+    attnlib/results/continuous.json python benchmarks/continuous.py --quick   # tiny
+    sizes, < 30 s
 """
 
 from __future__ import annotations
@@ -51,10 +53,11 @@ from attnlib.continuous import (
 )
 
 OUT = RESULTS / "continuous.json"
-# Gauss–Legendre nodes per RBF along the ellipse's major axis (relative error ~1e-12; 32 gives ~1e-6).
+# Gauss–Legendre nodes per RBF along the ellipse's major axis (relative error ~1e-12; 32
+# gives ~1e-6).
 N_ANGLES = 48
-# Relative errors below this are float64 round-off (of r, of the gradients and of the reference
-# itself): two methods both below it count as equally accurate.
+# Relative errors below this are float64 round-off (of r, of the gradients and of the
+# reference itself): two methods both below it count as equally accurate.
 ROUNDOFF = 1e-12
 # Fraction of cue words in the diffuse documents (label spread over the whole text).
 DIFFUSE_CUE = 0.08
@@ -76,7 +79,8 @@ def quad_1d(mu, s2, basis, alpha, n):
 
 def quad_2d(mu, Sigma, basis, alpha, n, box=5.0):
     """``n × n`` grid on the bounding box of the ellipse (α = 2) or of the ``box``-σ ellipse (α = 1), in whitened coordinates."""
-    # Symmetrise so that autograd's gradient with respect to Σ is symmetric, as attnlib's is.
+    # Symmetrise so that autograd's gradient with respect to Σ is symmetric, as
+    # attnlib's is.
     L = torch.linalg.cholesky(0.5 * (Sigma + Sigma.transpose(-1, -2)))
     det_L = L[:, 0, 0] * L[:, 1, 1]
     R = (
@@ -102,7 +106,8 @@ def quad_2d(mu, Sigma, basis, alpha, n, box=5.0):
         :, None
     ] ** 2  # trapezoid weights in u; dt = det L du
     psi = basis(x + mu[:, None, :])
-    # For α = 1 the density in u is the standard normal (dt = det L du and p(t) = N(u; 0, I)/det L).
+    # For α = 1 the density in u is the standard normal (dt = det L du and p(t) = N(u;
+    # 0, I)/det L).
     scale = torch.ones_like(det_L) if alpha == 1 else det_L
     return torch.einsum("bk,bkn->bn", (w2 * dens) * scale[:, None], psi)
 
@@ -112,11 +117,12 @@ def reference_2d_paraboloid(
 ):
     """r and the gradients of ``(r * weights).sum()`` for one truncated paraboloid, by brute force in polar coordinates.
 
-    Whitened polar coordinates ``t = μ + L ρ e(ω)``: the support is ``ρ ≤ R`` and the density
-    ``(R² - ρ²)/2`` a polynomial in ρ, so Gauss–Legendre in ρ and the periodic trapezoid in ω
-    converge fast, with no kink at the boundary (which caps a grid at second order). Nodes
-    move with (μ, Σ), so autograd gives the gradient; independent of attnlib's chord integrals
-    and of its Proposition 3 backward. Chunks of angles keep memory small (the sum is linear).
+    Whitened polar coordinates ``t = μ + L ρ e(ω)``: the support is ``ρ ≤ R`` and the
+    density ``(R² - ρ²)/2`` a polynomial in ρ, so Gauss–Legendre in ρ and the periodic
+    trapezoid in ω converge fast, with no kink at the boundary (which caps a grid at
+    second order). Nodes move with (μ, Σ), so autograd gives the gradient; independent
+    of attnlib's chord integrals and of its Proposition 3 backward. Chunks of angles
+    keep memory small (the sum is linear).
     """
     x, w = (
         torch.as_tensor(a, dtype=mu.dtype)
@@ -214,7 +220,8 @@ def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
                     if dim == 1
                     else (lambda m, v, n=n_peer: quad_2d(m, v, basis, alpha, n))
                 )
-                # The fine reference is costly in memory: 16 samples in 1-D, two (one at a time) in 2-D.
+                # The fine reference is costly in memory: 16 samples in 1-D, two (one at
+                # a time) in 2-D.
                 sub = slice(0, 2 if dim == 2 else min(batch, 16))
                 if dim == 1:
                     ref = value_and_grads(
@@ -230,7 +237,8 @@ def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
                                 mu[i], s[i], basis, weights[i : i + 1]
                             )
                             if alpha == 2
-                            # a Gaussian integrand decays to e^{-40} at 9σ: the trapezoid rule is then spectrally accurate
+                            # a Gaussian integrand decays to e^{-40} at 9σ: the
+                            # trapezoid rule is then spectrally accurate
                             else value_and_grads(
                                 lambda m, v: quad_2d(
                                     m, v, basis, alpha, 4 * n_peer, box=9.0
@@ -243,7 +251,8 @@ def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
                     )
                     parts = [fine(i) for i in range(2)]
                     ref = [torch.cat(p) for p in zip(*parts)]
-                # r, ∂μ and ∂σ² (∂Σ) differ in scale by up to 10⁶: each error relative to its quantity's largest entry.
+                # r, ∂μ and ∂σ² (∂Σ) differ in scale by up to 10⁶: each error relative
+                # to its quantity's largest entry.
                 err = lambda out: max(
                     ((a[sub] - b).abs().max() / b.abs().max()).item()
                     for a, b in zip(out, ref)
@@ -304,7 +313,8 @@ def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
 
 def document_sweep(quick: bool, save=lambda rows: None):
     """Seed-major, so that an interrupted sweep still covers every configuration; ``save`` gets the rows so far."""
-    # ~0.05-0.1 s a step on one thread: 14 configurations × 3 seeds × 150 steps take ~10 minutes.
+    # ~0.05-0.1 s a step on one thread: 14 configurations × 3 seeds × 150 steps take ~10
+    # minutes.
     n_train, n_test, length, steps = (
         (200, 200, 64, 5) if quick else (1500, 1000, 256, 150)
     )
@@ -359,12 +369,12 @@ def document_sweep(quick: bool, save=lambda rows: None):
 def control_sweep(quick: bool, save=lambda rows: None):
     """Controls of the document experiment: is the continuous model's failure its location?
 
-    * ``oracle``: continuous attention moment-matched to the true span (μ at its centre),
+    * ``oracle``: continuous attention moment-matched to the true span (μ at its
+      centre),
       on the sweep's span documents: can a density read the span once it is put there?
     * ``diffuse``: documents whose cue words are spread over the whole text (``span =
-      length``), where no place matters more than another and the paper's continuous model,
-      with μ and σ² from a max-pooled summary, should work; ``continuous-narrow`` is that
-      model with σ² started at ``NARROW_VAR`` instead of its default start (about 1).
+      length``), where no place matters more than another and the paper's continuous model, with μ and σ² from a max-pooled summary, should work; ``continuous-narrow`` is that model with σ² started at ``NARROW_VAR``
+      instead of its default start (about 1).
 
     Seed-major; ``save`` gets the rows so far.
     """
@@ -387,7 +397,8 @@ def control_sweep(quick: bool, save=lambda rows: None):
         for kind in ("discrete", "continuous", "combined")
         for alpha in (1, 2)
     ]
-    # The continuous model started narrow (σ² = NARROW_VAR instead of about 1 at the default init).
+    # The continuous model started narrow (σ² = NARROW_VAR instead of about 1 at the
+    # default init).
     configs += [
         ("diffuse", "continuous-narrow", 1),
         ("diffuse", "continuous-narrow", 2),

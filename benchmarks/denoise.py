@@ -1,26 +1,27 @@
 """Exact non-local means (attnlib) against scikit-image's slow and fast modes, in one process.
 
-Part 1 (speed): ``camera`` 512×512 and ``astronaut`` (256×256×3 crop) with Gaussian noise σ = 0.1,
-patch_size 7, patch_distance 11, h 0.08, and the noise level passed as ``sigma = 0.1`` (the
-setting of the issue's reference numbers; a second set of rows uses ``sigma = 0``, where
-scikit-image's cut-off of small weights shows): median wall time and PSNR of
-``skimage.restoration.denoise_nl_means`` (slow: exact patches, approximate exponential and
-cut-offs; fast: box patches) and of ``attnlib.denoise.nonlocal_means`` (Gaussian patches,
-exponential) in float32 and float64, on one thread (as scikit-image; median CPU time through
-``time.process_time``) and on all threads (row strips shared between worker threads; wall time).
-Accuracy: attnlib's float32 and float64 results against an independent float64 NumPy restatement
-(``nlm_numpy``) on a 128×128 crop of ``camera``.
+Part 1 (speed): ``camera`` 512×512 and ``astronaut`` (256×256×3 crop) with Gaussian
+noise σ = 0.1, patch_size 7, patch_distance 11, h 0.08, and the noise level passed as
+``sigma = 0.1`` (the setting of the issue's reference numbers; a second set of rows uses
+``sigma = 0``, where scikit-image's cut-off of small weights shows): median wall time
+and PSNR of ``skimage.restoration.denoise_nl_means`` (slow: exact patches, approximate
+exponential and cut-offs; fast: box patches) and of ``attnlib.denoise.nonlocal_means``
+(Gaussian patches, exponential) in float32 and float64, on one thread (as scikit-image;
+median CPU time through ``time.process_time``) and on all threads (row strips shared
+between worker threads; wall time). Accuracy: attnlib's float32 and float64 results
+against an independent float64 NumPy restatement (``nlm_numpy``) on a 128×128 crop of
+``camera``.
 
-Part 2 (quality sweep shown in chapter 03): PSNR on a held-out 64×64 crop of ``camera`` at
-noise σ ∈ {0.05, 0.1, 0.2} of: the noisy image, a Gaussian filter, our NLM, scikit-image NLM
-(fast and slow), and PatchAttentionDenoiser with 1 and 4 heads trained on crops of
-``brick``, ``grass``, ``gravel`` and ``astronaut``. The NLMs get ``sigma = σ``; each
-method's ``h`` (and the Gaussian filter's width) is chosen on a validation crop of another
-part of ``camera``, never on the test crop.
+Part 2 (quality sweep shown in chapter 03): PSNR on a held-out 64×64 crop of ``camera``
+at noise σ ∈ {0.05, 0.1, 0.2} of: the noisy image, a Gaussian filter, our NLM,
+scikit-image NLM (fast and slow), and PatchAttentionDenoiser with 1 and 4 heads trained
+on crops of ``brick``, ``grass``, ``gravel`` and ``astronaut``. The NLMs get
+``sigma = σ``; each method's ``h`` (and the Gaussian filter's width) is chosen on a
+validation crop of another part of ``camera``, never on the test crop.
 
 Run: ``python benchmarks/denoise.py`` (full, writes attnlib/results/denoise.json) or
-``python benchmarks/denoise.py --quick`` (small sizes, for CI; also writes the JSON unless
-``--no-write``).
+``python benchmarks/denoise.py --quick`` (small sizes, for CI; also writes the JSON
+unless ``--no-write``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ RESULT = RESULTS / "denoise.json"
 def speed_rows(quick: bool):
     size = 64 if quick else 512
     repeats = 1 if quick else 3
-    # The colour case is a 256×256 crop: scikit-image's slow mode on colour is three times slower still.
+    # The colour case is a 256×256 crop: scikit-image's slow mode on colour is three
+    # times slower still.
     cases = {
         "camera (grey)": img_as_float(data.camera())[:size, :size],
         "astronaut (colour)": img_as_float(data.astronaut())[: size // 2, : size // 2],

@@ -1,28 +1,34 @@
 """Nadaraya–Watson kernel sums: attnlib's fused kernel against KeOps and PyTorch's SDPA.
 
-    python benchmarks/kernel_regression.py            # 10^6 keys x 10^4 queries, d = 1 and 8
-    python benchmarks/kernel_regression.py --quick    # tiny sizes (CI)
+    python benchmarks/kernel_regression.py            # 10^6 keys x 10^4 queries, d = 1
+    and 8 python benchmarks/kernel_regression.py --quick    # tiny sizes (CI)
 
-The same Gaussian-kernel predictions ``Σ_j w_ij y_j / Σ_j w_ij``, ``w_ij = exp(-|x_i - x_j|² /
-(2σ²))``, computed in float32, side by side in one process, on one thread (CPU time through
-``time.process_time``, medians), for ``--n-train`` keys and a subset of the queries per method
-(each method's subset is large enough to time; throughput is reported in pairs per second):
+The same Gaussian-kernel predictions ``Σ_j w_ij y_j / Σ_j w_ij``,
+``w_ij = exp(-|x_i - x_j|² / (2σ²))``, computed in float32, side by side in one process,
+on one thread (CPU time through ``time.process_time``, medians), for ``--n-train`` keys
+and a subset of the queries per method (each method's subset is large enough to time;
+throughput is reported in pairs per second):
 
-* ``attnlib``: :func:`attnlib.kernel_regression.nadaraya_watson` (the fused compiled kernel of
+* ``attnlib``: :func:`attnlib.kernel_regression.nadaraya_watson` (the fused compiled
+  kernel of
   :mod:`attnlib.kernel_sums`); also on every core (wall time);
-* ``keops``: ``pykeops`` (``LazyTensor(...).sumsoftmaxweight``, the standard library for kernel
-  sums without memory; it compiles with the system's C++ compiler at first use). Where pykeops
-  is not installed, or does not compile, its rows say so and the run goes on;
-* ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` on the augmented vectors
+* ``keops``: ``pykeops`` (``LazyTensor(...).sumsoftmaxweight``, the standard library for
+  kernel
+  sums without memory; it compiles with the system's C++ compiler at first use). Where
+  pykeops is not installed, or does not compile, its rows say so and the run goes on;
+* ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` on the augmented
+  vectors
   ``q = [x, 1]``, ``k = [x_j, -|x_j|²/2]`` with ``scale = 1/σ²`` (the scores differ from
-  ``-|x - x_j|²/(2σ²)`` by a constant per row, which the softmax cancels), in blocks of queries.
+  ``-|x - x_j|²/(2σ²)`` by a constant per row, which the softmax cancels), in blocks of
+  queries.
 
-Accuracy: every method's largest error on the first ``--accuracy-queries`` queries against a
-float64 reference (the same sums in float64 by PyTorch, differences formed directly). The limit:
-``torch.exp`` on one core on 16 384 float32 numbers in cache, and the exponential of
-``attnlib.kernel_sums`` on the same; a kernel's fraction of the limit is its pairs/s over that.
-Memory: growth of the peak resident set (``VmHWM``, reset through ``/proc/self/clear_refs``) over
-the resident set before the call, for ``nadaraya_watson`` on 2 000 x 10^6 in 1-D.
+Accuracy: every method's largest error on the first ``--accuracy-queries`` queries
+against a float64 reference (the same sums in float64 by PyTorch, differences formed
+directly). The limit: ``torch.exp`` on one core on 16 384 float32 numbers in cache, and
+the exponential of ``attnlib.kernel_sums`` on the same; a kernel's fraction of the limit
+is its pairs/s over that. Memory: growth of the peak resident set (``VmHWM``, reset
+through ``/proc/self/clear_refs``) over the resident set before the call, for
+``nadaraya_watson`` on 2 000 x 10^6 in 1-D.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ attnlib / scikit-learn, and how closely the two embeddings agree (largest entry-
 difference after matching column signs, and the reconstruction errors).
 
     python benchmarks/lle.py           # the full run, writes attnlib/results/lle.json
-    python benchmarks/lle.py --quick   # tiny sizes, a smoke test (< 30 s), to lle.quick.json
+    python benchmarks/lle.py --quick   # tiny sizes, a smoke test (< 30 s), to
+    lle.quick.json
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def median_times(fits: dict, X, repeats: int) -> tuple[dict, dict]:
 
 
 def main(quick: bool = False, repeats: int | None = None) -> dict:
-    # One thread (PyTorch and BLAS, for both): the machines are shared, and a single thread
-    # gives stabler ratios.
+    # One thread (PyTorch and BLAS, for both): the machines are shared, and a single
+    # thread gives stabler ratios.
     torch.set_num_threads(1)
     threadpool_limits(1)
     repeats = repeats or (3 if quick else 7)

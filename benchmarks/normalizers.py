@@ -1,24 +1,26 @@
 """Benchmark attnlib.normalizers against the entmax package and torch.softmax.
 
-Forward + backward, float32, one CPU thread, on the shapes of the issue at score scales 1
-and 10. On a shared machine the load drifts over a run, so every comparison is paired: the
-methods are timed back to back in rounds, in an order that rotates from round to round,
-after a warm-up, with the garbage collector off; a ratio is the median over rounds of the
-per-round ratio, and the milliseconds are medians over rounds. Times are the CPU time of
-the process (one thread): on a quiet machine that is the wall time, and on a busy one it
-leaves out the time spent waiting for a core, which would otherwise land on whichever
-method happened to be running. Bursts of load on a shared machine slow the memory-bound
-softmax more than the attnlib maps (whose passes after the first run in cache), so each row
-also records the ratio of the best rounds (``ratio_to_softmax_of_minima``), an estimate of
-what a quiet machine shows.
+Forward + backward, float32, one CPU thread, on the shapes of the issue at score scales
+1 and 10. On a shared machine the load drifts over a run, so every comparison is paired:
+the methods are timed back to back in rounds, in an order that rotates from round to
+round, after a warm-up, with the garbage collector off; a ratio is the median over
+rounds of the per-round ratio, and the milliseconds are medians over rounds. Times are
+the CPU time of the process (one thread): on a quiet machine that is the wall time, and
+on a busy one it leaves out the time spent waiting for a core, which would otherwise
+land on whichever method happened to be running. Bursts of load on a shared machine slow
+the memory-bound softmax more than the attnlib maps (whose passes after the first run in
+cache), so each row also records the ratio of the best rounds
+(``ratio_to_softmax_of_minima``), an estimate of what a quiet machine shows.
 
 - attnlib against torch.softmax (the tight target): many rounds of softmax and the three
   attnlib maps (sparsemax, 1.5-entmax, 1.25-entmax) together.
-- attnlib against the entmax package (sorting, or bisection in ``entmax_bisect``, which takes
+- attnlib against the entmax package (sorting, or bisection in ``entmax_bisect``, which
+  takes
   seconds here): fewer rounds of (attnlib, package) pairs.
 
-    python benchmarks/normalizers.py           # the full run, writes attnlib/results/normalizers.json
-    python benchmarks/normalizers.py --quick   # tiny sizes, a smoke test (< 30 s), to normalizers.quick.json
+    python benchmarks/normalizers.py           # the full run, writes
+    attnlib/results/normalizers.json python benchmarks/normalizers.py --quick   # tiny
+    sizes, a smoke test (< 30 s), to normalizers.quick.json
 """
 
 from __future__ import annotations
@@ -64,8 +66,9 @@ def fwd_bwd(fn, x, g):
 def rounds(fns: dict, x, g, n_rounds: int, warmup: int = 2) -> dict:
     """Seconds of forward+backward of each function in each of ``n_rounds`` rounds.
 
-    Every round times each function once, back to back, starting one further along the list
-    than the round before, so that no method always runs first (cold) or after the same one.
+    Every round times each function once, back to back, starting one further along the
+    list than the round before, so that no method always runs first (cold) or after the
+    same one.
     """
     names = list(fns)
     for _ in range(warmup):
@@ -91,7 +94,8 @@ def paired_ratio(num: list, den: list) -> float:
 
 def main(quick: bool = False) -> dict:
     torch.manual_seed(0)
-    # One thread: the benchmark machines are shared, and a single thread gives stabler ratios.
+    # One thread: the benchmark machines are shared, and a single thread gives stabler
+    # ratios.
     torch.set_num_threads(1)
     n_softmax, n_entmax = (3, 2) if quick else (21, 5)
     rows = []
@@ -107,9 +111,10 @@ def main(quick: bool = False) -> dict:
                     atol=1e-3,
                     rtol=1e-3,
                 )
-            # The package first: its many large temporaries leave the allocator in the steady
-            # state of a long-running process before the tight comparison (on the first shape,
-            # softmax was otherwise timed while fresh pages were still being faulted in).
+            # The package first: its many large temporaries leave the allocator in the
+            # steady state of a long-running process before the tight comparison (on the
+            # first shape, softmax was otherwise timed while fresh pages were still
+            # being faulted in).
             slow = {
                 name: rounds(
                     {"attnlib": OURS[ours], "entmax": theirs}, x, g, n_entmax, warmup=1

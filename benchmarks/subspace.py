@@ -2,11 +2,12 @@
 
 Data: 5 random 6-dimensional subspaces of R^9, no noise, N points in total (N/5 per
 subspace). Ours: :func:`attnlib.subspace.self_expressive` with the default active-set
-solver (exact homotopy on working sets, certified by a duality gap) + spectral clustering.
-Peer: what most users write, ``sklearn.linear_model.Lasso`` fitted once per sample, twice:
-with its default ``tol`` and with ``tol=1e-6``, which reaches our objective to 1e-6
-relative (equal objective). The peer is timed on a random subset of samples and its time
-multiplied by N / (subset size); objectives are compared on that same subset.
+solver (exact homotopy on working sets, certified by a duality gap) + spectral
+clustering. Peer: what most users write, ``sklearn.linear_model.Lasso`` fitted once per
+sample, twice: with its default ``tol`` and with ``tol=1e-6``, which reaches our
+objective to 1e-6 relative (equal objective). The peer is timed on a random subset of
+samples and its time multiplied by N / (subset size); objectives are compared on that
+same subset.
 
 1. Sweep (tuning seeds 101-105, N = 1000): λ and the affinity's row normalisation; the
    combination with the best median accuracy is used below (ties: the larger λ).

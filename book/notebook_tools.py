@@ -1,7 +1,8 @@
 """Keep the chapters' notebooks consistent: stamp the setup cell, strip outputs.
 
 The repository URL lives in ``_config.yml`` alone; every chapter's first code cell is
-rendered from it here, so moving the repository is a one-line change plus ``make stamp``.
+rendered from it here, so moving the repository is a one-line change plus
+``make stamp``.
 
     python book/notebook_tools.py stamp   # rewrite every setup cell from _config.yml
     python book/notebook_tools.py strip   # remove outputs and execution counts

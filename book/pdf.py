@@ -1,14 +1,16 @@
 """Print the built website as one PDF: the book's reader's edition (``make pdf``).
 
-    python book/pdf.py --site _build/html --output _build/html/book/attention-before-attention.pdf
+    python book/pdf.py --site _build/html --output
+    _build/html/book/attention-before-attention.pdf
 
-The pages of ``_toc.yml`` are read from the built site (so every chapter appears with its
-executed outputs and figures), their articles are assembled in order into one HTML file beside
-them, behind a title page and a table of contents, with every id and internal link rewritten to
-point inside that one file. Debian's Chromium (the one the website tests drive through
-Playwright) typesets the math with the site's own MathJax and prints it, with bookmarks from
-the headings, page numbers in the footer and working internal links. A first print finds the
-page on which each chapter starts; the second prints those numbers into the contents.
+The pages of ``_toc.yml`` are read from the built site (so every chapter appears with
+its executed outputs and figures), their articles are assembled in order into one HTML
+file beside them, behind a title page and a table of contents, with every id and
+internal link rewritten to point inside that one file. Debian's Chromium (the one the
+website tests drive through Playwright) typesets the math with the site's own MathJax
+and prints it, with bookmarks from the headings, page numbers in the footer and working
+internal links. A first print finds the page on which each chapter starts; the second
+prints those numbers into the contents.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import yaml
 from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parent.parent
-# Chromium's cross-reference table is slightly off by pypdf's count; pypdf repairs it quietly.
+# Chromium's cross-reference table is slightly off by pypdf's count; pypdf repairs it
+# quietly.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -272,8 +275,9 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 def _print(browser, url: str, output: Path, title: str) -> None:
-    # The width of A4's text column (180 mm at 96 px per inch), so that _static/fit-math.js
-    # breaks or shrinks the equations that would not fit the printed column.
+    # The width of A4's text column (180 mm at 96 px per inch), so that
+    # _static/fit-math.js breaks or shrinks the equations that would not fit the printed
+    # column.
     page = browser.new_page(viewport={"width": 680, "height": 1000})
     page.goto(url, wait_until="networkidle")
     page.wait_for_function(

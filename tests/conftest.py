@@ -22,7 +22,8 @@ def float64():
 @pytest.fixture(autouse=True)
 def _seeded():
     """Seed every generator before each test, so that a test draws the same numbers whatever
-    ran before it on its xdist worker, and a failure reproduces when the test is run alone
+    ran before it on its xdist worker, and a failure reproduces when the test is run
+    alone
     (models initialise their weights from torch's global generator)."""
     from attnlib.utils import set_seed
 
@@ -34,10 +35,10 @@ def built_book():
     """Build the website once per session (every chapter executed, nitpicky warnings as
     errors, execution errors raised), then print the PDF edition from it (book/pdf.py).
 
-    Returns a dict: ``site`` (the built folder), ``pdf`` (its path), and for each step its
-    ``*_returncode`` and the lines to report. test_site.py and test_pdf.py both use it; under
-    xdist they run on the same worker (see ``pytest_xdist_make_scheduler``), so that the book
-    is built and printed once.
+    Returns a dict: ``site`` (the built folder), ``pdf`` (its path), and for each step
+    its ``*_returncode`` and the lines to report. test_site.py and test_pdf.py both use
+    it; under xdist they run on the same worker (see ``pytest_xdist_make_scheduler``),
+    so that the book is built and printed once.
     """
     site = ROOT / "_build" / "html"
     pdf = site / "book" / "attention-before-attention.pdf"

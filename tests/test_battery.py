@@ -1,13 +1,14 @@
 """A battery of bad inputs for every public callable of attnlib, data-driven.
 
-Each public callable has a :class:`Spec`: a valid baseline call and, for each argument worth
-attacking, its *kind*. Every kind has a list of mutations, each either ``invalid`` (the call
-must raise a ``ValueError`` naming the argument), ``valid`` (the call must return an output
-without NaN or inf, or raise a ``ValueError`` naming the argument: a clear refusal is fine),
-or ``f64`` (valid, and a float64 tensor must not come back as float32).
+Each public callable has a :class:`Spec`: a valid baseline call and, for each argument
+worth attacking, its *kind*. Every kind has a list of mutations, each either ``invalid``
+(the call must raise a ``ValueError`` naming the argument), ``valid`` (the call must
+return an output without NaN or inf, or raise a ``ValueError`` naming the argument: a
+clear refusal is fine), or ``f64`` (valid, and a float64 tensor must not come back as
+float32).
 
-Run ``python tests/test_battery.py`` for the counts (calls, clear errors, silent NaN, silent wrong,
-cryptic); ``PYTHONPATH=<another checkout>`` counts that checkout instead.
+Run ``python tests/test_battery.py`` for the counts (calls, clear errors, silent NaN,
+silent wrong, cryptic); ``PYTHONPATH=<another checkout>`` counts that checkout instead.
 """
 
 from __future__ import annotations
@@ -129,8 +130,9 @@ KINDS = {
 class Spec:
     """How to call one public callable: ``call(**args)`` with valid ``args``; ``kinds`` of the attacked ones.
 
-    ``optional`` arguments accept None; ``extra`` lists further ``(label, args_update, expectation,
-    name)`` cases, e.g. mismatched sizes, whose error must name ``name``.
+    ``optional`` arguments accept None; ``extra`` lists further
+    ``(label, args_update, expectation, name)`` cases, e.g. mismatched sizes, whose
+    error must name ``name``.
     """
 
     call: Callable[..., Any]

@@ -1,6 +1,7 @@
 """Every benchmark still runs (in its quick mode, as `make bench QUICK=1` does), writes a
 well-formed result beside the committed one without replacing it, and has its section in
-the book's benchmarks appendix. The full runs are not repeated here; they are too slow for
+the book's benchmarks appendix. The full runs are not repeated here; they are too slow
+for
 CI and their timings would mean little on a shared machine."""
 
 import json

@@ -280,7 +280,8 @@ def test_2d_attention_matches_dblquad(alpha):
 
 
 def test_2d_paraboloid_with_narrow_rbfs_in_a_long_tilted_ellipse():
-    # The hard case for quadrature: RBFs 30× narrower than the ellipse, at its centre, its tip, its flank and just outside.
+    # The hard case for quadrature: RBFs 30× narrower than the ellipse, at its centre,
+    # its tip, its flank and just outside.
     m, angle = np.array([0.45, 0.55]), 0.5
     rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
     S = rot @ np.diag([0.3, 0.004]) @ rot.T
@@ -301,7 +302,8 @@ def test_2d_paraboloid_with_narrow_rbfs_in_a_long_tilted_ellipse():
             ellipse_dblquad(lambda y, x: np_paraboloid(x, y, m, S) * psi(x, y), m, S),
             abs=1e-8,
         )
-        # The 0-covariance of x₁x₂ with ψ: ∫_supp x₁x₂ψ minus the uniform-on-the-ellipse moment R²S₁₂/4 times ∫_supp ψ.
+        # The 0-covariance of x₁x₂ with ψ: ∫_supp x₁x₂ψ minus the uniform-on-the-ellipse
+        # moment R²S₁₂/4 times ∫_supp ψ.
         mass = ellipse_dblquad(lambda y, x: psi(x, y), m, S)
         cross = ellipse_dblquad(lambda y, x: (x - m[0]) * (y - m[1]) * psi(x, y), m, S)
         assert cov_xx[0, j, 0, 1].item() == pytest.approx(
@@ -312,7 +314,8 @@ def test_2d_paraboloid_with_narrow_rbfs_in_a_long_tilted_ellipse():
 @settings(max_examples=20, deadline=None)
 @given(mu=st.floats(-1, 2), s2=st.floats(1e-3, 1.0), alpha=st.sampled_from([1, 2]))
 def test_weights_are_an_average_of_the_basis(mu, s2, alpha):
-    # r_j = E_p[ψ_j] lies between the smallest and largest value of ψ_j: check on a fine grid.
+    # r_j = E_p[ψ_j] lies between the smallest and largest value of ψ_j: check on a fine
+    # grid.
     basis = GaussianRBF.linspace(6, sigmas=(0.2,))
     r = continuous_attention_1d(_t([mu]), _t([s2]), basis, alpha)[0]
     grid = basis(_t(np.linspace(mu - 20, mu + 20, 20001)))
@@ -321,7 +324,8 @@ def test_weights_are_an_average_of_the_basis(mu, s2, alpha):
 
 @pytest.mark.parametrize("alpha", [1, 2])
 def test_1d_attention_is_the_limit_of_discrete_attention_on_a_fine_grid(alpha):
-    # On a grid of step h, discrete softmax/sparsemax of h·f(t_i) (plus log h for softmax) gives weights ≈ h p(t_i).
+    # On a grid of step h, discrete softmax/sparsemax of h·f(t_i) (plus log h for
+    # softmax) gives weights ≈ h p(t_i).
     h = 1e-4
     t = _t(np.arange(-2, 3, h))
     f = -((t - 0.4) ** 2) / (2 * 0.05)
@@ -357,7 +361,8 @@ def test_2d_backward_gradcheck(alpha):
 
 @pytest.mark.parametrize("alpha", [1, 2])
 def test_1d_backward_matches_autograd_through_quadrature(alpha):
-    # Autograd through a fine trapezoid rule whose nodes move with (μ, σ²): an independent Jacobian.
+    # Autograd through a fine trapezoid rule whose nodes move with (μ, σ²): an
+    # independent Jacobian.
     def by_quadrature(mu, s2):
         half = (1.5 * s2) ** (1 / 3) if alpha == 2 else 12 * s2.sqrt()
         t = mu[:, None] + half[:, None] * torch.linspace(-1, 1, 20001, dtype=D64)
@@ -444,7 +449,8 @@ def test_experiment_models_and_data():
         and data.labels.shape == (6,)
         and (data.corner <= 8).all()
     )
-    # Without noise and clutter the canvas is one scikit-learn digit of the right label at the corner, zero elsewhere.
+    # Without noise and clutter the canvas is one scikit-learn digit of the right label
+    # at the corner, zero elsewhere.
     from sklearn.datasets import load_digits
 
     digits = load_digits()

@@ -150,7 +150,8 @@ def test_nonlocal_means_worker_threads_share_the_strips(rng, threads):
 
 
 def test_nonlocal_means_restores_the_callers_thread_count(rng):
-    # Two strips give two workers: a count of 3 must survive the call (it used to become 2).
+    # Two strips give two workers: a count of 3 must survive the call (it used to become
+    # 2).
     img = rng.random((8, 9))
     before = torch.get_num_threads()
     torch.set_num_threads(3)

@@ -1,9 +1,10 @@
 """numpydoc's validation of every public callable's docstring, module by module.
 
-Each entry of :data:`DOCUMENTED` is one module: ``"all"`` checks every public callable of
-its ``__all__`` (classes with their public methods), or a tuple names the callables checked
-so far. Adding a module is one line. On top of numpydoc's checks: array parameters give their
-shape, and whatever implements an equation has an ``Implements`` section.
+Each entry of :data:`DOCUMENTED` is one module: ``"all"`` checks every public callable
+of its ``__all__`` (classes with their public methods), or a tuple names the callables
+checked so far. Adding a module is one line. On top of numpydoc's checks: array
+parameters give their shape, and whatever implements an equation has an ``Implements``
+section.
 """
 
 import importlib

@@ -168,8 +168,8 @@ def test_compact_kernel_without_neighbours_raises():
     seed=st.integers(0, 10_000),
 )
 def test_fused_and_blockwise_paths_equal_the_dense_weights(n, n_query, d, kernel, seed):
-    # n up to 3000 crosses the fused kernel's key blocks (512 to 1024 keys here); a budget of 64
-    # elements makes the blockwise path take several blocks of queries.
+    # n up to 3000 crosses the fused kernel's key blocks (512 to 1024 keys here); a
+    # budget of 64 elements makes the blockwise path take several blocks of queries.
     with mock.patch.object(kr, "_BLOCK_ELEMENTS", 64):
         check_paths_agree(n, n_query, d, kernel, seed)
 
@@ -244,8 +244,9 @@ def _peak_growth_mib(fn):
 )
 @pytest.mark.parametrize("kernel, n_query", [("gaussian", 2000), ("epanechnikov", 300)])
 def test_memory_stays_bounded_without_weights(kernel, n_query):
-    # 2000 x 300 000 weights would be 2.4 GB in float32 (7 GB to compute): the call must stay
-    # far below. The compact kernel takes the blockwise path: blocks of 2^21 weights.
+    # 2000 x 300 000 weights would be 2.4 GB in float32 (7 GB to compute): the call must
+    # stay far below. The compact kernel takes the blockwise path: blocks of 2^21
+    # weights.
     g = np.random.default_rng(0)
     xt, xq = g.random(300_000, dtype=np.float32), g.random(n_query, dtype=np.float32)
     y = np.sin(6 * xt)

@@ -1,11 +1,12 @@
 """`make lab`, as the README tells a reader to use it: JupyterLab on `book/`, executing a chapter.
 
-The server is started headless by `make lab` itself, on 127.0.0.1 with a random token and
-private Jupyter directories (so that nothing of the user's own Jupyter set-up takes part). The
-test asks it for JupyterLab's page and for a chapter through the contents API, opens a session
-for that chapter as JupyterLab does, and executes every code cell of the chapter through the
-kernel's websocket (the Jupyter messaging protocol, as the browser speaks it). The kernel must
-be this environment's Python, with `attnlib` importable. Then the server is shut down.
+The server is started headless by `make lab` itself, on 127.0.0.1 with a random token
+and private Jupyter directories (so that nothing of the user's own Jupyter set-up takes
+part). The test asks it for JupyterLab's page and for a chapter through the contents
+API, opens a session for that chapter as JupyterLab does, and executes every code cell
+of the chapter through the kernel's websocket (the Jupyter messaging protocol, as the
+browser speaks it). The kernel must be this environment's Python, with `attnlib`
+importable. Then the server is shut down.
 """
 
 import asyncio

@@ -222,7 +222,8 @@ def test_alpha_to_one_approaches_softmax():
     x = torch.randn(50, 10, dtype=F64, generator=torch.Generator().manual_seed(0))
     eps = (1e-1, 1e-2, 1e-3, 1e-4)
     gaps = [(entmax(x, 1 + e) - torch.softmax(x, -1)).abs().max().item() for e in eps]
-    # the gap is first order in α - 1 (q = 1/(α-1) up to 10 000, handled without overflow)
+    # the gap is first order in α - 1 (q = 1/(α-1) up to 10 000, handled without
+    # overflow)
     assert all(5 < a / b < 20 for a, b in zip(gaps, gaps[1:])) and gaps[-1] < 2e-4
 
 
@@ -284,7 +285,8 @@ def test_exp_and_log_beta():
 def test_entmax_is_beta_exponential_of_shifted_scores():
     x = torch.randn(7, dtype=F64)
     p = entmax(x, 1.5)
-    # Eq. (7): p = exp_{2-α}(x - A) for the scalar A that normalises; read A off the top entry.
+    # Eq. (7): p = exp_{2-α}(x - A) for the scalar A that normalises; read A off the top
+    # entry.
     A = x.max() - log_beta(p.max(), 0.5)
     torch.testing.assert_close(exp_beta(x - A, 0.5), p)
 
@@ -329,7 +331,8 @@ def test_fenchel_young_loss_zero_at_own_prediction_and_bad_inputs():
 # ----------------------------------------------------------------------------- the fast threshold search
 def hard_rows(n):
     """Rows of width ``n`` that stress the threshold search: large scores spread over the row,
-    ties at the top, huge and tiny scales, and easy rows (one clear winner) mixed with hard
+    ties at the top, huge and tiny scales, and easy rows (one clear winner) mixed with
+    hard
     ones, so that rows need very different numbers of Newton passes."""
     rng = np.random.default_rng(1)
     w = n // min(8, n // 16)

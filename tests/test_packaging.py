@@ -1,8 +1,9 @@
 """The installable package: built as sdist and wheel, validated by twine, and its metadata
 says what is true (the Python versions that are tested, the committed results shipped).
 
-The tested versions are 3.11 (this environment, `make test`) and 3.12 (`make test-latest`);
-`pyproject.toml` must name exactly those in its classifiers, with 3.11 as the lower bound.
+The tested versions are 3.11 (this environment, `make test`) and 3.12
+(`make test-latest`); `pyproject.toml` must name exactly those in its classifiers, with
+3.11 as the lower bound.
 """
 
 import email

@@ -1,11 +1,12 @@
 """The PDF edition (`make pdf`, book/pdf.py), opened with pypdf.
 
 It is printed once per session from the website that the site tests build (conftest's
-`built_book`). Checked here: every page of the table of contents opens where its bookmark
-points, in order, under its title; the bookmarks are the table of contents (pages, then
-their sections); the printed contents give the right page numbers; every page carries its
-number; no page shows raw TeX; the figures of the chapters are embedded; internal links
-resolve; equations carry their chapter's numbers; the page count and size are plausible.
+`built_book`). Checked here: every page of the table of contents opens where its
+bookmark points, in order, under its title; the bookmarks are the table of contents
+(pages, then their sections); the printed contents give the right page numbers; every
+page carries its number; no page shows raw TeX; the figures of the chapters are
+embedded; internal links resolve; equations carry their chapter's numbers; the page
+count and size are plausible.
 """
 
 import re

@@ -1,12 +1,13 @@
 """The website: built with every chapter executed, then opened in a real browser.
 
-The build runs once per test session (conftest's ``built_book``, shared with test_pdf.py)
-with nitpicky warnings as errors and execution errors raised; every page is then served on
-loopback and opened in headless Chromium (Debian's, driven by Playwright) at desktop and
-phone widths: no console errors, math typeset, images loaded, no sideways scrolling, no
-display equation wider than its box and no table or code block beyond the column, Colab
-buttons pointing at the chapter's notebook on ``main``; the search finds "sparsemax"; every internal link and anchor of the
-built site resolves. Screenshots are written to ``_build/screenshots`` for people to look at.
+The build runs once per test session (conftest's ``built_book``, shared with
+test_pdf.py) with nitpicky warnings as errors and execution errors raised; every page is
+then served on loopback and opened in headless Chromium (Debian's, driven by Playwright)
+at desktop and phone widths: no console errors, math typeset, images loaded, no sideways
+scrolling, no display equation wider than its box and no table or code block beyond the
+column, Colab buttons pointing at the chapter's notebook on ``main``; the search finds
+"sparsemax"; every internal link and anchor of the built site resolves. Screenshots are
+written to ``_build/screenshots`` for people to look at.
 """
 
 import functools
@@ -83,9 +84,9 @@ def test_site_has_every_page(site):
 WIDTHS = {"desktop": 1280, "phone": 390}
 
 # What does not fit the column. A display equation must fit its own box (no sideways
-# scrolling: it is broken into lines or drawn smaller); a table or a code block may scroll
-# inside its own box (88-character code lines cannot fit a phone), but that box must lie
-# within the column.
+# scrolling: it is broken into lines or drawn smaller); a table or a code block may
+# scroll inside its own box (88-character code lines cannot fit a phone), but that box
+# must lie within the column.
 TOO_WIDE = """() => {
   const column = document.querySelector("article.bd-article");
   if (!column) return [];

@@ -93,8 +93,9 @@ def test_lsr_closed_form_equals_svd_form_and_definition(small):
 
 
 def test_lsr_minimises_half_squared_error_plus_half_lambda_frobenius(small):
-    # The gradient of ½‖X − CX‖² + (λ/2)‖C‖_F², written out, vanishes at the closed form;
-    # with λ‖C‖_F² instead (½ on the error only) it would not: the scaling is the paper's.
+    # The gradient of ½‖X − CX‖² + (λ/2)‖C‖_F², written out, vanishes at the closed
+    # form; with λ‖C‖_F² instead (½ on the error only) it would not: the scaling is the
+    # paper's.
     X, lam = small.X, 0.3
     C = self_expressive(X, "lsr", lam)
     grad = -(X - C @ X) @ X.T + lam * C
@@ -134,7 +135,8 @@ def test_lrsc_forms(small):
         U[:, :r] @ U[:, :r].T,
         atol=1e-10,
     )
-    # the exact form minimises ½‖X − CX‖² + λ‖C‖_*: compare with singular-value thresholding by prox-gradient
+    # the exact form minimises ½‖X − CX‖² + λ‖C‖_*: compare with singular-value
+    # thresholding by prox-gradient
     C_exact = self_expressive(X, "lrsc", lam)  # the default
     G, L = X @ X.T, np.linalg.norm(X, 2) ** 2
     C = np.zeros_like(G)
@@ -156,7 +158,8 @@ def test_ssc_reaches_the_sklearn_lasso_optimum(
     gauss, sk_objective_gauss, solver, polish
 ):
     X, ref = gauss, sk_objective_gauss
-    # plain ISTA converges slowly (sublinearly on degenerate rows): a looser certified gap
+    # plain ISTA converges slowly (sublinearly on degenerate rows): a looser certified
+    # gap
     tol = 1e-6 if (solver == "ista" and not polish) else 1e-9
     C, info = self_expressive(
         X,
@@ -200,7 +203,8 @@ def test_active_set_reaches_the_sklearn_lasso_optimum(
         return_info=True,
     )
     assert info.converged and info.rel_gap <= 1e-9
-    # an int working set (here the minimum, D + 1 keys) returns CSR and needs several rounds
+    # an int working set (here the minimum, D + 1 keys) returns CSR and needs several
+    # rounds
     assert sp.issparse(C) == (working_set == 6) and (
         info.n_rounds > 1 or working_set != 6
     )
@@ -329,9 +333,10 @@ def test_subspace_clustering_passes_sklearn_check_estimator():
 
 
 def test_subspace_clustering_defaults_cluster_the_benchmark_protocol():
-    # 1 000 points on a seed that neither the sweep nor the benchmark saw. The target (≥ 0.97,
-    # median over the benchmark's seeds) is checked on the committed results below; single
-    # seeds spread from about 0.94 to 0.98 (seeds 7-11: 0.965, 0.975, 0.973, 0.959, 0.941).
+    # 1 000 points on a seed that neither the sweep nor the benchmark saw. The target (≥
+    # 0.97, median over the benchmark's seeds) is checked on the committed results
+    # below; single seeds spread from about 0.94 to 0.98 (seeds 7-11: 0.965, 0.975,
+    # 0.973, 0.959, 0.941).
     d = union_of_subspaces(5, 6, 9, 200, seed=7)
     model = SubspaceClustering(5).fit(d.X)
     assert clustering_accuracy(d.labels, model.labels_) >= 0.96

@@ -1,8 +1,9 @@
 """Value functions: Gaussian radial basis functions and the ridge fit of the tokens on them.
 
-The values of continuous attention are a function ``V(t) = Bᵀψ(t)`` of a position: N basis
-functions ψ and coefficients ``B`` (``N × D``, one row per basis function, as tokens are rows)
-fitted to the discrete tokens by ridge regression, Eq. (16) of Martins et al. (2020).
+The values of continuous attention are a function ``V(t) = Bᵀψ(t)`` of a position: N
+basis functions ψ and coefficients ``B`` (``N × D``, one row per basis function, as
+tokens are rows) fitted to the discrete tokens by ridge regression, Eq. (16) of Martins
+et al. (2020).
 """
 
 from __future__ import annotations
@@ -113,8 +114,8 @@ def ridge_value_coefficients(
 ) -> torch.Tensor:
     """Fit the value function ``V(t) = Bᵀψ(t)`` to tokens ``H`` at ``positions`` by ridge regression.
 
-    With ``F[l, j] = ψ_j(t_l)`` (``L × N``), ``B = (FᵀF + λI)⁻¹ FᵀH``: the transpose of the
-    paper's ``B = H G`` with ``G = Fᵀ(FFᵀ + λI)⁻¹`` written for tokens in columns.
+    With ``F[l, j] = ψ_j(t_l)`` (``L × N``), ``B = (FᵀF + λI)⁻¹ FᵀH``: the transpose of
+    the paper's ``B = H G`` with ``G = Fᵀ(FFᵀ + λI)⁻¹`` written for tokens in columns.
 
     Parameters
     ----------

@@ -1,10 +1,10 @@
 """The densities of continuous attention and their closed-form thresholds.
 
-Sparsemax (α = 2) of a quadratic score is a truncated parabola (1-D) or paraboloid (N-D), of a
-Laplace score a triangle; softmax (α = 1) of a quadratic score is a Gaussian. Each density
-here is written with the threshold λ that makes it integrate to one, in closed form, as in
-§2.4 (Eqs. 10–13) of Martins et al. (2020); the support helpers say where a truncated
-density is non-zero.
+Sparsemax (α = 2) of a quadratic score is a truncated parabola (1-D) or paraboloid
+(N-D), of a Laplace score a triangle; softmax (α = 1) of a quadratic score is a
+Gaussian. Each density here is written with the threshold λ that makes it integrate to
+one, in closed form, as in §2.4 (Eqs. 10–13) of Martins et al. (2020); the support
+helpers say where a truncated density is non-zero.
 """
 
 from __future__ import annotations
@@ -157,9 +157,9 @@ def location_scale_pdf(
     """Continuous sparsemax of the location-scale score ``f(t) = -g'(|t-μ|/σ)/σ``.
 
     The density is ``[-λ - g'(|t-μ|/σ)/σ]₊`` with ``λ = -g'(a)/σ``, where ``a`` solves
-    ``a g'(a) - g(a) + g(0) = ½`` (found with :func:`scipy.optimize.brentq`). ``g(u) = u²/2``
-    gives the triangular density with ``b = σ²``, ``g(u) = u³/6`` the truncated parabola with
-    ``σ²_TP = σ³``.
+    ``a g'(a) - g(a) + g(0) = ½`` (found with :func:`scipy.optimize.brentq`).
+    ``g(u) = u²/2`` gives the triangular density with ``b = σ²``, ``g(u) = u³/6`` the
+    truncated parabola with ``σ²_TP = σ³``.
 
     Parameters
     ----------
@@ -282,9 +282,9 @@ def support_ellipse(
 ) -> tuple[np.ndarray, float, float, float]:
     """Centre, axis lengths and angle of the ellipse ``(t-μ)ᵀΣ⁻¹(t-μ) ≤ R²`` of a 2-D density.
 
-    With ``scale=None``, ``R² = -2λ`` from :func:`truncated_paraboloid_lambda`: the exact
-    boundary of the truncated paraboloid's support. With a number, ``R = scale`` (e.g. 1 or
-    2 for a Gaussian's 1σ and 2σ contours).
+    With ``scale=None``, ``R² = -2λ`` from :func:`truncated_paraboloid_lambda`: the
+    exact boundary of the truncated paraboloid's support. With a number, ``R = scale``
+    (e.g. 1 or 2 for a Gaussian's 1σ and 2σ contours).
 
     Parameters
     ----------
@@ -300,7 +300,8 @@ def support_ellipse(
         Full lengths of the axes along the first and second coordinate after rotating by
         ``angle``.
     angle : float
-        Rotation of the first axis from the first coordinate, in degrees (counter-clockwise).
+        Rotation of the first axis from the first coordinate, in degrees
+        (counter-clockwise).
 
     Implements
     ----------
@@ -317,6 +318,7 @@ def support_ellipse(
         R = check_positive(scale, "scale")
     vals, vecs = np.linalg.eigh(S)
     width, height = 2 * R * np.sqrt(vals[::-1])
-    # The larger eigenvalue's vector; an eigenvector's sign is arbitrary, so fold into [0, 180).
+    # The larger eigenvalue's vector; an eigenvector's sign is arbitrary, so fold into
+    # [0, 180).
     angle = math.degrees(math.atan2(vecs[1, 1], vecs[0, 1])) % 180.0
     return mu, float(width), float(height), angle

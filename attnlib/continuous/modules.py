@@ -87,11 +87,11 @@ class _ContinuousAttention(nn.Module):
 class ContinuousAttention1D(_ContinuousAttention):
     """Continuous attention over a sequence placed on ``[0, 1]``.
 
-    The density's ``(μ, σ²)`` come either from an encoder summary (``in_features`` given:
-    ``μ = sigmoid(w₁ᵀv)``, ``σ² = softplus(w₂ᵀv)`` with ``v`` the max-pool of the tokens) or,
-    in the *combined* variant, from discrete attention weights by moment matching
-    (``μ = E_w[t]``, ``σ² = E_w[t²] - μ²``). The values are the tokens fitted by ridge
-    regression on the basis, and the context is ``Bᵀ r`` with ``r`` from
+    The density's ``(μ, σ²)`` come either from an encoder summary (``in_features``
+    given: ``μ = sigmoid(w₁ᵀv)``, ``σ² = softplus(w₂ᵀv)`` with ``v`` the max-pool of the
+    tokens) or, in the *combined* variant, from discrete attention weights by moment
+    matching (``μ = E_w[t]``, ``σ² = E_w[t²] - μ²``). The values are the tokens fitted
+    by ridge regression on the basis, and the context is ``Bᵀ r`` with ``r`` from
     :func:`continuous_attention_1d`.
 
     Parameters
@@ -127,7 +127,8 @@ class ContinuousAttention1D(_ContinuousAttention):
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
         """Attend over tokens ``H`` ``(batch, L, D)`` at evenly spaced positions of ``[0, 1]``.
 
-        ``weights`` ``(batch, L)``: discrete attention to moment-match (combined variant).
+        ``weights`` ``(batch, L)``: discrete attention to moment-match (combined
+        variant).
         """
         H = as_tensor(H, "H", ndim=3)
         positions = torch.linspace(0, 1, H.shape[1], dtype=H.dtype, device=H.device)
@@ -146,9 +147,10 @@ class ContinuousAttention1D(_ContinuousAttention):
 class ContinuousAttention2D(_ContinuousAttention):
     """Continuous attention over an image's grid of feature vectors placed on ``[0, 1]²``.
 
-    As :class:`ContinuousAttention1D`, with ``μ = sigmoid(W₁v)`` and ``Σ = LLᵀ + min_var·I``
-    from a Cholesky factor with softplus diagonal (encoder variant), or ``μ`` and ``Σ`` the
-    mean and covariance of discrete attention over the grid cells (combined variant).
+    As :class:`ContinuousAttention1D`, with ``μ = sigmoid(W₁v)`` and
+    ``Σ = LLᵀ + min_var·I`` from a Cholesky factor with softplus diagonal (encoder
+    variant), or ``μ`` and ``Σ`` the mean and covariance of discrete attention over the
+    grid cells (combined variant).
 
     Parameters
     ----------
@@ -189,7 +191,8 @@ class ContinuousAttention2D(_ContinuousAttention):
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
         """Attend over a feature map ``H`` ``(batch, height, width, D)``.
 
-        ``weights`` ``(batch, height·width)``: discrete attention to moment-match (combined variant).
+        ``weights`` ``(batch, height·width)``: discrete attention to moment-match
+        (combined variant).
         """
         H = as_tensor(H, "H", ndim=4)
         positions = self.grid_positions(H.shape[1], H.shape[2], H.dtype, H.device)

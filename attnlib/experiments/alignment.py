@@ -2,10 +2,11 @@
 
 In the paper's De→En model every output step attends over the source, and the continuous
 densities' means run close to the diagonal of the attention map (its Figure 2). The toy
-keeps only that structure: the target's step ``i`` must copy the source token at position
-``round(i (S - 1) / (T - 1))``, a monotone alignment, so each step has to read one place of
-the source and the places move forward with ``i``. :class:`AlignmentModel` reads the source
-through discrete attention or through one continuous density per target step.
+keeps only that structure: the target's step ``i`` must copy the source token at
+position ``round(i (S - 1) / (T - 1))``, a monotone alignment, so each step has to read
+one place of the source and the places move forward with ``i``. :class:`AlignmentModel`
+reads the source through discrete attention or through one continuous density per target
+step.
 """
 
 from __future__ import annotations
@@ -75,11 +76,12 @@ def monotone_alignment(
 class AlignmentModel(nn.Module):
     """Embed the source, let each target step attend over it, classify the copied token.
 
-    Each target step ``i`` has a learned query ``q_i``. ``kind="discrete"``: attention of
-    ``q_i`` against the source embeddings plus learned positional embeddings (softmax or
-    sparsemax). ``kind="continuous"``: ``μ_i = sigmoid(w₁ᵀq_i)`` and ``σ_i² = softplus(w₂ᵀq_i)``
-    give a Gaussian (α = 1) or truncated parabola (α = 2) over the source's positions in
-    ``[0, 1]``, read through the ridge-fitted value function on ``n_basis`` RBFs.
+    Each target step ``i`` has a learned query ``q_i``. ``kind="discrete"``: attention
+    of ``q_i`` against the source embeddings plus learned positional embeddings (softmax
+    or sparsemax). ``kind="continuous"``: ``μ_i = sigmoid(w₁ᵀq_i)`` and
+    ``σ_i² = softplus(w₂ᵀq_i)`` give a Gaussian (α = 1) or truncated parabola (α = 2)
+    over the source's positions in ``[0, 1]``, read through the ridge-fitted value
+    function on ``n_basis`` RBFs.
 
     Parameters
     ----------
@@ -130,8 +132,8 @@ class AlignmentModel(nn.Module):
     def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits ``(batch, T, vocab)`` and the attention over source positions ``(batch, T, S)``.
 
-        For the continuous model the second output is the density at the source positions,
-        ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display only).
+        For the continuous model the second output is the density at the source
+        positions, ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display only).
         """
         from ..attention import attention
         from ..continuous.densities import gaussian_pdf, truncated_parabola_pdf

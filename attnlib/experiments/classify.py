@@ -1,7 +1,8 @@
 """Training and scoring the small classifiers of the chapters' experiments.
 
-A model's first output is its logits; its inputs are one tensor or a tuple of tensors that
-are batched together (e.g. documents and, for an oracle control, where their label sits).
+A model's first output is its logits; its inputs are one tensor or a tuple of tensors
+that are batched together (e.g. documents and, for an oracle control, where their label
+sits).
 """
 
 from __future__ import annotations

@@ -64,13 +64,14 @@ class DigitClassifier(nn.Module):
     """A small CNN feature map on a grid, one attention read-out over the grid cells, a linear classifier.
 
     The encoder halves the resolution once (a ``size × size`` canvas gives a
-    ``size/2 × size/2`` grid) and its cells see 16 × 16 pixels (a 3 × 3 convolution, a 2 × 2
-    pooling, three more 3 × 3 convolutions), enough to hold an 8 × 8 digit whatever its
-    offset; batch normalisation keeps the small network trainable at the chapter's step counts. ``kind`` is ``"discrete"`` (attention over the cells:
-    a learned query against a linear map of the cell features as keys, the features as
-    values) or ``"continuous"``: the same discrete weights moment-matched to a 2-D Gaussian
-    (α = 1) or truncated paraboloid (α = 2), whose expectation of the RBF-fitted feature map
-    is the context, as in the paper's visual question answering model.
+    ``size/2 × size/2`` grid) and its cells see 16 × 16 pixels (a 3 × 3 convolution, a 2
+    × 2 pooling, three more 3 × 3 convolutions), enough to hold an 8 × 8 digit whatever
+    its offset; batch normalisation keeps the small network trainable at the chapter's
+    step counts. ``kind`` is ``"discrete"`` (attention over the cells: a learned query
+    against a linear map of the cell features as keys, the features as values) or
+    ``"continuous"``: the same discrete weights moment-matched to a 2-D Gaussian (α = 1)
+    or truncated paraboloid (α = 2), whose expectation of the RBF-fitted feature map is
+    the context, as in the paper's visual question answering model.
 
     Parameters
     ----------
@@ -78,7 +79,8 @@ class DigitClassifier(nn.Module):
     alpha : {1, 2}
         Softmax / Gaussian or sparsemax / truncated paraboloid.
     n_side : int
-        The continuous read-out's basis is an ``n_side × n_side`` grid of RBFs (match the feature grid).
+        The continuous read-out's basis is an ``n_side × n_side`` grid of RBFs (match
+        the feature grid).
     channels : int
         Feature size.
     n_classes : int

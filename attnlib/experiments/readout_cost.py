@@ -1,10 +1,10 @@
 """The whole cost of a continuous-attention read-out against discrete attention, on the CPU.
 
 Discrete attention scores every one of the L tokens for each query: ``O(Q L D)`` for Q
-queries of size D. Continuous attention first fits the value function, ``B = G H`` with the
-``N × L`` ridge operator G of Eq. (16) computed once per length (``O(L N D)`` per document),
-then needs, per query, ``r = E_p[ψ]`` (``O(N)``, closed form) and the context ``Bᵀr``
-(``O(N D)``). It pays only when enough queries share one fitted B.
+queries of size D. Continuous attention first fits the value function, ``B = G H`` with
+the ``N × L`` ridge operator G of Eq. (16) computed once per length (``O(L N D)`` per
+document), then needs, per query, ``r = E_p[ψ]`` (``O(N)``, closed form) and the context
+``Bᵀr`` (``O(N D)``). It pays only when enough queries share one fitted B.
 """
 
 from __future__ import annotations
@@ -67,13 +67,15 @@ def read_out_times(
     Returns
     -------
     list of dict
-        One per (L, Q): ``L``, ``Q``, ``batch``, ``discrete_ms``, ``fit_ms`` (``B = G H``),
-        ``r_ms`` (the Q expectations), ``readout_ms`` (the Q contexts ``Bᵀr``),
-        ``continuous_ms`` (their sum) and ``ratio`` (continuous over discrete).
+        One per (L, Q): ``L``, ``Q``, ``batch``, ``discrete_ms``, ``fit_ms``
+        (``B = G H``), ``r_ms`` (the Q expectations), ``readout_ms`` (the Q contexts
+        ``Bᵀr``), ``continuous_ms`` (their sum) and ``ratio`` (continuous over
+        discrete).
     """
     g = torch.Generator().manual_seed(seed)
     basis = GaussianRBF.linspace(check_int(n_basis, "n_basis"))
-    # The bare read-out, without attnlib.attention's checks: discrete attention at its cheapest.
+    # The bare read-out, without attnlib.attention's checks: discrete attention at its
+    # cheapest.
     norm = torch.softmax if alpha == 1 else sparsemax
     rows = []
     for L in lengths:

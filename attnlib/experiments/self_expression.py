@@ -1,11 +1,15 @@
 """Experiments of chapter 05: data that is (nearly) a union of subspaces, and small models.
 
-- :func:`motion` and :func:`faces`: the two classic subspace-clustering settings, generated
+- :func:`motion` and :func:`faces`: the two classic subspace-clustering settings,
+  generated
   (rigid motions under an affine camera; Lambertian objects under distant lights).
-- :func:`sparse_combination_batch` and :func:`combination_report`: a task whose targets are
+- :func:`sparse_combination_batch` and :func:`combination_report`: a task whose targets
+  are
   sparse, signed combinations of values, the situation self-expression describes.
-- :class:`AttentionStack`: Figure 4 of the self-expression paper as a stack, 2-3 blocks of
-  attention (softmax, sparsemax or unrolled ISTA), residual connections and feed-forwards.
+- :class:`AttentionStack`: Figure 4 of the self-expression paper as a stack, 2-3 blocks
+  of
+  attention (softmax, sparsemax or unrolled ISTA), residual connections and
+  feed-forwards.
 - :class:`SelfExpressiveNet`: parametrised self-expressive coefficients in the spirit of
   SENet (Zhang, You, Vidal & Li 2021), which give coefficients for points never seen.
 - :func:`normalized_self_expression`: self-expressive coefficients constrained to the
@@ -41,9 +45,10 @@ __all__ = [
 def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 0):
     """Trajectories of points on rigid bodies seen by an affine camera.
 
-    Each body has ``n_points`` random 3-D points; each frame applies a random affine camera
-    ``(2, 4)`` to the homogeneous points, so a trajectory (``2 * frames`` numbers) lies in the
-    at most 4-dimensional subspace of its body (Tomasi & Kanade 1992).
+    Each body has ``n_points`` random 3-D points; each frame applies a random affine
+    camera ``(2, 4)`` to the homogeneous points, so a trajectory (``2 * frames``
+    numbers) lies in the at most 4-dimensional subspace of its body (Tomasi & Kanade
+    1992).
 
     Returns
     -------
@@ -62,9 +67,9 @@ def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 
 def faces(n_faces: int = 3, n_images: int = 40, pixels: int = 100, seed: int = 0):
     """Images of convex Lambertian objects under distant lights, with attached shadows.
 
-    Each object has random unit normals and albedos per pixel; an image under light ``l`` is
-    ``albedo * max(normal · l, 0)``, near a low-dimensional subspace per object (Basri &
-    Jacobs 2003). Lights point mostly towards the object.
+    Each object has random unit normals and albedos per pixel; an image under light
+    ``l`` is ``albedo * max(normal · l, 0)``, near a low-dimensional subspace per object
+    (Basri & Jacobs 2003). Lights point mostly towards the object.
 
     Returns
     -------
@@ -86,8 +91,8 @@ def sparse_combination_batch(
 ):
     """A batch of the sparse-combination task, reproducible from ``step``.
 
-    Keys are random unit vectors, values random vectors; each query is ``a k_j + b k_l`` for
-    two random keys and signed weights ``|a|, |b| ∈ [0.5, 1.5]``, and its target is
+    Keys are random unit vectors, values random vectors; each query is ``a k_j + b k_l``
+    for two random keys and signed weights ``|a|, |b| ∈ [0.5, 1.5]``, and its target is
     ``a v_j + b v_l``.
 
     Returns
@@ -126,10 +131,11 @@ class AttentionStack(nn.Module):
     """Blocks of cross-attention to fixed keys/values, each with residual and feed-forward.
 
     ``h ← h + attend(h, keys, values)``, then ``h ← h + FF(h)`` with a two-layer ReLU
-    feed-forward, ``n_layers`` times, from ``h = queries``. ``kind`` picks the attention:
-    ``"softmax"`` or ``"sparsemax"`` (:class:`attnlib.attention.MultiHeadAttention`, one
-    head) or ``"ista"`` (:class:`attnlib.subspace.UnrolledISTAAttention`, which adds two
-    scalars per unrolled step). The parameter counts are otherwise equal.
+    feed-forward, ``n_layers`` times, from ``h = queries``. ``kind`` picks the
+    attention: ``"softmax"`` or ``"sparsemax"``
+    (:class:`attnlib.attention.MultiHeadAttention`, one head) or ``"ista"``
+    (:class:`attnlib.subspace.UnrolledISTAAttention`, which adds two scalars per
+    unrolled step). The parameter counts are otherwise equal.
 
     Implements
     ----------
@@ -166,8 +172,8 @@ class AttentionStack(nn.Module):
     def forward(self, queries, keys, values):
         """Return the output ``(..., n_q, dim)`` and the first block's weights.
 
-        The first block codes the queries themselves over the keys, so its weights are the
-        ones to compare with the task's true sparse codes.
+        The first block codes the queries themselves over the keys, so its weights are
+        the ones to compare with the task's true sparse codes.
         """
         h, first = queries, None
         for attn, ff in zip(self.attn, self.ff):
@@ -255,9 +261,10 @@ def _fit_self_expression(
 class LearnedISTACodes(nn.Module):
     """Self-expressive codes of queries over keys by ``n_iter`` ISTA steps with learned steps and thresholds.
 
-    ``C ← T_{ε_t λ_t}(C + ε_t (Q − C K) Kᵀ)`` from ``C = 0``, with ``ε_t = s_t / ‖K‖²``; ``s_t``
-    and ``λ_t`` are learned (LISTA-style, Gregor & LeCun 2010, keeping the matrices of
-    Eq. (15) fixed). A fixed-cost forward pass, so it gives codes for new points.
+    ``C ← T_{ε_t λ_t}(C + ε_t (Q − C K) Kᵀ)`` from ``C = 0``, with ``ε_t = s_t / ‖K‖²``;
+    ``s_t`` and ``λ_t`` are learned (LISTA-style, Gregor & LeCun 2010, keeping the
+    matrices of Eq. (15) fixed). A fixed-cost forward pass, so it gives codes for new
+    points.
     """
 
     def __init__(self, n_iter: int = 5, lam: float = 0.01):
@@ -333,8 +340,8 @@ def normalized_self_expression(
 ):
     """Self-expressive coefficients on the simplex: ``C = normalizer(Z)``, Z fitted to ``½‖X − C X‖²``.
 
-    Each row of ``C`` is the softmax or sparsemax of free logits (the diagonal masked), so
-    each point is written as a convex combination of the others; Adam on the logits.
+    Each row of ``C`` is the softmax or sparsemax of free logits (the diagonal masked),
+    so each point is written as a convex combination of the others; Adam on the logits.
 
     Returns
     -------
