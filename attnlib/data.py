@@ -33,7 +33,10 @@ class TranslationPairs(NamedTuple):
     src_words: torch.Tensor  # (n_pairs, length): word ids of the source sentence
 
     def take(self, index) -> TranslationPairs:
-        """The pairs selected by ``index`` (a slice, or integer indices), e.g. a test split."""
+        """The pairs selected by ``index`` (a slice, or integer indices).
+
+        E.g. a test split.
+        """
         return TranslationPairs(*(field[index] for field in self))
 
 
@@ -116,7 +119,10 @@ class CaptionedImages(NamedTuple):
     vocabulary: tuple[str, ...]
 
     def take(self, index) -> CaptionedImages:
-        """The pairs selected by ``index`` (a slice, or integer indices), e.g. a test split."""
+        """The pairs selected by ``index`` (a slice, or integer indices).
+
+        E.g. a test split.
+        """
         return CaptionedImages(*(field[index] for field in self[:-1]), self.vocabulary)
 
 
@@ -142,7 +148,9 @@ def captioned_images(
     noise: float = 0.3,
     seed: int = 0,
 ) -> CaptionedImages:
-    """Images of coloured shapes with captions such as "red square blue disc green triangle".
+    """Images of coloured shapes with captions.
+
+    Captions such as "red square blue disc green triangle".
 
     The objects of one image have distinct colours and distinct shapes, so each caption
     word names exactly one box. Region features are what a detector's CNN might give: a
@@ -195,7 +203,8 @@ def captioned_images(
     ]
     if len(cells) < n_objects:
         raise ValueError(
-            f"size={size} leaves room for {len(cells)} objects, fewer than n_objects={n_objects}"
+            f"size={size} leaves room for {len(cells)} objects, fewer than "
+            f"n_objects={n_objects}"
         )
     for b in range(n):
         cs = rng.choice(len(colours), n_objects, replace=False)
@@ -226,7 +235,10 @@ def captioned_images(
 
 
 class UnionOfSubspaces(NamedTuple):
-    """Points drawn from a union of linear subspaces: ``X[i]`` lies (near) subspace ``labels[i]``."""
+    """Points drawn from a union of linear subspaces.
+
+    ``X[i]`` lies (near) subspace ``labels[i]``.
+    """
 
     X: np.ndarray  # (n_subspaces * n_per_subspace, ambient_dim), unit-norm rows
     labels: np.ndarray  # (n_samples,) subspace index of each point
@@ -241,7 +253,7 @@ def union_of_subspaces(
     noise: float = 0.0,
     seed: int = 0,
 ) -> UnionOfSubspaces:
-    """Unit-norm points on random subspaces, as in the synthetic protocol of You et al. (2016).
+    """Unit-norm points on random subspaces (the synthetic protocol of You et al. 2016).
 
     Each subspace has a uniformly random orthonormal basis; each point is a standard
     Gaussian combination of its basis vectors, plus isotropic noise of standard
@@ -271,7 +283,8 @@ def union_of_subspaces(
 
     Implements
     ----------
-    The synthetic protocol of You et al. (2016), §5.1, used in §5 of the self-expression paper.
+    The synthetic protocol of You et al. (2016), §5.1, used in §5 of the
+    self-expression paper.
     """
     n_subspaces, n_per = (
         check_int(n_subspaces, "n_subspaces"),

@@ -1,4 +1,6 @@
-"""Continuous attention: the weights are a density over time or space, the context an expectation.
+"""Continuous attention: the weights form a density over time or space.
+
+The context is an expectation under that density.
 
 The score is a function ``f(t) = -(t - μ)ᵀ Σ⁻¹ (t - μ) / 2`` of a position ``t`` (a
 point of ``[0, 1]`` for a document, of ``[0, 1]²`` for an image). Softmax (α = 1) turns

@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- 1-D closed forms
+# --------------------------------------------------------------------- 1-D closed forms
 
 
 def _ndtr_diff(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -44,7 +44,10 @@ def _normal_pdf(z: torch.Tensor) -> torch.Tensor:
 
 
 def _interval_moments(lo, hi, m, s) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``∫_lo^hi x^k N(x; m, s²) dx`` for ``k = 0, 1, 2``, from erf and the normal density at the ends."""
+    """``∫_lo^hi x^k N(x; m, s²) dx`` for ``k = 0, 1, 2``, in closed form.
+
+    From erf and the normal density at the ends.
+    """
     za, zb = (lo - m) / s, (hi - m) / s
     pa, pb = _normal_pdf(za), _normal_pdf(zb)
     J0 = _ndtr_diff(za, zb)  # ∫ z^k φ(z) dz over [za, zb], k = 0, 1, 2
@@ -75,7 +78,9 @@ def _forward_1d(mu, sigma2, c_mu, c_s2, alpha: int) -> torch.Tensor:
 def generalized_covariance_1d(
     mu, sigma2, basis: GaussianRBF, alpha: int = 1
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(x², ψ)`` with ``x = t - μ``, each ``(batch, N)``.
+    """``cov_{p,2-α}(x, ψ)``, ``cov_{p,2-α}(x², ψ)`` with ``x = t - μ``, ``(batch, N)``.
+
+    Each of the two is ``(batch, N)``.
 
     For α = 1 the ordinary covariance under the Gaussian, from the product-of-Gaussians
     moments of Algorithm 1; for α = 2 the 0-covariance,
@@ -137,7 +142,8 @@ def _check_1d(mu, sigma2, basis, alpha):
     sigma2 = _positive(sigma2, "sigma2", mu)
     if sigma2.shape != mu.shape:
         raise ValueError(
-            f"sigma2 must have the shape of mu {tuple(mu.shape)}, got {tuple(sigma2.shape)}"
+            f"sigma2 must have the shape of mu {tuple(mu.shape)}, got "
+            f"{tuple(sigma2.shape)}"
         )
     return mu, sigma2, _check_basis(basis, 1), _alpha(alpha)
 
@@ -145,7 +151,9 @@ def _check_1d(mu, sigma2, basis, alpha):
 def continuous_attention_1d(
     mu, sigma2, basis: GaussianRBF, alpha: int = 1
 ) -> torch.Tensor:
-    """``r = E_p[ψ(t)]`` for a batch of 1-D Gaussians (α = 1) or truncated parabolas (α = 2).
+    """``r = E_p[ψ(t)]`` for 1-D Gaussians (α = 1) or truncated parabolas (α = 2).
+
+    For a batch of densities.
 
     The score is ``f(t) = -(t-μ)²/(2σ²)``, i.e. ``θ = (μ/σ², -1/(2σ²))`` on
     ``φ(t) = (t, t²)``. The forward pass is closed form (a Gaussian convolution for α =
@@ -170,7 +178,8 @@ def continuous_attention_1d(
 
     Implements
     ----------
-    Eqs. (15) and (18) of the sparse-and-continuous attention paper (with Eqs. 10 and 17).
+    Eqs. (15) and (18) of the sparse-and-continuous attention paper (with Eqs. 10 and
+    17).
     """
     mu, sigma2, basis, alpha = _check_1d(mu, sigma2, basis, alpha)
     return _ContinuousAttention1D.apply(mu, sigma2, *basis.params(mu), alpha)
@@ -207,7 +216,11 @@ def _gauss_cov_2d(mu, Sigma, c_mu, c_s2):
 
 
 def _principal_axes(Sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eigenvalues (largest first, ``(batch, 2)``) and eigenvectors (columns, ``(batch, 2, 2)``) of 2 × 2 SPD matrices, in closed form."""
+    """Eigenvalues and eigenvectors of 2 × 2 SPD matrices, in closed form.
+
+    Eigenvalues largest first, ``(batch, 2)``; eigenvectors as columns,
+    ``(batch, 2, 2)``.
+    """
     p, q, s = Sigma[:, 0, 0], Sigma[:, 0, 1], Sigma[:, 1, 1]
     half_gap = torch.sqrt((0.5 * (p - s)) ** 2 + q * q)
     big = 0.5 * (p + s) + half_gap
@@ -221,7 +234,8 @@ def _principal_axes(Sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     )
 
 
-_WINDOW = 8.0  # RBF standard deviations kept on either side of its centre: e^{-32} ≈ 1e-14 is dropped
+# RBF standard deviations kept on either side of its centre: e^{-32} ≈ 1e-14 is dropped
+_WINDOW = 8.0
 
 
 @functools.lru_cache(maxsize=16)
@@ -237,7 +251,9 @@ def _gauss_legendre(n: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
 
 
 def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
-    """∫_supp ψ, ∫_supp xᵀΣ⁻¹x ψ and (if asked) ∫_supp xψ, ∫_supp xxᵀψ for the 2-D truncated paraboloid.
+    """Integrals of ψ over the support of the 2-D truncated paraboloid.
+
+    ∫_supp ψ, ∫_supp xᵀΣ⁻¹x ψ and (if asked) ∫_supp xψ, ∫_supp xxᵀψ.
 
     Rotate to the ellipse's principal axes (``x = Q z``; the RBFs are isotropic, so they
     stay isotropic) and slice the ellipse ``z₁²/a² + z₂²/b² ≤ 1`` into chords across the
@@ -295,7 +311,10 @@ def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
 
 
 def _attention_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int, need_cov: bool):
-    """r and, if asked, ``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(xxᵀ, ψ)``: one pass over the quadrature nodes for all three."""
+    """r and, if asked, ``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(xxᵀ, ψ)``.
+
+    One pass over the quadrature nodes for all three.
+    """
     if alpha == 1:
         r, cov_x, cov_xx = _gauss_cov_2d(mu, Sigma, c_mu, c_s2)
         return (r, cov_x, cov_xx) if need_cov else (r, None, None)
@@ -369,7 +388,9 @@ def _check_2d(mu, Sigma, basis, alpha, n_angles):
 def generalized_covariance_2d(
     mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 48
 ):
-    """``cov_{p,2-α}(x, ψ)`` ``(batch, N, 2)`` and ``cov_{p,2-α}(xxᵀ, ψ)`` ``(batch, N, 2, 2)``, ``x = t - μ``.
+    """``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(xxᵀ, ψ)`` with ``x = t - μ``.
+
+    Of shapes ``(batch, N, 2)`` and ``(batch, N, 2, 2)``.
 
     Implements
     ----------
@@ -382,7 +403,9 @@ def generalized_covariance_2d(
 def continuous_attention_2d(
     mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 48
 ) -> torch.Tensor:
-    """``r = E_p[ψ(t)]`` for a batch of 2-D Gaussians (α = 1) or truncated paraboloids (α = 2).
+    """``r = E_p[ψ(t)]`` for 2-D Gaussians (α = 1) or truncated paraboloids (α = 2).
+
+    For a batch of densities.
 
     The score is ``f(t) = -½(t-μ)ᵀΣ⁻¹(t-μ)``. For α = 1 both passes are closed form
     (Algorithm 1: products of Gaussians). For α = 2 the support is an ellipse: the
@@ -412,7 +435,8 @@ def continuous_attention_2d(
 
     Implements
     ----------
-    Eqs. (11), (15), (17)-(18) and Algorithm 1 of the sparse-and-continuous attention paper.
+    Eqs. (11), (15), (17)-(18) and Algorithm 1 of the sparse-and-continuous attention
+    paper.
     """
     mu, Sigma, basis, alpha, n_angles = _check_2d(mu, Sigma, basis, alpha, n_angles)
     return _ContinuousAttention2D.apply(mu, Sigma, *basis.params(mu), alpha, n_angles)

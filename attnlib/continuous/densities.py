@@ -36,7 +36,10 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def _like(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
-    """``x`` as a tensor of ``like``'s dtype and device (Python floats converted directly, without a float32 detour)."""
+    """``x`` as a tensor of ``like``'s dtype and device.
+
+    Python floats are converted directly, without a float32 detour.
+    """
     if (
         not isinstance(x, torch.Tensor)
         and np.ndim(x) == 0
@@ -58,7 +61,8 @@ def _positive(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
 def _alpha(alpha) -> int:
     if alpha not in (1, 2):
         raise ValueError(
-            f"alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated paraboloid), got {alpha!r}"
+            "alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated "
+            f"paraboloid), got {alpha!r}"
         )
     return int(alpha)
 
@@ -80,7 +84,7 @@ def _spd(Sigma, name: str, d: int, like: torch.Tensor) -> torch.Tensor:
 
 
 def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
-    """The Gaussian density ``N(t; μ, σ²)``, the continuous softmax of ``-(t-μ)²/(2σ²)``.
+    """The Gaussian density ``N(t; μ, σ²)``, continuous softmax of ``-(t-μ)²/(2σ²)``.
 
     Parameters
     ----------
@@ -104,7 +108,9 @@ def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
 
 
 def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
-    """The truncated parabola ``TP(t; μ, σ²) = [-(t-μ)²/(2σ²) - λ]₊``, the continuous sparsemax.
+    """The truncated parabola ``[-(t-μ)²/(2σ²) - λ]₊``, the continuous sparsemax.
+
+    Written ``TP(t; μ, σ²)``.
 
     ``λ = -½ (3 / (2σ))^(2/3)`` makes it integrate to one; the support is
     ``|t - μ| ≤ (3σ²/2)^(1/3)``.
@@ -130,7 +136,9 @@ def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
 
 
 def triangular_pdf(t, mu, b) -> torch.Tensor:
-    """The triangular density ``[-λ - |t-μ|/b]₊`` with ``λ = -1/√b``: continuous sparsemax of a Laplace score.
+    """The triangular density ``[-λ - |t-μ|/b]₊`` with ``λ = -1/√b``.
+
+    The continuous sparsemax of a Laplace score.
 
     Parameters
     ----------
@@ -210,7 +218,9 @@ def location_scale_pdf(
 
 
 def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
-    """The threshold ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))`` of an N-dimensional truncated paraboloid.
+    """The threshold λ of an N-dimensional truncated paraboloid.
+
+    ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))``.
 
     Implements
     ----------
@@ -224,7 +234,9 @@ def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
 
 
 def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
-    """The N-dimensional truncated paraboloid ``[-λ - ½(t-μ)ᵀΣ⁻¹(t-μ)]₊``, sparsemax counterpart of ``N(μ, Σ)``.
+    """The N-dimensional truncated paraboloid ``[-λ - ½(t-μ)ᵀΣ⁻¹(t-μ)]₊``.
+
+    The sparsemax counterpart of ``N(μ, Σ)``.
 
     Parameters
     ----------
@@ -257,7 +269,9 @@ def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
 
 
 def truncated_parabola_radius(sigma2) -> torch.Tensor:
-    """Half-width ``a = (3σ²/2)^(1/3)`` of the truncated parabola's support ``[μ - a, μ + a]``.
+    """Half-width ``a = (3σ²/2)^(1/3)`` of the truncated parabola's support.
+
+    The support is ``[μ - a, μ + a]``.
 
     Parameters
     ----------
@@ -280,7 +294,9 @@ def truncated_parabola_radius(sigma2) -> torch.Tensor:
 def support_ellipse(
     mu, Sigma, scale: float | None = None
 ) -> tuple[np.ndarray, float, float, float]:
-    """Centre, axis lengths and angle of the ellipse ``(t-μ)ᵀΣ⁻¹(t-μ) ≤ R²`` of a 2-D density.
+    """Centre, axis lengths and angle of the ellipse ``(t-μ)ᵀΣ⁻¹(t-μ) ≤ R²``.
+
+    For a 2-D density.
 
     With ``scale=None``, ``R² = -2λ`` from :func:`truncated_paraboloid_lambda`: the
     exact boundary of the truncated paraboloid's support. With a number, ``R = scale``

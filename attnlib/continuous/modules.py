@@ -1,4 +1,6 @@
-"""The continuous-attention layers: a density from an encoder or from discrete weights, read out.
+"""The continuous-attention layers, which read out a density.
+
+The density comes from an encoder or from discrete weights.
 
 Implements the 1-D and 2-D attention models of §3.1 and §4 of Martins et al. (2020).
 """
@@ -53,7 +55,8 @@ class _ContinuousAttention(nn.Module):
         H = as_tensor(H, "H", ndim=3)
         if (weights is None) == (self.head is None):
             raise ValueError(
-                "pass weights (moment matching) if and only if the module was built without in_features"
+                "pass weights (moment matching) if and only if the module was built "
+                "without in_features"
             )
         if weights is not None:
             weights = as_tensor(
@@ -61,7 +64,8 @@ class _ContinuousAttention(nn.Module):
             )
             if weights.shape != H.shape[:2]:
                 raise ValueError(
-                    f"weights must have shape {tuple(H.shape[:2])}, got {tuple(weights.shape)}"
+                    f"weights must have shape {tuple(H.shape[:2])}, got "
+                    f"{tuple(weights.shape)}"
                 )
         elif H.shape[-1] != self.head.in_features:
             raise ValueError(
@@ -125,7 +129,7 @@ class ContinuousAttention1D(_ContinuousAttention):
         super().__init__(basis, 1, in_features, alpha, lam, min_var, 2)
 
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
-        """Attend over tokens ``H`` ``(batch, L, D)`` at evenly spaced positions of ``[0, 1]``.
+        """Attend over tokens ``H`` ``(batch, L, D)`` at even positions of ``[0, 1]``.
 
         ``weights`` ``(batch, L)``: discrete attention to moment-match (combined
         variant).
@@ -145,7 +149,7 @@ class ContinuousAttention1D(_ContinuousAttention):
 
 
 class ContinuousAttention2D(_ContinuousAttention):
-    """Continuous attention over an image's grid of feature vectors placed on ``[0, 1]²``.
+    """Continuous attention over an image's grid of feature vectors on ``[0, 1]²``.
 
     As :class:`ContinuousAttention1D`, with ``μ = sigmoid(W₁v)`` and
     ``Σ = LLᵀ + min_var·I`` from a Cholesky factor with softplus diagonal (encoder
@@ -162,8 +166,8 @@ class ContinuousAttention2D(_ContinuousAttention):
 
     Implements
     ----------
-    §3.1 and the 2-D (visual question answering) models of §4 of the sparse-and-continuous
-    attention paper.
+    §3.1 and the 2-D (visual question answering) models of §4 of the
+    sparse-and-continuous attention paper.
     """
 
     def __init__(
@@ -183,7 +187,10 @@ class ContinuousAttention2D(_ContinuousAttention):
     def grid_positions(
         height: int, width: int, dtype=None, device=None
     ) -> torch.Tensor:
-        """Cell centres of a ``height × width`` grid in ``[0, 1]²``, row-major, as ``(row, col)``: ``(height·width, 2)``."""
+        """Cell centres of a ``height × width`` grid in ``[0, 1]²``, row-major.
+
+        As ``(row, col)`` rows: ``(height·width, 2)``.
+        """
         rows = (torch.arange(height, dtype=dtype, device=device) + 0.5) / height
         cols = (torch.arange(width, dtype=dtype, device=device) + 0.5) / width
         return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(-1, 2)
