@@ -1,4 +1,4 @@
-"""Denoising as attention: Gaussian filtering, non-local means, and a learned patch transformer.
+"""Denoising as attention: Gaussian filter, non-local means, learned patch transformer.
 
 A Gaussian filter is attention whose queries and keys are pixel *positions*; non-local
 means (NLM) is attention whose queries and keys are the *patches* around the pixels and
@@ -7,11 +7,12 @@ projections, positional encodings and several heads. Images are ``(H, W)`` (grey
 ``(H, W, C)`` (channels last); the pixels, read in row-major order, are the tokens.
 
 :func:`nonlocal_means` computes exact NLM with the conventions of
-``skimage.restoration.denoise_nl_means(fast_mode=False)`` but organises the work by offset:
-for each displacement ``δ`` in the search window it forms the image of squared differences
-``(y(x) - y(x + δ))²``, blurs it with the separable Gaussian patch kernel, exponentiates, and
-accumulates, in compiled loops over row strips that stay in cache. The weight of ``δ`` at
-``x`` is also the weight of ``-δ`` at ``x + δ``, so only half of the offsets are computed.
+``skimage.restoration.denoise_nl_means(fast_mode=False)`` but organises the work by
+offset: for each displacement ``δ`` in the search window it forms the image of squared
+differences ``(y(x) - y(x + δ))²``, blurs it with the separable Gaussian patch kernel,
+exponentiates, and accumulates, in compiled loops over row strips that stay in cache.
+The weight of ``δ`` at ``x`` is also the weight of ``-δ`` at ``x + δ``, so only half of
+the offsets are computed.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ _MAX_SCORES = 2**22
 
 
 def _as_image(image, name: str = "image") -> tuple[torch.Tensor, bool]:
-    """Return the image as a ``(C, H, W)`` tensor and whether it came as a NumPy array."""
+    """Return the image as a ``(C, H, W)`` tensor and whether it was a NumPy array."""
     from_numpy = not isinstance(image, torch.Tensor)
     t = as_tensor(image, name)
     if t.ndim not in (2, 3):
@@ -86,7 +87,7 @@ def _pixel_grid(h: int, w: int, *, dtype, device) -> torch.Tensor:
 def _chunked_attention(
     q, k, v, *, window=None, positions=None, **kwargs
 ) -> torch.Tensor:
-    """Attention output for many queries, computed in query chunks so memory stays bounded.
+    """Attention output for many queries, in query chunks so memory stays bounded.
 
     ``window`` (an int) restricts query ``i`` to keys within Chebyshev distance
     ``window`` of it in ``positions`` (the pixel grid); that square mask is the search
@@ -109,7 +110,7 @@ def _chunked_attention(
     return torch.cat(outs)
 
 
-# --------------------------------------------------------------------------- local and pixel attention
+# ------------------------------------------------------------ local and pixel attention
 
 
 def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
@@ -165,7 +166,9 @@ def image_is_grey(image) -> bool:
 
 
 def pixel_nlm(image, h: float):
-    """The simplest non-local means: every pixel attends to every pixel of similar intensity.
+    """The simplest non-local means: each pixel attends to pixels of similar intensity.
+
+    Every pixel attends to every pixel, weighted by the similarity of intensities.
 
     Queries, keys and values are the pixels' intensities (vectors, for colour images)
     and the weights are ``softmax(-||y - y'||² / (2h²))`` over the whole image.
@@ -246,7 +249,9 @@ def _reflect_pad(chw: torch.Tensor, r: int) -> torch.Tensor:
 def patch_kernel(
     patch_size: int = 7, *, dtype=torch.float32, device=None
 ) -> torch.Tensor:
-    """The 1-D Gaussian weights of the patch distance, ``exp(-t² / (2a²))`` with ``a = (s-1)/4``.
+    """The 1-D Gaussian weights of the patch distance.
+
+    ``exp(-t² / (2a²))`` with ``a = (s-1)/4``.
 
     The 2-D weight of patch offset ``(t, u)`` is the outer product; this is
     scikit-image's kernel, which gives the patch border about ``e^{-2}`` of the centre's
@@ -261,7 +266,7 @@ def patch_kernel(
 
 
 def patch_tokens(image, patch_size: int = 7, h: float = 0.1) -> torch.Tensor:
-    """Patches scaled so that their squared distance is NLM's patch distance divided by ``h²``.
+    """Patches scaled so their squared distance is NLM's patch distance over ``h²``.
 
     Each patch entry is multiplied by the square root of its normalised Gaussian weight,
     ``sqrt(g(t) g(u) / (C h² Σ g))``, so ``||p_i - p_j||²`` is the Gaussian-weighted
@@ -287,7 +292,9 @@ def nlm_attention(
     h: float = 0.1,
     sigma: float = 0.0,
 ):
-    """Non-local means as literally one attention call over patch tokens (the reference path).
+    """Non-local means as literally one attention call over patch tokens.
+
+    The reference path.
 
     Queries = keys = :func:`patch_tokens`, values = pixels, score
     ``-max(||q-k||² - 2σ²/h², 0)`` (``neg_sq_dist`` at temperature 1/2 when
@@ -337,7 +344,9 @@ def patch_attention(
     patch_distance: int | None = None,
     sigma: float = 0.0,
 ):
-    """Where one pixel attends: its NLM weights over the image, as an ``(H, W)`` map summing to one.
+    """Where one pixel attends: its NLM weights over the image.
+
+    An ``(H, W)`` map summing to one.
 
     Parameters
     ----------
@@ -378,18 +387,21 @@ def patch_attention(
     return weights.reshape(hh, ww)
 
 
-# --------------------------------------------------------------------------- fast exact NLM
-# The loops below are compiled by numba (cached on disk) and run over row strips: for a strip
-# of ``strip_rows`` rows and one offset δ, the squared differences of the two shifted images
-# are blurred by the separable patch kernel (a row pass, then a column pass), exponentiated
-# with the vectorised exponential of ``kernel_sums``, and added to the sums at x (weight of
-# +δ) and at x + δ (the same weight, for -δ). A strip's rows, buffers and sums stay in the
-# L2 cache while all the offsets pass over them.
+# ----------------------------------------------------------------------- fast exact NLM
+# The loops below are compiled by numba (cached on disk) and run over row strips: for a
+# strip of ``strip_rows`` rows and one offset δ, the squared differences of the two
+# shifted images are blurred by the separable patch kernel (a row pass, then a column
+# pass), exponentiated with the vectorised exponential of ``kernel_sums``, and added to
+# the sums at x (weight of +δ) and at x + δ (the same weight, for -δ). A strip's rows,
+# buffers and sums stay in the L2 cache while all the offsets pass over them.
 
 
 @numba.njit(**_JIT)
 def _nlm_strip(pad, vals, g, offsets, y0, y1, factor, bias, floor, num, den, hz, e, w):
-    """Add the weights of ``offsets`` (rows ``(dy, dx)``) for the pixels of rows ``[y0, y1)``."""
+    """Add the weights of ``offsets`` for the pixels of rows ``[y0, y1)``.
+
+    ``offsets`` has rows ``(dy, dx)``.
+    """
     # Every inner loop runs over slices indexed from 0: LLVM then vectorises it (offset
     # indices such as a[j0 + j] kept it scalar and cost a factor of two).
     c, hh, ww = vals.shape
@@ -452,7 +464,7 @@ def _nlm_strip(pad, vals, g, offsets, y0, y1, factor, bias, floor, num, den, hz,
 
 @numba.njit(**_JIT)
 def _nlm_rows(pad, vals, g, offsets, strips, factor, bias, floor, num, den):
-    """:func:`_nlm_strip` for each ``(y0, y1)`` row of ``strips``, with its own buffers."""
+    """:func:`_nlm_strip` for each ``(y0, y1)`` row of ``strips``, own buffers each."""
     ww, s = vals.shape[2], g.shape[0]
     height = int((strips[:, 1] - strips[:, 0]).max()) if strips.shape[0] else 0
     hz = np.empty((height + s - 1, ww), dtype=vals.dtype)
@@ -478,7 +490,7 @@ def _nlm_rows(pad, vals, g, offsets, strips, factor, bias, floor, num, den):
 
 
 def _half_window(d_rows: int, d_cols: int) -> np.ndarray:
-    """The offsets δ > 0 in row-major order, ``(dy, dx)`` rows: half of the search window."""
+    """The offsets δ > 0 in row-major order as ``(dy, dx)`` rows: half the window."""
     offsets = [(0, dx) for dx in range(1, d_cols + 1)]
     offsets += [
         (dy, dx) for dy in range(1, d_rows + 1) for dx in range(-d_cols, d_cols + 1)
@@ -495,7 +507,10 @@ def _nlm_offsets(
     var: float,
     strip_rows: int,
 ) -> torch.Tensor:
-    """Exact NLM by offsets (see the comment above); ``chw`` is ``(C, H, W)`` float32 or float64."""
+    """Exact NLM by offsets (see the comment above).
+
+    ``chw`` is ``(C, H, W)`` float32 or float64.
+    """
     c, hh, ww = chw.shape
     vals = np.ascontiguousarray(chw.detach().cpu().numpy())
     dtype = vals.dtype
@@ -554,7 +569,9 @@ def nonlocal_means(
     window: str | None = "square",
     strip_rows: int = 32,
 ):
-    """Exact non-local means denoising, with the parameters and meaning of scikit-image's slow mode.
+    """Exact non-local means denoising, as scikit-image's slow mode.
+
+    With the parameters and meaning of scikit-image's slow mode.
 
     Each pixel ``x`` becomes a weighted mean of the pixels ``x + δ`` of its search
     window (``|δ|∞ ≤ patch_distance``, clipped to the image), with weight
@@ -598,7 +615,8 @@ def nonlocal_means(
     Implements
     ----------
     Buades, Coll and Morel (2005), as in ``skimage.restoration.denoise_nl_means`` with
-    ``fast_mode=False``; §3.2 of the self-expression paper (NLM as patch self-attention).
+    ``fast_mode=False``; §3.2 of the self-expression paper (NLM as patch
+    self-attention).
     """
     chw, from_numpy = _as_image(image)
     s = _odd_patch_size(patch_size)
@@ -621,7 +639,7 @@ def nonlocal_means(
     return _like_input(out, image_is_grey(image), from_numpy)
 
 
-# --------------------------------------------------------------------------- learned NLM
+# -------------------------------------------------------------------------- learned NLM
 
 
 class PatchAttentionDenoiser(nn.Module):
@@ -663,8 +681,8 @@ class PatchAttentionDenoiser(nn.Module):
 
     Implements
     ----------
-    §3.2 of the self-expression paper: NLM plus the ViT ingredients (learned projections,
-    positional encoding, several heads) that it lacks.
+    §3.2 of the self-expression paper: NLM plus the ViT ingredients (learned
+    projections, positional encoding, several heads) that it lacks.
     """
 
     def __init__(
@@ -710,12 +728,17 @@ class PatchAttentionDenoiser(nn.Module):
 
     def extra_repr(self) -> str:
         return (
-            f"patch_size={self.patch_size}, h={self.h}, num_heads={self.num_heads}, channels={self.channels}, "
-            f"positional={self.pos_weight is not None}, patch_distance={self.patch_distance}"
+            f"patch_size={self.patch_size}, h={self.h}, num_heads={self.num_heads}, "
+            f"channels={self.channels}, "
+            f"positional={self.pos_weight is not None}, "
+            f"patch_distance={self.patch_distance}"
         )
 
     def _as_batch(self, image) -> tuple[torch.Tensor, tuple[int, ...], bool]:
-        """The input as ``(B, C, H, W)`` in the module's dtype, its shape, and whether it was batched."""
+        """The input as ``(B, C, H, W)`` in the module's dtype.
+
+        Also its shape, and whether it was batched.
+        """
         dtype = self.proj.dtype
         if (
             isinstance(image, torch.Tensor)
@@ -723,7 +746,8 @@ class PatchAttentionDenoiser(nn.Module):
             and image.dtype != dtype
         ):
             raise ValueError(
-                f"image must have the module's dtype {dtype} (call .to() on one of them), got {image.dtype}"
+                f"image must have the module's dtype {dtype} (call .to() on one of "
+                f"them), got {image.dtype}"
             )
         x = as_tensor(
             image,
@@ -761,7 +785,8 @@ class PatchAttentionDenoiser(nn.Module):
         )
         if min(bhwc.shape[1:3]) == 0:
             raise ValueError(
-                f"image must have at least one row and one column, got shape {tuple(x.shape)}"
+                "image must have at least one row and one column, got shape "
+                f"{tuple(x.shape)}"
             )
         if not torch.isfinite(x).all():
             raise ValueError("image contains NaN or infinite values")
@@ -795,7 +820,8 @@ class PatchAttentionDenoiser(nn.Module):
         dist = 2 * SCORES["neg_sq_dist"](q, q)  # -‖q - k‖², 0 on the diagonal
         if not torch.isfinite(dist).all():
             raise ValueError(
-                f"image: its patch distances overflow {dist.dtype}; rescale it to [0, 1]"
+                f"image: its patch distances overflow {dist.dtype}; rescale it to [0, "
+                "1]"
             )
         # 1 / h² in float64, capped at the dtype's largest value: a tiny h gives the
         # identity (each pixel keeps itself), its limit, instead of 0 / 0.
@@ -825,7 +851,9 @@ class PatchAttentionDenoiser(nn.Module):
 
 
 def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
-    """Training pairs for :class:`PatchAttentionDenoiser`: ``batches(step)`` gives ``(noisy, clean)``.
+    """Training pairs for :class:`PatchAttentionDenoiser`.
+
+    ``batches(step)`` gives ``(noisy, clean)``.
 
     Each call cuts a random ``crop × crop`` window from a random image of ``images``
     (grey, values in [0, 1]) and adds fresh Gaussian noise of standard deviation
@@ -848,7 +876,10 @@ def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
 
 
 def psnr(clean, estimate, data_range: float = 1.0) -> float:
-    """Peak signal-to-noise ratio in dB (``skimage.metrics.peak_signal_noise_ratio``)."""
+    """Peak signal-to-noise ratio in dB.
+
+    As ``skimage.metrics.peak_signal_noise_ratio``.
+    """
     from skimage.metrics import peak_signal_noise_ratio
 
     def arr(x):

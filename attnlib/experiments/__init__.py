@@ -1,4 +1,4 @@
-"""Experiment scaffolding: the synthetic tasks and experiment models that the chapters run.
+"""Experiment scaffolding: the synthetic tasks and experiment models the chapters run.
 
 The ideas live in the modules named for them (``attnlib.attention``,
 ``attnlib.subspace``, ...). What only serves an experiment (a data generator for one

@@ -1,4 +1,6 @@
-"""A toy monotone-alignment task, chapter 07b's stand-in for the paper's machine translation.
+"""A toy monotone-alignment task, chapter 07b's stand-in for machine translation.
+
+It stands in for the paper's machine translation.
 
 In the paper's De→En model every output step attends over the source, and the continuous
 densities' means run close to the diagonal of the attention map (its Figure 2). The toy
@@ -32,7 +34,10 @@ __all__ = [
 
 
 class AlignmentTask(NamedTuple):
-    """Source token ids ``(n, S)``, target ids ``(n, T)`` and the aligned source position of each target step ``(T,)``."""
+    """Source ids ``(n, S)``, target ids ``(n, T)``, aligned source positions ``(T,)``.
+
+    The aligned source position is given for each target step.
+    """
 
     source: torch.Tensor
     target: torch.Tensor
@@ -42,7 +47,7 @@ class AlignmentTask(NamedTuple):
 def monotone_alignment(
     n: int, source_len: int = 16, target_len: int = 8, *, vocab: int = 20, seed: int = 0
 ) -> AlignmentTask:
-    """Random source sequences; target step ``i`` is the source token at ``round(i (S-1)/(T-1))``.
+    """Random sources; target step ``i`` is source token ``round(i (S-1)/(T-1))``.
 
     Parameters
     ----------
@@ -130,7 +135,7 @@ class AlignmentModel(nn.Module):
         self.out = nn.Linear(dim, vocab)
 
     def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(batch, T, vocab)`` and the attention over source positions ``(batch, T, S)``.
+        """Logits ``(batch, T, vocab)`` and attention over the source ``(batch, T, S)``.
 
         For the continuous model the second output is the density at the source
         positions, ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display only).
@@ -169,7 +174,9 @@ def fit_alignment(
     progress: bool = True,
     desc: str = "training",
 ) -> list[float]:
-    """Train ``model`` on ``task`` with cross-entropy over every target step, by :func:`attnlib.training.train`.
+    """Train ``model`` on ``task`` with cross-entropy over every target step.
+
+    By :func:`attnlib.training.train`.
 
     Parameters
     ----------
@@ -207,7 +214,10 @@ def fit_alignment(
 
 
 def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
-    """Fraction of target tokens (all steps of all sequences) that ``model`` copies right, in eval mode."""
+    """Fraction of target tokens that ``model`` copies right, in eval mode.
+
+    Over all steps of all sequences.
+    """
     model.eval()
     with torch.no_grad():
         logits, _ = model(task.source)
@@ -216,7 +226,10 @@ def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
 
 
 def alignment_means(model: AlignmentModel) -> tuple[torch.Tensor, torch.Tensor]:
-    """The continuous model's density means μ_i and variances σ_i², one per target step ``(T,)`` each."""
+    """The continuous model's density means μ_i and variances σ_i², each ``(T,)``.
+
+    One of each per target step.
+    """
     if model.kind != "continuous":
         raise ValueError(
             "model must be a continuous AlignmentModel (kind='continuous')"

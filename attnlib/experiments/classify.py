@@ -14,7 +14,10 @@ __all__ = ["accuracy", "fit_classifier"]
 
 
 def _rows(inputs, idx):
-    """The rows ``idx`` of one tensor, or of every tensor of a tuple, as a tuple of model arguments."""
+    """The rows ``idx`` of one tensor, or of each tensor of a tuple, as model arguments.
+
+    Returned as a tuple.
+    """
     if isinstance(inputs, tuple):
         return tuple(x[idx] for x in inputs)
     return (inputs[idx],)
@@ -65,7 +68,9 @@ def fit_classifier(
     progress: bool = True,
     desc: str = "training",
 ) -> list[float]:
-    """Train ``model`` with cross-entropy on random mini-batches by :func:`attnlib.training.train`.
+    """Train ``model`` with cross-entropy on random mini-batches.
+
+    By :func:`attnlib.training.train`.
 
     Parameters
     ----------

@@ -1,4 +1,6 @@
-"""A learned denoiser that is not attention: chapter 03's baseline for the learned NLM layer.
+"""A learned denoiser that is not attention: chapter 03's baseline for learned NLM.
+
+The baseline for the learned NLM layer.
 
 Chapter 03 trains :class:`attnlib.denoise.PatchAttentionDenoiser` (non-local means with
 learned projections) and asks what the attention buys. The fair comparison is a learned
@@ -43,9 +45,9 @@ class SmallCNNDenoiser(nn.Module):
 
     Implements
     ----------
-    Not in the self-expression paper: a learned, local, input-independent filter of the same
-    size as chapter 03's learned attention, so that the chapter can tell what attention adds
-    over learning alone.
+    Not in the self-expression paper: a learned, local, input-independent filter of the
+    same size as chapter 03's learned attention, so that the chapter can tell what
+    attention adds over learning alone.
     """
 
     def __init__(self, width: int = 8, kernel_size: int = 3):
@@ -87,7 +89,7 @@ class SmallCNNDenoiser(nn.Module):
 
 
 def cnn_matching(n_params: int, kernel_size: int = 3) -> SmallCNNDenoiser:
-    """The :class:`SmallCNNDenoiser` whose parameter count is closest to ``n_params``."""
+    """The :class:`SmallCNNDenoiser` whose parameter count is nearest ``n_params``."""
     n_params = check_int(n_params, "n_params")
     k2 = check_int(kernel_size, "kernel_size") ** 2
 

@@ -1,4 +1,6 @@
-"""Generated documents for chapter 07b's stand-in of the paper's document classification (Table 1).
+"""Generated documents: chapter 07b's stand-in for document classification (Table 1).
+
+They stand in for the paper's document classification.
 
 Long token sequences whose binary label is carried by a contiguous span of cue words
 (:func:`span_documents`), or, in the diffuse variant, by cue words spread over the whole
@@ -29,9 +31,9 @@ __all__ = [
     "table1",
 ]
 
-#: Table 1 of Martins et al. (2020), "Sparse and continuous attention mechanisms" (NeurIPS):
-#: IMDB test accuracy (%) by attention and number N of RBFs (``None``: discrete attention over
-#: all L ≈ 280 words). Rows in the paper's order.
+#: Table 1 of Martins et al. (2020), "Sparse and continuous attention mechanisms"
+#: (NeurIPS): IMDB test accuracy (%) by attention and number N of RBFs (``None``:
+#: discrete attention over all L ≈ 280 words). Rows in the paper's order.
 PAPER_TABLE1: dict[str, dict[int | None, float]] = {
     "discrete softmax": {None: 90.78},
     "discrete sparsemax": {None: 90.58},
@@ -45,7 +47,11 @@ TABLE1_ROWS = tuple(PAPER_TABLE1)
 
 
 class SpanDocuments(NamedTuple):
-    """Generated "documents": token ids ``(n, length)``, binary labels ``(n,)``, and the span ``[start, start + span)``."""
+    """Generated "documents": token ids, binary labels, and the span.
+
+    Token ids ``(n, length)``, binary labels ``(n,)``, and the span
+    ``[start, start + span)``.
+    """
 
     tokens: torch.Tensor
     labels: torch.Tensor
@@ -63,7 +69,9 @@ def span_documents(
     decoys: float = 0.03,
     seed: int = 0,
 ) -> SpanDocuments:
-    """Long token sequences whose binary label is told by one contiguous span at a random place.
+    """Long token sequences whose binary label is told by one span at a random place.
+
+    The span is contiguous.
 
     Tokens ``0..vocab-1`` are neutral; ``vocab..vocab+3`` are "positive" and
     ``vocab+4..vocab+7`` "negative" cue words. Inside the span a fraction ``cue`` of the
@@ -149,8 +157,8 @@ class DocumentClassifier(nn.Module):
 
     Implements
     ----------
-    The document-classification models of §4 (Table 1) of the sparse-and-continuous attention
-    paper; the oracle is ours.
+    The document-classification models of §4 (Table 1) of the sparse-and-continuous
+    attention paper; the oracle is ours.
     """
 
     KINDS = ("discrete", "continuous", "combined", "oracle")
@@ -201,7 +209,9 @@ class DocumentClassifier(nn.Module):
     def forward(
         self, tokens: torch.Tensor, start: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None, ContinuousAttentionOutput | None]:
-        """Logits ``(batch, n_classes)``, the discrete weights (or None), the continuous read-out (or None).
+        """Logits ``(batch, n_classes)``, discrete weights, continuous read-out.
+
+        The discrete weights or the continuous read-out are None where not used.
 
         ``start`` ``(batch,)``: where each span begins (``kind="oracle"`` only).
         """

@@ -20,7 +20,7 @@ __all__ = ["closed_groups", "knn_softmax_weights"]
 
 
 def knn_softmax_weights(X, n_neighbors: int) -> np.ndarray:
-    """Softmax attention of every point on its ``n_neighbors`` nearest neighbours (LLE's mask).
+    """Softmax attention of each point on its ``n_neighbors`` nearest (LLE's mask).
 
     The score is the Gaussian ``-‖x_j - x_i‖² / 2τ`` with ``τ`` the median squared
     distance from a point to its neighbours, so the temperature is at the neighbours'
@@ -40,8 +40,8 @@ def knn_softmax_weights(X, n_neighbors: int) -> np.ndarray:
 
     Implements
     ----------
-    Not in the self-expression paper: kernel regression (Eq. 6) restricted to LLE's mask of
-    §4, the convex counterpart of LLE's affine weights.
+    Not in the self-expression paper: kernel regression (Eq. 6) restricted to LLE's mask
+    of §4, the convex counterpart of LLE's affine weights.
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:

@@ -1,4 +1,4 @@
-"""Chapter 08's controls: a pointer task that pooling cannot solve, and a non-local operator.
+"""Chapter 08's controls: a pointer task pooling cannot solve, a non-local operator.
 
 The routing task of :mod:`attnlib.mux` has one answer per sequence: every position must
 name the value of the one marked token, so a model that pools the whole sequence once
@@ -42,7 +42,7 @@ __all__ = [
 
 
 class PointerTask(NamedTuple):
-    """Sequences in which every position must output the value of the token it points at.
+    """Sequences where every position must output the value of the token it points at.
 
     ``x[b, i]`` is the one-hot label of token i, then the one-hot label it points at,
     then its one-hot value; ``source[b, i]`` is the position of the token that i points
@@ -62,7 +62,9 @@ def pointer_task(
     n_labels: int | None = None,
     seed: int = 0,
 ) -> PointerTask:
-    """Draw ``n`` pointer sequences: distinct labels, random values, a random pointer per token.
+    """Draw ``n`` pointer sequences: distinct labels, random values, random pointers.
+
+    One random pointer per token.
 
     Parameters
     ----------
@@ -87,7 +89,8 @@ def pointer_task(
     Implements
     ----------
     A control for the routing task of the attention note (seed 004): each output needs a
-    different input, chosen by content, so no single pooled summary answers every position.
+    different input, chosen by content, so no single pooled summary answers every
+    position.
     """
     n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
     n_values = check_int(n_values, "n_values", minimum=2)
@@ -120,7 +123,7 @@ def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
 
 @torch.no_grad()
 def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
-    """Accuracy at position i as a function of ``|i - source[i]|``, the distance it must read.
+    """Accuracy at position i as a function of the reading distance ``|i - source[i]|``.
 
     Returns an array of length ``length`` (NaN where no position has that distance).
     """
@@ -138,7 +141,9 @@ def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
 
 
 def layers_to_see_everything(length: int, kernel_size: int) -> int:
-    """Fewest stacked convolutions of odd width ``kernel_size`` after which every output sees every input.
+    """Fewest stacked convolutions of odd width ``kernel_size`` for a global view.
+
+    After that many, every output sees every input.
 
     Computed directly: a one-hot at position 0 is spread through the band of one
     convolution, layer after layer, until it reaches position ``length - 1`` (the
@@ -146,8 +151,8 @@ def layers_to_see_everything(length: int, kernel_size: int) -> int:
 
     Implements
     ----------
-    The receptive field ``1 + L (k - 1)`` of stacked convolutions (Luo et al. 2016), asked
-    to span a whole sequence.
+    The receptive field ``1 + L (k - 1)`` of stacked convolutions (Luo et al. 2016),
+    asked to span a whole sequence.
     """
     length, kernel_size = (
         check_int(length, "length", minimum=2),
@@ -165,13 +170,18 @@ def layers_to_see_everything(length: int, kernel_size: int) -> int:
 
 
 def dirichlet_laplacian(n: int) -> np.ndarray:
-    """The ``(n, n)`` negative second difference with zero boundary values: 2 on the diagonal, -1 beside it."""
+    """The ``(n, n)`` negative second difference with zero boundary values.
+
+    2 on the diagonal, -1 beside it.
+    """
     n = check_int(n, "n", minimum=2)
     return 2 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
 
 
 def green_function(n: int) -> np.ndarray:
-    """The inverse of :func:`dirichlet_laplacian` in closed form, ``min(i, j)(n + 1 - max(i, j)) / (n + 1)``.
+    """The inverse of :func:`dirichlet_laplacian` in closed form.
+
+    ``min(i, j)(n + 1 - max(i, j)) / (n + 1)``.
 
     Indices are 1-based in the formula. Every entry is positive: each output of the
     inverse depends on every input.
@@ -187,7 +197,7 @@ def green_function(n: int) -> np.ndarray:
 
 
 def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The zero-padded convolution of odd ``width`` closest to ``target`` in Frobenius norm.
+    """The zero-padded convolution of odd ``width`` nearest ``target`` (Frobenius norm).
 
     Parameters
     ----------
@@ -207,8 +217,8 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
 
     Implements
     ----------
-    The single-convolution half of the test of the note's (seed 004) suggestion that a few
-    convolution layers come close to the inverse of a differential operator.
+    The single-convolution half of the test of the note's (seed 004) suggestion that a
+    few convolution layers come close to the inverse of a differential operator.
     """
     target = np.asarray(target, dtype=float)
     if target.ndim != 2 or target.shape[0] != target.shape[1]:
@@ -226,7 +236,7 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
 def fit_linear_stack(
     target, depth: int, kernel_size: int = 5, *, seeds=(0, 1, 2), max_iter: int = 1000
 ) -> tuple[list[np.ndarray], np.ndarray]:
-    """A stack of ``depth`` zero-padded, single-channel linear convolutions fitted to ``target``.
+    """A stack of ``depth`` zero-padded 1-channel linear convolutions fit to ``target``.
 
     The stack's matrix is ``M_depth @ ... @ M_1`` with ``M_l`` the
     :func:`attnlib.mux.conv_matrix` of layer l's kernel; it is fitted by L-BFGS on the
@@ -257,8 +267,9 @@ def fit_linear_stack(
     Implements
     ----------
     The stacked half of the test of the note's (seed 004) suggestion that "two or three"
-    convolution layers come close to the inverse of a differential operator. Departs from a
-    trained CNN in being linear, single-channel and fitted to the matrix directly.
+    convolution layers come close to the inverse of a differential operator. Departs
+    from a trained CNN in being linear, single-channel and fitted to the matrix
+    directly.
     """
     target = torch.as_tensor(np.asarray(target, dtype=float))
     if target.ndim != 2 or target.shape[0] != target.shape[1]:
@@ -298,7 +309,7 @@ def fit_linear_stack(
             line_search_fn="strong_wolfe",
         )
 
-        def closure():
+        def closure(opt=opt, kernels=kernels):
             opt.zero_grad()
             loss = (matrix(kernels) - target).pow(2).sum()
             loss.backward()

@@ -1,4 +1,4 @@
-"""Experiments of chapter 05: data that is (nearly) a union of subspaces, and small models.
+"""Experiments of chapter 05: data (nearly) a union of subspaces, and small models.
 
 - :func:`motion` and :func:`faces`: the two classic subspace-clustering settings,
   generated
@@ -52,7 +52,8 @@ def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 
 
     Returns
     -------
-    X : ndarray (n_bodies * n_points, 2 * frames);  labels : ndarray (n_bodies * n_points,)
+    X : ndarray (n_bodies * n_points, 2 * frames)
+    labels : ndarray (n_bodies * n_points,)
     """
     rng = np.random.default_rng(seed)
     bodies = []
@@ -97,8 +98,9 @@ def sparse_combination_batch(
 
     Returns
     -------
-    queries (size, n_queries, dim), keys (size, n_keys, dim), values (size, n_keys, dim),
-    targets (size, n_queries, dim), right (size, n_queries, n_keys) bool: the two right keys
+    queries (size, n_queries, dim), keys (size, n_keys, dim), values (size, n_keys,
+    dim), targets (size, n_queries, dim), right (size, n_queries, n_keys) bool: the two
+    right keys
     """
     g = torch.Generator().manual_seed(10_000 + step)
     k = nn.functional.normalize(torch.randn(size, n_keys, dim, generator=g), dim=-1)
@@ -111,7 +113,7 @@ def sparse_combination_batch(
 
 
 def combination_report(output, weights, test, n_params: int) -> dict:
-    """Test error relative to the target variance, exact zeros, ``|weight|`` on the right keys.
+    """Test error relative to target variance, exact zeros, ``|weight|`` on right keys.
 
     ``weights`` may carry a head axis (it is reshaped to the shape of ``test[4]``).
     """
@@ -128,7 +130,7 @@ def combination_report(output, weights, test, n_params: int) -> dict:
 
 
 class AttentionStack(nn.Module):
-    """Blocks of cross-attention to fixed keys/values, each with residual and feed-forward.
+    """Blocks of cross-attention to fixed keys/values, each with residual, feed-forward.
 
     ``h ← h + attend(h, keys, values)``, then ``h ← h + FF(h)`` with a two-layer ReLU
     feed-forward, ``n_layers`` times, from ``h = queries``. ``kind`` picks the
@@ -139,8 +141,8 @@ class AttentionStack(nn.Module):
 
     Implements
     ----------
-    Figure 4 of the self-expression paper read as a stack of layers (our construction: the
-    paper sketches one layer and leaves the stack as a conjecture).
+    Figure 4 of the self-expression paper read as a stack of layers (our construction:
+    the paper sketches one layer and leaves the stack as a conjecture).
     """
 
     def __init__(
@@ -185,7 +187,9 @@ class AttentionStack(nn.Module):
 
 
 class SelfExpressiveNet(nn.Module):
-    """Self-expressive coefficients as a function of the points: ``c(x, x') = T_b(u(x)·w(x'))``.
+    """Self-expressive coefficients as a function of the points.
+
+    ``c(x, x') = T_b(u(x)·w(x'))``.
 
     Two small MLPs embed the query point and the key point; the coefficient is the soft
     threshold ``T_b`` (learned ``b ≥ 0``) of their scaled inner product. Because the
@@ -194,7 +198,8 @@ class SelfExpressiveNet(nn.Module):
     Implements
     ----------
     The self-expressive network of Zhang, You, Vidal & Li (2021), simplified (one hidden
-    layer per embedding, ℓ1 penalty only); §5.3, difference 3 of the self-expression paper.
+    layer per embedding, ℓ1 penalty only); §5.3, difference 3 of the self-expression
+    paper.
     """
 
     def __init__(self, dim: int, hidden: int = 64, scale: float = 1.0):
@@ -212,7 +217,7 @@ class SelfExpressiveNet(nn.Module):
         self.scale = check_positive(scale, "scale") / hidden
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
-        """Coefficients ``(n_q, n_k)`` of the queries over the keys (diagonal 0 if asked)."""
+        """Coefficients ``(n_q, n_k)`` of queries over keys (diagonal 0 if asked)."""
         C = soft_threshold(
             self.scale * self.query(queries) @ self.key(keys).T,
             nn.functional.softplus(self.raw_b),
@@ -231,7 +236,9 @@ def fit_self_expressive_net(
     lr: float = 3e-3,
     seed: int = 0,
 ):
-    """Train :class:`SelfExpressiveNet` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0).
+    """Train :class:`SelfExpressiveNet` on ``X``.
+
+    The loss is ``½‖X − C X‖² + λ‖C‖₁`` with diag(C) = 0.
 
     Full-batch Adam; returns the model in eval mode and the loss per step.
     """
@@ -245,7 +252,10 @@ def fit_self_expressive_net(
 def _fit_self_expression(
     model: nn.Module, X: torch.Tensor, lam: float, n_steps: int, lr: float
 ):
-    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n`` with ``C = model(X, X)``, diag(C) = 0."""
+    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n``.
+
+    With ``C = model(X, X)`` and diag(C) = 0.
+    """
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     for _ in range(check_int(n_steps, "n_steps")):
@@ -259,7 +269,9 @@ def _fit_self_expression(
 
 
 class LearnedISTACodes(nn.Module):
-    """Self-expressive codes of queries over keys by ``n_iter`` ISTA steps with learned steps and thresholds.
+    """Self-expressive codes of queries over keys by ``n_iter`` learned ISTA steps.
+
+    Both the steps and the thresholds are learned.
 
     ``C ← T_{ε_t λ_t}(C + ε_t (Q − C K) Kᵀ)`` from ``C = 0``, with ``ε_t = s_t / ‖K‖²``;
     ``s_t`` and ``λ_t`` are learned (LISTA-style, Gregor & LeCun 2010, keeping the
@@ -278,7 +290,10 @@ class LearnedISTACodes(nn.Module):
         )
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
-        """Codes ``(n_q, n_k)``; with ``exclude_self`` the diagonal is held at 0 (queries = keys)."""
+        """Codes ``(n_q, n_k)``; ``exclude_self`` holds the diagonal at 0.
+
+        ``exclude_self`` is for queries that are the keys.
+        """
         base = 1.0 / torch.linalg.matrix_norm(keys, ord=2) ** 2
         keep = (
             1.0 - torch.eye(len(queries), len(keys), dtype=keys.dtype)
@@ -307,7 +322,10 @@ def fit_learned_ista(
     lr: float = 0.05,
     seed: int = 0,
 ):
-    """Train :class:`LearnedISTACodes` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0)."""
+    """Train :class:`LearnedISTACodes` on ``X``.
+
+    The loss is ``½‖X − C X‖² + λ‖C‖₁`` with diag(C) = 0.
+    """
     X = torch.as_tensor(as_float_array(X, "X"))
     torch.manual_seed(seed)
     return _fit_self_expression(
@@ -316,7 +334,7 @@ def fit_learned_ista(
 
 
 def assign_by_coefficients(C, train_labels, n_clusters: int) -> np.ndarray:
-    """Label each query with the cluster of training points that carries most of its ``|C|``.
+    """Label each query by the cluster of training points carrying most of its ``|C|``.
 
     Parameters
     ----------
@@ -338,7 +356,9 @@ def normalized_self_expression(
     lr: float = 0.1,
     seed: int = 0,
 ):
-    """Self-expressive coefficients on the simplex: ``C = normalizer(Z)``, Z fitted to ``½‖X − C X‖²``.
+    """Self-expressive coefficients on the simplex: ``C = normalizer(Z)``.
+
+    ``Z`` is fitted to ``½‖X − C X‖²``.
 
     Each row of ``C`` is the softmax or sparsemax of free logits (the diagonal masked),
     so each point is written as a convex combination of the others; Adam on the logits.

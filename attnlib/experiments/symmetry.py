@@ -89,7 +89,8 @@ class SequenceMLP(nn.Module):
         x = as_tensor(x, "x", min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
-                f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}"
+                f"x must end in shape ({self.length}, {self.embed_dim}), got "
+                f"{tuple(x.shape)}"
             )
         return self.net(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
 
@@ -121,7 +122,7 @@ class MeanBaseline(nn.Module):
 
 
 class RidgeBaseline(nn.Module):
-    """Ridge regression of the flattened target sequence on the flattened input sequence.
+    """Ridge regression of the flattened target sequence on the flattened input.
 
     The linear counterpart of :class:`~attnlib.experiments.symmetry.SequenceMLP` (same
     inputs, same fixed length), fitted in closed form by :meth:`fit` with penalty
@@ -139,7 +140,10 @@ class RidgeBaseline(nn.Module):
         self.linear = nn.Linear(size, size).requires_grad_(False)
 
     def fit(self, x, y) -> RidgeBaseline:
-        """Solve the ridge problem for ``x``, ``y`` ``(n_sequences, length, embed_dim)``."""
+        """Solve the ridge problem for ``x`` and ``y``.
+
+        Both of shape ``(n_sequences, length, embed_dim)``.
+        """
         x, y = (
             as_tensor(x, "x", min_ndim=3).flatten(-2).double(),
             as_tensor(y, "y", min_ndim=3).flatten(-2).double(),
@@ -157,7 +161,8 @@ class RidgeBaseline(nn.Module):
         x = as_tensor(x, "x", min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
-                f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}"
+                f"x must end in shape ({self.length}, {self.embed_dim}), got "
+                f"{tuple(x.shape)}"
             )
         return self.linear(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
 
@@ -185,7 +190,9 @@ def make_teacher(
     sharpness: float = 2.0,
     seed: int = 0,
 ) -> KnowledgeAttention:
-    """A random one-head :class:`~attnlib.symmetry.KnowledgeAttention` (``value="scalar"``).
+    """A random one-head :class:`~attnlib.symmetry.KnowledgeAttention`, scalar values.
+
+    With ``value="scalar"``.
 
     ``kernel`` is one of ``TEACHERS``: ``"quadratic"`` lies in the class of the
     ``KnowledgeAttention`` learner, ``"rbf"`` has the same symmetries but lies outside
@@ -195,7 +202,8 @@ def make_teacher(
     Implements
     ----------
     A target that is orthogonal equivariant with knowledge (Definition 2 of the symmetry
-    paper, seed 003) and permutation equivariant; the RBF score is the kernel of its §3.3.
+    paper, seed 003) and permutation equivariant; the RBF score is the kernel of its
+    §3.3.
     """
     if kernel not in TEACHERS:
         raise ValueError(f"kernel must be one of {TEACHERS}, got {kernel!r}")
@@ -215,7 +223,9 @@ def knowledge_task(
     noise: float = 0.0,
     seed: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gaussian token sequences ``X`` ``(n_sequences, length, d)`` and targets ``teacher(X) + noise``.
+    """Gaussian token sequences ``X`` ``(n_sequences, length, d)``, noisy targets.
+
+    The targets are ``teacher(X) + noise``.
 
     The clean targets are equivariant with the teacher's knowledge whenever the teacher
     is (a :class:`~attnlib.symmetry.KnowledgeAttention` with ``value="scalar"``);
@@ -236,7 +246,10 @@ def knowledge_task(
 
 
 def relative_error(model: Callable, x, y) -> float:
-    """``‖model(x) − y‖² / ‖y‖²`` without gradients: 0 is perfect, 1 is as bad as predicting zero."""
+    """``‖model(x) − y‖² / ‖y‖²`` without gradients.
+
+    0 is perfect, 1 is as bad as predicting zero.
+    """
     x = as_tensor(x, "x", min_ndim=2)
     y = as_tensor(y, "y", min_ndim=2, dtype=x.dtype, device=x.device)
     with torch.no_grad():
@@ -333,8 +346,8 @@ def sample_efficiency(
 
     Implements
     ----------
-    This book's test of whether the symmetry of seed 003 makes learning cheaper; the paper
-    itself has no experiment.
+    This book's test of whether the symmetry of seed 003 makes learning cheaper; the
+    paper itself has no experiment.
     """
     sizes = [check_int(s, "sizes") for s in sizes]
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
@@ -389,7 +402,9 @@ def sample_efficiency(
 
 
 def sequences_needed(sizes, errors, target: float) -> float:
-    """Training-set size at which a learning curve reaches ``target``, by log-log interpolation.
+    """Training-set size at which a learning curve reaches ``target``.
+
+    By log-log interpolation.
 
     Parameters
     ----------
