@@ -729,8 +729,7 @@ class PatchAttentionDenoiser(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"patch_size={self.patch_size}, h={self.h}, num_heads={self.num_heads}, "
-            f"channels={self.channels}, "
-            f"positional={self.pos_weight is not None}, "
+            f"channels={self.channels}, positional={self.pos_weight is not None}, "
             f"patch_distance={self.patch_distance}"
         )
 

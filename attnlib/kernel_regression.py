@@ -51,9 +51,9 @@ __all__ = [
 
 Kernel = Union[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
 
-#: Built-in kernels, as functions of ``u = (x - x_j) / h``: ``gaussian`` ``exp(-||u||²/2)``,
-#: ``laplace`` ``exp(-||u||₁)``, ``epanechnikov`` ``max(0, 1 - ||u||²)``, ``boxcar``
-#: ``1[||u|| <= 1]``.
+#: Built-in kernels, as functions of ``u = (x - x_j) / h``: ``gaussian``
+#: ``exp(-||u||²/2)``, ``laplace`` ``exp(-||u||₁)``, ``epanechnikov``
+#: ``max(0, 1 - ||u||²)``, ``boxcar`` ``1[||u|| <= 1]``.
 KERNELS = ("gaussian", "laplace", "epanechnikov", "boxcar")
 _SOFTMAX_KERNELS = {"gaussian": "neg_sq_dist", "laplace": "neg_l1"}
 
@@ -70,7 +70,7 @@ _VALUE_KERNELS = {"epanechnikov": _epanechnikov, "boxcar": _boxcar}
 
 
 def _normalise_rows(kernel_values: torch.Tensor, offset: int = 0) -> torch.Tensor:
-    """Eq. (5): divide each row of kernel values by its sum; masked keys (-inf) weigh zero."""
+    """Eq. (5): each row of kernel values over its sum; masked keys (-inf) weigh 0."""
     values = kernel_values.masked_fill(torch.isneginf(kernel_values), 0.0)
     if (values < 0).any() or not torch.isfinite(values).all():
         raise ValueError("kernel must return finite non-negative values")
@@ -78,8 +78,9 @@ def _normalise_rows(kernel_values: torch.Tensor, offset: int = 0) -> torch.Tenso
     empty = (total == 0).flatten()
     if empty.any():
         raise ValueError(
-            f"x_query row {offset + int(empty.nonzero()[0])} has no training point inside the kernel's support "
-            "(all its kernel values are zero); increase bandwidth or use the gaussian kernel"
+            f"x_query row {offset + int(empty.nonzero()[0])} has no training point "
+            "inside the kernel's support (all its kernel values are zero); increase "
+            "bandwidth or use the gaussian kernel"
         )
     return values / total
 
@@ -93,7 +94,10 @@ def _check_kernel(kernel) -> Kernel:
 
 
 def _check_data(x_query, x_train, y_train):
-    """Tensors ``(n_q, d)``, ``(n, d)``, ``(n, d_v)`` in x_query's dtype, and whether y was 1-D."""
+    """Tensors ``(n_q, d)``, ``(n, d)``, ``(n, d_v)`` in x_query's dtype, and a flag.
+
+    The flag says whether y was 1-D.
+    """
     xq = as_tensor(x_query, "x_query")
     xt = as_tensor(x_train, "x_train", dtype=xq.dtype, device=xq.device)
     y = as_tensor(y_train, "y_train", dtype=xq.dtype, device=xq.device)
@@ -105,11 +109,13 @@ def _check_data(x_query, x_train, y_train):
             )
     if xq.shape[1] != xt.shape[1]:
         raise ValueError(
-            f"x_query and x_train must have the same number of features, got {xq.shape[1]} and {xt.shape[1]}"
+            "x_query and x_train must have the same number of features, got "
+            f"{xq.shape[1]} and {xt.shape[1]}"
         )
     if y.shape[0] != xt.shape[0]:
         raise ValueError(
-            f"y_train must have one row per x_train row ({xt.shape[0]}), got shape {tuple(y.shape)}"
+            f"y_train must have one row per x_train row ({xt.shape[0]}), got shape "
+            f"{tuple(y.shape)}"
         )
     squeeze = y.ndim == 1
     return xq, xt, (y[:, None] if squeeze else y), squeeze
@@ -118,7 +124,9 @@ def _check_data(x_query, x_train, y_train):
 def _kernel_attention(
     xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, offset: int = 0
 ):
-    """Nadaraya–Watson as one :func:`~attnlib.attention.attention` call on checked 2-D tensors.
+    """Nadaraya–Watson as one :func:`~attnlib.attention.attention` call on 2-D tensors.
+
+    The tensors are already checked.
 
     For the softmax kernels each row's scores are shifted so that its largest unmasked
     score is zero before they are divided by the temperature: as the bandwidth goes to
@@ -169,10 +177,14 @@ def _kernel_attention(
 
 
 def _overflow_error(dtype) -> ValueError:
-    """The error for inputs whose kernel scores overflow ``dtype`` (e.g. values near 1e30 in float32)."""
+    """The error for inputs whose kernel scores overflow ``dtype``.
+
+    E.g. values near 1e30 in float32.
+    """
     return ValueError(
-        f"x_query and x_train are too large for {dtype}: their distances overflow it; rescale "
-        "x_query, x_train and bandwidth by the same factor (the prediction does not change)"
+        f"x_query and x_train are too large for {dtype}: their distances overflow it; "
+        "rescale x_query, x_train and bandwidth by the same factor (the prediction "
+        "does not change)"
     )
 
 
@@ -278,7 +290,10 @@ _BLOCK_ELEMENTS = 2**21
 
 
 def _blockwise(xq, xt, y, kernel: Kernel, bandwidth: float, grad: bool) -> torch.Tensor:
-    """:func:`~attnlib.attention.attention` on blocks of queries; with ``grad``, each block is recomputed in backward."""
+    """:func:`~attnlib.attention.attention` on blocks of queries.
+
+    With ``grad``, each block is recomputed in backward.
+    """
     step = max(1, _BLOCK_ELEMENTS // xt.shape[0])
     blocks = []
     for start in range(0, xq.shape[0], step):
@@ -307,19 +322,23 @@ def _block_prediction(
 
 
 def _check_weights_fit(n_query: int, n_train: int, itemsize: int) -> None:
-    """Raise before allocating a weight matrix (and its two temporaries) that would not fit."""
+    """Raise before allocating a weight matrix (and two temporaries) too large."""
     need = 3 * n_query * n_train * itemsize
     available = _available_memory()
     if need > available:
         raise ValueError(
-            f"return_weights=True needs the {n_query} x {n_train} weight matrix: about "
-            f"{need / 2**30:.1f} GiB to compute, more than the {available / 2**30:.1f} GiB available; "
-            "call nadaraya_watson without return_weights (its memory stays bounded), or pass fewer x_query rows"
+            f"return_weights=True needs the {n_query} x {n_train} weight matrix: "
+            f"about {need / 2**30:.1f} GiB to compute, more than the "
+            f"{available / 2**30:.1f} GiB available; call nadaraya_watson without "
+            "return_weights (its memory stays bounded), or pass fewer x_query rows"
         )
 
 
 def _available_memory() -> int:
-    """Bytes the system can still give (MemAvailable), or total physical memory where unknown."""
+    """Bytes the system can still give (MemAvailable), or total physical memory.
+
+    Total physical memory where MemAvailable is unknown.
+    """
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -378,13 +397,15 @@ def nadaraya_watson_streaming(
     chunk_size: int = 4096,
     query_chunk_size: int = 1024,
 ) -> torch.Tensor:
-    """Deprecated: :func:`nadaraya_watson` now streams itself; this is ``nadaraya_watson(...)``.
+    """Deprecated: :func:`nadaraya_watson` now streams itself.
+
+    This is ``nadaraya_watson(...)``.
 
     ``chunk_size`` and ``query_chunk_size`` are checked and otherwise ignored.
     """
     warnings.warn(
-        "nadaraya_watson_streaming is deprecated: nadaraya_watson never forms the weight matrix "
-        "unless return_weights=True; call it instead",
+        "nadaraya_watson_streaming is deprecated: nadaraya_watson never forms the "
+        "weight matrix unless return_weights=True; call it instead",
         DeprecationWarning,
         stacklevel=2,
     )
@@ -396,7 +417,7 @@ def nadaraya_watson_streaming(
 
 
 def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
-    """A geometric grid around the median pairwise distance (at most 1000 points looked at)."""
+    """A geometric grid around the median pairwise distance (of at most 1000 points)."""
     from scipy.spatial.distance import pdist
 
     sample = X[np.random.default_rng(0).permutation(len(X))[:1000]]
@@ -406,7 +427,9 @@ def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
 
 
 class NadarayaWatson(RegressorMixin, BaseEstimator):
-    """Nadaraya–Watson regression as a scikit-learn regressor, bandwidth chosen by leave-one-out.
+    """Nadaraya–Watson regression as a scikit-learn regressor.
+
+    The bandwidth is chosen by leave-one-out.
 
     Parameters
     ----------
@@ -436,7 +459,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
 
     Implements
     ----------
-    Eq. (5)-(6) of the self-expression paper; leave-one-out bandwidth choice (Silverman, 1986).
+    Eq. (5)-(6) of the self-expression paper; leave-one-out bandwidth choice (Silverman,
+    1986).
     """
 
     def __init__(
@@ -503,7 +527,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             self.loo_mse_ = np.array([self._loo_mse(X, y, float(h)) for h in grid])
             if not np.isfinite(self.loo_mse_).any():
                 raise ValueError(
-                    "bandwidths: every candidate leaves some point without neighbours; try larger ones"
+                    "bandwidths: every candidate leaves some point without "
+                    "neighbours; try larger ones"
                 )
             self.bandwidth_ = float(grid[np.argmin(self.loo_mse_)])
         else:
@@ -562,8 +587,11 @@ class _LearnedMetric(nn.Module):
         return f"n_components={self.W.shape[0]}, n_features={self.W.shape[1]}"
 
     def forward(self, x_query, x_train, y_train, mask=None) -> torch.Tensor:
-        """Predictions ``(n_q, n_outputs)`` for ``x_query`` ``(n_q, d)`` from ``x_train`` ``(n, d)``,
-        ``y_train`` ``(n, n_outputs)``; ``mask`` ``(n_q, n)`` True where a query may use a point."""
+        """Predictions ``(n_q, n_outputs)`` for ``x_query`` ``(n_q, d)``.
+
+        From ``x_train`` ``(n, d)``, ``y_train`` ``(n, n_outputs)``; ``mask``
+        ``(n_q, n)`` is True where a query may use a point.
+        """
         return attention(
             x_query @ self.W.T,
             x_train @ self.W.T,
@@ -574,7 +602,9 @@ class _LearnedMetric(nn.Module):
 
 
 class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
-    """Gaussian Nadaraya–Watson with a learned linear map: queries ``W x``, keys ``W x_j``.
+    """Gaussian Nadaraya–Watson with a learned linear map ``W``.
+
+    Queries are ``W x``, keys ``W x_j``.
 
     The kernel is ``exp(-(x - x_j)ᵀ WᵀW (x - x_j) / 2)``, a Gaussian with inverse
     covariance ``WᵀW``. ``W`` starts at ``I / h`` with ``h`` the leave-one-out isotropic
@@ -623,7 +653,8 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
     Implements
     ----------
     §3.1 of the self-expression paper (q = W x, k = W x_j gives the Gaussian kernel with
-    inverse covariance WᵀW); metric learning for kernel regression (Weinberger & Tesauro, 2007).
+    inverse covariance WᵀW); metric learning for kernel regression (Weinberger &
+    Tesauro, 2007).
     """
 
     def __init__(
@@ -740,7 +771,9 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X) -> np.ndarray:
-        """Predict at new points with the learned metric, streamed over the training set.
+        """Predict at new points with the learned metric.
+
+        Streamed over the training set.
 
         Parameters
         ----------
@@ -760,7 +793,7 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
 
 
 def _loo_loss(model: _LearnedMetric, batch) -> torch.Tensor:
-    """Squared error of each query in ``idx`` predicted from every other training point."""
+    """Squared errors of each query in ``idx`` from all other training points."""
     idx, X, y = batch
     not_self = torch.arange(X.shape[0], device=X.device) != idx[:, None]
     return ((model(X[idx], X, y, mask=not_self) - y[idx]) ** 2).mean()

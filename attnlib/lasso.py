@@ -1,12 +1,12 @@
-"""Row-wise Lasso solvers for sparse self-expression: every sample's Lasso over the others.
+"""Row-wise Lasso solvers for sparse self-expression: each sample's Lasso on the others.
 
 Row ``i`` of the SSC problem is the Lasso ``min_c ½‖xᵢ − Σⱼ cⱼ xⱼ‖² + λᵢ‖c‖₁`` (j ≠ i).
 This module solves all rows at once: by default with an active set (each row solved
 exactly by its homotopy path on a few candidate keys, vectorised over rows, the sets
 grown until the optimality conditions hold for *all* keys, certified by a duality gap);
 or by ISTA, FISTA or the ADMM of Elhamifar & Vidal, in matrix form on all samples or on
-working sets.
-:func:`attnlib.subspace.self_expressive` is the public entry; :func:`ssc_rows` the solver.
+working sets. :func:`attnlib.subspace.self_expressive` is the public entry;
+:func:`ssc_rows` the solver.
 """
 
 from __future__ import annotations
@@ -36,27 +36,28 @@ def soft_threshold(x, threshold):
 
 
 def _lam_column(lam, n: int) -> np.ndarray:
-    """``lam`` as an ``(n, 1)`` column: one regularisation weight per sample (row of C)."""
+    """``lam`` as an ``(n, 1)`` column: one weight per sample (row of C)."""
     if np.ndim(lam) == 0:
         return np.full((n, 1), check_positive(lam, "lam"))
     lam = np.asarray(lam, dtype=np.float64)
     if lam.shape != (n,) or not np.all(np.isfinite(lam)) or np.any(lam <= 0):
         raise ValueError(
-            f"lam must be a positive number or a positive array of shape ({n},), got shape {lam.shape}"
+            f"lam must be a positive number or a positive array of shape ({n},), got "
+            f"shape {lam.shape}"
         )
     return lam[:, None]
 
 
-# ---------------------------------------------------------------------------------------
-# The dictionaries the solvers see. Row i of the problem expresses the target y_i with the
-# keys K_i: all samples but i (dense), or a working set of candidate samples (restricted).
-# The solvers only need the products below, so one implementation of ISTA/FISTA/ADMM
-# serves both.
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+# The dictionaries the solvers see. Row i of the problem expresses the target y_i with
+# the keys K_i: all samples but i (dense), or a working set of candidate samples
+# (restricted). The solvers only need the products below, so one implementation of
+# ISTA/FISTA/ADMM serves both.
+# --------------------------------------------------------------------------------------
 
 
 class _DenseKeys:
-    """Row r (sample ``rows[r]``) uses every sample as a key, with its own coefficient forced to 0."""
+    """Row r (sample ``rows[r]``) keys all samples, its own coefficient at 0."""
 
     def __init__(self, X: np.ndarray, rows: np.ndarray | None = None):
         self.X = X
@@ -89,7 +90,7 @@ class _DenseKeys:
 
 
 class _RestrictedKeys:
-    """Row r uses only the keys ``X[idx[r]]`` (which never include the row's own sample)."""
+    """Row r uses only the keys ``X[idx[r]]`` (never including the row's own sample)."""
 
     def __init__(self, X: np.ndarray, idx: np.ndarray):
         self.B = X[idx]  # (n, k, D)
@@ -129,7 +130,10 @@ class _RestrictedKeys:
 
 
 def _duality_gap(keys, Y, C, lam):
-    """Per-row primal value and duality gap of the Lasso rows (gap ≥ 0, zero at the optimum)."""
+    """Per-row primal value and duality gap of the Lasso rows.
+
+    The gap is ≥ 0, zero at the optimum.
+    """
     R = Y - keys.reconstruct(C)
     G = keys.restrict(keys.correlate(R))
     primal = 0.5 * (R * R).sum(1) + lam[:, 0] * np.abs(C).sum(1)
@@ -180,7 +184,7 @@ def _polish(keys, Y, C, lam, skip=None):
 
 
 class SolverInfo(NamedTuple):
-    """How a solve went: iterations used, whether the relative duality gap reached ``tol``."""
+    """How a solve went: iterations used, whether the relative gap reached ``tol``."""
 
     solver: str
     n_iter: int
@@ -194,7 +198,10 @@ class SolverInfo(NamedTuple):
 
 
 class _RowIterations:
-    """ISTA, FISTA or ADMM iterates for a batch of Lasso rows; rows can be dropped when done."""
+    """ISTA, FISTA or ADMM iterates for a batch of Lasso rows.
+
+    Rows can be dropped when done.
+    """
 
     def __init__(self, keys, Y, lam, solver, C, rho):
         self.keys, self.Y, self.lam, self.solver = keys, Y, lam, solver
@@ -291,7 +298,10 @@ def _lasso_rows(
 
 
 def _top_k_per_row(X, R, k, exclude_rows, block=1024):
-    """Indices of the k largest ``|R[i] · X[j]|`` per row, j ≠ exclude_rows[i], blockwise in memory."""
+    """Indices of the k largest ``|R[i] · X[j]|`` per row, j ≠ exclude_rows[i].
+
+    Computed blockwise in memory.
+    """
     out = np.empty((R.shape[0], k), dtype=np.int64)
     for s in range(0, R.shape[0], block):
         S = np.abs(R[s : s + block] @ X.T)
@@ -304,7 +314,10 @@ def _top_k_per_row(X, R, k, exclude_rows, block=1024):
 
 
 def _kkt_violations(X, R, idx, lam, slack, block=1024):
-    """Rows with a key outside their working set that breaks the optimality condition |xⱼ·rᵢ| ≤ λᵢ."""
+    """Rows with a key outside their working set that breaks optimality.
+
+    The optimality condition is |xⱼ·rᵢ| ≤ λᵢ.
+    """
     bad = np.zeros(R.shape[0], dtype=bool)
     for s in range(0, R.shape[0], block):
         S = np.abs(R[s : s + block] @ X.T)
@@ -326,7 +339,7 @@ def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=2
     coef = np.zeros((N, k))
     todo = rows
     n_iter = 0
-    for n_round in range(1, max_rounds + 1):
+    for n_round in range(1, max_rounds + 1):  # noqa: B007 (read after the loop)
         keys = _RestrictedKeys(X, idx[todo])
         coef[todo], info = _lasso_rows(
             keys, X[todo], lam[todo], solver, coef[todo], max_iter, tol, rho, polish
@@ -368,7 +381,9 @@ def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=2
 
 
 def _sparse_gap(X, C, lam, block=1024, worst=None):
-    """``_duality_gap`` for a sparse C with every sample as a key, forming X Xᵀ blockwise.
+    """``_duality_gap`` for a sparse C with every sample as a key.
+
+    X Xᵀ is formed blockwise.
 
     ``worst`` (``max_{j≠i} |x_j · r_i|`` per row), if the caller already has it, saves
     that pass.
@@ -386,17 +401,21 @@ def _sparse_gap(X, C, lam, block=1024, worst=None):
     return primal, primal - dual
 
 
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The active-set solver. With D features, row i's Lasso has a D-dimensional dual and an
-# optimum with at most D non-zeros, so each row is solved exactly by the homotopy (LARS-Lasso)
-# path on a small working set of keys, vectorised over all rows; one product with X then
-# finds the keys outside the set whose optimality condition fails, they join the set, and
-# the rows that had any are solved again. No N×N iteration is ever run.
-# ---------------------------------------------------------------------------------------
+# optimum with at most D non-zeros, so each row is solved exactly by the homotopy
+# (LARS-Lasso) path on a small working set of keys, vectorised over all rows; one
+# product with X then finds the keys outside the set whose optimality condition fails,
+# they join the set, and the rows that had any are solved again. No N×N iteration is
+# ever run.
+# --------------------------------------------------------------------------------------
 
 
 def _solve_batch(G, b):
-    """Batched ``G⁻¹ b`` that survives the rare singular Gram (duplicated samples) via pinv."""
+    """Batched ``G⁻¹ b`` that survives the rare singular Gram via pinv.
+
+    Singular Grams come from duplicated samples.
+    """
     try:
         return np.linalg.solve(G, b[..., None])[..., 0]
     except np.linalg.LinAlgError:
@@ -404,7 +423,10 @@ def _solve_batch(G, b):
 
 
 def _active_system(B, active):
-    """The active keys of every row, packed first: positions (n, m), validity mask, keys (n, m, D)."""
+    """The active keys of every row, packed first.
+
+    Positions (n, m), validity mask, keys (n, m, D).
+    """
     m = max(int(active.sum(1).max()), 1)
     order = np.argsort(~active, axis=1, kind="stable")[:, :m]
     valid = np.take_along_axis(active, order, 1)
@@ -414,7 +436,9 @@ def _active_system(B, active):
 
 
 def _homotopy_rows(B, Y, lam, max_steps=1000):
-    """Exact Lasso ``min_c ½‖y − Σⱼ cⱼ bⱼ‖² + λ‖c‖₁`` for every row, by the homotopy path.
+    """Exact Lasso ``min_c ½‖y − Σⱼ cⱼ bⱼ‖² + λ‖c‖₁`` for every row, by homotopy.
+
+    By the homotopy path.
 
     Starting from ``c = 0`` at ``λ = max |B y|``, λ decreases; on each segment the
     active coefficients move along ``(K_A K_Aᵀ)⁻¹ s_A`` until a key's correlation
@@ -423,7 +447,9 @@ def _homotopy_rows(B, Y, lam, max_steps=1000):
 
     Parameters
     ----------
-    B : (n, k, D) the keys of each row;  Y : (n, D) the targets;  lam : (n,) the weights.
+    B : (n, k, D) the keys of each row
+    Y : (n, D) the targets
+    lam : (n,) the weights
 
     Returns
     -------
@@ -483,8 +509,10 @@ def _homotopy_rows(B, Y, lam, max_steps=1000):
 
 
 def _exact_on_support(B, Y, lam, coef):
-    """Re-solve ``c_S = (K_S K_Sᵀ)⁻¹ (K_S y − λ s)`` on each row's support and signs, removing
-    the rounding the path accumulated; kept only where the signs agree."""
+    """Re-solve ``c_S = (K_S K_Sᵀ)⁻¹ (K_S y − λ s)`` on each row's support and signs.
+
+    This removes the rounding the path accumulated; kept only where the signs agree.
+    """
     order, valid, K, gram = _active_system(B, coef != 0)
     signs = np.sign(np.take_along_axis(coef, order, 1)) * valid
     exact = (
@@ -499,7 +527,10 @@ def _exact_on_support(B, Y, lam, coef):
 
 
 def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
-    """SSC by exact homotopy on working sets of k keys, grown by their violated optimality conditions."""
+    """SSC by exact homotopy on working sets of k keys.
+
+    The working sets grow by their violated optimality conditions.
+    """
     N, D = X.shape
     k = min(max(k, D + 1), N - 1)
     rows = np.arange(N)
@@ -581,8 +612,8 @@ def ssc_rows(
     ----------
     Eq. (12) of the self-expression paper (rows as samples, with a ½), by ISTA (Eq. 15,
     two-sided threshold), FISTA (Beck & Teboulle 2009), ADMM (Elhamifar & Vidal 2013,
-    Sec. 3.3) or an active set with the Lasso homotopy (Osborne, Presnell & Turlach 2000;
-    You, Li, Robinson & Vidal 2016).
+    Sec. 3.3) or an active set with the Lasso homotopy (Osborne, Presnell & Turlach
+    2000; You, Li, Robinson & Vidal 2016).
     """
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
@@ -619,13 +650,17 @@ def ssc_rows(
             C, info = _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish)
     if not info.converged:
         warnings.warn(
-            f"SSC stopped at max_iter={max_iter} with relative duality gap {info.rel_gap:.2g} > tol={tol:g}"
+            f"SSC stopped at max_iter={max_iter} with relative duality gap "
+            f"{info.rel_gap:.2g} > tol={tol:g}",
+            stacklevel=2,
         )
     return C, info
 
 
 def lasso_codes(Y, K, lam: float, max_steps: int = 1000) -> np.ndarray:
-    """Exact Lasso codes ``min_c ½‖y − c K‖² + λ‖c‖₁`` of every row ``y`` of Y over the rows of K.
+    """Exact Lasso codes ``min_c ½‖y − c K‖² + λ‖c‖₁`` of each row ``y`` of Y.
+
+    Over the rows of K.
 
     Parameters
     ----------
@@ -643,7 +678,8 @@ def lasso_codes(Y, K, lam: float, max_steps: int = 1000) -> np.ndarray:
     Y, K = np.asarray(Y, dtype=np.float64), np.asarray(K, dtype=np.float64)
     if Y.ndim != 2 or K.ndim != 2 or Y.shape[1] != K.shape[1]:
         raise ValueError(
-            f"Y and K must be 2-D with the same number of features, got {Y.shape} and {K.shape}"
+            f"Y and K must be 2-D with the same number of features, got {Y.shape} and "
+            f"{K.shape}"
         )
     lam = check_positive(lam, "lam")
     B = np.broadcast_to(K, (len(Y),) + K.shape)

@@ -75,7 +75,7 @@ class LLEEmbedding(NamedTuple):
 
 
 def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
-    """Affine weights reconstructing each query from its neighbours, all systems at once.
+    """Affine weights reconstructing each query from its neighbours, all at once.
 
     Parameters
     ----------
@@ -96,8 +96,8 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
 
     Implements
     ----------
-    The closed form in footnote 1 of the self-expression paper (the minimiser of Eq. 9 for
-    one query), with the regularisation of Roweis & Saul (2000).
+    The closed form in footnote 1 of the self-expression paper (the minimiser of Eq. 9
+    for one query), with the regularisation of Roweis & Saul (2000).
     """
     queries = as_tensor(queries, "queries", ndim=2)
     neighbors = as_tensor(
@@ -105,8 +105,8 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     )
     if neighbors.shape[0] != queries.shape[0] or neighbors.shape[2] != queries.shape[1]:
         raise ValueError(
-            f"neighbors must have shape (n, K, d) = ({queries.shape[0]}, K, {queries.shape[1]}), "
-            f"got {tuple(neighbors.shape)}"
+            f"neighbors must have shape (n, K, d) = ({queries.shape[0]}, K, "
+            f"{queries.shape[1]}), got {tuple(neighbors.shape)}"
         )
     reg = check_positive(reg, "reg", allow_zero=True)
     diff = neighbors - queries.unsqueeze(1)
@@ -142,7 +142,10 @@ def _constrained_least_squares(gram: torch.Tensor) -> torch.Tensor:
 
 
 def _nearest_neighbors(keys: np.ndarray, queries: np.ndarray | None, n_neighbors: int):
-    """Indices ``(n_queries, K)`` of the nearest keys; ``queries=None`` means the keys, minus themselves."""
+    """Indices ``(n_queries, K)`` of the nearest keys.
+
+    ``queries=None`` means the keys, minus themselves.
+    """
     nbrs = NearestNeighbors(n_neighbors=n_neighbors).fit(keys)
     if queries is not None:
         return nbrs.kneighbors(queries, return_distance=False)
@@ -152,7 +155,8 @@ def _nearest_neighbors(keys: np.ndarray, queries: np.ndarray | None, n_neighbors
     if (dup := np.flatnonzero(dist[:, 0] == 0)).size:
         i = int(dup[0])
         raise ValueError(
-            f"X contains duplicate points (rows {i} and {int(ind[i, 0])}); remove them first"
+            f"X contains duplicate points (rows {i} and {int(ind[i, 0])}); remove "
+            "them first"
         )
     return ind
 
@@ -165,7 +169,8 @@ def _check_n_neighbors(n_neighbors, n_keys: int, self_attention: bool) -> int:
         or not 1 <= n_neighbors <= limit
     ):
         raise ValueError(
-            f"n_neighbors must be an integer in [1, {limit}] (fewer than the {n_keys} samples"
+            f"n_neighbors must be an integer in [1, {limit}] (fewer than the {n_keys} "
+            "samples"
             f"{'' if self_attention else ' of keys, plus one'}), got {n_neighbors!r}"
         )
     return int(n_neighbors)
@@ -174,7 +179,9 @@ def _check_n_neighbors(n_neighbors, n_keys: int, self_attention: bool) -> int:
 def lle_weights(
     X, n_neighbors: int, reg: float = 1e-3, *, keys=None, dense: bool = False
 ) -> LLEWeights:
-    """LLE's reconstruction weights: each query attends to its ``n_neighbors`` nearest keys.
+    """LLE's reconstruction weights: each query attends to its ``n_neighbors`` nearest.
+
+    Its ``n_neighbors`` nearest keys.
 
     Parameters
     ----------
@@ -235,7 +242,9 @@ def _weights_on_neighbors(
 
 
 def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
-    """LLE written as a call of :func:`attnlib.attention.attention` (dense, differentiable).
+    """LLE written as a call of :func:`attnlib.attention.attention`.
+
+    Dense and differentiable.
 
     Queries, keys and values are the points; the mask is the k-nearest-neighbour graph;
     the "score" of a query-key pair is its barycentric weight, which needs all of the
@@ -283,7 +292,8 @@ def _as_square_weights(W) -> sp.csr_matrix:
     )
     if W.shape[0] != W.shape[1] or W.shape[0] < 3:
         raise ValueError(
-            f"W must be a square [query, key] matrix of at least 3 points, got shape {W.shape}"
+            "W must be a square [query, key] matrix of at least 3 points, got shape "
+            f"{W.shape}"
         )
     if not np.all(np.isfinite(W.data)):
         raise ValueError("W contains NaN or infinite values")
@@ -310,7 +320,9 @@ def _smallest_arpack(
 
 
 def _orthogonal_to_constant(M, vectors: np.ndarray, n_components: int):
-    """The ``n_components`` bottom eigenpairs of ``M`` within ``span(vectors)`` ⟂ the constant.
+    """The ``n_components`` bottom eigenpairs of ``M`` within ``span(vectors)``.
+
+    Within the part of ``span(vectors)`` orthogonal to the constant.
 
     ``vectors`` are ``n_components + 1`` orthonormal bottom eigenvectors of ``M``;
     removing the constant direction leaves (at least) ``n_components`` dimensions,
@@ -336,7 +348,9 @@ def lle_embedding(
     max_iter: int | None = None,
     random_state=None,
 ) -> LLEEmbedding:
-    """Points that the weights ``W`` reconstruct best: bottom eigenvectors of ``(I - W)ᵀ(I - W)``.
+    """Points that the weights ``W`` reconstruct best.
+
+    The bottom eigenvectors of ``(I - W)ᵀ(I - W)``.
 
     The constant vector is an eigenvector of ``M = (I - W)ᵀ(I - W)`` with eigenvalue 0
     (rows of ``W`` sum to one), and ``M`` maps vectors orthogonal to it to vectors
@@ -408,7 +422,7 @@ def lle_embedding(
 class LocallyLinearEmbedding(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 ):
-    """Locally linear embedding, a scikit-learn estimator built on masked attention weights.
+    """Locally linear embedding, a scikit-learn estimator on masked attention weights.
 
     Duplicate rows are accepted, as by scikit-learn's estimator: a point's twin is then
     one of its neighbours, at distance zero, and the regulariser keeps its local Gram
@@ -450,8 +464,8 @@ class LocallyLinearEmbedding(
 
     Implements
     ----------
-    Eqs. (9)-(10) of the self-expression paper (Roweis & Saul, 2000), ``method="standard"``
-    of scikit-learn's ``LocallyLinearEmbedding``.
+    Eqs. (9)-(10) of the self-expression paper (Roweis & Saul, 2000),
+    ``method="standard"`` of scikit-learn's ``LocallyLinearEmbedding``.
     """
 
     def __init__(
