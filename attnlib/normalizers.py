@@ -1,4 +1,6 @@
-"""Normalizers: maps from a row of scores to a probability vector (softmax, sparsemax, entmax).
+"""Normalizers: maps from a row of scores to a probability vector.
+
+Softmax, sparsemax and entmax.
 
 Each map is a *regularised prediction map* ``argmax_p <p, x> - Ω(p)`` over the
 probability simplex (Def. 1 of the sparse-continuous attention paper): the Shannon
@@ -41,7 +43,9 @@ _MAX_ITER = 200
 
 # ----------------------------------------------------------------------------- helpers
 def _check_scores(x, dim: int, name: str = "x") -> tuple[torch.Tensor, int]:
-    """A floating tensor of scores and ``dim`` made non-negative; ``-inf`` allowed (masked).
+    """A floating tensor of scores and ``dim`` made non-negative; ``-inf`` allowed.
+
+    ``-inf`` marks masked entries.
 
     An empty batch (a zero-size dimension other than ``dim``) passes, as in
     ``torch.softmax``; an empty ``dim`` does not, as no distribution lives on an empty
@@ -61,7 +65,8 @@ def _check_scores(x, dim: int, name: str = "x") -> tuple[torch.Tensor, int]:
         )
     if x.shape[dim] == 0:
         raise ValueError(
-            f"{name} must have at least one entry along dim {dim}, got shape {tuple(x.shape)}"
+            f"{name} must have at least one entry along dim {dim}, got shape "
+            f"{tuple(x.shape)}"
         )
     return x, int(dim) % x.ndim
 
@@ -111,7 +116,9 @@ class _Softmax(torch.autograd.Function):
 
 
 def softmax(x, dim: int = -1) -> torch.Tensor:
-    """Softmax along ``dim``: ``exp(x) / Σ exp(x)``; ``-inf`` entries (masked keys) get weight 0.
+    """Softmax along ``dim``: ``exp(x) / Σ exp(x)``; ``-inf`` entries get weight 0.
+
+    ``-inf`` entries are masked keys.
 
     Parameters
     ----------
@@ -136,15 +143,16 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
     return _along_last(_Softmax.apply, x, dim)
 
 
-# ----------------------------------------------------------------------------- threshold search
+# --------------------------------------------------------------------- threshold search
 # Write p ∝ [e]₊^q with e = (α-1)(x - t) and q = 1/(α-1). The weights sum to one at the
-# threshold t*, the root of g(t) = ‖[e]₊‖_q = 1. For α ≤ 2 (q ≥ 1), g is convex and decreasing
-# in t, so Newton's method started below t* climbs monotonically to it and never overshoots;
-# for α = 2 it is Michelot's algorithm, exact once the support stops changing. The start
-# ``max(x) - q`` is below t* because no weight exceeds one; it puts every e in [0, 1], so that
-# e^q neither overflows nor, for the largest, underflows, however large q is. Both searches
-# run on the scores minus their row maximum (as the entmax package does): at an offset of
-# 1e9 in float32, ``max(x) - q`` itself would round to ``max(x)``.
+# threshold t*, the root of g(t) = ‖[e]₊‖_q = 1. For α ≤ 2 (q ≥ 1), g is convex and
+# decreasing in t, so Newton's method started below t* climbs monotonically to it and
+# never overshoots; for α = 2 it is Michelot's algorithm, exact once the support stops
+# changing. The start ``max(x) - q`` is below t* because no weight exceeds one; it puts
+# every e in [0, 1], so that e^q neither overflows nor, for the largest, underflows,
+# however large q is. Both searches run on the scores minus their row maximum (as the
+# entmax package does): at an offset of 1e9 in float32, ``max(x) - q`` itself would
+# round to ``max(x)``.
 #
 # On a CPU the search runs as compiled loops over the rows (numba): a row is read from
 # memory once, and every Newton pass over it then runs in cache, vectorised. Everywhere
@@ -234,7 +242,9 @@ def _slope_any(p, am1, zero, one):
 
 @_inline
 def _forward_rows(x, top, am1, p, powers, root, keep):
-    """α-entmax of each row of ``x`` into ``p``; ``top`` holds the row maxima, ``am1`` α - 1 per row.
+    """α-entmax of each row of ``x`` into ``p``.
+
+    ``top`` holds the row maxima, ``am1`` α - 1 per row.
 
     The search runs on the gaps to the row maximum, z = x - max x, which are exact
     (Sterbenz) for every score that can carry weight however large the offset, so that a
@@ -279,7 +289,10 @@ def _forward_rows(x, top, am1, p, powers, root, keep):
 
 @_inline
 def _backward_rows(p, g, am1, out, slope):
-    """The vector-Jacobian product ``(Diag(s) - s sᵀ/1ᵀs) g`` of each row, ``s = p^(2-α)``."""
+    """The vector-Jacobian product ``(Diag(s) - s sᵀ/1ᵀs) g`` of each row.
+
+    With ``s = p^(2-α)``.
+    """
     zero, one = p.dtype.type(0), p.dtype.type(1)
     for i in range(p.shape[0]):
         pr, gr, o = p[i], g[i], out[i]
@@ -337,7 +350,8 @@ def _backward_any(p, g, am1, out):
     _backward_rows(p, g, am1, out, _slope_any)
 
 
-#: The compiled (forward, backward) row loops for q = 1/(α-1); 0 stands for any 1 < α ≤ 2.
+#: The compiled (forward, backward) row loops for q = 1/(α-1); 0 stands for any 1 < α ≤
+#: 2.
 _KERNELS = {
     1: (_forward_q1, _backward_q1),
     2: (_forward_q2, _backward_q2),
@@ -360,7 +374,10 @@ def _run_rows(kernel, *tensors) -> None:
 
 
 def _alpha_rows(alpha, x: torch.Tensor) -> torch.Tensor:
-    """α - 1 for each row of the 2-D ``x`` (``alpha`` a number or a column), as a float64 vector."""
+    """α - 1 for each row of the 2-D ``x`` as a float64 vector.
+
+    ``alpha`` is a number or a column.
+    """
     am1 = torch.as_tensor(alpha - 1, dtype=torch.float64)
     return am1.expand(len(x), 1).reshape(-1).contiguous()
 
@@ -374,7 +391,10 @@ def _entmax_cpu(x: torch.Tensor, alpha) -> torch.Tensor:
 
 
 def _entmax_vjp_cpu(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Tensor:
-    """The gradient of α-entmax in its scores, rows of the 2-D CPU ``p``, given the output gradient ``g``."""
+    """The gradient of α-entmax in its scores, given the output gradient ``g``.
+
+    For the rows of the 2-D CPU ``p``.
+    """
     grad = torch.empty_like(p)
     _, backward = _KERNELS[_family(alpha)]
     _run_rows(backward, p, g, _alpha_rows(alpha, p), grad)
@@ -382,7 +402,9 @@ def _entmax_vjp_cpu(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Ten
 
 
 def _bisect_entmax(x: torch.Tensor, alpha) -> torch.Tensor:
-    """α-entmax for any α > 1 (``alpha`` may be a per-row tensor) by bisection on τ in Σ [(α-1)x - τ]₊^q = 1.
+    """α-entmax for any α > 1 by bisection on τ in Σ [(α-1)x - τ]₊^q = 1.
+
+    ``alpha`` may be a per-row tensor.
 
     As in the compiled search, the scores are first shifted by their row maximum.
     """
@@ -408,9 +430,11 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous().view(-1, x.shape[-1])
 
 
-# ----------------------------------------------------------------------------- sparsemax
+# ---------------------------------------------------------------------------- sparsemax
 def sparsemax(x, dim: int = -1) -> torch.Tensor:
-    """Sparsemax along ``dim``: the Euclidean projection of ``x`` onto the probability simplex.
+    """Sparsemax along ``dim``: the Euclidean projection of ``x`` onto the simplex.
+
+    The simplex of probability vectors.
 
     ``sparsemax(x) = [x - τ]₊`` with τ chosen so that the result sums to one; entries
     far below the largest get exactly zero. ``-inf`` entries (masked keys) get weight 0.
@@ -434,9 +458,10 @@ def sparsemax(x, dim: int = -1) -> torch.Tensor:
 
     Implements
     ----------
-    Eq. (9) of the sparse-continuous attention paper (Martins et al., 2020) in the finite
-    case, i.e. sparsemax of Martins & Astudillo (2016); its Jacobian ``Diag(s) - s sᵀ / 1ᵀs``
-    is Eq. (14) with α = 2. The threshold is found by Michelot's (1986) algorithm.
+    Eq. (9) of the sparse-continuous attention paper (Martins et al., 2020) in the
+    finite case, i.e. sparsemax of Martins & Astudillo (2016); its Jacobian
+    ``Diag(s) - s sᵀ / 1ᵀs`` is Eq. (14) with α = 2. The threshold is found by
+    Michelot's (1986) algorithm.
     """
     x, dim = _check_scores(x, dim)
     if x.numel() == 0:
@@ -512,7 +537,8 @@ def _check_alpha(alpha, x: torch.Tensor, dim: int):
             alpha = alpha.to(torch.get_default_dtype())
         if alpha.ndim > x.ndim or (alpha.ndim == x.ndim and alpha.shape[dim] != 1):
             raise ValueError(
-                f"alpha must be a number or a tensor broadcastable to x with size 1 along dim, got shape {tuple(alpha.shape)}"
+                "alpha must be a number or a tensor broadcastable to x with size 1 "
+                f"along dim, got shape {tuple(alpha.shape)}"
             )
         if not torch.isfinite(alpha).all() or (alpha <= 1).any():
             raise ValueError("alpha as a tensor must hold finite values greater than 1")
@@ -559,7 +585,7 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     ----------
     x : tensor or array-like, shape (..., n, ...)
         Scores; ``-inf`` marks a masked entry. float16, bfloat16, float32 or float64.
-    alpha : float ≥ 1, or tensor > 1 of a shape broadcastable to x's with size 1 along dim
+    alpha : float ≥ 1, or tensor > 1 broadcastable to x, size 1 along dim
         The Tsallis index. A tensor (e.g. a learned parameter) may have one value per
         slice: its shape must broadcast to ``x`` with size 1 along ``dim``; gradients
         flow to it.
@@ -578,10 +604,10 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
 
     Implements
     ----------
-    Eq. (7) of the sparse-continuous attention paper (Martins et al., 2020), the Ω_α-RPM,
-    in the finite case (α-entmax of Peters et al., 2019); backward pass by Eq. (14), whose
-    finite form is ``Diag(s) - s sᵀ / 1ᵀs`` with ``s = p^(2-α)`` on the support, and
-    the derivative in α of Correia et al. (2019).
+    Eq. (7) of the sparse-continuous attention paper (Martins et al., 2020), the
+    Ω_α-RPM, in the finite case (α-entmax of Peters et al., 2019); backward pass by Eq.
+    (14), whose finite form is ``Diag(s) - s sᵀ / 1ᵀs`` with ``s = p^(2-α)`` on the
+    support, and the derivative in α of Correia et al. (2019).
     """
     x, dim = _check_scores(x, dim)
     alpha = _check_alpha(alpha, x, dim)
@@ -595,7 +621,9 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- Tsallis
 def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
-    """The α-Tsallis entropy ``(1 - Σ p^α) / (α(α-1))`` (Shannon's ``-Σ p log p`` at α = 1).
+    """The α-Tsallis entropy ``(1 - Σ p^α) / (α(α-1))``.
+
+    Shannon's ``-Σ p log p`` at α = 1.
 
     Parameters
     ----------
@@ -613,8 +641,8 @@ def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
 
     Implements
     ----------
-    Minus Eq. (6) of the sparse-continuous attention paper (Martins et al., 2020), with the
-    1/α scaling of Blondel et al. (2020).
+    Minus Eq. (6) of the sparse-continuous attention paper (Martins et al., 2020), with
+    the 1/α scaling of Blondel et al. (2020).
     """
     p = as_tensor(p, "p")
     if ((p < 0) | (p > 1 + 4 * torch.finfo(p.dtype).eps)).any():
@@ -684,7 +712,9 @@ def log_beta(u, beta: float) -> torch.Tensor:
 def fenchel_young_loss(
     scores, target, alpha=1.5, reduction: str = "mean"
 ) -> torch.Tensor:
-    """The Fenchel–Young loss of α-entmax: ``⟨p̂ - y, θ⟩ + H_α(p̂) - H_α(y)``, ``p̂ = entmax(θ)``.
+    """The Fenchel–Young loss of α-entmax: ``⟨p̂ - y, θ⟩ + H_α(p̂) - H_α(y)``.
+
+    With ``p̂ = entmax(θ)``.
 
     It is non-negative, zero iff ``entmax(scores) = target``, and its gradient in the
     scores is ``p̂ - y``. α = 1 gives the cross-entropy (softmax) loss, α = 2 the
@@ -708,8 +738,8 @@ def fenchel_young_loss(
 
     Implements
     ----------
-    The Fenchel–Young loss of Blondel et al. (2020), Def. 2, with the Tsallis regulariser
-    of Eq. (6) of the sparse-continuous attention paper.
+    The Fenchel–Young loss of Blondel et al. (2020), Def. 2, with the Tsallis
+    regulariser of Eq. (6) of the sparse-continuous attention paper.
     """
     scores, _ = _check_scores(scores, -1, "scores")
     if scores.numel() == 0:
@@ -725,7 +755,8 @@ def fenchel_young_loss(
     if isinstance(target, torch.Tensor) and not target.is_floating_point():
         if target.shape != scores.shape[:-1]:
             raise ValueError(
-                f"target of class indices must have shape {tuple(scores.shape[:-1])}, got {tuple(target.shape)}"
+                f"target of class indices must have shape {tuple(scores.shape[:-1])}, "
+                f"got {tuple(target.shape)}"
             )
         if (target < 0).any() or (target >= scores.shape[-1]).any():
             raise ValueError(f"target indices must lie in [0, {scores.shape[-1] - 1}]")
@@ -744,7 +775,8 @@ def fenchel_young_loss(
         )
         if target.shape != scores.shape or (target < 0).any():
             raise ValueError(
-                f"target of probabilities must be non-negative with shape {tuple(scores.shape)}"
+                "target of probabilities must be non-negative with shape "
+                f"{tuple(scores.shape)}"
             )
         dtype = torch.promote_types(
             scores.dtype, target.dtype
@@ -760,7 +792,8 @@ def fenchel_young_loss(
         )
         if not torch.allclose(total, torch.ones_like(total), atol=tol, rtol=0):
             raise ValueError(
-                f"target of probabilities must sum to one along the last dimension (within {tol})"
+                "target of probabilities must sum to one along the last dimension "
+                f"(within {tol})"
             )
     # p̂ is held fixed: by Danskin's theorem the loss's gradient in θ is then exactly p̂
     # - y.

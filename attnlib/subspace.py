@@ -1,4 +1,4 @@
-"""Self-expressive subspace clustering, and the sparse attention obtained by unrolling it.
+"""Self-expressive subspace clustering, and the sparse attention from unrolling it.
 
 Self-expressiveness writes every sample as a combination of the *other* samples,
 ``X ≈ C X`` with ``diag(C) = 0``: a global, signed self-attention whose weights are
@@ -196,17 +196,18 @@ def self_expressive(
 
     Returns
     -------
-    C : ndarray of shape (n_samples, n_samples), or a scipy.sparse CSR matrix when SSC runs on
-        working sets (an int ``working_set``, or ``"auto"`` with n_samples > 1500)
+    C : ndarray of shape (n_samples, n_samples), or a scipy.sparse CSR matrix
+        A CSR matrix when SSC runs on working sets (an int ``working_set``, or
+        ``"auto"`` with n_samples > 1500).
     info : SolverInfo, only if ``return_info``
 
     Implements
     ----------
-    Eqs. (12)-(15) of the self-expression paper (rows as samples): LSR (§5.2, Lu et al. 2012),
-    LRSC (§5.2, Vidal & Favaro 2014; the paper's closed form is wrong, ours is the
-    minimiser), SSC by ISTA (Eq. 15), FISTA (Beck & Teboulle 2009),
-    ADMM (Elhamifar & Vidal 2013, Sec. 3.3) and an active set with the Lasso homotopy
-    (Osborne, Presnell & Turlach 2000; You, Li, Robinson & Vidal 2016).
+    Eqs. (12)-(15) of the self-expression paper (rows as samples): LSR (§5.2, Lu et al.
+    2012), LRSC (§5.2, Vidal & Favaro 2014; the paper's closed form is wrong, ours is
+    the minimiser), SSC by ISTA (Eq. 15), FISTA (Beck & Teboulle 2009), ADMM (Elhamifar
+    & Vidal 2013, Sec. 3.3) and an active set with the Lasso homotopy (Osborne, Presnell
+    & Turlach 2000; You, Li, Robinson & Vidal 2016).
     """
     X = as_float_array(X, "X", min_samples=2)
     if method not in METHODS:
@@ -274,7 +275,8 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
 
     Implements
     ----------
-    §5.1 of the self-expression paper (``A = |C| + |Cᵀ|``); Elhamifar & Vidal (2013), Sec. 3.
+    §5.1 of the self-expression paper (``A = |C| + |Cᵀ|``); Elhamifar & Vidal (2013),
+    Sec. 3.
     """
     C = _as_coefficients(C)
     if normalize not in (None, "l1", "l2", "max"):
@@ -373,17 +375,21 @@ def spectral_clustering(
 
 
 def clustering_accuracy(y_true, y_pred) -> float:
-    """The fraction of samples whose cluster is right, under the best matching of cluster names.
+    """The fraction of samples whose cluster is right, under the best matching.
+
+    The best matching of cluster names.
 
     Implements
     ----------
     The accuracy of the subspace-clustering literature (1 − the clustering error of
-    Elhamifar & Vidal 2013), with the matching found by ``scipy.optimize.linear_sum_assignment``.
+    Elhamifar & Vidal 2013), with the matching found by
+    ``scipy.optimize.linear_sum_assignment``.
     """
     y_true, y_pred = np.asarray(y_true).ravel(), np.asarray(y_pred).ravel()
     if y_true.size == 0 or y_true.shape != y_pred.shape:
         raise ValueError(
-            f"y_true and y_pred must be non-empty and of the same length, got {y_true.size} and {y_pred.size}"
+            "y_true and y_pred must be non-empty and of the same length, got "
+            f"{y_true.size} and {y_pred.size}"
         )
     _, t = np.unique(y_true, return_inverse=True)
     _, p = np.unique(y_pred, return_inverse=True)
@@ -402,7 +408,8 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_clusters : int
-    method, lam, solver, form, zero_diagonal, working_set, tol, max_iter : see :func:`self_expressive`
+    method, lam, solver, form, zero_diagonal, working_set, tol, max_iter
+        See :func:`self_expressive`.
     normalize, keep : see :func:`affinity`
     random_state : int
 
@@ -418,7 +425,8 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
 
     Implements
     ----------
-    §5.1 of the self-expression paper: coefficients (Eq. 13), affinity, spectral clustering.
+    §5.1 of the self-expression paper: coefficients (Eq. 13), affinity, spectral
+    clustering.
     """
 
     def __init__(
@@ -451,7 +459,10 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        """Compute ``coef_``, ``affinity_matrix_`` and ``labels_`` for ``X`` (n_samples, n_features)."""
+        """Compute ``coef_``, ``affinity_matrix_`` and ``labels_`` for ``X``.
+
+        ``X`` is ``(n_samples, n_features)``.
+        """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n_clusters = check_int(self.n_clusters, "n_clusters")
         if n_clusters > X.shape[0]:
@@ -459,8 +470,9 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
                 f"n_clusters={n_clusters} must be at most n_samples={X.shape[0]}"
             )
         self.coef_, self.solver_info_ = self_expressive(
-            X, self.method, self.lam, solver=self.solver, form=self.form, zero_diagonal=self.zero_diagonal,
-            working_set=self.working_set, tol=self.tol, max_iter=self.max_iter, return_info=True,
+            X, self.method, self.lam, solver=self.solver, form=self.form,
+            zero_diagonal=self.zero_diagonal, working_set=self.working_set,
+            tol=self.tol, max_iter=self.max_iter, return_info=True,
         )  # fmt: skip
         self.n_iter_ = self.solver_info_.n_iter
         self.affinity_matrix_ = affinity(
@@ -479,13 +491,16 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
         return tags
 
 
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Sparse coding as attention (§5.4)
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _ista_codes(q, k, lam, n_iter, step, nonnegative, kk=None):
-    """Unrolled ISTA on ``min_C ½‖Q − C K‖² + λ‖C‖₁`` (rows): returns C (..., n_q, n_k)."""
+    """Unrolled ISTA on ``min_C ½‖Q − C K‖² + λ‖C‖₁`` (rows).
+
+    Returns C ``(..., n_q, n_k)``.
+    """
     qk = attention(q, k, k, score="dot", normalizer="none").weights  # Q Kᵀ: attention
     if kk is None:
         kk = attention(
@@ -517,7 +532,9 @@ def sparse_coding_attention(
     *,
     nonnegative: bool = False,
 ) -> AttentionResult:
-    """Attention whose weights are sparse codes of the queries over the keys, by unrolled ISTA.
+    """Attention whose weights are sparse codes of the queries over the keys.
+
+    The codes come from unrolled ISTA.
 
     ``C_{t+1} = shrink_{ελ}(C_t (I − ε K Kᵀ) + ε Q Kᵀ)`` from ``C_0 = 0``: ``Q Kᵀ`` is
     dot-product attention and ``K Kᵀ`` dot-product self-attention of the keys; the
@@ -553,7 +570,8 @@ def sparse_coding_attention(
     v = as_tensor(v, "v", min_ndim=2, dtype=q.dtype, device=q.device)
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(
-            f"q, k, v have incompatible shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+            f"q, k, v have incompatible shapes {tuple(q.shape)}, {tuple(k.shape)}, "
+            f"{tuple(v.shape)}"
         )
     lam = check_positive(lam, "lam")
     n_iter = check_int(n_iter, "n_iter")
@@ -563,13 +581,14 @@ def sparse_coding_attention(
 
 
 class UnrolledISTAAttention(nn.Module):
-    """A sparse attention layer: a few unrolled ISTA steps coding the queries over the keys.
+    """A sparse attention layer: a few unrolled ISTA steps code queries over the keys.
 
     Queries, keys and values are learned projections of the tokens, as in
     :class:`attnlib.attention.MultiHeadAttention` (same four ``d×d`` maps); each of the
-    ``n_iter`` layers has its own learned step ``ε_t`` (relative to ``1/‖K‖²``) and threshold
-    ``λ_t`` (LISTA, Gregor & LeCun 2010). With ``lista=True`` the self-attention map
-    ``I − ε K Kᵀ`` uses its own learned key projection, decoupled from the ``ε Q Kᵀ`` map.
+    ``n_iter`` layers has its own learned step ``ε_t`` (relative to ``1/‖K‖²``) and
+    threshold ``λ_t`` (LISTA, Gregor & LeCun 2010). With ``lista=True`` the
+    self-attention map ``I − ε K Kᵀ`` uses its own learned key projection, decoupled
+    from the ``ε Q Kᵀ`` map.
 
     Parameters
     ----------
@@ -614,7 +633,10 @@ class UnrolledISTAAttention(nn.Module):
         self.raw_lam = nn.Parameter(torch.full((n_iter,), math.log(math.expm1(lam))))
 
     def forward(self, x, key=None, value=None) -> AttentionResult:
-        """Attend from ``x`` ``(..., n_q, embed_dim)`` to ``key``/``value`` (default ``x``); returns output and C."""
+        """Attend from ``x`` ``(..., n_q, embed_dim)`` to ``key``/``value``.
+
+        ``key`` and ``value`` default to ``x``; returns the output and C.
+        """
         x = as_tensor(x, "x", min_ndim=2)
         key = x if key is None else as_tensor(key, "key", min_ndim=2)
         value = key if value is None else as_tensor(value, "value", min_ndim=2)

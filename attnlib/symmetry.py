@@ -1,4 +1,6 @@
-"""Symmetry: why a map that ignores the choice of embedding must look like self-attention.
+"""Symmetry: why a map that ignores the choice of embedding must look like attention.
+
+It must look like self-attention.
 
 A sequence-to-sequence map is *orthogonal equivariant* when rotating the embedding space
 rotates its output in the same way. Ma & Ying (2021) show that such a map returns, for
@@ -56,7 +58,10 @@ def random_orthogonal(
 def random_permutation(
     n: int, generator: torch.Generator | None = None, *, dtype=None
 ) -> torch.Tensor:
-    """A uniformly random ``(n, n)`` permutation matrix ``P``; ``P @ X`` reorders the rows of ``X``."""
+    """A uniformly random ``(n, n)`` permutation matrix ``P``.
+
+    ``P @ X`` reorders the rows of ``X``.
+    """
     n = check_int(n, "n")
     eye = torch.eye(n, dtype=dtype or torch.get_default_dtype())
     return eye[torch.randperm(n, generator=generator)]
@@ -99,7 +104,9 @@ def equivariance_error(
     n_trials: int = 5,
     generator: torch.Generator | None = None,
 ) -> float:
-    """How far ``f`` is from equivariance: the worst relative error over random group elements.
+    """How far ``f`` is from equivariance: worst relative error over random elements.
+
+    The elements are drawn from the group.
 
     For ``group="orthogonal"`` the error is ``‖f(X Qᵀ, Z Qᵀ) − f(X, Z) Qᵀ‖ / ‖f(X, Z)‖``
     for Haar-random ``Q``; for ``group="permutation"`` it is
@@ -224,7 +231,8 @@ def knowledge_attention(
 
     Implements
     ----------
-    Proposition 2 with ``g₂ = 0`` (the form ``X g(ZᵀX)``), Remark 3 and §3.3 of the symmetry paper.
+    Proposition 2 with ``g₂ = 0`` (the form ``X g(ZᵀX)``), Remark 3 and §3.3 of the
+    symmetry paper.
     """
     x = as_tensor(x, "x", min_ndim=2)
     z = as_tensor(z, "z", min_ndim=2, dtype=x.dtype, device=x.device)
@@ -268,7 +276,8 @@ def _square(m, name: str, k: int, like: torch.Tensor) -> torch.Tensor:
     m = as_tensor(m, name, min_ndim=2, dtype=like.dtype, device=like.device)
     if m.shape[-2:] != (k, k):
         raise ValueError(
-            f"{name} must be ({k}, {k}) in its last two dimensions, got {tuple(m.shape)}"
+            f"{name} must be ({k}, {k}) in its last two dimensions, got "
+            f"{tuple(m.shape)}"
         )
     return m
 
@@ -353,7 +362,9 @@ class KnowledgeAttention(nn.Module):
             self.head_weight = nn.Parameter(torch.eye(d).repeat(n_layers, h, 1, 1) / h)
 
     def forward(self, x, knowledge=None) -> torch.Tensor:
-        """Transform tokens ``x`` ``(..., n, embed_dim)``; ``knowledge`` overrides the learned ``Z``.
+        """Transform tokens ``x`` ``(..., n, embed_dim)``.
+
+        ``knowledge`` overrides the learned ``Z``.
 
         Returns the new tokens, shape ``(..., n, embed_dim)``.
         """
@@ -369,7 +380,8 @@ class KnowledgeAttention(nn.Module):
         )
         if z.shape != self.knowledge.shape:
             raise ValueError(
-                f"knowledge must have shape {tuple(self.knowledge.shape)}, got {tuple(z.shape)}"
+                f"knowledge must have shape {tuple(self.knowledge.shape)}, got "
+                f"{tuple(z.shape)}"
             )
         for layer in range(z.shape[0]):
             c = None if self.c is None else self.c[layer]
