@@ -585,7 +585,7 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     ----------
     x : tensor or array-like, shape (..., n, ...)
         Scores; ``-inf`` marks a masked entry. float16, bfloat16, float32 or float64.
-    alpha : float ≥ 1, or tensor > 1 broadcastable to x, size 1 along dim
+    alpha : float ≥ 1, or tensor > 1 of a shape broadcastable to x's, 1 along dim
         The Tsallis index. A tensor (e.g. a learned parameter) may have one value per
         slice: its shape must broadcast to ``x`` with size 1 along ``dim``; gradients
         flow to it.

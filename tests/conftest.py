@@ -12,7 +12,7 @@ WEBSITE_TESTS = ("tests/test_site.py", "tests/test_pdf.py")
 
 @pytest.fixture
 def float64():
-    """Run a test with float64 as PyTorch's default dtype, restoring float32 afterwards."""
+    """Run a test with float64 as PyTorch's default dtype, then restore float32."""
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     yield
@@ -21,10 +21,10 @@ def float64():
 
 @pytest.fixture(autouse=True)
 def _seeded():
-    """Seed every generator before each test, so that a test draws the same numbers whatever
-    ran before it on its xdist worker, and a failure reproduces when the test is run
-    alone
-    (models initialise their weights from torch's global generator)."""
+    """Seed every generator before each test, so that a test draws the same numbers
+    whatever ran before it on its xdist worker, and a failure reproduces when the
+    test is run alone (models initialise their weights from torch's global
+    generator)."""
     from attnlib.utils import set_seed
 
     set_seed(0)
@@ -89,7 +89,7 @@ def built_book():
     optionalhook=True
 )  # a hook of pytest-xdist, absent from make test-latest
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile`, except that test_site.py and test_pdf.py go to the same worker."""
+    """`--dist loadfile`, except that test_site.py and test_pdf.py share a worker."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling

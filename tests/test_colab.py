@@ -51,10 +51,10 @@ CHECK_INSTALLED = (
 )
 
 EXECUTE = (
-    "import nbclient, nbformat\n"
-    "nb = nbformat.read('chapter.ipynb', as_version=4)\n"
-    "nbclient.NotebookClient(nb, timeout=600, kernel_name='python3').execute()\n"
-    "print(''.join(o.get('text', '') for c in nb.cells[:5] for o in c.get('outputs', [])))"
+    "import nbclient, nbformat\nnb = nbformat.read('chapter.ipynb', "
+    "as_version=4)\nnbclient.NotebookClient(nb, timeout=600, "
+    "kernel_name='python3').execute()\nprint(''.join(o.get('text', '') for c in "
+    "nb.cells[:5] for o in c.get('outputs', [])))"
 )
 
 
@@ -63,7 +63,8 @@ def _run(*args, **kwargs):
         [str(a) for a in args], capture_output=True, text=True, **kwargs
     )
     assert done.returncode == 0, (
-        f"{' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        f"{' '.join(map(str, args))} "
+        f"failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     )
     return done
 
@@ -141,7 +142,7 @@ def test_chapter_runs_alone_in_a_fresh_colab_like_environment(colab_kernel, chap
 
 
 def _clean_env(tmp):
-    """The environment of a fresh machine: no project venv on PATH, no repository on sys.path."""
+    """A fresh machine's environment: no project venv on PATH, no repo on sys.path."""
     env = {
         k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")
     }

@@ -89,9 +89,8 @@ def test_numpydoc_validation(module, name, path):
     checks = (
         {"GL08", "SS01"} if _is_namedtuple(path) else CHECKS
     )  # fields are commented, not parameters
-    if (
-        "." in name
-    ):  # methods: scikit-learn's y=None and PyTorch's forward are documented by their class
+    # methods: scikit-learn's y=None and PyTorch's forward are documented by their class
+    if "." in name:
         checks = (
             checks - {"PR01"} if name.endswith(("fit", "fit_transform")) else checks
         )

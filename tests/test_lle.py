@@ -1,4 +1,4 @@
-"""attnlib.lle against scikit-learn's LocallyLinearEmbedding and a plain NumPy restatement."""
+"""attnlib.lle against scikit-learn's LocallyLinearEmbedding and a NumPy restatement."""
 
 import numpy as np
 import pytest
@@ -29,7 +29,7 @@ def match_signs(A, B):
 
 
 def naive_weights(X, K, reg):
-    """Eq. (9) one query at a time: least squares with the sum-to-one constraint via a KKT system."""
+    """Eq. (9) one query at a time: least squares, sum-to-one by a KKT system."""
     n = len(X)
     W = np.zeros((n, n))
     for j in range(n):

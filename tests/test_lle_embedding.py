@@ -1,4 +1,4 @@
-"""lle_embedding is centred with YᵀY = I, also when the null space of M is larger than 1."""
+"""lle_embedding is centred with YᵀY = I, also when M's null space is larger than 1."""
 
 import numpy as np
 import pytest

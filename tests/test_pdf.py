@@ -25,7 +25,7 @@ PAGES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part["cha
 
 
 def _norm(text: str) -> str:
-    """Ligatures undone (NFKC), whitespace collapsed: text as pypdf extracts it, comparable."""
+    """Ligatures undone (NFKC), whitespace collapsed: text as pypdf extracts it."""
     text = " ".join(unicodedata.normalize("NFKC", text).split())
     return re.sub(r"(\w)- (\w)", r"\1-\2", text)  # a word hyphenated at a line break
 
@@ -134,9 +134,9 @@ def test_bookmarks_are_the_table_of_contents(book):
 
 def test_every_chapter_opens_under_its_title_in_order(book):
     outline, texts = _outline(book["reader"]), book["texts"]
-    for (title, page, sections), expected in zip(outline[1:], _titles(book)):
+    for (_title, page, sections), expected in zip(outline[1:], _titles(book)):
         assert expected in texts[page - 1], f"page {page} does not show {expected!r}"
-        for section, section_page in sections:
+        for _section, section_page in sections:
             assert section_page >= page
     first_chapter = outline[2][1]
     assert outline[1][1] < first_chapter, "the preface comes first"
@@ -171,7 +171,10 @@ def test_equations_carry_their_chapters_numbers(book):
 
 
 def _images(resources, found):
-    """Collect the object numbers of the image XObjects under ``resources`` (through forms)."""
+    """Collect the object numbers of the image XObjects under ``resources``.
+
+    Also through forms.
+    """
     resources = resources.get_object() if resources is not None else {}
     for ref in (resources.get("/XObject") or {}).values():
         xobject = ref.get_object()

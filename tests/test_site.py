@@ -42,7 +42,7 @@ PAGES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part["cha
 
 @pytest.fixture(scope="module")
 def site(built_book):
-    """The whole book built (every notebook executed) with warnings as errors (conftest)."""
+    """The whole book built (every notebook executed), warnings as errors (conftest)."""
     assert built_book["site_returncode"] == 0, (
         "the book did not build cleanly:\n" + built_book["site_report"]
     )
@@ -66,7 +66,8 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def browser():
     assert Path(CHROMIUM).exists(), (
-        "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+        "Debian's chromium is missing: `make test` installs it (apt-get install "
+        "chromium)"
     )
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -95,14 +96,20 @@ TOO_WIDE = """() => {
   const what = (el) => (el.textContent || "").replace(/\\s+/g, " ").trim().slice(0, 60);
   for (const el of column.querySelectorAll('mjx-container[display="true"]')) {
     if (el.scrollWidth > el.clientWidth + 1) {
-      bad.push(`equation ${el.scrollWidth}px wide in a ${el.clientWidth}px box: ${what(el)}`);
+      bad.push(
+        `equation ${el.scrollWidth}px wide in a ${el.clientWidth}px box: ${what(el)}`);
     }
-    if (el.getBoundingClientRect().right > right) bad.push(`equation beyond the column: ${what(el)}`);
+    if (el.getBoundingClientRect().right > right) {
+      bad.push(`equation beyond the column: ${what(el)}`);
+    }
   }
   for (const el of column.querySelectorAll("table, pre")) {
     let box = el;  // the element, or the nearest ancestor that scrolls it
     for (let a = el.parentElement; a && a !== column; a = a.parentElement) {
-      if (["auto", "scroll"].includes(getComputedStyle(a).overflowX)) { box = a; break; }
+      if (["auto", "scroll"].includes(getComputedStyle(a).overflowX)) {
+        box = a;
+        break;
+      }
     }
     if (box.getBoundingClientRect().right > right) {
       bad.push(`${el.tagName.toLowerCase()} beyond the column: ${what(el)}`);
@@ -148,7 +155,8 @@ def test_page_in_browser(server, browser, name, width):
     too_wide = page.evaluate(TOO_WIDE)
     assert too_wide == [], f"at {WIDTHS[width]}px:\n" + "\n".join(too_wide)
     broken = page.evaluate(
-        "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"
+        "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i "
+        "=> i.src)"
     )
     assert broken == [], f"images that did not load: {broken}"
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")

@@ -1,4 +1,4 @@
-"""Tests of attnlib.subspace against scikit-learn, SciPy and plain NumPy restatements."""
+"""Tests of attnlib.subspace against scikit-learn, SciPy and NumPy restatements."""
 
 import numpy as np
 import pytest
@@ -33,7 +33,7 @@ def small():
 
 
 def sklearn_ssc(X, lam):
-    """SSC column by column with scikit-learn's Lasso; its objective is ours divided by D."""
+    """SSC column by column with scikit-learn's Lasso; its objective is ours over D."""
     N, D = X.shape
     C = np.zeros((N, N))
     for i in range(N):
@@ -452,9 +452,9 @@ def test_bad_inputs(small):
 
 
 def test_ssc_objective_against_a_row_by_row_restatement_and_sklearns_scaling():
-    """The yardstick of the SSC tests, checked independently: a plain loop over the rows'
-    Lasso problems, and scikit-learn's Lasso objective (mean squared error over the
-    ``n_features`` "samples" of a row, alpha = λ / n_features) times n_features."""
+    """The yardstick of the SSC tests, checked independently: a plain loop over the
+    rows' Lasso problems, and scikit-learn's Lasso objective (mean squared error over
+    the ``n_features`` "samples" of a row, alpha = λ / n_features) times n_features."""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(12, 5))
     C = rng.normal(size=(12, 12)) * (rng.random((12, 12)) < 0.3)

@@ -1,4 +1,4 @@
-"""Tests of attnlib.symmetry: group elements, equivariance errors, knowledge attention."""
+"""attnlib.symmetry's tests: group elements, equivariance errors, KnowledgeAttention."""
 
 import math
 
