@@ -47,7 +47,10 @@ def estimators(n_neighbors: int) -> dict:
 
 
 def median_times(fits: dict, X, repeats: int) -> tuple[dict, dict]:
-    """Median seconds of ``fit`` per estimator (interleaved, so load hits both alike), and the fitted ones."""
+    """Median seconds of ``fit`` per estimator, and the fitted ones.
+
+    Interleaved, so that load hits both alike.
+    """
     times = {name: [] for name in fits}
     for _ in range(repeats):
         for name, est in fits.items():
@@ -83,13 +86,14 @@ def main(quick: bool = False, repeats: int | None = None) -> dict:
         }
         rows.append(row)
         print(
-            f"n = {n:6d}, K = {N_NEIGHBORS}: attnlib {row['attnlib_s']:7.3f} s  sklearn {row['sklearn_s']:7.3f} s  "
-            f"ratio {row['ratio_to_sklearn']:.2f}  max |Δ embedding| {row['max_abs_embedding_difference']:.1e}",
+            f"n = {n:6d}, K = {N_NEIGHBORS}: attnlib {row['attnlib_s']:7.3f} s  "
+            f"sklearn {row['sklearn_s']:7.3f} s  ratio {row['ratio_to_sklearn']:.2f}  "
+            f"max |Δ embedding| {row['max_abs_embedding_difference']:.1e}",
             flush=True,
         )
     return {
-        "benchmark": "lle: LocallyLinearEmbedding.fit on a swiss roll, K = 12, 2 components, arpack; "
-        "medians of interleaved repeats",
+        "benchmark": "lle: LocallyLinearEmbedding.fit on a swiss roll, K = 12, 2 "
+        "components, arpack; medians of interleaved repeats",
         "machine": machine(
             scipy=scipy.__version__, sklearn=sklearn.__version__, blas_threads="1"
         ),

@@ -142,15 +142,18 @@ def main(quick: bool = False) -> dict:
                 }
                 rows.append(row)
                 print(
-                    f"{name:22s} {str(shape):14s} scale {scale:4.0f}: attnlib {row['attnlib_ms']:8.2f} ms  "
-                    f"entmax {row['entmax_ms']:8.2f} ms  softmax {row['softmax_ms']:7.2f} ms  "
-                    f"ratio/entmax {row['ratio_to_entmax']:.2f}  ratio/softmax {row['ratio_to_softmax']:.2f}",
+                    f"{name:22s} {str(shape):14s} scale {scale:4.0f}: attnlib "
+                    f"{row['attnlib_ms']:8.2f} ms  entmax {row['entmax_ms']:8.2f} ms  "
+                    f"softmax {row['softmax_ms']:7.2f} ms  ratio/entmax "
+                    f"{row['ratio_to_entmax']:.2f}  ratio/softmax "
+                    f"{row['ratio_to_softmax']:.2f}",
                     flush=True,
                 )
     return {
         "benchmark": (
-            "normalizers: forward + backward, float32, CPU, one thread, process CPU time; medians over rounds "
-            "that time the methods back to back in rotating order, ratios the medians of the per-round ratios"
+            "normalizers: forward + backward, float32, CPU, one thread, process CPU "
+            "time; medians over rounds that time the methods back to back in "
+            "rotating order, ratios the medians of the per-round ratios"
         ),
         "machine": machine(entmax=E.__version__),
         "rounds": {"attnlib_vs_softmax": n_softmax, "attnlib_vs_entmax": n_entmax},
@@ -165,7 +168,8 @@ if __name__ == "__main__":
     worst_e = max(r["ratio_to_entmax"] for r in result["rows"])
     worst_s = max(r["ratio_to_softmax"] for r in result["rows"])
     print(
-        f"worst ratio to entmax {worst_e:.2f} (target {TARGETS['max_ratio_to_entmax']}), "
+        f"worst ratio to entmax {worst_e:.2f} (target "
+        f"{TARGETS['max_ratio_to_entmax']}), "
         f"to softmax {worst_s:.2f} (target {TARGETS['max_ratio_to_softmax']})"
     )
     print("wrote", write_result("normalizers", result, args.quick))

@@ -59,7 +59,8 @@ def main() -> None:
     print("\nmedian test error ratio MultiHeadAttention / KnowledgeAttention:")
     print(ratio.round(2).to_string())
     result = {
-        "benchmark": "symmetry: learning curves on a quadratic and an RBF teacher, seven learners",
+        "benchmark": "symmetry: learning curves on a quadratic and an RBF teacher, "
+        "seven learners",
         "machine": machine(),
         "config": config,
         "rows": [

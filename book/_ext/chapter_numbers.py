@@ -1,4 +1,4 @@
-"""Number equations, figures and tables within their chapter: (5.3), Fig. 7b.2, Table 3.1.
+"""Number equations, figures and tables by chapter: (5.3), Fig. 7b.2, Table 3.1.
 
 Without a numbered table of contents Sphinx counts them through the whole book (07b's
 equations were numbered in the thirties); a numbered table of contents would instead
@@ -16,7 +16,7 @@ _CHAPTER = re.compile(r"(?:^|/)0*(\d+[a-z]?)_[^/]+$")
 
 
 def chapter_label(docname: str) -> str | None:
-    """``"7b"`` for ``book/07b_continuous_attention``; None for a page that is no chapter."""
+    """``"7b"`` for ``book/07b_continuous_attention``; None for a page not a chapter."""
     match = _CHAPTER.search(docname)
     return match.group(1) if match else None
 
