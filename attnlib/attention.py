@@ -44,8 +44,8 @@ def _dot(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 def _neg_sq_dist(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    # -||q - k||^2 / 2 expanded, so that memory stays O(n_q n_k) rather than O(n_q n_k
-    # d).
+    # -||q - k||^2 / 2 expanded, so that memory stays O(n_q n_k) rather than
+    # O(n_q n_k d).
     sq = (q * q).sum(-1, keepdim=True) - 2 * _dot(q, k) + (k * k).sum(-1).unsqueeze(-2)
     return -0.5 * sq.clamp_min(0)
 

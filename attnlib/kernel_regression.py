@@ -609,8 +609,7 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
     The kernel is ``exp(-(x - x_j)ᵀ WᵀW (x - x_j) / 2)``, a Gaussian with inverse
     covariance ``WᵀW``. ``W`` starts at ``I / h`` with ``h`` the leave-one-out isotropic
     bandwidth (so training starts from :class:`NadarayaWatson`) and is trained with
-    Adam, through
-    :func:`attnlib.training.train`, on the leave-one-out squared error.
+    Adam, through :func:`attnlib.training.train`, on the leave-one-out squared error.
 
     Parameters
     ----------

@@ -113,8 +113,8 @@ def quad_2d(mu, Sigma, basis, alpha, n, box=5.0):
         :, None
     ] ** 2  # trapezoid weights in u; dt = det L du
     psi = basis(x + mu[:, None, :])
-    # For α = 1 the density in u is the standard normal (dt = det L du and p(t) = N(u;
-    # 0, I)/det L).
+    # For α = 1 the density in u is the standard normal (dt = det L du and
+    # p(t) = N(u; 0, I)/det L).
     scale = torch.ones_like(det_L) if alpha == 1 else det_L
     return torch.einsum("bk,bkn->bn", (w2 * dens) * scale[:, None], psi)
 

@@ -10,17 +10,15 @@ and a subset of the queries per method (each method's subset is large enough to 
 throughput is reported in pairs per second):
 
 * ``attnlib``: :func:`attnlib.kernel_regression.nadaraya_watson` (the fused compiled
-  kernel of
-  :mod:`attnlib.kernel_sums`); also on every core (wall time);
+  kernel of :mod:`attnlib.kernel_sums`); also on every core (wall time);
 * ``keops``: ``pykeops`` (``LazyTensor(...).sumsoftmaxweight``, the standard library for
-  kernel
-  sums without memory; it compiles with the system's C++ compiler at first use). Where
-  pykeops is not installed, or does not compile, its rows say so and the run goes on;
+  kernel sums without memory; it compiles with the system's C++ compiler at first use).
+  Where pykeops is not installed, or does not compile, its rows say so and the run goes
+  on;
 * ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` on the augmented
-  vectors
-  ``q = [x, 1]``, ``k = [x_j, -|x_j|²/2]`` with ``scale = 1/σ²`` (the scores differ from
-  ``-|x - x_j|²/(2σ²)`` by a constant per row, which the softmax cancels), in blocks of
-  queries.
+  vectors ``q = [x, 1]``, ``k = [x_j, -|x_j|²/2]`` with ``scale = 1/σ²`` (the scores
+  differ from ``-|x - x_j|²/(2σ²)`` by a constant per row, which the softmax cancels),
+  in blocks of queries.
 
 Accuracy: every method's largest error on the first ``--accuracy-queries`` queries
 against a float64 reference (the same sums in float64 by PyTorch, differences formed

@@ -44,8 +44,8 @@ def test_python_blocks_execute_and_their_claims_hold():
     for block in blocks:  # one after the other, as a reader pastes them
         exec(compile(block, "README.md", "exec"), namespace)
     q, k, v = namespace["q"], namespace["k"], namespace["v"]
-    # "scaled dot-product attention": PyTorch's own, weights as softmax(q k^T /
-    # sqrt(d)).
+    # "scaled dot-product attention": PyTorch's own, weights as
+    # softmax(q k^T / sqrt(d)).
     torch.testing.assert_close(
         namespace["out"], torch.nn.functional.scaled_dot_product_attention(q, k, v)
     )

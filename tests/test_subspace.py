@@ -333,8 +333,8 @@ def test_subspace_clustering_passes_sklearn_check_estimator():
 
 
 def test_subspace_clustering_defaults_cluster_the_benchmark_protocol():
-    # 1 000 points on a seed that neither the sweep nor the benchmark saw. The target (≥
-    # 0.97, median over the benchmark's seeds) is checked on the committed results
+    # 1 000 points on a seed that neither the sweep nor the benchmark saw. The target
+    # (≥ 0.97, median over the benchmark's seeds) is checked on the committed results
     # below; single seeds spread from about 0.94 to 0.98 (seeds 7-11: 0.965, 0.975,
     # 0.973, 0.959, 0.941).
     d = union_of_subspaces(5, 6, 9, 200, seed=7)

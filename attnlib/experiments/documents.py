@@ -127,15 +127,12 @@ class DocumentClassifier(nn.Module):
     * ``"discrete"``: a learned query, :func:`attnlib.attention.attention` with softmax
       (α = 1) or sparsemax (α = 2);
     * ``"continuous"``: :class:`~attnlib.continuous.ContinuousAttention1D` whose μ and
-      σ²
-      come from the max-pooled encoder output (the paper's continuous model);
+      σ² come from the max-pooled encoder output (the paper's continuous model);
     * ``"combined"``: discrete attention plus continuous attention moment-matched to it,
-      the
-      two contexts summed (no parameter beyond the discrete model's);
+      the two contexts summed (no parameter beyond the discrete model's);
     * ``"oracle"``: a control: continuous attention moment-matched to the uniform
-      weights on
-      the true span, so μ sits at the span's centre and σ² is its spread; the forward
-      pass takes the spans' ``start``.
+      weights on the true span, so μ sits at the span's centre and σ² is its spread; the
+      forward pass takes the spans' ``start``.
 
     Parameters
     ----------

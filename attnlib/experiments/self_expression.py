@@ -1,14 +1,12 @@
 """Experiments of chapter 05: data (nearly) a union of subspaces, and small models.
 
 - :func:`motion` and :func:`faces`: the two classic subspace-clustering settings,
-  generated
-  (rigid motions under an affine camera; Lambertian objects under distant lights).
+  generated (rigid motions under an affine camera; Lambertian objects under distant
+  lights).
 - :func:`sparse_combination_batch` and :func:`combination_report`: a task whose targets
-  are
-  sparse, signed combinations of values, the situation self-expression describes.
+  are sparse, signed combinations of values, the situation self-expression describes.
 - :class:`AttentionStack`: Figure 4 of the self-expression paper as a stack, 2-3 blocks
-  of
-  attention (softmax, sparsemax or unrolled ISTA), residual connections and
+  of attention (softmax, sparsemax or unrolled ISTA), residual connections and
   feed-forwards.
 - :class:`SelfExpressiveNet`: parametrised self-expressive coefficients in the spirit of
   SENet (Zhang, You, Vidal & Li 2021), which give coefficients for points never seen.

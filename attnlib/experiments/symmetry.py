@@ -9,13 +9,11 @@ Two teachers share the same symmetries (orthogonal equivariance with knowledge,
 permutation equivariance) but only the first lies in the quadratic learner's class:
 
 * ``"quadratic"``: a random one-head :class:`~attnlib.symmetry.KnowledgeAttention`,
-  scores
-  ``Y A Yᵀ`` with ``Y = X Zᵀ``, exactly the form the ``KnowledgeAttention`` learner
-  fits;
+  scores ``Y A Yᵀ`` with ``Y = X Zᵀ``, exactly the form the ``KnowledgeAttention``
+  learner fits;
 * ``"rbf"``: the same layer with the RBF score ``-‖(yᵢ - yⱼ) A‖² / 2`` (§3.3 of the
-  symmetry
-  paper), which no quadratic score reproduces (it contains ``-‖yⱼ A‖²/2``, a term in the
-  key alone that softmax does not cancel).
+  symmetry paper), which no quadratic score reproduces (it contains ``-‖yⱼ A‖²/2``, a
+  term in the key alone that softmax does not cancel).
 
 The learners range from no symmetry at all (a mean, a ridge regression and two MLPs on
 the flattened sequence) through permutation equivariance (one standard attention head,
