@@ -380,7 +380,10 @@ class MultiHeadAttention(nn.Module):
         )
 
     def _tokens(self, x, name: str, proj: nn.Linear) -> torch.Tensor:
-        """``x`` as a checked tensor of the module's dtype with ``proj.in_features``."""
+        """``x`` as a checked tensor of the module's dtype.
+
+        Its last axis has ``proj.in_features`` features.
+        """
         dtype = proj.weight.dtype
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != dtype:
             raise ValueError(

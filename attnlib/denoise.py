@@ -168,7 +168,7 @@ def image_is_grey(image) -> bool:
 def pixel_nlm(image, h: float):
     """The simplest non-local means: each pixel attends to pixels of similar intensity.
 
-    Every pixel attends to every pixel, weighted by the similarity of intensities.
+    Every pixel attends to every pixel of similar intensity.
 
     Queries, keys and values are the pixels' intensities (vectors, for colour images)
     and the weights are ``softmax(-||y - y'||² / (2h²))`` over the whole image.
