@@ -1,11 +1,11 @@
 """Attention in one equation, and the transformer blocks built from it.
 
-Every chapter of the book is a call of :func:`attention`: choose how queries are compared
-with keys (the *score*), how a row of scores becomes weights (the *normalizer*), and which
-keys each query may see (the *mask*). Tokens are rows: ``q`` is ``(..., n_q, d)``, ``k`` is
-``(..., n_k, d)``, ``v`` is ``(..., n_k, d_v)``, and the weights are indexed
-``[query, key]``. The papers put tokens in columns; their coefficient matrix ``C`` is our
-``weights.T``.
+Every chapter of the book is a call of :func:`attention`: choose how queries are
+compared with keys (the *score*), how a row of scores becomes weights (the
+*normalizer*), and which keys each query may see (the *mask*). Tokens are rows: ``q`` is
+``(..., n_q, d)``, ``k`` is ``(..., n_k, d)``, ``v`` is ``(..., n_k, d_v)``, and the
+weights are indexed ``[query, key]``. The papers put tokens in columns; their
+coefficient matrix ``C`` is our ``weights.T``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ __all__ = [
 
 
 class AttentionResult(NamedTuple):
-    """What :func:`attention` returns: the outputs ``(..., n_q, d_v)`` and the weights ``(..., n_q, n_k)``."""
+    """What :func:`attention` returns: the outputs and the weights.
+
+    ``output`` is ``(..., n_q, d_v)``; ``weights`` is ``(..., n_q, n_k)``.
+    """
 
     output: torch.Tensor
     weights: torch.Tensor
@@ -41,7 +44,8 @@ def _dot(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 def _neg_sq_dist(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    # -||q - k||^2 / 2 expanded, so that memory stays O(n_q n_k) rather than O(n_q n_k d).
+    # -||q - k||^2 / 2 expanded, so that memory stays O(n_q n_k) rather than
+    # O(n_q n_k d).
     sq = (q * q).sum(-1, keepdim=True) - 2 * _dot(q, k) + (k * k).sum(-1).unsqueeze(-2)
     return -0.5 * sq.clamp_min(0)
 
@@ -54,9 +58,10 @@ def _neg_l1(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 #: The built-in scores, before division by the temperature. With ``temperature=t``:
-#: ``dot`` is ``q·k / t``; ``scaled_dot`` the same with ``t = sqrt(d)`` by default (Eq. 2 of
-#: the self-expression paper); ``neg_sq_dist`` is ``-||q-k||² / (2t)``, the Gaussian kernel of
-#: Eq. (6) with ``t = σ²``; ``neg_l1`` is ``-||q-k||₁ / t``, the Laplace kernel.
+#: ``dot`` is ``q·k / t``; ``scaled_dot`` the same with ``t = sqrt(d)`` by default
+#: (Eq. 2 of the self-expression paper); ``neg_sq_dist`` is ``-||q-k||² / (2t)``, the
+#: Gaussian kernel of Eq. (6) with ``t = σ²``; ``neg_l1`` is ``-||q-k||₁ / t``, the
+#: Laplace kernel.
 SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
     "dot": _dot,
     "scaled_dot": _dot,
@@ -92,8 +97,9 @@ _LAZY_NORMALIZERS = {
 def register_normalizer(name: str, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
     """Make ``attention(..., normalizer=name)`` use ``fn``.
 
-    ``fn`` maps scores ``(..., n_q, n_k)``, with ``-inf`` at masked keys, to weights of the
-    same shape, normalising along the last dimension and giving masked keys zero weight.
+    ``fn`` maps scores ``(..., n_q, n_k)``, with ``-inf`` at masked keys, to weights of
+    the same shape, normalising along the last dimension and giving masked keys zero
+    weight.
 
     Parameters
     ----------
@@ -142,7 +148,8 @@ def _check_mask(mask, scores: torch.Tensor) -> torch.Tensor:
         mask = mask.expand(scores.shape)
     except RuntimeError as err:
         raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape {tuple(scores.shape)}"
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
+            f"shape {tuple(scores.shape)}"
         ) from err
     if not mask.any(-1).all():
         raise ValueError("mask leaves a query row with no key to attend to")
@@ -184,15 +191,17 @@ def attention(
     mask : bool tensor, broadcastable to (..., n_q, n_k), optional
         True where the query may attend to the key. Every query needs at least one key.
     temperature : float, optional
-        Positive divisor of the scores; ``sqrt(d)`` for ``"scaled_dot"`` and 1 otherwise.
-        For softmax, sparsemax and entmax the row maximum is subtracted first, so that a
-        tiny temperature gives the limit (all weight on the highest score, shared on ties).
+        Positive divisor of the scores; ``sqrt(d)`` for ``"scaled_dot"`` and 1
+        otherwise. For softmax, sparsemax and entmax the row maximum is subtracted
+        first, so that a tiny temperature gives the limit (all weight on the highest
+        score, shared on ties).
 
     Returns
     -------
     AttentionResult
-        ``output`` of shape ``(..., n_q, d_v)`` and ``weights`` of shape ``(..., n_q, n_k)``,
-        in the widest dtype of ``q``, ``k`` and ``v`` (array-likes take the dtype of ``q``).
+        ``output`` of shape ``(..., n_q, d_v)`` and ``weights`` of shape
+        ``(..., n_q, n_k)``, in the widest dtype of ``q``, ``k`` and ``v`` (array-likes
+        take the dtype of ``q``).
 
     Raises
     ------
@@ -202,7 +211,8 @@ def attention(
 
     Implements
     ----------
-    Eqs. (1)-(2) of the self-expression paper (Z = V C with C = softmax(KᵀQ/√d)), in rows;
+    Eqs. (1)-(2) of the self-expression paper (Z = V C with C = softmax(KᵀQ/√d)),
+    in rows;
     Eq. (1) of Vaswani et al. (2017).
     """
     q = as_tensor(q, "q", min_ndim=2, allow_empty=True)
@@ -217,15 +227,18 @@ def attention(
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     if k.shape[-2] == 0 or q.shape[-1] == 0 or k.shape[-1] == 0:
         raise ValueError(
-            f"k must hold at least one key and q, k at least one feature, got shapes {tuple(q.shape)}, {tuple(k.shape)}"
+            "k must hold at least one key and q, k at least one feature, got shapes "
+            f"{tuple(q.shape)}, {tuple(k.shape)}"
         )
     if not callable(score) and q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q and k must have the same feature size, got {q.shape[-1]} and {k.shape[-1]}"
+            f"q and k must have the same feature size, got {q.shape[-1]} and "
+            f"{k.shape[-1]}"
         )
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
-            f"k and v must have the same number of tokens, got {k.shape[-2]} and {v.shape[-2]}"
+            f"k and v must have the same number of tokens, got {k.shape[-2]} and "
+            f"{v.shape[-2]}"
         )
     try:
         torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -244,9 +257,9 @@ def attention(
         scores = scores.masked_fill(~_check_mask(mask, scores), float("-inf"))
     if scores.numel() == 0:
         return AttentionResult(normalize(scores) @ v, normalize(scores))
-    # NaN, +inf and rows without a finite score show in the row maxima. Detached: the shift
-    # below changes no output (softmax, sparsemax, entmax are shift-invariant), so it needs
-    # no gradient.
+    # NaN, +inf and rows without a finite score show in the row maxima. Detached: the
+    # shift below changes no output (softmax, sparsemax, entmax are shift-invariant), so
+    # it needs no gradient.
     top = scores.detach().amax(-1, keepdim=True)
     if not torch.isfinite(top).all():
         what = (
@@ -257,10 +270,11 @@ def attention(
             else "only -inf"
         )
         raise ValueError(
-            f"score(q, k) gave {what} in a row (q and k too large for {scores.dtype}, or a score callable's output)"
+            f"score(q, k) gave {what} in a row (q and k too large for {scores.dtype}, "
+            "or a score callable's output)"
         )
-    # A temperature that the scores' dtype rounds to 0 or inf is applied in float64, so that
-    # 0 / 0 and -inf / inf (masked keys) do not become NaN.
+    # A temperature that the scores' dtype rounds to 0 or inf is applied in float64, so
+    # that 0 / 0 and -inf / inf (masked keys) do not become NaN.
     t_cast = float(torch.tensor(temperature, dtype=scores.dtype))
     exact = t_cast != 0 and math.isfinite(t_cast)
     if isinstance(normalizer, str) and normalizer in _SHIFT_INVARIANT:
@@ -288,15 +302,19 @@ def attention(
 
 
 def _like(x, ref: torch.Tensor):
-    """Array-likes take the dtype of ``ref``; tensors keep theirs (checked, not cast)."""
+    """Array-likes take the dtype of ``ref``; tensors keep theirs.
+
+    Tensors are checked, not cast.
+    """
     return None if isinstance(x, torch.Tensor) and x.is_floating_point() else ref.dtype
 
 
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with learned query, key, value and output projections.
 
-    Each of ``num_heads`` heads attends in its own ``embed_dim // num_heads``-dimensional
-    subspace; the heads' outputs are concatenated and projected back.
+    Each of ``num_heads`` heads attends in its own
+    ``embed_dim // num_heads``-dimensional subspace; the heads' outputs are concatenated
+    and projected back.
 
     Parameters
     ----------
@@ -356,14 +374,21 @@ class MultiHeadAttention(nn.Module):
         return x.unflatten(-1, (self.num_heads, self.head_dim)).transpose(-3, -2)
 
     def extra_repr(self) -> str:
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, score={self.score!r}, normalizer={self.normalizer!r}"
+        return (
+            f"embed_dim={self.embed_dim}, num_heads={self.num_heads}, "
+            f"score={self.score!r}, normalizer={self.normalizer!r}"
+        )
 
     def _tokens(self, x, name: str, proj: nn.Linear) -> torch.Tensor:
-        """``x`` as a tensor of the module's dtype with ``proj.in_features`` features, checked."""
+        """``x`` as a checked tensor of the module's dtype.
+
+        Its last axis has ``proj.in_features`` features.
+        """
         dtype = proj.weight.dtype
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != dtype:
             raise ValueError(
-                f"{name} must have the module's dtype {dtype} (call .to() on one of them), got {x.dtype}"
+                f"{name} must have the module's dtype {dtype} (call .to() on one of "
+                f"them), got {x.dtype}"
             )
         x = as_tensor(
             x,
@@ -380,7 +405,7 @@ class MultiHeadAttention(nn.Module):
         return x
 
     def forward(self, query, key=None, value=None, *, mask=None) -> AttentionResult:
-        """Attend from ``query`` to ``key`` and ``value`` (by default, ``query`` itself).
+        """Attend from ``query`` to ``key`` and ``value`` (by default ``query`` itself).
 
         Parameters
         ----------
@@ -396,23 +421,26 @@ class MultiHeadAttention(nn.Module):
         Returns
         -------
         AttentionResult
-            ``output`` of shape ``(..., n_q, embed_dim)`` and the per-head ``weights`` of
-            shape ``(..., num_heads, n_q, n_k)``.
+            ``output`` of shape ``(..., n_q, embed_dim)`` and the per-head ``weights``
+            of shape ``(..., num_heads, n_q, n_k)``.
         """
         query = self._tokens(query, "query", self.q_proj)
         key = query if key is None else self._tokens(key, "key", self.k_proj)
         if key.shape[-1] != self.k_proj.in_features:
             raise ValueError(
-                f"key (default: query) must have kdim={self.k_proj.in_features} features, got {key.shape[-1]}"
+                f"key (default: query) must have kdim={self.k_proj.in_features} "
+                f"features, got {key.shape[-1]}"
             )
         value = key if value is None else self._tokens(value, "value", self.v_proj)
         if value.shape[-1] != self.v_proj.in_features:
             raise ValueError(
-                f"value (default: key) must have vdim={self.v_proj.in_features} features, got {value.shape[-1]}"
+                f"value (default: key) must have vdim={self.v_proj.in_features} "
+                f"features, got {value.shape[-1]}"
             )
         if key.shape[-2] != value.shape[-2]:
             raise ValueError(
-                f"key and value must have the same number of tokens, got {key.shape[-2]} and {value.shape[-2]}"
+                "key and value must have the same number of tokens, got "
+                f"{key.shape[-2]} and {value.shape[-2]}"
             )
         q, k, v = (
             self._split_heads(p(x))
@@ -430,7 +458,9 @@ class MultiHeadAttention(nn.Module):
 
 
 class TransformerEncoderLayer(nn.Module):
-    """One transformer encoder block: attention, residual, layer norm, MLP, residual, layer norm.
+    """One transformer encoder block: attention, residual, norm, MLP, residual, norm.
+
+    Each "norm" is a layer norm.
 
     Parameters
     ----------
@@ -482,7 +512,10 @@ class TransformerEncoderLayer(nn.Module):
         self.activation = activation
 
     def extra_repr(self) -> str:
-        return f"d_model={self.linear1.in_features}, dim_feedforward={self.linear1.out_features}"
+        return (
+            f"d_model={self.linear1.in_features}, "
+            f"dim_feedforward={self.linear1.out_features}"
+        )
 
     def forward(self, x, *, mask=None) -> torch.Tensor:
         """Transform a sequence of tokens.

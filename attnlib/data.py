@@ -33,7 +33,10 @@ class TranslationPairs(NamedTuple):
     src_words: torch.Tensor  # (n_pairs, length): word ids of the source sentence
 
     def take(self, index) -> TranslationPairs:
-        """The pairs selected by ``index`` (a slice, or integer indices), e.g. a test split."""
+        """The pairs selected by ``index`` (a slice, or integer indices).
+
+        E.g. a test split.
+        """
         return TranslationPairs(*(field[index] for field in self))
 
 
@@ -48,10 +51,11 @@ def shuffled_translation(
 ) -> TranslationPairs:
     """A toy "translation" task whose alignment is a permutation.
 
-    Each word has an embedding in the source language and another in the target language,
-    related by a hidden rotation plus noise. A target sentence holds the translations of
-    the source words in a shuffled order, so attention from source words (queries) to
-    target words (keys) should recover the permutation once the two spaces are aligned.
+    Each word has an embedding in the source language and another in the target
+    language, related by a hidden rotation plus noise. A target sentence holds the
+    translations of the source words in a shuffled order, so attention from source words
+    (queries) to target words (keys) should recover the permutation once the two spaces
+    are aligned.
 
     Parameters
     ----------
@@ -102,9 +106,9 @@ class CaptionedImages(NamedTuple):
     """Synthetic image–caption pairs for grounding words to regions.
 
     ``word_ids[b, j]`` is the vocabulary index of word j of caption b (vocabulary:
-    ``vocabulary``); ``region_features[b, i]`` describes box i; ``target[b, j]`` is the box
-    that word j names; ``images[b]`` is the rendered RGB image and ``boxes[b, i]`` the box
-    ``(row0, col0, row1, col1)`` in pixels.
+    ``vocabulary``); ``region_features[b, i]`` describes box i; ``target[b, j]`` is the
+    box that word j names; ``images[b]`` is the rendered RGB image and ``boxes[b, i]``
+    the box ``(row0, col0, row1, col1)`` in pixels.
     """
 
     images: np.ndarray  # (n, size, size, 3)
@@ -115,7 +119,10 @@ class CaptionedImages(NamedTuple):
     vocabulary: tuple[str, ...]
 
     def take(self, index) -> CaptionedImages:
-        """The pairs selected by ``index`` (a slice, or integer indices), e.g. a test split."""
+        """The pairs selected by ``index`` (a slice, or integer indices).
+
+        E.g. a test split.
+        """
         return CaptionedImages(*(field[index] for field in self[:-1]), self.vocabulary)
 
 
@@ -141,7 +148,9 @@ def captioned_images(
     noise: float = 0.3,
     seed: int = 0,
 ) -> CaptionedImages:
-    """Images of coloured shapes with captions such as "red square blue disc green triangle".
+    """Images of coloured shapes with captions.
+
+    Captions such as "red square blue disc green triangle".
 
     The objects of one image have distinct colours and distinct shapes, so each caption
     word names exactly one box. Region features are what a detector's CNN might give: a
@@ -194,7 +203,8 @@ def captioned_images(
     ]
     if len(cells) < n_objects:
         raise ValueError(
-            f"size={size} leaves room for {len(cells)} objects, fewer than n_objects={n_objects}"
+            f"size={size} leaves room for {len(cells)} objects, fewer than "
+            f"n_objects={n_objects}"
         )
     for b in range(n):
         cs = rng.choice(len(colours), n_objects, replace=False)
@@ -225,7 +235,10 @@ def captioned_images(
 
 
 class UnionOfSubspaces(NamedTuple):
-    """Points drawn from a union of linear subspaces: ``X[i]`` lies (near) subspace ``labels[i]``."""
+    """Points drawn from a union of linear subspaces.
+
+    ``X[i]`` lies (near) subspace ``labels[i]``.
+    """
 
     X: np.ndarray  # (n_subspaces * n_per_subspace, ambient_dim), unit-norm rows
     labels: np.ndarray  # (n_samples,) subspace index of each point
@@ -240,11 +253,12 @@ def union_of_subspaces(
     noise: float = 0.0,
     seed: int = 0,
 ) -> UnionOfSubspaces:
-    """Unit-norm points on random subspaces, as in the synthetic protocol of You et al. (2016).
+    """Unit-norm points on random subspaces (the synthetic protocol of You et al. 2016).
 
-    Each subspace has a uniformly random orthonormal basis; each point is a standard Gaussian
-    combination of its basis vectors, plus isotropic noise of standard deviation ``noise``,
-    scaled to unit norm. Points are grouped by subspace (labels sorted).
+    Each subspace has a uniformly random orthonormal basis; each point is a standard
+    Gaussian combination of its basis vectors, plus isotropic noise of standard
+    deviation ``noise``, scaled to unit norm. Points are grouped by subspace (labels
+    sorted).
 
     Parameters
     ----------
@@ -264,12 +278,13 @@ def union_of_subspaces(
     Returns
     -------
     UnionOfSubspaces
-        ``X`` ``(n_subspaces · n_per_subspace, ambient_dim)``, ``labels`` ``(n_samples,)``
-        and ``bases`` ``(n_subspaces, ambient_dim, dim)``.
+        ``X`` ``(n_subspaces · n_per_subspace, ambient_dim)``, ``labels``
+        ``(n_samples,)`` and ``bases`` ``(n_subspaces, ambient_dim, dim)``.
 
     Implements
     ----------
-    The synthetic protocol of You et al. (2016), §5.1, used in §5 of the self-expression paper.
+    The synthetic protocol of You et al. (2016), §5.1, used in §5 of the
+    self-expression paper.
     """
     n_subspaces, n_per = (
         check_int(n_subspaces, "n_subspaces"),

@@ -1,17 +1,18 @@
-"""Denoising as attention: Gaussian filtering, non-local means, and a learned patch transformer.
+"""Denoising as attention: Gaussian filter, non-local means, learned patch transformer.
 
-A Gaussian filter is attention whose queries and keys are pixel *positions*; non-local means
-(NLM) is attention whose queries and keys are the *patches* around the pixels and whose
-values are the pixels themselves; a vision-transformer layer is NLM with learned projections,
-positional encodings and several heads. Images are ``(H, W)`` (grey) or ``(H, W, C)``
-(channels last); the pixels, read in row-major order, are the tokens.
+A Gaussian filter is attention whose queries and keys are pixel *positions*; non-local
+means (NLM) is attention whose queries and keys are the *patches* around the pixels and
+whose values are the pixels themselves; a vision-transformer layer is NLM with learned
+projections, positional encodings and several heads. Images are ``(H, W)`` (grey) or
+``(H, W, C)`` (channels last); the pixels, read in row-major order, are the tokens.
 
 :func:`nonlocal_means` computes exact NLM with the conventions of
-``skimage.restoration.denoise_nl_means(fast_mode=False)`` but organises the work by offset:
-for each displacement ``δ`` in the search window it forms the image of squared differences
-``(y(x) - y(x + δ))²``, blurs it with the separable Gaussian patch kernel, exponentiates, and
-accumulates, in compiled loops over row strips that stay in cache. The weight of ``δ`` at
-``x`` is also the weight of ``-δ`` at ``x + δ``, so only half of the offsets are computed.
+``skimage.restoration.denoise_nl_means(fast_mode=False)`` but organises the work by
+offset: for each displacement ``δ`` in the search window it forms the image of squared
+differences ``(y(x) - y(x + δ))²``, blurs it with the separable Gaussian patch kernel,
+exponentiates, and accumulates, in compiled loops over row strips that stay in cache.
+The weight of ``δ`` at ``x`` is also the weight of ``-δ`` at ``x + δ``, so only half of
+the offsets are computed.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ _MAX_SCORES = 2**22
 
 
 def _as_image(image, name: str = "image") -> tuple[torch.Tensor, bool]:
-    """Return the image as a ``(C, H, W)`` tensor and whether it came as a NumPy array."""
+    """Return the image as a ``(C, H, W)`` tensor and whether it was a NumPy array."""
     from_numpy = not isinstance(image, torch.Tensor)
     t = as_tensor(image, name)
     if t.ndim not in (2, 3):
@@ -68,7 +69,8 @@ def _like_input(chw: torch.Tensor, grey: bool, from_numpy: bool):
 
 
 def _odd_patch_size(patch_size) -> int:
-    # scikit-image rounds an even patch size up to the next odd one so the patch has a centre.
+    # scikit-image rounds an even patch size up to the next odd one so the patch has a
+    # centre.
     s = check_int(patch_size, "patch_size")
     return s + 1 - s % 2
 
@@ -85,10 +87,11 @@ def _pixel_grid(h: int, w: int, *, dtype, device) -> torch.Tensor:
 def _chunked_attention(
     q, k, v, *, window=None, positions=None, **kwargs
 ) -> torch.Tensor:
-    """Attention output for many queries, computed in query chunks so memory stays bounded.
+    """Attention output for many queries, in query chunks so memory stays bounded.
 
-    ``window`` (an int) restricts query ``i`` to keys within Chebyshev distance ``window`` of
-    it in ``positions`` (the pixel grid); that square mask is the search window.
+    ``window`` (an int) restricts query ``i`` to keys within Chebyshev distance
+    ``window`` of it in ``positions`` (the pixel grid); that square mask is the search
+    window.
     """
     step = max(1, _MAX_SCORES // k.shape[0])
     outs = []
@@ -107,17 +110,19 @@ def _chunked_attention(
     return torch.cat(outs)
 
 
-# --------------------------------------------------------------------------- local and pixel attention
+# ------------------------------------------------------------ local and pixel attention
 
 
 def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
     """Gaussian filtering written as attention over pixel positions.
 
-    Queries and keys are the pixels' ``(row, col)`` coordinates, values their intensities, the
-    score is ``-||x - x'||² / (2σ²)``, and each query sees only the keys in the square of
-    radius ``round(truncate · σ)`` around it (the filter's support). Away from the border this
-    is ``scipy.ndimage.gaussian_filter(image, sigma, truncate=truncate)``; at the border the
-    weights are renormalised over the pixels that exist instead of reflecting the image.
+    Queries and keys are the pixels' ``(row, col)`` coordinates, values their
+    intensities, the score is ``-||x - x'||² / (2σ²)``, and each query sees only the
+    keys in the square of radius ``round(truncate · σ)`` around it (the filter's
+    support). Away from the border this is
+    ``scipy.ndimage.gaussian_filter(image, sigma, truncate=truncate)``; at the border
+    the weights are renormalised over the pixels that exist instead of reflecting the
+    image.
 
     Parameters
     ----------
@@ -161,10 +166,12 @@ def image_is_grey(image) -> bool:
 
 
 def pixel_nlm(image, h: float):
-    """The simplest non-local means: every pixel attends to every pixel of similar intensity.
+    """The simplest non-local means: each pixel attends to pixels of similar intensity.
 
-    Queries, keys and values are the pixels' intensities (vectors, for colour images) and the
-    weights are ``softmax(-||y - y'||² / (2h²))`` over the whole image.
+    Every pixel attends to every pixel of similar intensity.
+
+    Queries, keys and values are the pixels' intensities (vectors, for colour images)
+    and the weights are ``softmax(-||y - y'||² / (2h²))`` over the whole image.
 
     Parameters
     ----------
@@ -196,7 +203,8 @@ def pixel_nlm(image, h: float):
 def extract_patches(image, patch_size: int = 7) -> torch.Tensor:
     """The patch around every pixel, flattened into a row: step 1 and 2 of NLM.
 
-    The image is padded by reflection (as scikit-image does) so every pixel has a full patch.
+    The image is padded by reflection (as scikit-image does) so every pixel has a full
+    patch.
 
     Parameters
     ----------
@@ -207,7 +215,8 @@ def extract_patches(image, patch_size: int = 7) -> torch.Tensor:
     Returns
     -------
     torch.Tensor, shape (H·W, patch_size² · C)
-        Row ``i·W + j`` holds the patch centred at pixel ``(i, j)``, ordered (row, col, channel).
+        Row ``i·W + j`` holds the patch centred at pixel ``(i, j)``, ordered (row, col,
+        channel).
 
     Implements
     ----------
@@ -224,10 +233,12 @@ def extract_patches(image, patch_size: int = 7) -> torch.Tensor:
 def _reflect_pad(chw: torch.Tensor, r: int) -> torch.Tensor:
     if r == 0:
         return chw
-    # Padding stays in PyTorch so that gradients reach the image through the border pixels.
+    # Padding stays in PyTorch so that gradients reach the image through the border
+    # pixels.
     if r < chw.shape[-2] and r < chw.shape[-1]:
         return F.pad(chw[None], (r, r, r, r), mode="reflect")[0]
-    # Pads larger than the image: NumPy's repeated reflection, as indices into the tensor.
+    # Pads larger than the image: NumPy's repeated reflection, as indices into the
+    # tensor.
     rows, cols = (
         torch.from_numpy(np.pad(np.arange(n), r, mode="reflect")).to(chw.device)
         for n in chw.shape[-2:]
@@ -238,10 +249,13 @@ def _reflect_pad(chw: torch.Tensor, r: int) -> torch.Tensor:
 def patch_kernel(
     patch_size: int = 7, *, dtype=torch.float32, device=None
 ) -> torch.Tensor:
-    """The 1-D Gaussian weights of the patch distance, ``exp(-t² / (2a²))`` with ``a = (s-1)/4``.
+    """The 1-D Gaussian weights of the patch distance.
 
-    The 2-D weight of patch offset ``(t, u)`` is the outer product; this is scikit-image's
-    kernel, which gives the patch border about ``e^{-2}`` of the centre's weight.
+    ``exp(-t² / (2a²))`` with ``a = (s-1)/4``.
+
+    The 2-D weight of patch offset ``(t, u)`` is the outer product; this is
+    scikit-image's kernel, which gives the patch border about ``e^{-2}`` of the centre's
+    weight.
     """
     s = _odd_patch_size(patch_size)
     t = torch.arange(s, dtype=dtype, device=device) - s // 2
@@ -252,11 +266,11 @@ def patch_kernel(
 
 
 def patch_tokens(image, patch_size: int = 7, h: float = 0.1) -> torch.Tensor:
-    """Patches scaled so that their squared distance is NLM's patch distance divided by ``h²``.
+    """Patches scaled so their squared distance is NLM's patch distance over ``h²``.
 
     Each patch entry is multiplied by the square root of its normalised Gaussian weight,
-    ``sqrt(g(t) g(u) / (C h² Σ g))``, so ``||p_i - p_j||²`` is the Gaussian-weighted mean
-    squared difference of the two patches, over ``h²``.
+    ``sqrt(g(t) g(u) / (C h² Σ g))``, so ``||p_i - p_j||²`` is the Gaussian-weighted
+    mean squared difference of the two patches, over ``h²``.
 
     Returns
     -------
@@ -278,12 +292,15 @@ def nlm_attention(
     h: float = 0.1,
     sigma: float = 0.0,
 ):
-    """Non-local means as literally one attention call over patch tokens (the reference path).
+    """Non-local means as literally one attention call over patch tokens.
 
-    Queries = keys = :func:`patch_tokens`, values = pixels, score ``-max(||q-k||² - 2σ²/h², 0)``
-    (``neg_sq_dist`` at temperature 1/2 when ``sigma = 0``), softmax, and a square mask of
-    radius ``patch_distance`` (``None``: global). Memory grows with the number of pixels, so
-    this is for small images; :func:`nonlocal_means` computes the same thing fast.
+    The reference path.
+
+    Queries = keys = :func:`patch_tokens`, values = pixels, score
+    ``-max(||q-k||² - 2σ²/h², 0)`` (``neg_sq_dist`` at temperature 1/2 when
+    ``sigma = 0``), softmax, and a square mask of radius ``patch_distance`` (``None``:
+    global). Memory grows with the number of pixels, so this is for small images;
+    :func:`nonlocal_means` computes the same thing fast.
 
     Returns
     -------
@@ -327,7 +344,9 @@ def patch_attention(
     patch_distance: int | None = None,
     sigma: float = 0.0,
 ):
-    """Where one pixel attends: its NLM weights over the image, as an ``(H, W)`` map summing to one.
+    """Where one pixel attends: its NLM weights over the image.
+
+    An ``(H, W)`` map summing to one.
 
     Parameters
     ----------
@@ -368,18 +387,21 @@ def patch_attention(
     return weights.reshape(hh, ww)
 
 
-# --------------------------------------------------------------------------- fast exact NLM
-# The loops below are compiled by numba (cached on disk) and run over row strips: for a strip
-# of ``strip_rows`` rows and one offset δ, the squared differences of the two shifted images
-# are blurred by the separable patch kernel (a row pass, then a column pass), exponentiated
-# with the vectorised exponential of ``kernel_sums``, and added to the sums at x (weight of
-# +δ) and at x + δ (the same weight, for -δ). A strip's rows, buffers and sums stay in the
-# L2 cache while all the offsets pass over them.
+# ----------------------------------------------------------------------- fast exact NLM
+# The loops below are compiled by numba (cached on disk) and run over row strips: for a
+# strip of ``strip_rows`` rows and one offset δ, the squared differences of the two
+# shifted images are blurred by the separable patch kernel (a row pass, then a column
+# pass), exponentiated with the vectorised exponential of ``kernel_sums``, and added to
+# the sums at x (weight of +δ) and at x + δ (the same weight, for -δ). A strip's rows,
+# buffers and sums stay in the L2 cache while all the offsets pass over them.
 
 
 @numba.njit(**_JIT)
 def _nlm_strip(pad, vals, g, offsets, y0, y1, factor, bias, floor, num, den, hz, e, w):
-    """Add the weights of ``offsets`` (rows ``(dy, dx)``) for the pixels of rows ``[y0, y1)``."""
+    """Add the weights of ``offsets`` for the pixels of rows ``[y0, y1)``.
+
+    ``offsets`` has rows ``(dy, dx)``.
+    """
     # Every inner loop runs over slices indexed from 0: LLVM then vectorises it (offset
     # indices such as a[j0 + j] kept it scalar and cost a factor of two).
     c, hh, ww = vals.shape
@@ -442,7 +464,7 @@ def _nlm_strip(pad, vals, g, offsets, y0, y1, factor, bias, floor, num, den, hz,
 
 @numba.njit(**_JIT)
 def _nlm_rows(pad, vals, g, offsets, strips, factor, bias, floor, num, den):
-    """:func:`_nlm_strip` for each ``(y0, y1)`` row of ``strips``, with its own buffers."""
+    """:func:`_nlm_strip` for each ``(y0, y1)`` row of ``strips``, own buffers each."""
     ww, s = vals.shape[2], g.shape[0]
     height = int((strips[:, 1] - strips[:, 0]).max()) if strips.shape[0] else 0
     hz = np.empty((height + s - 1, ww), dtype=vals.dtype)
@@ -468,7 +490,7 @@ def _nlm_rows(pad, vals, g, offsets, strips, factor, bias, floor, num, den):
 
 
 def _half_window(d_rows: int, d_cols: int) -> np.ndarray:
-    """The offsets δ > 0 in row-major order, ``(dy, dx)`` rows: half of the search window."""
+    """The offsets δ > 0 in row-major order as ``(dy, dx)`` rows: half the window."""
     offsets = [(0, dx) for dx in range(1, d_cols + 1)]
     offsets += [
         (dy, dx) for dy in range(1, d_rows + 1) for dx in range(-d_cols, d_cols + 1)
@@ -485,7 +507,10 @@ def _nlm_offsets(
     var: float,
     strip_rows: int,
 ) -> torch.Tensor:
-    """Exact NLM by offsets (see the comment above); ``chw`` is ``(C, H, W)`` float32 or float64."""
+    """Exact NLM by offsets (see the comment above).
+
+    ``chw`` is ``(C, H, W)`` float32 or float64.
+    """
     c, hh, ww = chw.shape
     vals = np.ascontiguousarray(chw.detach().cpu().numpy())
     dtype = vals.dtype
@@ -493,8 +518,9 @@ def _nlm_offsets(
     g = patch_kernel(s, dtype=torch.float64).numpy()
     # Fold the normalisation of the patch distance, 1 / (C h² (Σg)²), into one factor.
     factor = dtype.type(1 / (c * h * h * g.sum() ** 2))
-    # Weights below the smallest normal float are flushed to it: a weight of 1e-38 (1e-307 in
-    # float64) beside the centre's 1 changes nothing, and denormals would be slow.
+    # Weights below the smallest normal float are flushed to it: a weight of 1e-38
+    # (1e-307 in float64) beside the centre's 1 changes nothing, and denormals would be
+    # slow.
     floor = dtype.type(math.log(np.finfo(dtype).tiny) + 0.5)
     offsets = _half_window(d_rows, d_cols)
     starts = np.arange(0, hh, strip_rows)
@@ -517,10 +543,10 @@ def _nlm_offsets(
         )
         return num, den
 
-    # Each worker takes a contiguous run of strips (the sums it adds below a strip are those of
-    # its next strip, still in its cache) and keeps its own sums; the compiled loops release
-    # the GIL, so Python threads run them side by side. PyTorch's thread setting is read, never
-    # changed.
+    # Each worker takes a contiguous run of strips (the sums it adds below a strip are
+    # those of its next strip, still in its cache) and keeps its own sums; the compiled
+    # loops release the GIL, so Python threads run them side by side. PyTorch's thread
+    # setting is read, never changed.
     shares = np.array_split(strips, workers)
     if workers == 1:
         sums = [work(shares[0])]
@@ -543,36 +569,44 @@ def nonlocal_means(
     window: str | None = "square",
     strip_rows: int = 32,
 ):
-    """Exact non-local means denoising, with the parameters and meaning of scikit-image's slow mode.
+    """Exact non-local means denoising, as scikit-image's slow mode.
 
-    Each pixel ``x`` becomes a weighted mean of the pixels ``x + δ`` of its search window
-    (``|δ|∞ ≤ patch_distance``, clipped to the image), with weight
-    ``exp(-max(d²(x, x+δ) - 2σ², 0) / h²)`` where ``d²`` is the Gaussian-weighted mean squared
-    difference of the two patches (averaged over channels; image reflected at the border).
-    Unlike scikit-image, the exponential is exact to a few ulps of the dtype and no weight is
-    cut off (weights below the smallest normal number count as that number).
+    With the parameters and meaning of scikit-image's slow mode.
+
+    Each pixel ``x`` becomes a weighted mean of the pixels ``x + δ`` of its search
+    window (``|δ|∞ ≤ patch_distance``, clipped to the image), with weight
+    ``exp(-max(d²(x, x+δ) - 2σ², 0) / h²)`` where ``d²`` is the Gaussian-weighted mean
+    squared difference of the two patches (averaged over channels; image reflected at
+    the border). Unlike scikit-image, the exponential is exact to a few ulps of the
+    dtype and no weight is cut off (weights below the smallest normal number count as
+    that number).
 
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
-        Grey or channels-last colour image. The computation runs in its dtype, float32 or
-        float64, at nearly the same speed (float64 agrees with a float64 NumPy restatement to
-        about 1e-15); other dtypes are computed in float32 and cast back, and array-likes of
-        non-float types become float32. Tensors on other devices are computed on the CPU.
+        Grey or channels-last colour image. The computation runs in its dtype, float32
+        or float64, at nearly the same speed (float64 agrees with a float64 NumPy
+        restatement to about 1e-15); other dtypes are computed in float32 and cast back,
+        and array-likes of non-float types become float32. Tensors on other devices are
+        computed on the CPU.
     patch_size : int
-        Side of the patches; even sizes are rounded up to the next odd one, as scikit-image does.
+        Side of the patches; even sizes are rounded up to the next odd one, as
+        scikit-image does.
     patch_distance : int
         Radius of the square search window.
     h : float
         Cut-off distance in grey levels: larger ``h`` averages more.
     sigma : float
-        Standard deviation of the noise, subtracted from the patch distances when positive.
+        Standard deviation of the noise, subtracted from the patch distances when
+        positive.
     window : {"square", None}
-        ``None`` ignores ``patch_distance`` and searches the whole image (truly global NLM).
+        ``None`` ignores ``patch_distance`` and searches the whole image (truly global
+        NLM).
     strip_rows : int
-        Tuning: rows per strip, the unit of work that stays in cache while every offset of
-        the window passes over it. The strips are shared between ``torch.get_num_threads()``
-        worker threads (PyTorch's setting is read, not changed).
+        Tuning: rows per strip, the unit of work that stays in cache while every offset
+        of the window passes over it. The strips are shared between
+        ``torch.get_num_threads()`` worker threads (PyTorch's setting is read, not
+        changed).
 
     Returns
     -------
@@ -581,7 +615,8 @@ def nonlocal_means(
     Implements
     ----------
     Buades, Coll and Morel (2005), as in ``skimage.restoration.denoise_nl_means`` with
-    ``fast_mode=False``; §3.2 of the self-expression paper (NLM as patch self-attention).
+    ``fast_mode=False``; §3.2 of the self-expression paper (NLM as patch
+    self-attention).
     """
     chw, from_numpy = _as_image(image)
     s = _odd_patch_size(patch_size)
@@ -604,18 +639,19 @@ def nonlocal_means(
     return _like_input(out, image_is_grey(image), from_numpy)
 
 
-# --------------------------------------------------------------------------- learned NLM
+# -------------------------------------------------------------------------- learned NLM
 
 
 class PatchAttentionDenoiser(nn.Module):
     """One attention layer over patch tokens, initialised to non-local means.
 
-    Each pixel's patch (flattened, Gaussian-weighted as in :func:`patch_tokens`) is a token.
-    Queries and keys are learned linear maps of the tokens (identity at initialisation), the
-    score is ``-||q - k||²`` per head at temperature ``h²``, values are the pixels, and heads
-    are averaged with learned mixing weights. Head 0 starts with the identity projection and
-    the others with random rotations, which leave NLM unchanged but break the heads' symmetry. Attention is restricted to a square window, so
-    the layer is global NLM when ``patch_distance`` covers the image.
+    Each pixel's patch (flattened, Gaussian-weighted as in :func:`patch_tokens`) is a
+    token. Queries and keys are learned linear maps of the tokens (identity at
+    initialisation), the score is ``-||q - k||²`` per head at temperature ``h²``, values
+    are the pixels, and heads are averaged with learned mixing weights. Head 0 starts
+    with the identity projection and the others with random rotations, which leave NLM
+    unchanged but break the heads' symmetry. Attention is restricted to a square window,
+    so the layer is global NLM when ``patch_distance`` covers the image.
 
     Parameters
     ----------
@@ -628,8 +664,9 @@ class PatchAttentionDenoiser(nn.Module):
     channels : int
         Image channels (1 for grey).
     positional : bool
-        Add a learned relative positional encoding to the scores: a per-head weight on minus
-        the squared distance ``|x - x'|²`` between the pixels (zero at initialisation).
+        Add a learned relative positional encoding to the scores: a per-head weight on
+        minus the squared distance ``|x - x'|²`` between the pixels (zero at
+        initialisation).
     patch_distance : int, optional
         Search radius (``None``: global).
 
@@ -644,8 +681,8 @@ class PatchAttentionDenoiser(nn.Module):
 
     Implements
     ----------
-    §3.2 of the self-expression paper: NLM plus the ViT ingredients (learned projections,
-    positional encoding, several heads) that it lacks.
+    §3.2 of the self-expression paper: NLM plus the ViT ingredients (learned
+    projections, positional encoding, several heads) that it lacks.
     """
 
     def __init__(
@@ -668,9 +705,10 @@ class PatchAttentionDenoiser(nn.Module):
             else check_int(patch_distance, "patch_distance", minimum=0)
         )
         dim = self.patch_size**2 * self.channels
-        # Head 0 starts at the identity, the others at random rotations: rotations leave every
-        # patch distance, hence the output, unchanged (the layer is still NLM), but they give the
-        # heads different gradients, without which identical heads would stay identical.
+        # Head 0 starts at the identity, the others at random rotations: rotations leave
+        # every patch distance, hence the output, unchanged (the layer is still NLM),
+        # but they give the heads different gradients, without which identical heads
+        # would stay identical.
         g = torch.Generator().manual_seed(0)
         rotations = [
             torch.linalg.qr(torch.randn(dim, dim, generator=g, dtype=torch.float64))[0]
@@ -690,12 +728,16 @@ class PatchAttentionDenoiser(nn.Module):
 
     def extra_repr(self) -> str:
         return (
-            f"patch_size={self.patch_size}, h={self.h}, num_heads={self.num_heads}, channels={self.channels}, "
-            f"positional={self.pos_weight is not None}, patch_distance={self.patch_distance}"
+            f"patch_size={self.patch_size}, h={self.h}, num_heads={self.num_heads}, "
+            f"channels={self.channels}, positional={self.pos_weight is not None}, "
+            f"patch_distance={self.patch_distance}"
         )
 
     def _as_batch(self, image) -> tuple[torch.Tensor, tuple[int, ...], bool]:
-        """The input as ``(B, C, H, W)`` in the module's dtype, its shape, and whether it was batched."""
+        """The input as ``(B, C, H, W)`` in the module's dtype.
+
+        Also its shape, and whether it was batched.
+        """
         dtype = self.proj.dtype
         if (
             isinstance(image, torch.Tensor)
@@ -703,7 +745,8 @@ class PatchAttentionDenoiser(nn.Module):
             and image.dtype != dtype
         ):
             raise ValueError(
-                f"image must have the module's dtype {dtype} (call .to() on one of them), got {image.dtype}"
+                f"image must have the module's dtype {dtype} (call .to() on one of "
+                f"them), got {image.dtype}"
             )
         x = as_tensor(
             image,
@@ -741,7 +784,8 @@ class PatchAttentionDenoiser(nn.Module):
         )
         if min(bhwc.shape[1:3]) == 0:
             raise ValueError(
-                f"image must have at least one row and one column, got shape {tuple(x.shape)}"
+                "image must have at least one row and one column, got shape "
+                f"{tuple(x.shape)}"
             )
         if not torch.isfinite(x).all():
             raise ValueError("image contains NaN or infinite values")
@@ -775,10 +819,11 @@ class PatchAttentionDenoiser(nn.Module):
         dist = 2 * SCORES["neg_sq_dist"](q, q)  # -‖q - k‖², 0 on the diagonal
         if not torch.isfinite(dist).all():
             raise ValueError(
-                f"image: its patch distances overflow {dist.dtype}; rescale it to [0, 1]"
+                f"image: its patch distances overflow {dist.dtype}; rescale it to [0, "
+                "1]"
             )
-        # 1 / h² in float64, capped at the dtype's largest value: a tiny h gives the identity
-        # (each pixel keeps itself), its limit, instead of 0 / 0.
+        # 1 / h² in float64, capped at the dtype's largest value: a tiny h gives the
+        # identity (each pixel keeps itself), its limit, instead of 0 / 0.
         inv = (1 / (self.h**2 * torch.exp(2 * self.log_h_scale.double()))).clamp(
             max=torch.finfo(dist.dtype).max
         )
@@ -805,10 +850,13 @@ class PatchAttentionDenoiser(nn.Module):
 
 
 def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
-    """Training pairs for :class:`PatchAttentionDenoiser`: ``batches(step)`` gives ``(noisy, clean)``.
+    """Training pairs for :class:`PatchAttentionDenoiser`.
 
-    Each call cuts a random ``crop × crop`` window from a random image of ``images`` (grey,
-    values in [0, 1]) and adds fresh Gaussian noise of standard deviation ``noise``.
+    ``batches(step)`` gives ``(noisy, clean)``.
+
+    Each call cuts a random ``crop × crop`` window from a random image of ``images``
+    (grey, values in [0, 1]) and adds fresh Gaussian noise of standard deviation
+    ``noise``.
     """
     images = [torch.as_tensor(np.asarray(im, dtype=np.float32)) for im in images]
     crop = check_int(crop, "crop", maximum=min(min(im.shape[:2]) for im in images))
@@ -827,7 +875,10 @@ def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
 
 
 def psnr(clean, estimate, data_range: float = 1.0) -> float:
-    """Peak signal-to-noise ratio in dB (``skimage.metrics.peak_signal_noise_ratio``)."""
+    """Peak signal-to-noise ratio in dB.
+
+    As ``skimage.metrics.peak_signal_noise_ratio``.
+    """
     from skimage.metrics import peak_signal_noise_ratio
 
     def arr(x):

@@ -4,8 +4,9 @@ The estimator predicts at a query point a weighted average of the training targe
 weights being a kernel between the query and each training input, normalised to sum to
 one. That is attention with queries = the query points, keys = the training inputs and
 values = the training targets. For the Gaussian kernel the normalisation is a softmax of
-``-||x - x_j||² / (2σ²)``: :func:`~attnlib.attention.attention` with ``score="neg_sq_dist"`` and
-``temperature=σ²``. What attention adds is a learned projection ``q = W x, k = W x``;
+``-||x - x_j||² / (2σ²)``: :func:`~attnlib.attention.attention` with
+``score="neg_sq_dist"`` and ``temperature=σ²``. What attention adds is a learned
+projection ``q = W x, k = W x``;
 :class:`MetricNadarayaWatson` learns it.
 
 Two ways of normalising are used, both through :func:`attnlib.attention.attention`:
@@ -13,9 +14,10 @@ Two ways of normalising are used, both through :func:`attnlib.attention.attentio
 * ``"gaussian"`` and ``"laplace"`` are exponentials of a score, so their weights are a
   softmax of ``log κ`` (robust: a tiny bandwidth gives the nearest neighbour, not 0/0);
 * ``"epanechnikov"``, ``"boxcar"`` and callables return kernel values ``κ(x, x_j) >= 0``
-  as the score, and a row normaliser divides by their sum (Eq. (5) of the self-expression
-  paper as written). A query with no training point inside a compact kernel's support has
-  an all-zero row: that raises a ``ValueError`` rather than returning NaN.
+  as the score, and a row normaliser divides by their sum (Eq. (5) of the
+  self-expression paper as written). A query with no training point inside a compact
+  kernel's support has an all-zero row: that raises a ``ValueError`` rather than
+  returning NaN.
 """
 
 from __future__ import annotations
@@ -49,9 +51,9 @@ __all__ = [
 
 Kernel = Union[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
 
-#: Built-in kernels, as functions of ``u = (x - x_j) / h``: ``gaussian`` ``exp(-||u||²/2)``,
-#: ``laplace`` ``exp(-||u||₁)``, ``epanechnikov`` ``max(0, 1 - ||u||²)``, ``boxcar``
-#: ``1[||u|| <= 1]``.
+#: Built-in kernels, as functions of ``u = (x - x_j) / h``: ``gaussian``
+#: ``exp(-||u||²/2)``, ``laplace`` ``exp(-||u||₁)``, ``epanechnikov``
+#: ``max(0, 1 - ||u||²)``, ``boxcar`` ``1[||u|| <= 1]``.
 KERNELS = ("gaussian", "laplace", "epanechnikov", "boxcar")
 _SOFTMAX_KERNELS = {"gaussian": "neg_sq_dist", "laplace": "neg_l1"}
 
@@ -68,7 +70,7 @@ _VALUE_KERNELS = {"epanechnikov": _epanechnikov, "boxcar": _boxcar}
 
 
 def _normalise_rows(kernel_values: torch.Tensor, offset: int = 0) -> torch.Tensor:
-    """Eq. (5): divide each row of kernel values by its sum; masked keys (-inf) weigh zero."""
+    """Eq. (5): each row of kernel values over its sum; masked keys (-inf) weigh 0."""
     values = kernel_values.masked_fill(torch.isneginf(kernel_values), 0.0)
     if (values < 0).any() or not torch.isfinite(values).all():
         raise ValueError("kernel must return finite non-negative values")
@@ -76,8 +78,9 @@ def _normalise_rows(kernel_values: torch.Tensor, offset: int = 0) -> torch.Tenso
     empty = (total == 0).flatten()
     if empty.any():
         raise ValueError(
-            f"x_query row {offset + int(empty.nonzero()[0])} has no training point inside the kernel's support "
-            "(all its kernel values are zero); increase bandwidth or use the gaussian kernel"
+            f"x_query row {offset + int(empty.nonzero()[0])} has no training point "
+            "inside the kernel's support (all its kernel values are zero); increase "
+            "bandwidth or use the gaussian kernel"
         )
     return values / total
 
@@ -91,7 +94,10 @@ def _check_kernel(kernel) -> Kernel:
 
 
 def _check_data(x_query, x_train, y_train):
-    """Tensors ``(n_q, d)``, ``(n, d)``, ``(n, d_v)`` in x_query's dtype, and whether y was 1-D."""
+    """Tensors ``(n_q, d)``, ``(n, d)``, ``(n, d_v)`` in x_query's dtype, and a flag.
+
+    The flag says whether y was 1-D.
+    """
     xq = as_tensor(x_query, "x_query")
     xt = as_tensor(x_train, "x_train", dtype=xq.dtype, device=xq.device)
     y = as_tensor(y_train, "y_train", dtype=xq.dtype, device=xq.device)
@@ -103,11 +109,13 @@ def _check_data(x_query, x_train, y_train):
             )
     if xq.shape[1] != xt.shape[1]:
         raise ValueError(
-            f"x_query and x_train must have the same number of features, got {xq.shape[1]} and {xt.shape[1]}"
+            "x_query and x_train must have the same number of features, got "
+            f"{xq.shape[1]} and {xt.shape[1]}"
         )
     if y.shape[0] != xt.shape[0]:
         raise ValueError(
-            f"y_train must have one row per x_train row ({xt.shape[0]}), got shape {tuple(y.shape)}"
+            f"y_train must have one row per x_train row ({xt.shape[0]}), got shape "
+            f"{tuple(y.shape)}"
         )
     squeeze = y.ndim == 1
     return xq, xt, (y[:, None] if squeeze else y), squeeze
@@ -116,14 +124,17 @@ def _check_data(x_query, x_train, y_train):
 def _kernel_attention(
     xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, offset: int = 0
 ):
-    """Nadaraya–Watson as one :func:`~attnlib.attention.attention` call on checked 2-D tensors.
+    """Nadaraya–Watson as one :func:`~attnlib.attention.attention` call on 2-D tensors.
 
-    For the softmax kernels each row's scores are shifted so that its largest unmasked score
-    is zero before they are divided by the temperature: as the bandwidth goes to zero the
-    nearest key keeps weight one (the nearest-neighbour limit) instead of every weight
-    underflowing (0/0). The Gaussian's squared distances are expanded into products, so the
-    points are first centred on the keys' mean (distances do not change; rounding does).
-    ``offset`` is the index of ``xq``'s first row in the caller's queries, for error messages.
+    The tensors are already checked.
+
+    For the softmax kernels each row's scores are shifted so that its largest unmasked
+    score is zero before they are divided by the temperature: as the bandwidth goes to
+    zero the nearest key keeps weight one (the nearest-neighbour limit) instead of every
+    weight underflowing (0/0). The Gaussian's squared distances are expanded into
+    products, so the points are first centred on the keys' mean (distances do not
+    change; rounding does). ``offset`` is the index of ``xq``'s first row in the
+    caller's queries, for error messages.
     """
     if kernel in _SOFTMAX_KERNELS:
         if kernel == "gaussian":
@@ -166,10 +177,14 @@ def _kernel_attention(
 
 
 def _overflow_error(dtype) -> ValueError:
-    """The error for inputs whose kernel scores overflow ``dtype`` (e.g. values near 1e30 in float32)."""
+    """The error for inputs whose kernel scores overflow ``dtype``.
+
+    E.g. values near 1e30 in float32.
+    """
     return ValueError(
-        f"x_query and x_train are too large for {dtype}: their distances overflow it; rescale "
-        "x_query, x_train and bandwidth by the same factor (the prediction does not change)"
+        f"x_query and x_train are too large for {dtype}: their distances overflow it; "
+        "rescale x_query, x_train and bandwidth by the same factor (the prediction "
+        "does not change)"
     )
 
 
@@ -184,13 +199,15 @@ def nadaraya_watson(
 ):
     """Nadaraya–Watson regression: a kernel-weighted average of the training targets.
 
-    Memory stays bounded whatever ``n_query × n_train`` (below ~1 GiB beyond the inputs),
-    unless the weights are asked for. The Gaussian and Laplace kernels on the CPU, without
-    gradients, run as a fused compiled loop (:func:`attnlib.kernel_sums.nadaraya_watson_sums`:
-    distance, exponential and weighted sums in one pass, on ``torch.get_num_threads()``
-    threads); everything else (other kernels, other devices, inputs that require gradients)
-    runs as :func:`~attnlib.attention.attention` on blocks of queries small enough that a block's weights take
-    at most 2²¹ numbers, with gradients recomputed block by block (checkpointing).
+    Memory stays bounded whatever ``n_query × n_train`` (below ~1 GiB beyond the
+    inputs), unless the weights are asked for. The Gaussian and Laplace kernels on the
+    CPU, without gradients, run as a fused compiled loop
+    (:func:`attnlib.kernel_sums.nadaraya_watson_sums`: distance, exponential and
+    weighted sums in one pass, on ``torch.get_num_threads()`` threads); everything else
+    (other kernels, other devices, inputs that require gradients) runs as
+    :func:`~attnlib.attention.attention` on blocks of queries small enough that a
+    block's weights take at most 2²¹ numbers, with gradients recomputed block by block
+    (checkpointing).
 
     Parameters
     ----------
@@ -201,18 +218,19 @@ def nadaraya_watson(
     y_train : tensor or array-like, shape (n_train,) or (n_train, d_v)
         Training targets (the values).
     kernel : {"gaussian", "laplace", "epanechnikov", "boxcar"} or callable
-        See :data:`KERNELS`. A callable ``kernel(q, k)`` receives the inputs divided by the
-        bandwidth, ``(n_query, d)`` and ``(n_train, d)``, and returns non-negative kernel
-        values ``(n_query, n_train)``.
+        See :data:`KERNELS`. A callable ``kernel(q, k)`` receives the inputs divided by
+        the bandwidth, ``(n_query, d)`` and ``(n_train, d)``, and returns non-negative
+        kernel values ``(n_query, n_train)``.
     bandwidth : float
-        Positive scale ``h`` (``σ`` of the Gaussian). As ``h → 0`` the prediction tends to
-        the nearest training target (the mean of the tied nearest ones), and that limit is
-        what a tiny ``h`` returns for the Gaussian and Laplace kernels, never NaN.
+        Positive scale ``h`` (``σ`` of the Gaussian). As ``h → 0`` the prediction tends
+        to the nearest training target (the mean of the tied nearest ones), and that
+        limit is what a tiny ``h`` returns for the Gaussian and Laplace kernels, never
+        NaN.
     return_weights : bool
         Also return the attention matrix. It costs ``n_query × n_train`` numbers, and
-        computing it about three times that (``3 × 4`` bytes per pair in float32, ``3 × 8`` in
-        float64: 24 GB for 2 000 × 10⁶ in float32); a ``ValueError`` is raised before
-        anything is allocated when that exceeds the memory available.
+        computing it about three times that (``3 × 4`` bytes per pair in float32,
+        ``3 × 8`` in float64: 24 GB for 2 000 × 10⁶ in float32); a ``ValueError`` is
+        raised before anything is allocated when that exceeds the memory available.
 
     Returns
     -------
@@ -224,9 +242,9 @@ def nadaraya_watson(
     Raises
     ------
     ValueError
-        Bad shapes, empty or non-finite inputs, a non-positive bandwidth, an unknown kernel,
-        a query with no training point inside a compact kernel's support, or weights asked
-        for that would not fit in memory.
+        Bad shapes, empty or non-finite inputs, a non-positive bandwidth, an unknown
+        kernel, a query with no training point inside a compact kernel's support, or
+        weights asked for that would not fit in memory.
 
     Implements
     ----------
@@ -265,13 +283,17 @@ def nadaraya_watson(
     return prediction[:, 0] if squeeze else prediction
 
 
-# Elements of the weight matrix of one block of queries in the blockwise path (16 MiB in float64;
-# the scores, kernel values and weights of a block, with their temporaries, take ~10 times that).
+# Elements of the weight matrix of one block of queries in the blockwise path (16 MiB in
+# float64; the scores, kernel values and weights of a block, with their temporaries,
+# take ~10 times that).
 _BLOCK_ELEMENTS = 2**21
 
 
 def _blockwise(xq, xt, y, kernel: Kernel, bandwidth: float, grad: bool) -> torch.Tensor:
-    """:func:`~attnlib.attention.attention` on blocks of queries; with ``grad``, each block is recomputed in backward."""
+    """:func:`~attnlib.attention.attention` on blocks of queries.
+
+    With ``grad``, each block is recomputed in backward.
+    """
     step = max(1, _BLOCK_ELEMENTS // xt.shape[0])
     blocks = []
     for start in range(0, xq.shape[0], step):
@@ -300,19 +322,23 @@ def _block_prediction(
 
 
 def _check_weights_fit(n_query: int, n_train: int, itemsize: int) -> None:
-    """Raise before allocating a weight matrix (and its two temporaries) that would not fit."""
+    """Raise before allocating a weight matrix (and two temporaries) too large."""
     need = 3 * n_query * n_train * itemsize
     available = _available_memory()
     if need > available:
         raise ValueError(
-            f"return_weights=True needs the {n_query} x {n_train} weight matrix: about "
-            f"{need / 2**30:.1f} GiB to compute, more than the {available / 2**30:.1f} GiB available; "
-            "call nadaraya_watson without return_weights (its memory stays bounded), or pass fewer x_query rows"
+            f"return_weights=True needs the {n_query} x {n_train} weight matrix: "
+            f"about {need / 2**30:.1f} GiB to compute, more than the "
+            f"{available / 2**30:.1f} GiB available; call nadaraya_watson without "
+            "return_weights (its memory stays bounded), or pass fewer x_query rows"
         )
 
 
 def _available_memory() -> int:
-    """Bytes the system can still give (MemAvailable), or total physical memory where unknown."""
+    """Bytes the system can still give (MemAvailable), or total physical memory.
+
+    Total physical memory where MemAvailable is unknown.
+    """
     try:
         with open("/proc/meminfo") as f:
             for line in f:
@@ -371,13 +397,15 @@ def nadaraya_watson_streaming(
     chunk_size: int = 4096,
     query_chunk_size: int = 1024,
 ) -> torch.Tensor:
-    """Deprecated: :func:`nadaraya_watson` now streams itself; this is ``nadaraya_watson(...)``.
+    """Deprecated: :func:`nadaraya_watson` now streams itself.
+
+    This is ``nadaraya_watson(...)``.
 
     ``chunk_size`` and ``query_chunk_size`` are checked and otherwise ignored.
     """
     warnings.warn(
-        "nadaraya_watson_streaming is deprecated: nadaraya_watson never forms the weight matrix "
-        "unless return_weights=True; call it instead",
+        "nadaraya_watson_streaming is deprecated: nadaraya_watson never forms the "
+        "weight matrix unless return_weights=True; call it instead",
         DeprecationWarning,
         stacklevel=2,
     )
@@ -389,7 +417,7 @@ def nadaraya_watson_streaming(
 
 
 def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
-    """A geometric grid around the median pairwise distance (at most 1000 points looked at)."""
+    """A geometric grid around the median pairwise distance (of at most 1000 points)."""
     from scipy.spatial.distance import pdist
 
     sample = X[np.random.default_rng(0).permutation(len(X))[:1000]]
@@ -399,7 +427,9 @@ def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
 
 
 class NadarayaWatson(RegressorMixin, BaseEstimator):
-    """Nadaraya–Watson regression as a scikit-learn regressor, bandwidth chosen by leave-one-out.
+    """Nadaraya–Watson regression as a scikit-learn regressor.
+
+    The bandwidth is chosen by leave-one-out.
 
     Parameters
     ----------
@@ -429,7 +459,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
 
     Implements
     ----------
-    Eq. (5)-(6) of the self-expression paper; leave-one-out bandwidth choice (Silverman, 1986).
+    Eq. (5)-(6) of the self-expression paper; leave-one-out bandwidth choice (Silverman,
+    1986).
     """
 
     def __init__(
@@ -496,7 +527,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             self.loo_mse_ = np.array([self._loo_mse(X, y, float(h)) for h in grid])
             if not np.isfinite(self.loo_mse_).any():
                 raise ValueError(
-                    "bandwidths: every candidate leaves some point without neighbours; try larger ones"
+                    "bandwidths: every candidate leaves some point without "
+                    "neighbours; try larger ones"
                 )
             self.bandwidth_ = float(grid[np.argmin(self.loo_mse_)])
         else:
@@ -555,8 +587,11 @@ class _LearnedMetric(nn.Module):
         return f"n_components={self.W.shape[0]}, n_features={self.W.shape[1]}"
 
     def forward(self, x_query, x_train, y_train, mask=None) -> torch.Tensor:
-        """Predictions ``(n_q, n_outputs)`` for ``x_query`` ``(n_q, d)`` from ``x_train`` ``(n, d)``,
-        ``y_train`` ``(n, n_outputs)``; ``mask`` ``(n_q, n)`` True where a query may use a point."""
+        """Predictions ``(n_q, n_outputs)`` for ``x_query`` ``(n_q, d)``.
+
+        From ``x_train`` ``(n, d)``, ``y_train`` ``(n, n_outputs)``; ``mask``
+        ``(n_q, n)`` is True where a query may use a point.
+        """
         return attention(
             x_query @ self.W.T,
             x_train @ self.W.T,
@@ -567,18 +602,20 @@ class _LearnedMetric(nn.Module):
 
 
 class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
-    """Gaussian Nadaraya–Watson with a learned linear map: queries ``W x``, keys ``W x_j``.
+    """Gaussian Nadaraya–Watson with a learned linear map ``W``.
 
-    The kernel is ``exp(-(x - x_j)ᵀ WᵀW (x - x_j) / 2)``, a Gaussian with inverse covariance
-    ``WᵀW``. ``W`` starts at ``I / h`` with ``h`` the leave-one-out isotropic bandwidth (so
-    training starts from :class:`NadarayaWatson`) and is trained with Adam, through
-    :func:`attnlib.training.train`, on the leave-one-out squared error.
+    Queries are ``W x``, keys ``W x_j``.
+
+    The kernel is ``exp(-(x - x_j)ᵀ WᵀW (x - x_j) / 2)``, a Gaussian with inverse
+    covariance ``WᵀW``. ``W`` starts at ``I / h`` with ``h`` the leave-one-out isotropic
+    bandwidth (so training starts from :class:`NadarayaWatson`) and is trained with
+    Adam, through :func:`attnlib.training.train`, on the leave-one-out squared error.
 
     Parameters
     ----------
     n_components : int, optional
-        Rows of ``W`` (the rank of the metric); default ``n_features``. With fewer, ``W``
-        starts at ``h⁻¹`` times the top principal directions of ``X``.
+        Rows of ``W`` (the rank of the metric); default ``n_features``. With fewer,
+        ``W`` starts at ``h⁻¹`` times the top principal directions of ``X``.
     n_steps : int
         Optimiser steps (full batch when ``batch_size`` is None).
     lr : float
@@ -588,12 +625,14 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
     batch_size : int, optional
         Queries per step, each attending to every other training point.
     verbose : int
-        0 (default) trains silently, as inside cross-validation; 1 or more shows the tqdm
-        progress bar of :func:`attnlib.training.train`.
+        0 (default) trains silently, as inside cross-validation; 1 or more shows the
+        tqdm progress bar of :func:`attnlib.training.train`.
     progress : bool, optional
-        Older spelling of ``verbose`` (``True`` is ``verbose=1``); ``None`` follows ``verbose``.
+        Older spelling of ``verbose`` (``True`` is ``verbose=1``); ``None`` follows
+        ``verbose``.
     random_state : int, RandomState or None
-        Seeds the mini-batches and PyTorch's generator; an int gives the same fit every time.
+        Seeds the mini-batches and PyTorch's generator; an int gives the same fit every
+        time.
 
     Attributes
     ----------
@@ -613,7 +652,8 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
     Implements
     ----------
     §3.1 of the self-expression paper (q = W x, k = W x_j gives the Gaussian kernel with
-    inverse covariance WᵀW); metric learning for kernel regression (Weinberger & Tesauro, 2007).
+    inverse covariance WᵀW); metric learning for kernel regression (Weinberger &
+    Tesauro, 2007).
     """
 
     def __init__(
@@ -686,7 +726,8 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
             if self.batch_size is None
             else min(check_int(self.batch_size, "batch_size"), n)
         )
-        # An int seeds as it always did (same fit every time); None or a RandomState draws a seed.
+        # An int seeds as it always did (same fit every time); None or a RandomState
+        # draws a seed.
         rs = self.random_state
         seed = (
             int(rs)
@@ -729,7 +770,9 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         return self
 
     def predict(self, X) -> np.ndarray:
-        """Predict at new points with the learned metric, streamed over the training set.
+        """Predict at new points with the learned metric.
+
+        Streamed over the training set.
 
         Parameters
         ----------
@@ -749,7 +792,7 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
 
 
 def _loo_loss(model: _LearnedMetric, batch) -> torch.Tensor:
-    """Squared error of each query in ``idx`` predicted from every other training point."""
+    """Squared errors of each query in ``idx`` from all other training points."""
     idx, X, y = batch
     not_self = torch.arange(X.shape[0], device=X.device) != idx[:, None]
     return ((model(X[idx], X, y, mask=not_self) - y[idx]) ** 2).mean()

@@ -1,19 +1,22 @@
-"""Fused kernel sums: ``Σ_j exp(-κ(x, x_j)) [y_j, 1]`` for many queries, without the matrix.
+"""Fused kernel sums: ``Σ_j exp(-κ(x, x_j)) [y_j, 1]`` for many queries, no matrix.
 
-Nadaraya–Watson, and attention in general, ends in sums of exponentials weighted by values.
-Formed as a matrix, the weights cost ``n_query × n_train`` memory and a trip through it; fused,
-each pair costs a distance, one exponential and two multiply-adds, all in registers. The loops
-here are compiled by numba for the CPU and cached on disk (``cache=True``), so a new process
-loads them instead of compiling them.
+The kernel matrix is never formed.
 
-The exponential is the bottleneck of such a loop, and LLVM does not vectorise a call to the C
-library's ``exp``. :func:`exp_nonpositive` is therefore written out: ``e^x = 2^k e^f`` with
-``k = round(x / ln 2)`` and ``|f| <= ln(2) / 2``, ``e^f`` a Taylor polynomial (degree 7 for
-float32, 13 for float64, truncation error below a tenth of an ulp) and ``2^k`` assembled in
-the exponent bits. Every step is an arithmetic instruction, so a loop that calls it runs 8
-(float64) or 16 (float32) lanes at a time on AVX-512. Measured against ``np.exp`` in float64
-on ``[-700, 0]`` its relative error is below ``4e-16`` (float64) and ``2.5e-7`` (float32): a
-couple of ulps (see ``tests/test_kernel_sums.py``).
+Nadaraya–Watson, and attention in general, ends in sums of exponentials weighted by
+values. Formed as a matrix, the weights cost ``n_query × n_train`` memory and a trip
+through it; fused, each pair costs a distance, one exponential and two multiply-adds,
+all in registers. The loops here are compiled by numba for the CPU and cached on disk
+(``cache=True``), so a new process loads them instead of compiling them.
+
+The exponential is the bottleneck of such a loop, and LLVM does not vectorise a call to
+the C library's ``exp``. :func:`exp_nonpositive` is therefore written out:
+``e^x = 2^k e^f`` with ``k = round(x / ln 2)`` and ``|f| <= ln(2) / 2``, ``e^f`` a
+Taylor polynomial (degree 7 for float32, 13 for float64, truncation error below a tenth
+of an ulp) and ``2^k`` assembled in the exponent bits. Every step is an arithmetic
+instruction, so a loop that calls it runs 8 (float64) or 16 (float32) lanes at a time on
+AVX-512. Measured against ``np.exp`` in float64 on ``[-700, 0]`` its relative error is
+below ``4e-16`` (float64) and ``2.5e-7`` (float32): a couple of ulps (see
+``tests/test_kernel_sums.py``).
 """
 
 from __future__ import annotations
@@ -94,7 +97,7 @@ def _exp64(x):
 
 
 def fast_exp(x):
-    """``exp(x)`` for ``x <= 0`` in the dtype of ``x``, callable from compiled code only."""
+    """``exp(x)`` for ``x <= 0`` in the dtype of ``x``, for compiled code only."""
     raise NotImplementedError("fast_exp is called from numba-compiled functions")
 
 
@@ -108,7 +111,7 @@ def _fast_exp(x):
 
 
 def _bits(x):
-    """The bits of a float as a signed integer: ordered like the float for ``x >= 0``."""
+    """The bits of a float as a signed integer, in the float's order for ``x >= 0``."""
     raise NotImplementedError("_bits is called from numba-compiled functions")
 
 
@@ -144,18 +147,22 @@ def _exp_array(x, out):
 
 
 def exp_nonpositive(x: np.ndarray) -> np.ndarray:
-    """The vectorised exponential of the compiled kernels, on an array (for tests and timing).
+    """The vectorised exponential of the compiled kernels, on an array.
+
+    For tests and timing.
 
     Parameters
     ----------
     x : ndarray, shape (n,), float32 or float64
-        Arguments ``<= 0`` (up to 88 in float32 and 709 in float64 also work). Below ``-87``
-        (float32) or ``-708`` (float64) the result is clipped to about the smallest normal number.
+        Arguments ``<= 0`` (up to 88 in float32 and 709 in float64 also work). Below
+        ``-87`` (float32) or ``-708`` (float64) the result is clipped to about the
+        smallest normal number.
 
     Returns
     -------
     ndarray, shape (n,), dtype of ``x``
-        ``exp(x)`` within a few ulps (relative error below 2.5e-7 in float32, 4e-16 in float64).
+        ``exp(x)`` within a few ulps (relative error below 2.5e-7 in float32, 4e-16 in
+        float64).
 
     Implements
     ----------
@@ -172,18 +179,19 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
     return out
 
 
-# --------------------------------------------------------------------------- Nadaraya–Watson sums
-# For one query the keys are visited in blocks that fit in L1 with their distances. One pass
-# over a block forms each key's distance D_j, its weight exp(c (shift - D_j)) and the sums
-# Σ w_j [y_j, 1], and tracks the block's smallest distance. The shift is the smallest distance seen before the
-# block (the online softmax of Milakov & Gimelshein, 2018), so the nearest key so far weighs
-# one and nothing underflows to 0/0. A block that comes closer than that is kept if its
-# weights stay below e^_SLACK (the sums are then rescaled to the new minimum); a block far
-# closer than everything before it (the first, and rarely another) is summed again with its
-# own minimum as the shift, because a weight e^a carries a rounding error of about a ulps.
-# A bandwidth so small that c overflows still gives the nearest neighbour: c is clipped to
-# the largest finite number, and D_j - D_min = 0 is never multiplied by inf. A block's sums
-# are added in the dtype, in vector lanes; the blocks' sums are added in float64.
+# ----------------------------------------------------------------- Nadaraya–Watson sums
+# For one query the keys are visited in blocks that fit in L1 with their distances. One
+# pass over a block forms each key's distance D_j, its weight exp(c (shift - D_j)) and
+# the sums Σ w_j [y_j, 1], and tracks the block's smallest distance. The shift is the
+# smallest distance seen before the block (the online softmax of Milakov & Gimelshein,
+# 2018), so the nearest key so far weighs one and nothing underflows to 0/0. A block
+# that comes closer than that is kept if its weights stay below e^_SLACK (the sums are
+# then rescaled to the new minimum); a block far closer than everything before it (the
+# first, and rarely another) is summed again with its own minimum as the shift, because
+# a weight e^a carries a rounding error of about a ulps. A bandwidth so small that c
+# overflows still gives the nearest neighbour: c is clipped to the largest finite
+# number, and D_j - D_min = 0 is never multiplied by inf. A block's sums are added in
+# the dtype, in vector lanes; the blocks' sums are added in float64.
 _L1_BYTES = (
     48 * 1024
 )  # L1 data cache of recent x86 cores (32 KiB on older ones: then L2 serves)
@@ -193,7 +201,10 @@ _SLACK = 1.0
 
 @numba.njit(**_FAST)
 def _block_distances(q, xt, start, stop, l1, dist):
-    """``dist[:n] = Σ_k (q_k - x_kj)²`` (or ``Σ_k |q_k - x_kj|`` if ``l1``), four dimensions per sweep."""
+    """``dist[:n] = Σ_k (q_k - x_kj)²``, four dimensions per sweep.
+
+    Or ``Σ_k |q_k - x_kj|`` if ``l1``.
+    """
     n, d = stop - start, xt.shape[0]
     for j in range(n):
         dist[j] = q[0] - q[0]
@@ -227,7 +238,7 @@ def _block_distances(q, xt, start, stop, l1, dist):
 
 @numba.njit(**_FAST)
 def _sum_1d(q, x, y, shift, c):
-    """One block, one feature, one target: ``(Σ w_j y_j, Σ w_j, min_j D_j)``, fully fused."""
+    """One block, one feature, one target: ``(Σ w_j y_j, Σ w_j, min_j D_j)``, fused."""
     num, den, low = shift - shift, shift - shift, _bits(x.dtype.type(np.inf))
     for j in range(x.shape[0]):
         t = q - x[j]
@@ -241,7 +252,10 @@ def _sum_1d(q, x, y, shift, c):
 
 @numba.njit(**_FAST)
 def _sum_block(dist, m, yt, start, shift, c, block_num):
-    """Weights of the block's distances into ``dist``; ``block_num`` and the weight sum and min."""
+    """Weights of the block's distances into ``dist``.
+
+    Returns ``block_num`` and the weight sum and min.
+    """
     den, low = shift - shift, _bits(dist.dtype.type(np.inf))
     for j in range(m):
         low = min(low, _bits(dist[j]))
@@ -258,14 +272,17 @@ def _sum_block(dist, m, yt, start, shift, c, block_num):
 
 @numba.njit(**_FAST)
 def _nw_block(q, xt, yt, start, stop, l1, fused, c, low, den, num, dist, block_num):
-    """Add the keys ``start..stop`` to one query's sums ``(low, den, num)``; return ``(low, den)``."""
+    """Add the keys ``start..stop`` to one query's sums ``(low, den, num)``.
+
+    Returns ``(low, den)``.
+    """
     m = stop - start
     cc = xt.dtype.type(c)
     if not fused:
         _block_distances(q, xt, start, stop, l1, dist)
     # The first block, with nothing before it, is shifted by its first distance.
     shift = low if den > 0 else (q[0] - xt[0, start]) ** 2 if fused else dist[0]
-    for attempt in range(2):
+    for _attempt in range(2):
         sh = xt.dtype.type(shift)
         if fused:
             b_num, b_den, b_low = _sum_1d(
@@ -290,11 +307,14 @@ def _nw_block(q, xt, yt, start, stop, l1, fused, c, low, den, num, dist, block_n
 
 @numba.njit(**_FAST)
 def _nw_queries(xq, xt, yt, c, l1, block, out):
-    """``out[i] = Σ_j w_ij y_j / Σ_j w_ij`` with ``w_ij = exp(-c D(x_i, x_j))`` for each query row.
+    """``out[i] = Σ_j w_ij y_j / Σ_j w_ij`` for each query row.
 
-    Queries are taken _TILE at a time, and each block of ``block`` keys is read once for the
-    whole tile: the block (its features, targets and distances: _L1_BYTES) stays in L1 while
-    the tile's queries pass over it, instead of every query streaming all the keys from memory.
+    With ``w_ij = exp(-c D(x_i, x_j))``.
+
+    Queries are taken _TILE at a time, and each block of ``block`` keys is read once for
+    the whole tile: the block (its features, targets and distances: _L1_BYTES) stays in
+    L1 while the tile's queries pass over it, instead of every query streaming all the
+    keys from memory.
     """
     n, dv = xt.shape[1], yt.shape[0]
     fused = xt.shape[0] == 1 and dv == 1 and not l1
@@ -334,7 +354,9 @@ def _nw_queries(xq, xt, yt, c, l1, block, out):
 def nadaraya_watson_sums(
     x_query, x_train, y_train, bandwidth: float, *, l1: bool = False, threads: int = 1
 ):
-    """Gaussian (or Laplace) Nadaraya–Watson predictions, fused: no weight matrix is formed.
+    """Gaussian (or Laplace) Nadaraya–Watson predictions, fused: no weight matrix.
+
+    No weight matrix is formed.
 
     Parameters
     ----------
@@ -343,21 +365,22 @@ def nadaraya_watson_sums(
     y_train : ndarray, shape (n_train, d_v)
         All three float32 or all float64 (the computation's dtype).
     bandwidth : float
-        ``σ`` of the Gaussian ``exp(-||x - x_j||² / (2σ²))``; with ``l1`` the scale ``h`` of
-        the Laplace kernel ``exp(-||x - x_j||₁ / h)``.
+        ``σ`` of the Gaussian ``exp(-||x - x_j||² / (2σ²))``; with ``l1`` the scale
+        ``h`` of the Laplace kernel ``exp(-||x - x_j||₁ / h)``.
     threads : int
         Worker threads; each takes a contiguous share of the queries.
 
     Returns
     -------
     ndarray, shape (n_query, d_v)
-        Memory beyond the inputs: a transposed copy of the keys and values and ``O(threads)``
-        small buffers, whatever ``n_query × n_train``.
+        Memory beyond the inputs: a transposed copy of the keys and values and
+        ``O(threads)`` small buffers, whatever ``n_query × n_train``.
 
     Implements
     ----------
     Eq. (5)-(6) of the self-expression paper (Nadaraya–Watson with the Gaussian kernel),
-    evaluated with an online softmax (Milakov & Gimelshein, 2018) in blocks that stay in cache.
+    evaluated with an online softmax (Milakov & Gimelshein, 2018) in blocks that stay in
+    cache.
     """
     dtype = x_query.dtype
     if (
@@ -366,7 +389,8 @@ def nadaraya_watson_sums(
         or y_train.dtype != dtype
     ):
         raise ValueError(
-            f"x_query, x_train and y_train must all be float32 or all float64, got {dtype}"
+            "x_query, x_train and y_train must all be float32 or all float64, got "
+            f"{dtype}"
         )
     xq = np.ascontiguousarray(x_query)
     xt, yt = (

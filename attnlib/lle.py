@@ -3,13 +3,14 @@
 Each point (a *query*) writes itself as an affine combination of its ``K`` nearest
 neighbours (the *keys*, which are also the *values*). The coefficients are the rows of a
 ``[query, key]`` weight matrix ``W`` that is zero outside the k-nearest-neighbour *mask*
-and whose rows sum to one, like attention weights. Unlike softmax attention, a weight may be
-negative and depends on all of the query's neighbours at once, through their local Gram
-matrix. The embedding keeps those weights and finds low-dimensional points that they
-reconstruct as well as possible: the bottom eigenvectors of ``(I - W)ᵀ(I - W)``.
+and whose rows sum to one, like attention weights. Unlike softmax attention, a weight
+may be negative and depends on all of the query's neighbours at once, through their
+local Gram matrix. The embedding keeps those weights and finds low-dimensional points
+that they reconstruct as well as possible: the bottom eigenvectors of
+``(I - W)ᵀ(I - W)``.
 
-The papers put tokens in columns; their coefficients ``c_ij`` (key ``i``, query ``j``) are
-our ``W[j, i]``.
+The papers put tokens in columns; their coefficients ``c_ij`` (key ``i``, query ``j``)
+are our ``W[j, i]``.
 """
 
 from __future__ import annotations
@@ -50,10 +51,11 @@ _EIGEN_SOLVERS = ("auto", "arpack", "dense")
 class LLEWeights(NamedTuple):
     """What :func:`lle_weights` returns, all indexed ``[query, key]``.
 
-    ``weights`` ``(n_queries, n_keys)``: the affine reconstruction weights (rows sum to one);
-    ``mask`` ``(n_queries, n_keys)``: True where a key is one of the query's neighbours;
-    ``neighbors`` ``(n_queries, n_neighbors)``: the neighbours' indices, nearest first.
-    ``weights`` and ``mask`` are SciPy CSR matrices, or dense NumPy arrays with ``dense=True``.
+    ``weights`` ``(n_queries, n_keys)``: the affine reconstruction weights (rows sum to
+    one); ``mask`` ``(n_queries, n_keys)``: True where a key is one of the query's
+    neighbours; ``neighbors`` ``(n_queries, n_neighbors)``: the neighbours' indices,
+    nearest first. ``weights`` and ``mask`` are SciPy CSR matrices, or dense NumPy
+    arrays with ``dense=True``.
     """
 
     weights: sp.csr_matrix | np.ndarray
@@ -73,7 +75,7 @@ class LLEEmbedding(NamedTuple):
 
 
 def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
-    """Affine weights reconstructing each query from its neighbours, all systems at once.
+    """Affine weights reconstructing each query from its neighbours, all at once.
 
     Parameters
     ----------
@@ -84,8 +86,8 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     reg : float
         Regulariser: ``reg · trace(G)`` (``reg`` if the trace is zero) is added to the
         diagonal of each local Gram matrix ``G``, as scikit-learn does, so that ``G`` is
-        invertible when ``K > d``. With ``reg=0`` the constrained least-squares problem is
-        solved through its KKT system, which needs no inverse of ``G``.
+        invertible when ``K > d``. With ``reg=0`` the constrained least-squares problem
+        is solved through its KKT system, which needs no inverse of ``G``.
 
     Returns
     -------
@@ -94,8 +96,8 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
 
     Implements
     ----------
-    The closed form in footnote 1 of the self-expression paper (the minimiser of Eq. 9 for
-    one query), with the regularisation of Roweis & Saul (2000).
+    The closed form in footnote 1 of the self-expression paper (the minimiser of Eq. 9
+    for one query), with the regularisation of Roweis & Saul (2000).
     """
     queries = as_tensor(queries, "queries", ndim=2)
     neighbors = as_tensor(
@@ -103,8 +105,8 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     )
     if neighbors.shape[0] != queries.shape[0] or neighbors.shape[2] != queries.shape[1]:
         raise ValueError(
-            f"neighbors must have shape (n, K, d) = ({queries.shape[0]}, K, {queries.shape[1]}), "
-            f"got {tuple(neighbors.shape)}"
+            f"neighbors must have shape (n, K, d) = ({queries.shape[0]}, K, "
+            f"{queries.shape[1]}), got {tuple(neighbors.shape)}"
         )
     reg = check_positive(reg, "reg", allow_zero=True)
     diff = neighbors - queries.unsqueeze(1)
@@ -124,9 +126,10 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
 def _constrained_least_squares(gram: torch.Tensor) -> torch.Tensor:
     """Minimise ``cᵀGc`` subject to ``1ᵀc = 1`` without inverting ``G``.
 
-    Without a regulariser ``G`` is singular whenever ``K > d`` (a point inside the affine
-    span of its neighbours), and ``G⁻¹1`` does not exist; the constrained problem still has
-    a minimiser, the minimum-norm solution of its KKT system ``[G 1; 1ᵀ 0][c; μ] = [0; 1]``.
+    Without a regulariser ``G`` is singular whenever ``K > d`` (a point inside the
+    affine span of its neighbours), and ``G⁻¹1`` does not exist; the constrained problem
+    still has a minimiser, the minimum-norm solution of its KKT system
+    ``[G 1; 1ᵀ 0][c; μ] = [0; 1]``.
     """
     n, k, _ = gram.shape
     kkt = gram.new_zeros(n, k + 1, k + 1)
@@ -139,17 +142,21 @@ def _constrained_least_squares(gram: torch.Tensor) -> torch.Tensor:
 
 
 def _nearest_neighbors(keys: np.ndarray, queries: np.ndarray | None, n_neighbors: int):
-    """Indices ``(n_queries, K)`` of the nearest keys; ``queries=None`` means the keys, minus themselves."""
+    """Indices ``(n_queries, K)`` of the nearest keys.
+
+    ``queries=None`` means the keys, minus themselves.
+    """
     nbrs = NearestNeighbors(n_neighbors=n_neighbors).fit(keys)
     if queries is not None:
         return nbrs.kneighbors(queries, return_distance=False)
     dist, ind = nbrs.kneighbors(return_distance=True)
-    # A duplicate would be its twin's perfect, zero-distance reconstruction: the neighbourhood
-    # and the weights then say nothing about the manifold.
+    # A duplicate would be its twin's perfect, zero-distance reconstruction: the
+    # neighbourhood and the weights then say nothing about the manifold.
     if (dup := np.flatnonzero(dist[:, 0] == 0)).size:
         i = int(dup[0])
         raise ValueError(
-            f"X contains duplicate points (rows {i} and {int(ind[i, 0])}); remove them first"
+            f"X contains duplicate points (rows {i} and {int(ind[i, 0])}); remove "
+            "them first"
         )
     return ind
 
@@ -162,7 +169,8 @@ def _check_n_neighbors(n_neighbors, n_keys: int, self_attention: bool) -> int:
         or not 1 <= n_neighbors <= limit
     ):
         raise ValueError(
-            f"n_neighbors must be an integer in [1, {limit}] (fewer than the {n_keys} samples"
+            f"n_neighbors must be an integer in [1, {limit}] (fewer than the {n_keys} "
+            "samples"
             f"{'' if self_attention else ' of keys, plus one'}), got {n_neighbors!r}"
         )
     return int(n_neighbors)
@@ -171,7 +179,9 @@ def _check_n_neighbors(n_neighbors, n_keys: int, self_attention: bool) -> int:
 def lle_weights(
     X, n_neighbors: int, reg: float = 1e-3, *, keys=None, dense: bool = False
 ) -> LLEWeights:
-    """LLE's reconstruction weights: each query attends to its ``n_neighbors`` nearest keys.
+    """LLE's reconstruction weights: each query attends to its ``n_neighbors`` nearest.
+
+    Its ``n_neighbors`` nearest keys.
 
     Parameters
     ----------
@@ -182,10 +192,12 @@ def lle_weights(
     reg : float
         Regulariser of the local Gram matrices (see :func:`barycenter_weights`).
     keys : array-like, shape (n_keys, n_features), optional
-        Points to reconstruct ``X`` from. By default ``X`` itself, each point excluded from
-        its own neighbourhood (self-attention); ``X`` must then have no duplicate rows.
+        Points to reconstruct ``X`` from. By default ``X`` itself, each point excluded
+        from its own neighbourhood (self-attention); ``X`` must then have no duplicate
+        rows.
     dense : bool
-        Return dense NumPy arrays instead of SciPy CSR matrices (for small ``n`` and plots).
+        Return dense NumPy arrays instead of SciPy CSR matrices (for small ``n`` and
+        plots).
 
     Returns
     -------
@@ -230,11 +242,13 @@ def _weights_on_neighbors(
 
 
 def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
-    """LLE written as a call of :func:`attnlib.attention.attention` (dense, differentiable).
+    """LLE written as a call of :func:`attnlib.attention.attention`.
 
-    Queries, keys and values are the points; the mask is the k-nearest-neighbour graph; the
-    "score" of a query-key pair is its barycentric weight, which needs all of the query's
-    keys at once; no normaliser is needed, since the weights already sum to one.
+    Dense and differentiable.
+
+    Queries, keys and values are the points; the mask is the k-nearest-neighbour graph;
+    the "score" of a query-key pair is its barycentric weight, which needs all of the
+    query's keys at once; no normaliser is needed, since the weights already sum to one.
 
     Parameters
     ----------
@@ -246,7 +260,8 @@ def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
     -------
     AttentionResult
         ``output`` ``(n, d)``: each point reconstructed from its neighbours (the "blank
-        filled in"); ``weights`` ``(n, n)``: LLE's weight matrix, indexed ``[query, key]``.
+        filled in"); ``weights`` ``(n, n)``: LLE's weight matrix, indexed
+        ``[query, key]``.
 
     Implements
     ----------
@@ -277,7 +292,8 @@ def _as_square_weights(W) -> sp.csr_matrix:
     )
     if W.shape[0] != W.shape[1] or W.shape[0] < 3:
         raise ValueError(
-            f"W must be a square [query, key] matrix of at least 3 points, got shape {W.shape}"
+            "W must be a square [query, key] matrix of at least 3 points, got shape "
+            f"{W.shape}"
         )
     if not np.all(np.isfinite(W.data)):
         raise ValueError("W contains NaN or infinite values")
@@ -287,10 +303,11 @@ def _as_square_weights(W) -> sp.csr_matrix:
 def _smallest_arpack(
     M: sp.csc_matrix, k: int, tol: float, max_iter: int | None, v0: np.ndarray
 ):
-    # Shift-invert about a tiny negative shift: M is singular (its null vector is 1), and the
-    # shift makes M + εI positive definite without moving any eigenvector. A symmetric
-    # factorisation without pivoting (a Cholesky in effect) of the (AᵀA) pattern fills in far
-    # less than the default pivoting LU, which is what makes this faster than scikit-learn.
+    # Shift-invert about a tiny negative shift: M is singular (its null vector is 1),
+    # and the shift makes M + εI positive definite without moving any eigenvector. A
+    # symmetric factorisation without pivoting (a Cholesky in effect) of the (AᵀA)
+    # pattern fills in far less than the default pivoting LU, which is what makes this
+    # faster than scikit-learn.
     eps = 1e-12 * max(float(M.diagonal().mean()), 1.0)
     lu = splu(
         (M + eps * sp.eye(M.shape[0], format="csc")).tocsc(),
@@ -303,15 +320,19 @@ def _smallest_arpack(
 
 
 def _orthogonal_to_constant(M, vectors: np.ndarray, n_components: int):
-    """The ``n_components`` bottom eigenpairs of ``M`` within ``span(vectors)`` ⟂ the constant.
+    """The ``n_components`` bottom eigenpairs of ``M`` within ``span(vectors)``.
 
-    ``vectors`` are ``n_components + 1`` orthonormal bottom eigenvectors of ``M``; removing the
-    constant direction leaves (at least) ``n_components`` dimensions, re-diagonalised by a
-    Rayleigh–Ritz step so that the result is centred, orthonormal and ascending.
+    Within the part of ``span(vectors)`` orthogonal to the constant.
+
+    ``vectors`` are ``n_components + 1`` orthonormal bottom eigenvectors of ``M``;
+    removing the constant direction leaves (at least) ``n_components`` dimensions,
+    re-diagonalised by a Rayleigh–Ritz step so that the result is centred, orthonormal
+    and ascending.
     """
     centred = vectors - vectors.mean(axis=0, keepdims=True)
     basis, singular, _ = np.linalg.svd(centred, full_matrices=False)
-    # One singular value is ~0 when the constant vector lies in span(vectors), none otherwise.
+    # One singular value is ~0 when the constant vector lies in span(vectors), none
+    # otherwise.
     basis = basis[:, singular > 1e-6 * singular.max()]
     values, rotation = np.linalg.eigh(basis.T @ (M @ basis))
     vectors = basis @ rotation[:, :n_components]
@@ -327,16 +348,19 @@ def lle_embedding(
     max_iter: int | None = None,
     random_state=None,
 ) -> LLEEmbedding:
-    """Points that the weights ``W`` reconstruct best: bottom eigenvectors of ``(I - W)ᵀ(I - W)``.
+    """Points that the weights ``W`` reconstruct best.
 
-    The constant vector is an eigenvector of ``M = (I - W)ᵀ(I - W)`` with eigenvalue 0 (rows of
-    ``W`` sum to one), and ``M`` maps vectors orthogonal to it to vectors orthogonal to it. The
-    embedding is the bottom ``n_components`` eigenvectors of ``M`` *orthogonal to the constant
-    vector*: it is centred, has ``YᵀY = I``, and minimises ``‖Y - W Y‖²`` under these two
-    constraints (Eq. (10)). When the null space of ``M`` has dimension > 1 (the kNN graph has
-    several closed groups), an eigensolver returns an arbitrary basis of it, which need not
-    contain the constant vector; the constant direction is therefore projected out of the
-    ``n_components + 1`` bottom eigenvectors and the rest re-diagonalised (Rayleigh–Ritz).
+    The bottom eigenvectors of ``(I - W)ᵀ(I - W)``.
+
+    The constant vector is an eigenvector of ``M = (I - W)ᵀ(I - W)`` with eigenvalue 0
+    (rows of ``W`` sum to one), and ``M`` maps vectors orthogonal to it to vectors
+    orthogonal to it. The embedding is the bottom ``n_components`` eigenvectors of ``M``
+    *orthogonal to the constant vector*: it is centred, has ``YᵀY = I``, and minimises
+    ``‖Y - W Y‖²`` under these two constraints (Eq. (10)). When the null space of ``M``
+    has dimension > 1 (the kNN graph has several closed groups), an eigensolver returns
+    an arbitrary basis of it, which need not contain the constant vector; the constant
+    direction is therefore projected out of the ``n_components + 1`` bottom eigenvectors
+    and the rest re-diagonalised (Rayleigh–Ritz).
 
     Parameters
     ----------
@@ -345,9 +369,9 @@ def lle_embedding(
     n_components : int
         Dimension ``d`` of the embedding, at most ``n - 2``.
     eigen_solver : {"auto", "arpack", "dense"}
-        ``"arpack"``: SciPy's Lanczos (``eigsh``) in shift-invert mode on the sparse matrix;
-        ``"dense"``: LAPACK on the dense matrix (exact, ``O(n³)``); ``"auto"``: arpack when
-        ``n > 200`` and ``n_components < 9``, as in scikit-learn.
+        ``"arpack"``: SciPy's Lanczos (``eigsh``) in shift-invert mode on the sparse
+        matrix; ``"dense"``: LAPACK on the dense matrix (exact, ``O(n³)``); ``"auto"``:
+        arpack when ``n > 200`` and ``n_components < 9``, as in scikit-learn.
     tol, max_iter : float, int or None
         Convergence tolerance and iteration cap of arpack (ignored by dense).
     random_state : int, RandomState or None
@@ -398,11 +422,11 @@ def lle_embedding(
 class LocallyLinearEmbedding(
     ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 ):
-    """Locally linear embedding, a scikit-learn estimator built on masked attention weights.
+    """Locally linear embedding, a scikit-learn estimator on masked attention weights.
 
-    Duplicate rows are accepted, as by scikit-learn's estimator: a point's twin is then one of
-    its neighbours, at distance zero, and the regulariser keeps its local Gram matrix
-    invertible. :meth:`transform` honours ``set_output`` (e.g. pandas).
+    Duplicate rows are accepted, as by scikit-learn's estimator: a point's twin is then
+    one of its neighbours, at distance zero, and the regulariser keeps its local Gram
+    matrix invertible. :meth:`transform` honours ``set_output`` (e.g. pandas).
 
     Parameters
     ----------
@@ -426,20 +450,22 @@ class LocallyLinearEmbedding(
     embedding_
         The embedding of the training points, an array ``(n_samples, n_components)``.
     reconstruction_error_
-        ``‖Y - W Y‖²`` at the solution (a float): the sum of the embedding's eigenvalues.
+        ``‖Y - W Y‖²`` at the solution (a float): the sum of the embedding's
+        eigenvalues.
     weights_
         The ``[query, key]`` LLE weights, a SciPy CSR matrix ``(n_samples, n_samples)``.
     nbrs_
         The fitted scikit-learn ``NearestNeighbors`` index used by :meth:`transform`.
     X_fit_
-        The training points ``(n_samples, n_features)``: the keys that new points attend to.
+        The training points ``(n_samples, n_features)``: the keys that new points attend
+        to.
     n_features_in_
         The number of features seen by :meth:`fit`.
 
     Implements
     ----------
-    Eqs. (9)-(10) of the self-expression paper (Roweis & Saul, 2000), ``method="standard"``
-    of scikit-learn's ``LocallyLinearEmbedding``.
+    Eqs. (9)-(10) of the self-expression paper (Roweis & Saul, 2000),
+    ``method="standard"`` of scikit-learn's ``LocallyLinearEmbedding``.
     """
 
     def __init__(
@@ -525,7 +551,8 @@ class LocallyLinearEmbedding(
         Returns
         -------
         ndarray, shape (n, n_components)
-            Each point's barycentric weights on its training neighbours times their embedding.
+            Each point's barycentric weights on its training neighbours times their
+            embedding.
         """
         check_is_fitted(self)
         X = validate_data(self, host_array(X), dtype=np.float64, reset=False)

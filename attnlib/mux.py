@@ -1,14 +1,15 @@
 """Attention as a differentiable multiplexer, and why convolutions cannot route.
 
-A convolution applies the same small kernel everywhere: it is translation-equivariant and
-local, so an output can only read inputs inside its receptive field. A multiplexer reads
-*one* input chosen by a control signal, wherever that input sits. Replacing the hard
-choice (argmax) by a softmax makes the choice differentiable, and scoring every input by a
-bilinear form ``x_iᵀ KᵀQ C_j`` gives attention; ``C_j = x_j`` gives self-attention.
+A convolution applies the same small kernel everywhere: it is translation-equivariant
+and local, so an output can only read inputs inside its receptive field. A multiplexer
+reads *one* input chosen by a control signal, wherever that input sits. Replacing the
+hard choice (argmax) by a softmax makes the choice differentiable, and scoring every
+input by a bilinear form ``x_iᵀ KᵀQ C_j`` gives attention; ``C_j = x_j`` gives
+self-attention.
 
-This module holds the tasks (routing, the weekday multiplexer, sequences for equivariance
-checks), the multiplexers themselves, and the small models the chapter trains. Tokens are
-rows: sequences are ``(batch, length, features)``.
+This module holds the tasks (routing, the weekday multiplexer, sequences for
+equivariance checks), the multiplexers themselves, and the small models the chapter
+trains. Tokens are rows: sequences are ``(batch, length, features)``.
 """
 
 from __future__ import annotations
@@ -51,10 +52,10 @@ FRIENDS = ("Ada", "Ben", "Cleo", "Dev", "Eve", "Finn", "Gus")
 
 
 class RoutingTask(NamedTuple):
-    """Sequences in which every position must output the value found at one marked position.
+    """Sequences where every position must output the value at one marked position.
 
-    ``x[b, i]`` is the one-hot value of token i followed by a marker bit; ``marker[b]`` is
-    the marked position and ``target[b]`` its value, the answer at every position.
+    ``x[b, i]`` is the one-hot value of token i followed by a marker bit; ``marker[b]``
+    is the marked position and ``target[b]`` its value, the answer at every position.
     """
 
     x: torch.Tensor  # (n, length, n_values + 1)
@@ -81,7 +82,8 @@ def routing_task(
     Returns
     -------
     RoutingTask
-        ``x`` of shape ``(n, length, n_values + 1)``, ``target`` and ``marker`` of shape ``(n,)``.
+        ``x`` of shape ``(n, length, n_values + 1)``, ``target`` and ``marker`` of shape
+        ``(n,)``.
 
     Implements
     ----------
@@ -101,12 +103,12 @@ def routing_task(
 
 
 class WeekdayTask(NamedTuple):
-    """Seven friends, each with a favourite restaurant; the day says whose choice counts.
+    """Seven friends with a favourite restaurant each; the day says whose choice counts.
 
-    ``friends[b, i]`` is the one-hot identity of the friend in slot i (slots are shuffled)
-    followed by the one-hot restaurant they prefer; ``day[b]`` is the one-hot weekday (the
-    control signal); ``target[b]`` is the restaurant of the friend whose day it is, given by
-    ``rota[day]``.
+    ``friends[b, i]`` is the one-hot identity of the friend in slot i (slots are
+    shuffled) followed by the one-hot restaurant they prefer; ``day[b]`` is the one-hot
+    weekday (the control signal); ``target[b]`` is the restaurant of the friend whose
+    day it is, given by ``rota[day]``.
     """
 
     friends: torch.Tensor  # (n, n_friends, n_friends + n_restaurants)
@@ -131,10 +133,10 @@ def weekday_task(
     seed : int
         Seeds preferences, slot order, days, and the default rota.
     rota : sequence of int, optional
-        ``rota[d]`` is the friend who decides on day d, any map from days to friends (two
-        days may share a decider, and then some friend never decides). Default: a
-        permutation drawn from ``seed``; pass the rota explicitly to share it between sets
-        drawn with different seeds.
+        ``rota[d]`` is the friend who decides on day d, any map from days to friends
+        (two days may share a decider, and then some friend never decides). Default: a
+        permutation drawn from ``seed``; pass the rota explicitly to share it between
+        sets drawn with different seeds.
 
     Returns
     -------
@@ -142,8 +144,8 @@ def weekday_task(
 
     Implements
     ----------
-    The multiplexer example of the attention note (seed 004): one friend of seven decides
-    where to eat, according to the weekday.
+    The multiplexer example of the attention note (seed 004): one friend of seven
+    decides where to eat, according to the weekday.
     """
     n = check_int(n, "n")
     n_friends, n_restaurants = (
@@ -156,7 +158,8 @@ def weekday_task(
     rota = torch.as_tensor(rota, dtype=torch.long)
     if rota.shape != (n_friends,) or rota.min() < 0 or rota.max() >= n_friends:
         raise ValueError(
-            f"rota must hold {n_friends} friends from range({n_friends}), got {rota.tolist()}"
+            f"rota must hold {n_friends} friends from range({n_friends}), got "
+            f"{rota.tolist()}"
         )
     prefs = torch.randint(n_restaurants, (n, n_friends), generator=g)
     slots = torch.argsort(
@@ -175,7 +178,9 @@ def weekday_task(
 def translation_sequences(
     n: int, length: int = 32, dim: int = 4, *, margin: int = 8, seed: int = 0
 ) -> torch.Tensor:
-    """Random sequences ``(n, length, dim)`` that are zero on their first and last ``margin`` tokens.
+    """Random sequences ``(n, length, dim)``, zero on the first and last tokens.
+
+    ``margin`` tokens at each end are zero.
 
     With zero margins, shifting by fewer than ``margin`` tokens loses nothing, so a
     zero-padded convolution commutes with the shift exactly (see :func:`shift_tokens`).
@@ -198,7 +203,7 @@ def translation_sequences(
 
 
 def shift_tokens(x, shift: int) -> torch.Tensor:
-    """Move every token ``shift`` places to the right (left if negative), filling with zeros.
+    """Move every token ``shift`` places right (left if negative), filling with zeros.
 
     ``x`` is ``(..., length, features)``; the result has the same shape.
     """
@@ -208,7 +213,8 @@ def shift_tokens(x, shift: int) -> torch.Tensor:
     shift = int(shift)
     if abs(shift) >= x.shape[-2]:
         raise ValueError(
-            f"shift must be smaller than the length {x.shape[-2]} in absolute value, got {shift}"
+            f"shift must be smaller than the length {x.shape[-2]} in absolute value, "
+            f"got {shift}"
         )
     out = torch.zeros_like(x)
     if shift >= 0:
@@ -219,10 +225,13 @@ def shift_tokens(x, shift: int) -> torch.Tensor:
 
 
 def conv_matrix(kernel, length: int) -> torch.Tensor:
-    """The ``(length, length)`` matrix of a zero-padded 1-D convolution with an odd ``kernel``.
+    """The ``(length, length)`` matrix of a zero-padded 1-D convolution.
+
+    The ``kernel`` has odd length.
 
     Row j is the kernel, as a row vector, placed around position j: ``y = M @ x`` equals
-    ``torch.nn.functional.conv1d`` (a cross-correlation) with ``padding=len(kernel) // 2``.
+    ``torch.nn.functional.conv1d`` (a cross-correlation) with
+    ``padding=len(kernel) // 2``.
 
     Implements
     ----------
@@ -245,7 +254,7 @@ def conv_matrix(kernel, length: int) -> torch.Tensor:
     )
 
 
-# --------------------------------------------------------------------------- multiplexers
+# ------------------------------------------------------------------------- multiplexers
 
 
 def hard_mux(inputs, control) -> torch.Tensor:
@@ -270,7 +279,8 @@ def hard_mux(inputs, control) -> torch.Tensor:
         )
     if control.shape != inputs.shape[:-2]:
         raise ValueError(
-            f"control must have shape {tuple(inputs.shape[:-2])}, got {tuple(control.shape)}"
+            f"control must have shape {tuple(inputs.shape[:-2])}, got "
+            f"{tuple(control.shape)}"
         )
     if control.numel() and (control.min() < 0 or control.max() >= inputs.shape[-2]):
         raise ValueError(
@@ -281,7 +291,7 @@ def hard_mux(inputs, control) -> torch.Tensor:
 
 
 def hardmax(scores: torch.Tensor) -> torch.Tensor:
-    """One-hot weights at each row's largest score (first one on ties); no gradient flows.
+    """One-hot weights at each row's largest score (first on ties); no gradient flows.
 
     Masked keys (``-inf``) are never chosen unless the whole row is masked.
     """
@@ -294,8 +304,8 @@ def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
 
     Implements
     ----------
-    The straight-through estimator of Bengio, Léonard and Courville (2013), applied to the
-    argmax the attention note replaces by a softmax (seed 004).
+    The straight-through estimator of Bengio, Léonard and Courville (2013), applied to
+    the argmax the attention note replaces by a softmax (seed 004).
     """
     soft = torch.softmax(as_tensor(scores, "scores", allow_inf=True), -1)
     return hardmax(scores) + soft - soft.detach()
@@ -349,7 +359,8 @@ def soft_mux(
     )
     if importance.shape != inputs.shape[:-1]:
         raise ValueError(
-            f"importance must have shape {tuple(inputs.shape[:-1])}, got {tuple(importance.shape)}"
+            f"importance must have shape {tuple(inputs.shape[:-1])}, got "
+            f"{tuple(importance.shape)}"
         )
     # One query equal to 1 against one-feature keys a_i: the "dot" score is a_i itself.
     query = torch.ones(
@@ -375,10 +386,12 @@ def _squeeze_query(out, weights) -> AttentionResult:
 
 
 class ConvRouter(nn.Module):
-    """A 1-D CNN: ``depth`` zero-padded convolutions of odd ``kernel_size`` with ReLUs (residual after the first), then a read-out.
+    """A 1-D CNN: ``depth`` zero-padded convolutions with ReLUs, then a read-out.
 
-    Every layer is translation-equivariant and local, so output j sees only the inputs within
-    ``receptive_field // 2`` positions of j.
+    The convolutions have odd ``kernel_size``; residual connections after the first.
+
+    Every layer is translation-equivariant and local, so output j sees only the inputs
+    within ``receptive_field // 2`` positions of j.
 
     Parameters
     ----------
@@ -393,8 +406,8 @@ class ConvRouter(nn.Module):
 
     Implements
     ----------
-    The convolutions of the attention note (seed 004), stacked to grow the receptive field
-    to ``1 + depth (kernel_size - 1)``.
+    The convolutions of the attention note (seed 004), stacked to grow the receptive
+    field to ``1 + depth (kernel_size - 1)``.
     """
 
     def __init__(
@@ -426,7 +439,10 @@ class ConvRouter(nn.Module):
         self.receptive_field = 1 + depth * (kernel_size - 1)
 
     def forward(self, x) -> torch.Tensor:
-        """Logits ``(batch, length, n_out)`` for tokens ``x`` of shape ``(batch, length, n_in)``."""
+        """Logits ``(batch, length, n_out)`` for tokens ``x``.
+
+        ``x`` is ``(batch, length, n_in)``.
+        """
         x = as_tensor(
             x,
             "x",
@@ -444,7 +460,7 @@ class ConvRouter(nn.Module):
 
 
 class AttentionRouter(nn.Module):
-    """One attention layer that reads, for every position, the values of the positions it picks.
+    """One attention layer: each position reads the values of the positions it picks.
 
     Tokens are embedded linearly (plus a learned positional encoding if ``max_len`` is
     given), scored by ``q_jᵀ k_i / √d``, normalised by ``normalizer``, and the averaged
@@ -463,8 +479,8 @@ class AttentionRouter(nn.Module):
 
     Implements
     ----------
-    The note's multiplexer with linear maps, ``a(x_i, x_j) = x_iᵀKᵀQ x_j`` and ``C_j = x_j``
-    (seed 004): self-attention, Eq. (1) of Vaswani et al. (2017).
+    The note's multiplexer with linear maps, ``a(x_i, x_j) = x_iᵀKᵀQ x_j`` and
+    ``C_j = x_j`` (seed 004): self-attention, Eq. (1) of Vaswani et al. (2017).
     """
 
     def __init__(
@@ -492,7 +508,10 @@ class AttentionRouter(nn.Module):
         self.readout = nn.Linear(d_model, n_out)
 
     def attend(self, x):
-        """The attention result (averaged values ``(batch, length, d_model)``, weights ``[query, key]``)."""
+        """The attention result: averaged values and weights.
+
+        Values ``(batch, length, d_model)``, weights ``[query, key]``.
+        """
         x = as_tensor(
             x,
             "x",
@@ -504,21 +523,27 @@ class AttentionRouter(nn.Module):
         if self.pos is not None:
             if x.shape[1] > self.pos.shape[0]:
                 raise ValueError(
-                    f"x has {x.shape[1]} tokens, more than max_len = {self.pos.shape[0]}"
+                    f"x has {x.shape[1]} tokens, more than max_len = "
+                    f"{self.pos.shape[0]}"
                 )
             q, k = q + self.pos[: x.shape[1]], k + self.pos[: x.shape[1]]
         return attention(q, k, v, normalizer=self.normalize)
 
     def forward(self, x) -> torch.Tensor:
-        """Logits ``(batch, length, n_out)`` for tokens ``x`` of shape ``(batch, length, n_in)``."""
+        """Logits ``(batch, length, n_out)`` for tokens ``x``.
+
+        ``x`` is ``(batch, length, n_in)``.
+        """
         return self.readout(self.attend(x).output)
 
 
 class WeekdayMux(nn.Module):
-    """The friends' multiplexer: the day, through ``Q``, scores each friend's token through ``K``.
+    """The friends' multiplexer: the day (via ``Q``) scores each friend's token.
 
-    ``a(x_i, c) = x_iᵀ KᵀQ c``; the output is the chosen friend's token ``Σ α_i x_i``, read
-    out linearly to restaurant logits.
+    Each friend's token is seen through ``K``.
+
+    ``a(x_i, c) = x_iᵀ KᵀQ c``; the output is the chosen friend's token ``Σ α_i x_i``,
+    read out linearly to restaurant logits.
 
     Parameters
     ----------
@@ -530,8 +555,8 @@ class WeekdayMux(nn.Module):
 
     Implements
     ----------
-    The note's ``Σ_i x_i exp(x_iᵀKᵀQC) / Σ_k exp(x_kᵀKᵀQC)`` (seed 004) with the weekday as the
-    context ``C``.
+    The note's ``Σ_i x_i exp(x_iᵀKᵀQC) / Σ_k exp(x_kᵀKᵀQC)`` (seed 004) with the weekday
+    as the context ``C``.
     """
 
     def __init__(
@@ -554,17 +579,21 @@ class WeekdayMux(nn.Module):
         self.readout = nn.Linear(n_friends + n_restaurants, n_restaurants)
 
     def bilinear_form(self) -> torch.Tensor:
-        """``(KᵀQ)ᵀ``, indexed ``[day feature, token feature]``: ``a(x, c) = c @ M @ x``."""
+        """``(KᵀQ)ᵀ``, indexed ``[day feature, token feature]``.
+
+        ``a(x, c) = c @ M @ x``.
+        """
         return self.Q.weight.T @ self.K.weight
 
     def attend(self, friends, day):
-        """The chosen tokens ``(batch, features)`` and weights ``(batch, n_friends)``."""
+        """The chosen tokens ``(batch, features)``, weights ``(batch, n_friends)``."""
         w = self.readout.weight
         friends = as_tensor(friends, "friends", ndim=3, dtype=w.dtype, device=w.device)
         day = as_tensor(day, "day", ndim=2, dtype=w.dtype, device=w.device)
         if day.shape[0] != friends.shape[0]:
             raise ValueError(
-                f"day and friends must have the same batch size, got {day.shape[0]} and {friends.shape[0]}"
+                f"day and friends must have the same batch size, got {day.shape[0]} "
+                f"and {friends.shape[0]}"
             )
         out, weights = attention(
             self.Q(day)[:, None],
@@ -580,11 +609,14 @@ class WeekdayMux(nn.Module):
         return self.readout(self.attend(friends, day).output)
 
 
-# --------------------------------------------------------------------------- training helpers
+# --------------------------------------------------------------------- training helpers
 
 
 def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
-    """Mean cross-entropy over every position of every sequence (each must name the marked value)."""
+    """Mean cross-entropy over every position of every sequence.
+
+    Each position must name the marked value.
+    """
     logits = model(task.x)
     target = task.target[:, None].expand(logits.shape[:2])
     return F.cross_entropy(logits.flatten(0, 1), target.flatten())

@@ -1,15 +1,18 @@
-"""Normalizers: maps from a row of scores to a probability vector (softmax, sparsemax, entmax).
+"""Normalizers: maps from a row of scores to a probability vector.
 
-Each map is a *regularised prediction map* ``argmax_p <p, x> - Ω(p)`` over the probability
-simplex (Def. 1 of the sparse-continuous attention paper): the Shannon negentropy gives
-softmax, the 2-Tsallis negentropy sparsemax, and the α-Tsallis negentropy α-entmax, which
-puts exactly zero weight on low scores when α > 1.
+Softmax, sparsemax and entmax.
 
-The threshold τ of sparsemax and entmax is found without sorting, by Newton's method from
-below (Michelot's algorithm at α = 2); on a CPU it runs as compiled loops over the rows, so
-that each row is read from memory once. See "threshold search" below.
+Each map is a *regularised prediction map* ``argmax_p <p, x> - Ω(p)`` over the
+probability simplex (Def. 1 of the sparse-continuous attention paper): the Shannon
+negentropy gives softmax, the 2-Tsallis negentropy sparsemax, and the α-Tsallis
+negentropy α-entmax, which puts exactly zero weight on low scores when α > 1.
 
-Importing this module registers ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as normalizers of
+The threshold τ of sparsemax and entmax is found without sorting, by Newton's method
+from below (Michelot's algorithm at α = 2); on a CPU it runs as compiled loops over the
+rows, so that each row is read from memory once. See "threshold search" below.
+
+Importing this module registers ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as
+normalizers of
 :func:`attnlib.attention.attention`.
 """
 
@@ -38,10 +41,13 @@ __all__ = [
 
 # ----------------------------------------------------------------------------- helpers
 def _check_scores(x, dim: int, name: str = "x") -> tuple[torch.Tensor, int]:
-    """A floating tensor of scores and ``dim`` made non-negative; ``-inf`` allowed (masked).
+    """A floating tensor of scores and ``dim`` made non-negative; ``-inf`` allowed.
 
-    An empty batch (a zero-size dimension other than ``dim``) passes, as in ``torch.softmax``;
-    an empty ``dim`` does not, as no distribution lives on an empty set.
+    ``-inf`` marks masked entries.
+
+    An empty batch (a zero-size dimension other than ``dim``) passes, as in
+    ``torch.softmax``; an empty ``dim`` does not, as no distribution lives on an empty
+    set.
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         x = as_tensor(x, name, min_ndim=0, allow_inf=True, allow_empty=True)
@@ -57,18 +63,21 @@ def _check_scores(x, dim: int, name: str = "x") -> tuple[torch.Tensor, int]:
         )
     if x.shape[dim] == 0:
         raise ValueError(
-            f"{name} must have at least one entry along dim {dim}, got shape {tuple(x.shape)}"
+            f"{name} must have at least one entry along dim {dim}, got shape "
+            f"{tuple(x.shape)}"
         )
     return x, int(dim) % x.ndim
 
 
 def _compute_dtype(x: torch.Tensor) -> torch.dtype:
-    # Half precision has too few bits for the threshold search; work in float32 and cast back.
+    # Half precision has too few bits for the threshold search; work in float32 and cast
+    # back.
     return x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
 
 
 def _row_max(z: torch.Tensor, name: str = "x") -> torch.Tensor:
-    # max propagates NaN and shows +inf and all-masked rows, so one reduction checks the input.
+    # max propagates NaN and shows +inf and all-masked rows, so one reduction checks the
+    # input.
     m = z.amax(-1, keepdim=True)
     if not torch.isfinite(m).all():
         if torch.isnan(m).any():
@@ -105,7 +114,9 @@ class _Softmax(torch.autograd.Function):
 
 
 def softmax(x, dim: int = -1) -> torch.Tensor:
-    """Softmax along ``dim``: ``exp(x) / Σ exp(x)``; ``-inf`` entries (masked keys) get weight 0.
+    """Softmax along ``dim``: ``exp(x) / Σ exp(x)``; ``-inf`` entries get weight 0.
+
+    ``-inf`` entries are masked keys.
 
     Parameters
     ----------
@@ -130,15 +141,16 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
     return _along_last(_Softmax.apply, x, dim)
 
 
-# ----------------------------------------------------------------------------- threshold search
+# --------------------------------------------------------------------- threshold search
 # Write p ∝ [e]₊^q with e = (α-1)(x - t) and q = 1/(α-1). The weights sum to one at the
-# threshold t*, the root of g(t) = ‖[e]₊‖_q = 1. For α ≤ 2 (q ≥ 1), g is convex and decreasing
-# in t, so Newton's method started below t* climbs monotonically to it and never overshoots;
-# for α = 2 it is Michelot's algorithm, exact once the support stops changing. The start
-# ``max(x) - q`` is below t* because no weight exceeds one; it puts every e in [0, 1], so that
-# e^q neither overflows nor, for the largest, underflows, however large q is. Both searches
-# run on the scores minus their row maximum (as the entmax package does): at an offset of
-# 1e9 in float32, ``max(x) - q`` itself would round to ``max(x)``.
+# threshold t*, the root of g(t) = ‖[e]₊‖_q = 1. For α ≤ 2 (q ≥ 1), g is convex and
+# decreasing in t, so Newton's method started below t* climbs monotonically to it and
+# never overshoots; for α = 2 it is Michelot's algorithm, exact once the support stops
+# changing. The start ``max(x) - q`` is below t* because no weight exceeds one; it puts
+# every e in [0, 1], so that e^q neither overflows nor, for the largest, underflows,
+# however large q is. Both searches run on the scores minus their row maximum (as the
+# entmax package does): at an offset of 1e9 in float32, ``max(x) - q`` itself would
+# round to ``max(x)``.
 #
 # On a CPU the search runs as compiled loops over the rows (attnlib.entmax_kernels,
 # compiled from C once per machine, or by numba where no C compiler is present): a row
@@ -177,7 +189,9 @@ def _entmax_vjp_cpu(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Ten
 
 
 def _bisect_entmax(x: torch.Tensor, alpha) -> torch.Tensor:
-    """α-entmax for any α > 1 (``alpha`` may be a per-row tensor) by bisection on τ in Σ [(α-1)x - τ]₊^q = 1.
+    """α-entmax for any α > 1 by bisection on τ in Σ [(α-1)x - τ]₊^q = 1.
+
+    ``alpha`` may be a per-row tensor.
 
     As in the compiled search, the scores are first shifted by their row maximum.
     """
@@ -203,12 +217,14 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous().view(-1, x.shape[-1])
 
 
-# ----------------------------------------------------------------------------- sparsemax
+# ---------------------------------------------------------------------------- sparsemax
 def sparsemax(x, dim: int = -1) -> torch.Tensor:
-    """Sparsemax along ``dim``: the Euclidean projection of ``x`` onto the probability simplex.
+    """Sparsemax along ``dim``: the Euclidean projection of ``x`` onto the simplex.
 
-    ``sparsemax(x) = [x - τ]₊`` with τ chosen so that the result sums to one; entries far
-    below the largest get exactly zero. ``-inf`` entries (masked keys) get weight 0.
+    The simplex of probability vectors.
+
+    ``sparsemax(x) = [x - τ]₊`` with τ chosen so that the result sums to one; entries
+    far below the largest get exactly zero. ``-inf`` entries (masked keys) get weight 0.
 
     Parameters
     ----------
@@ -229,9 +245,10 @@ def sparsemax(x, dim: int = -1) -> torch.Tensor:
 
     Implements
     ----------
-    Eq. (9) of the sparse-continuous attention paper (Martins et al., 2020) in the finite
-    case, i.e. sparsemax of Martins & Astudillo (2016); its Jacobian ``Diag(s) - s sᵀ / 1ᵀs``
-    is Eq. (14) with α = 2. The threshold is found by Michelot's (1986) algorithm.
+    Eq. (9) of the sparse-continuous attention paper (Martins et al., 2020) in the
+    finite case, i.e. sparsemax of Martins & Astudillo (2016); its Jacobian
+    ``Diag(s) - s sᵀ / 1ᵀs`` is Eq. (14) with α = 2. The threshold is found by
+    Michelot's (1986) algorithm.
     """
     x, dim = _check_scores(x, dim)
     if x.numel() == 0:
@@ -260,8 +277,9 @@ class _Entmax(torch.autograd.Function):
         else:
             p = _bisect_entmax(x.to(cd), alpha)
         out = p.to(x.dtype)
-        # The output itself is saved (not a copy in the compute dtype), so that a backward
-        # run with create_graph=True differentiates through it: double backward is exact.
+        # The output itself is saved (not a copy in the compute dtype), so that a
+        # backward run with create_graph=True differentiates through it: double backward
+        # is exact.
         ctx.save_for_backward(out)
         return out
 
@@ -282,15 +300,16 @@ class _Entmax(torch.autograd.Function):
                 out.dtype
             ), None
         support = p > 0
-        # p^(2-α) and p log p only on the support: their derivatives at p = 0 are infinite
-        # (NaN once masked), and a second backward would differentiate them.
+        # p^(2-α) and p log p only on the support: their derivatives at p = 0 are
+        # infinite (NaN once masked), and a second backward would differentiate them.
         p_in = torch.where(support, p, 1)
         s = torch.where(support, p_in.pow(2 - alpha), 0)
         sg = s * g
         grad_x = sg - s * (sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True))
         grad_alpha = None
         if ctx.needs_input_grad[1]:
-            # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p), with q = 1/(α-1) and s̃ = s/Σs.
+            # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p), with q = 1/(α-1) and s̃
+            # = s/Σs.
             q = 1 / (alpha - 1)
             skew = s / s.sum(-1, keepdim=True)
             plogp = torch.where(support, p_in * p_in.log(), 0)
@@ -305,7 +324,8 @@ def _check_alpha(alpha, x: torch.Tensor, dim: int):
             alpha = alpha.to(torch.get_default_dtype())
         if alpha.ndim > x.ndim or (alpha.ndim == x.ndim and alpha.shape[dim] != 1):
             raise ValueError(
-                f"alpha must be a number or a tensor broadcastable to x with size 1 along dim, got shape {tuple(alpha.shape)}"
+                "alpha must be a number or a tensor broadcastable to x with size 1 "
+                f"along dim, got shape {tuple(alpha.shape)}"
             )
         if not torch.isfinite(alpha).all() or (alpha <= 1).any():
             raise ValueError("alpha as a tensor must hold finite values greater than 1")
@@ -352,9 +372,10 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     ----------
     x : tensor or array-like, shape (..., n, ...)
         Scores; ``-inf`` marks a masked entry. float16, bfloat16, float32 or float64.
-    alpha : float ≥ 1, or tensor > 1 of a shape broadcastable to x's with size 1 along dim
-        The Tsallis index. A tensor (e.g. a learned parameter) may have one value per slice:
-        its shape must broadcast to ``x`` with size 1 along ``dim``; gradients flow to it.
+    alpha : float ≥ 1, or tensor > 1 of a shape broadcastable to x's, 1 along dim
+        The Tsallis index. A tensor (e.g. a learned parameter) may have one value per
+        slice: its shape must broadcast to ``x`` with size 1 along ``dim``; gradients
+        flow to it.
     dim : int
         The dimension that is normalised.
 
@@ -370,10 +391,10 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
 
     Implements
     ----------
-    Eq. (7) of the sparse-continuous attention paper (Martins et al., 2020), the Ω_α-RPM,
-    in the finite case (α-entmax of Peters et al., 2019); backward pass by Eq. (14), whose
-    finite form is ``Diag(s) - s sᵀ / 1ᵀs`` with ``s = p^(2-α)`` on the support, and
-    the derivative in α of Correia et al. (2019).
+    Eq. (7) of the sparse-continuous attention paper (Martins et al., 2020), the
+    Ω_α-RPM, in the finite case (α-entmax of Peters et al., 2019); backward pass by Eq.
+    (14), whose finite form is ``Diag(s) - s sᵀ / 1ᵀs`` with ``s = p^(2-α)`` on the
+    support, and the derivative in α of Correia et al. (2019).
     """
     x, dim = _check_scores(x, dim)
     alpha = _check_alpha(alpha, x, dim)
@@ -387,7 +408,9 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
 
 # ----------------------------------------------------------------------------- Tsallis
 def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
-    """The α-Tsallis entropy ``(1 - Σ p^α) / (α(α-1))`` (Shannon's ``-Σ p log p`` at α = 1).
+    """The α-Tsallis entropy ``(1 - Σ p^α) / (α(α-1))``.
+
+    Shannon's ``-Σ p log p`` at α = 1.
 
     Parameters
     ----------
@@ -405,8 +428,8 @@ def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
 
     Implements
     ----------
-    Minus Eq. (6) of the sparse-continuous attention paper (Martins et al., 2020), with the
-    1/α scaling of Blondel et al. (2020).
+    Minus Eq. (6) of the sparse-continuous attention paper (Martins et al., 2020), with
+    the 1/α scaling of Blondel et al. (2020).
     """
     p = as_tensor(p, "p")
     if ((p < 0) | (p > 1 + 4 * torch.finfo(p.dtype).eps)).any():
@@ -431,7 +454,8 @@ def exp_beta(u, beta: float) -> torch.Tensor:
     Returns
     -------
     tensor, shape of ``u``
-        ``exp_β(u)``; ``inf`` where the result exceeds the dtype's range (as ``exp`` does).
+        ``exp_β(u)``; ``inf`` where the result exceeds the dtype's range (as ``exp``
+        does).
 
     Implements
     ----------
@@ -475,10 +499,13 @@ def log_beta(u, beta: float) -> torch.Tensor:
 def fenchel_young_loss(
     scores, target, alpha=1.5, reduction: str = "mean"
 ) -> torch.Tensor:
-    """The Fenchel–Young loss of α-entmax: ``⟨p̂ - y, θ⟩ + H_α(p̂) - H_α(y)``, ``p̂ = entmax(θ)``.
+    """The Fenchel–Young loss of α-entmax: ``⟨p̂ - y, θ⟩ + H_α(p̂) - H_α(y)``.
 
-    It is non-negative, zero iff ``entmax(scores) = target``, and its gradient in the scores
-    is ``p̂ - y``. α = 1 gives the cross-entropy (softmax) loss, α = 2 the sparsemax loss.
+    With ``p̂ = entmax(θ)``.
+
+    It is non-negative, zero iff ``entmax(scores) = target``, and its gradient in the
+    scores is ``p̂ - y``. α = 1 gives the cross-entropy (softmax) loss, α = 2 the
+    sparsemax loss.
 
     Parameters
     ----------
@@ -498,8 +525,8 @@ def fenchel_young_loss(
 
     Implements
     ----------
-    The Fenchel–Young loss of Blondel et al. (2020), Def. 2, with the Tsallis regulariser
-    of Eq. (6) of the sparse-continuous attention paper.
+    The Fenchel–Young loss of Blondel et al. (2020), Def. 2, with the Tsallis
+    regulariser of Eq. (6) of the sparse-continuous attention paper.
     """
     scores, _ = _check_scores(scores, -1, "scores")
     if scores.numel() == 0:
@@ -515,7 +542,8 @@ def fenchel_young_loss(
     if isinstance(target, torch.Tensor) and not target.is_floating_point():
         if target.shape != scores.shape[:-1]:
             raise ValueError(
-                f"target of class indices must have shape {tuple(scores.shape[:-1])}, got {tuple(target.shape)}"
+                f"target of class indices must have shape {tuple(scores.shape[:-1])}, "
+                f"got {tuple(target.shape)}"
             )
         if (target < 0).any() or (target >= scores.shape[-1]).any():
             raise ValueError(f"target indices must lie in [0, {scores.shape[-1] - 1}]")
@@ -534,7 +562,8 @@ def fenchel_young_loss(
         )
         if target.shape != scores.shape or (target < 0).any():
             raise ValueError(
-                f"target of probabilities must be non-negative with shape {tuple(scores.shape)}"
+                "target of probabilities must be non-negative with shape "
+                f"{tuple(scores.shape)}"
             )
         dtype = torch.promote_types(
             scores.dtype, target.dtype
@@ -550,9 +579,11 @@ def fenchel_young_loss(
         )
         if not torch.allclose(total, torch.ones_like(total), atol=tol, rtol=0):
             raise ValueError(
-                f"target of probabilities must sum to one along the last dimension (within {tol})"
+                "target of probabilities must sum to one along the last dimension "
+                f"(within {tol})"
             )
-    # p̂ is held fixed: by Danskin's theorem the loss's gradient in θ is then exactly p̂ - y.
+    # p̂ is held fixed: by Danskin's theorem the loss's gradient in θ is then exactly p̂
+    # - y.
     p_hat = entmax(scores.detach(), alpha)
     theta = scores.masked_fill(torch.isneginf(scores), 0.0)
     loss = (

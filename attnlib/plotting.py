@@ -79,7 +79,9 @@ def attention_heatmap(
     colorbar: bool = True,
     cmap: str | None = None,
 ):
-    """Draw a ``[query, key]`` weight matrix: queries down the rows, keys along the columns.
+    """Draw a ``[query, key]`` weight matrix: queries down the rows, keys across.
+
+    Keys run along the columns.
 
     Signed matrices (LLE, self-expression) get a diverging colour map centred at zero.
 
@@ -96,8 +98,8 @@ def attention_heatmap(
     title : str, optional
         The axes' title.
     signed : bool, optional
-        Force the diverging (True) or sequential (False) colour map; default: signed if any
-        weight is negative.
+        Force the diverging (True) or sequential (False) colour map; default: signed if
+        any weight is negative.
     annotate : bool
         Write each weight in its cell.
     colorbar : bool
@@ -199,7 +201,8 @@ def image_grid(
         for im in images
     ):
         raise ValueError(
-            f"images must be a non-empty list of (H, W) or (H, W, 3|4) arrays, got shapes {[im.shape for im in images]}"
+            "images must be a non-empty list of (H, W) or (H, W, 3|4) arrays, got "
+            f"shapes {[im.shape for im in images]}"
         )
     if titles is not None and len(titles) != len(images):
         raise ValueError(

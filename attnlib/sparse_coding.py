@@ -1,10 +1,11 @@
 """Sparse-coding attention: the unrolled ISTA of the sparse self-expression problem.
 
-Coding each query as a sparse combination of the keys (the Lasso behind SSC, with queries
-in place of the samples themselves) and unrolling ISTA gives an attention layer: ``Q Kᵀ``
-is dot-product attention, ``K Kᵀ`` self-attention of the keys, the soft threshold makes
-the weights sparse and signed, and the output is ``C V``. With learned steps and
-thresholds per iteration it is LISTA (Gregor & LeCun 2010), a layer that trains.
+Coding each query as a sparse combination of the keys (the Lasso behind SSC, with
+queries in place of the samples themselves) and unrolling ISTA gives an attention layer:
+``Q Kᵀ`` is dot-product attention, ``K Kᵀ`` self-attention of the keys, the soft
+threshold makes the weights sparse and signed, and the output is ``C V``. With learned
+steps and thresholds per iteration it is LISTA (Gregor & LeCun 2010), a layer that
+trains.
 """
 
 from __future__ import annotations
@@ -56,9 +57,10 @@ def sparse_coding_attention(
 ) -> AttentionResult:
     """Attention whose weights are sparse codes of the queries over the keys, by unrolled ISTA.
 
-    ``C_{t+1} = shrink_{ελ}(C_t (I − ε K Kᵀ) + ε Q Kᵀ)`` from ``C_0 = 0``: ``Q Kᵀ`` is dot-product
-    attention and ``K Kᵀ`` dot-product self-attention of the keys; the output is ``C V``. With
-    many iterations ``C`` solves the Lasso ``min ½‖Q − C K‖² + λ‖C‖₁`` row by row.
+    ``C_{t+1} = shrink_{ελ}(C_t (I − ε K Kᵀ) + ε Q Kᵀ)`` from ``C_0 = 0``: ``Q Kᵀ`` is
+    dot-product attention and ``K Kᵀ`` dot-product self-attention of the keys; the
+    output is ``C V``. With many iterations ``C`` solves the Lasso
+    ``min ½‖Q − C K‖² + λ‖C‖₁`` row by row.
 
     Parameters
     ----------
@@ -72,8 +74,8 @@ def sparse_coding_attention(
     step : float, optional
         ε; default ``1 / ‖K‖₂²`` (per batch element), which guarantees convergence.
     nonnegative : bool
-        Use the paper's one-sided ``ReLU_λ(x) = max(x − λ, 0)`` (a non-negative Lasso) instead
-        of the two-sided soft threshold.
+        Use the paper's one-sided ``ReLU_λ(x) = max(x − λ, 0)`` (a non-negative Lasso)
+        instead of the two-sided soft threshold.
 
     Returns
     -------

@@ -1,10 +1,10 @@
 """Self-expressive subspace clustering: each sample a combination of the others.
 
 Self-expressiveness writes every sample as a combination of the *other* samples,
-``X ≈ C X`` with ``diag(C) = 0``: a global, signed self-attention whose weights are learned
-by solving an optimisation problem rather than computed from a query–key score. Tokens are
-rows, so row ``i`` of ``C`` expresses sample ``i`` (``C[query, key]``); the self-expression
-paper puts samples in columns and its ``C`` is our ``C.T``.
+``X ≈ C X`` with ``diag(C) = 0``: a global, signed self-attention whose weights are
+learned by solving an optimisation problem rather than computed from a query–key score.
+Tokens are rows, so row ``i`` of ``C`` expresses sample ``i`` (``C[query, key]``); the
+self-expression paper puts samples in columns and its ``C`` is our ``C.T``.
 
 This module holds the idea: the self-expressive coefficients for three regularisers
 (LSR and LRSC in closed form, SSC through the row-wise Lasso solvers of
@@ -68,8 +68,9 @@ __all__ = [
 def ssc_objective(X, C, lam) -> float:
     """The SSC objective ``½‖X − C X‖_F² + Σᵢ λᵢ ‖C[i]‖₁`` (rows are samples).
 
-    Row ``i`` is the Lasso ``½‖xᵢ − Σⱼ C[i, j] xⱼ‖² + λᵢ‖C[i]‖₁``; scikit-learn's ``Lasso``
-    minimises the same problem divided by ``n_features`` with ``alpha = λ / n_features``.
+    Row ``i`` is the Lasso ``½‖xᵢ − Σⱼ C[i, j] xⱼ‖² + λᵢ‖C[i]‖₁``; scikit-learn's
+    ``Lasso`` minimises the same problem divided by ``n_features`` with
+    ``alpha = λ / n_features``.
 
     Implements
     ----------
@@ -98,7 +99,8 @@ def _lsr(X, lam, form, zero_diagonal):
 def _lrsc(X, lam, form):
     V, sigma, _ = np.linalg.svd(X, full_matrices=False)
     if form == "exact":
-        # C = V diag(w) Vᵀ; each direction costs ½σ²(1 − w)² + λ|w|, least at w = (1 − λ/σ²)₊.
+        # C = V diag(w) Vᵀ; each direction costs ½σ²(1 − w)² + λ|w|, least at w = (1 −
+        # λ/σ²)₊.
         with np.errstate(divide="ignore"):
             weights = np.maximum(1.0 - lam / sigma**2, 0.0)
     elif (
@@ -144,42 +146,45 @@ def self_expressive(
     X : array-like, shape (n_samples, n_features)
         The samples, one per row.
     method : {"ssc", "lsr", "lrsc"}
-        ``"ssc"``: Θ = ‖C‖₁ with diag(C) = 0 (sparse subspace clustering);
-        ``"lsr"``: Θ = ½‖C‖_F² (least-squares regression), closed form; the same minimiser
-        as the paper's unhalved ``‖X − CX‖_F² + λ‖C‖_F²``, so λ is the paper's;
-        ``"lrsc"``: the nuclear norm (low-rank subspace clustering), closed form.
+        ``"ssc"``: Θ = ‖C‖₁ with diag(C) = 0 (sparse subspace clustering); ``"lsr"``: Θ
+        = ½‖C‖_F² (least-squares regression), closed form; the same minimiser as the
+        paper's unhalved ``‖X − CX‖_F² + λ‖C‖_F²``, so λ is the paper's; ``"lrsc"``: the
+        nuclear norm (low-rank subspace clustering), closed form.
     lam : float or array of shape (n_samples,), optional
         The regularisation weight λ (for ``"ssc"`` one per sample is allowed); default
         ``DEFAULT_LAM[method]``, chosen by the benchmark's sweep. Row i of SSC
         is ``sklearn.linear_model.Lasso(alpha=lam / n_features, fit_intercept=False)``.
     solver : {"active_set", "admm", "fista", "ista"}
-        SSC only. ``"active_set"`` (default): each row's Lasso solved exactly by its homotopy
-        path on a working set of keys, the set grown by the keys whose optimality condition
-        fails, until none does (the oracle-guided active set of You, Li, Robinson & Vidal 2016,
-        with an exact inner solve); no N×N iteration is run. Or the ADMM of Elhamifar &
-        Vidal (2013), FISTA with adaptive restart, or ISTA, on the full matrix.
+        SSC only. ``"active_set"`` (default): each row's Lasso solved exactly by its
+        homotopy path on a working set of keys, the set grown by the keys whose
+        optimality condition fails, until none does (the oracle-guided active set of
+        You, Li, Robinson & Vidal 2016, with an exact inner solve); no N×N iteration is
+        run. Or the ADMM of Elhamifar & Vidal (2013), FISTA with adaptive restart, or
+        ISTA, on the full matrix.
     form : str, optional
-        ``"lsr"``: ``"closed"`` (default, ``X(XᵀX + λI)⁻¹Xᵀ``) or ``"svd"`` (``V Σ²(Σ² + λ)⁻¹ Vᵀ``).
-        ``"lrsc"``: ``"exact"`` (default: the minimiser of ``½‖X − CX‖² + λ‖C‖_*``,
-        ``V (1 − λ/Σ²)₊ Vᵀ``), ``"paper"`` (``V ReLU_λ(Σ) Vᵀ`` with
-        ``ReLU_λ(σ) = max(σ − λ, 0)``, as printed in §5.2 of the paper; it does not minimise
-        the objective and is kept only to show that) or ``"noiseless"`` (Vidal & Favaro's
-        ``V₁V₁ᵀ``, λ unused). Here ``X = V Σ Uᵀ``: V holds the left singular vectors of our X.
+        ``"lsr"``: ``"closed"`` (default, ``X(XᵀX + λI)⁻¹Xᵀ``) or ``"svd"``
+        (``V Σ²(Σ² + λ)⁻¹ Vᵀ``). ``"lrsc"``: ``"exact"`` (default: the minimiser of
+        ``½‖X − CX‖² + λ‖C‖_*``, ``V (1 − λ/Σ²)₊ Vᵀ``), ``"paper"`` (``V ReLU_λ(Σ) Vᵀ``
+        with ``ReLU_λ(σ) = max(σ − λ, 0)``, as printed in §5.2 of the paper; it does not
+        minimise the objective and is kept only to show that) or ``"noiseless"`` (Vidal
+        & Favaro's ``V₁V₁ᵀ``, λ unused). Here ``X = V Σ Uᵀ``: V holds the left singular
+        vectors of our X.
     zero_diagonal : bool
         ``"lsr"`` only: impose diag(C) = 0 (closed form of Lu et al., 2012).
     max_iter : int
         SSC iteration cap (per working-set round; path segments for ``"active_set"``).
     tol : float
-        SSC stops when the duality gap is below ``tol`` times the objective, which bounds the
-        relative distance to the optimal objective.
+        SSC stops when the duality gap is below ``tol`` times the objective, which
+        bounds the relative distance to the optimal objective.
     rho : float, optional
-        ADMM penalty (default: a fiftieth of the median squared spectral norm of the keys).
+        ADMM penalty (default: a fiftieth of the median squared spectral norm of the
+        keys).
     working_set : "auto", int or None
         SSC: solve on this many candidate keys per sample, growing the sets until the
         optimality conditions hold for every key (exactly the full problem). For the
-        iterative solvers ``None`` uses all samples (dense N×N iterations) and ``"auto"`` 64
-        keys when n_samples > 1500; ``"active_set"`` always works on sets (48 keys for
-        ``"auto"`` or ``None``).
+        iterative solvers ``None`` uses all samples (dense N×N iterations) and
+        ``"auto"`` 64 keys when n_samples > 1500; ``"active_set"`` always works on sets
+        (48 keys for ``"auto"`` or ``None``).
     polish : bool
         SSC: every few iterations, also try the exact solution on each sample's current
         support and signs, and keep it where it lowers the duality gap (the solver then
@@ -189,17 +194,18 @@ def self_expressive(
 
     Returns
     -------
-    C : ndarray of shape (n_samples, n_samples), or a scipy.sparse CSR matrix when SSC runs on
-        working sets (an int ``working_set``, or ``"auto"`` with n_samples > 1500)
+    C : ndarray of shape (n_samples, n_samples), or a scipy.sparse CSR matrix
+        A CSR matrix when SSC runs on working sets (an int ``working_set``, or
+        ``"auto"`` with n_samples > 1500).
     info : SolverInfo, only if ``return_info``
 
     Implements
     ----------
-    Eqs. (12)-(15) of the self-expression paper (rows as samples): LSR (§5.2, Lu et al. 2012),
-    LRSC (§5.2, Vidal & Favaro 2014; the paper's closed form is wrong, ours is the
-    minimiser), SSC by ISTA (Eq. 15), FISTA (Beck & Teboulle 2009),
-    ADMM (Elhamifar & Vidal 2013, Sec. 3.3) and an active set with the Lasso homotopy
-    (Osborne, Presnell & Turlach 2000; You, Li, Robinson & Vidal 2016).
+    Eqs. (12)-(15) of the self-expression paper (rows as samples): LSR (§5.2, Lu et al.
+    2012), LRSC (§5.2, Vidal & Favaro 2014; the paper's closed form is wrong, ours is
+    the minimiser), SSC by ISTA (Eq. 15), FISTA (Beck & Teboulle 2009), ADMM (Elhamifar
+    & Vidal 2013, Sec. 3.3) and an active set with the Lasso homotopy (Osborne, Presnell
+    & Turlach 2000; You, Li, Robinson & Vidal 2016).
     """
     X = as_float_array(X, "X", min_samples=2)
     if method not in METHODS:
@@ -256,8 +262,8 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
     ----------
     C : array or scipy.sparse matrix, shape (n_samples, n_samples)
     normalize : {None, "l1", "l2", "max"}
-        Scale each row of ``|C|`` to unit ℓ1 norm, ℓ2 norm or maximum before symmetrising
-        (Elhamifar & Vidal normalise every sample's coefficients).
+        Scale each row of ``|C|`` to unit ℓ1 norm, ℓ2 norm or maximum before
+        symmetrising (Elhamifar & Vidal normalise every sample's coefficients).
     keep : int, optional
         Keep only the ``keep`` largest ``|C[i, j]|`` of every row (the rest set to 0).
 
@@ -267,7 +273,8 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
 
     Implements
     ----------
-    §5.1 of the self-expression paper (``A = |C| + |Cᵀ|``); Elhamifar & Vidal (2013), Sec. 3.
+    §5.1 of the self-expression paper (``A = |C| + |Cᵀ|``); Elhamifar & Vidal (2013),
+    Sec. 3.
     """
     C = _as_coefficients(C)
     if normalize not in (None, "l1", "l2", "max"):
@@ -325,8 +332,9 @@ def spectral_clustering(
     assign_labels : {"kmeans", "discretize", "cluster_qr"}
         How scikit-learn turns the spectral embedding into labels.
     eigen_solver : {"auto", "arpack", "lobpcg"}
-        scikit-learn's eigensolver; ``"auto"`` is ARPACK up to 2 000 samples and LOBPCG above,
-        where ARPACK's shift-invert factorisation of a sparse graph gets slow (≈ 20× at 10 000).
+        scikit-learn's eigensolver; ``"auto"`` is ARPACK up to 2 000 samples and LOBPCG
+        above, where ARPACK's shift-invert factorisation of a sparse graph gets slow (≈
+        20× at 10 000).
 
     Returns
     -------
@@ -358,23 +366,28 @@ def spectral_clustering(
         eigen_solver=eigen_solver,
     )
     with warnings.catch_warnings():
-        # A disconnected graph is what a perfect affinity looks like; nothing to warn about.
+        # A disconnected graph is what a perfect affinity looks like; nothing to warn
+        # about.
         warnings.filterwarnings("ignore", message="Graph is not fully connected")
         return model.fit_predict(A)
 
 
 def clustering_accuracy(y_true, y_pred) -> float:
-    """The fraction of samples whose cluster is right, under the best matching of cluster names.
+    """The fraction of samples whose cluster is right, under the best matching.
+
+    The best matching of cluster names.
 
     Implements
     ----------
     The accuracy of the subspace-clustering literature (1 − the clustering error of
-    Elhamifar & Vidal 2013), with the matching found by ``scipy.optimize.linear_sum_assignment``.
+    Elhamifar & Vidal 2013), with the matching found by
+    ``scipy.optimize.linear_sum_assignment``.
     """
     y_true, y_pred = np.asarray(y_true).ravel(), np.asarray(y_pred).ravel()
     if y_true.size == 0 or y_true.shape != y_pred.shape:
         raise ValueError(
-            f"y_true and y_pred must be non-empty and of the same length, got {y_true.size} and {y_pred.size}"
+            "y_true and y_pred must be non-empty and of the same length, got "
+            f"{y_true.size} and {y_pred.size}"
         )
     _, t = np.unique(y_true, return_inverse=True)
     _, p = np.unique(y_pred, return_inverse=True)
@@ -399,7 +412,8 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_clusters : int
-    method, lam, solver, form, zero_diagonal, working_set, tol, max_iter : see :func:`self_expressive`
+    method, lam, solver, form, zero_diagonal, working_set, tol, max_iter
+        See :func:`self_expressive`.
     normalize, keep : see :func:`affinity`
     random_state : int
     refine : bool
@@ -463,7 +477,10 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
         self.subspace_dim = subspace_dim
 
     def fit(self, X, y=None):
-        """Compute ``coef_``, ``affinity_matrix_`` and ``labels_`` for ``X`` (n_samples, n_features)."""
+        """Compute ``coef_``, ``affinity_matrix_`` and ``labels_`` for ``X``.
+
+        ``X`` is ``(n_samples, n_features)``.
+        """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n_clusters = check_int(self.n_clusters, "n_clusters")
         if n_clusters > X.shape[0]:
@@ -471,8 +488,9 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
                 f"n_clusters={n_clusters} must be at most n_samples={X.shape[0]}"
             )
         self.coef_, self.solver_info_ = self_expressive(
-            X, self.method, self.lam, solver=self.solver, form=self.form, zero_diagonal=self.zero_diagonal,
-            working_set=self.working_set, tol=self.tol, max_iter=self.max_iter, return_info=True,
+            X, self.method, self.lam, solver=self.solver, form=self.form,
+            zero_diagonal=self.zero_diagonal, working_set=self.working_set,
+            tol=self.tol, max_iter=self.max_iter, return_info=True,
         )  # fmt: skip
         self.n_iter_ = self.solver_info_.n_iter
         self.affinity_matrix_ = affinity(

@@ -1,4 +1,6 @@
-"""Symmetry: why a map that ignores the choice of embedding must look like self-attention.
+"""Symmetry: why a map that ignores the choice of embedding must look like attention.
+
+It must look like self-attention.
 
 A sequence-to-sequence map is *orthogonal equivariant* when rotating the embedding space
 rotates its output in the same way. Ma & Ying (2021) show that such a map returns, for
@@ -10,8 +12,8 @@ finite-parameter instance of that form.
 Convention: tokens are rows, as everywhere in attnlib. A sequence is ``X`` of shape
 ``(n, d)``, the knowledge ``Z`` is ``(k, d)``, a rotation acts as ``X -> X @ Q.T`` and a
 permutation of the tokens as ``X -> P @ X``. The paper writes tokens as columns
-(``X ∈ R^{d×n}``, ``f(X) = X g(XᵀX)``); its coefficient matrix ``g`` is our ``weights.T``
-and its ``ZᵀX`` is our ``X @ Z.T``.
+(``X ∈ R^{d×n}``, ``f(X) = X g(XᵀX)``); its coefficient matrix ``g`` is our
+``weights.T`` and its ``ZᵀX`` is our ``X @ Z.T``.
 """
 
 from __future__ import annotations
@@ -56,7 +58,10 @@ def random_orthogonal(
 def random_permutation(
     n: int, generator: torch.Generator | None = None, *, dtype=None
 ) -> torch.Tensor:
-    """A uniformly random ``(n, n)`` permutation matrix ``P``; ``P @ X`` reorders the rows of ``X``."""
+    """A uniformly random ``(n, n)`` permutation matrix ``P``.
+
+    ``P @ X`` reorders the rows of ``X``.
+    """
     n = check_int(n, "n")
     eye = torch.eye(n, dtype=dtype or torch.get_default_dtype())
     return eye[torch.randperm(n, generator=generator)]
@@ -73,7 +78,8 @@ def householder(u) -> torch.Tensor:
     Returns
     -------
     tensor, shape (d, d)
-        Symmetric and orthogonal; it maps ``u`` to ``-u`` and fixes every vector orthogonal to ``u``.
+        Symmetric and orthogonal; it maps ``u`` to ``-u`` and fixes every vector
+        orthogonal to ``u``.
 
     Implements
     ----------
@@ -98,18 +104,21 @@ def equivariance_error(
     n_trials: int = 5,
     generator: torch.Generator | None = None,
 ) -> float:
-    """How far ``f`` is from equivariance: the worst relative error over random group elements.
+    """How far ``f`` is from equivariance: worst relative error over random elements.
 
-    For ``group="orthogonal"`` the error is ``‖f(X Qᵀ, Z Qᵀ) − f(X, Z) Qᵀ‖ / ‖f(X, Z)‖`` for
-    Haar-random ``Q``; for ``group="permutation"`` it is ``‖f(P X, Z) − P f(X, Z)‖ / ‖f(X, Z)‖``
-    for random token permutations ``P`` (the knowledge is not permuted). ``f`` is called as
-    ``f(X)`` when ``Z`` is None and as ``f(X, Z)`` otherwise.
+    The elements are drawn from the group.
+
+    For ``group="orthogonal"`` the error is ``‖f(X Qᵀ, Z Qᵀ) − f(X, Z) Qᵀ‖ / ‖f(X, Z)‖``
+    for Haar-random ``Q``; for ``group="permutation"`` it is
+    ``‖f(P X, Z) − P f(X, Z)‖ / ‖f(X, Z)‖`` for random token permutations ``P`` (the
+    knowledge is not permuted). ``f`` is called as ``f(X)`` when ``Z`` is None and as
+    ``f(X, Z)`` otherwise.
 
     Parameters
     ----------
     f : callable
-        Maps a sequence ``(..., n, d)`` (and knowledge ``(..., k, d)``) to a sequence ``(..., m, d)``
-        (``m = n`` for the permutation group).
+        Maps a sequence ``(..., n, d)`` (and knowledge ``(..., k, d)``) to a sequence
+        ``(..., m, d)`` (``m = n`` for the permutation group).
     X : tensor or array-like, shape (..., n, d)
         Input tokens, one per row.
     Z : tensor or array-like, shape (..., k, d), optional
@@ -123,7 +132,8 @@ def equivariance_error(
     Returns
     -------
     float
-        Zero for an exactly equivariant ``f``; round-off (about 1e-15 in float64) in practice.
+        Zero for an exactly equivariant ``f``; round-off (about 1e-15 in float64) in
+        practice.
 
     Implements
     ----------
@@ -184,16 +194,18 @@ def knowledge_attention(
 ) -> AttentionResult:
     """One head of ``f(X, Z) = X g(ZᵀX)``, in rows: ``weights(X Zᵀ) @ X``.
 
-    With ``Y = X Zᵀ`` (each token's inner products with the knowledge, shape ``(n, k)``) the
-    scores are, for ``kernel``:
+    With ``Y = X Zᵀ`` (each token's inner products with the knowledge, shape ``(n, k)``)
+    the scores are, for ``kernel``:
 
-    * ``"quadratic"``: ``Y A Yᵀ`` (Remark 3 and §3.3: ``σ(YᵀWY)`` in the paper's columns);
+    * ``"quadratic"``: ``Y A Yᵀ`` (Remark 3 and §3.3: ``σ(YᵀWY)`` in the paper's
+      columns);
     * ``"rbf"``: ``-‖(yᵢ - yⱼ) A‖² / 2`` (the RBF kernel of §3.3);
-    * ``"higher_order"``: ``Y (A + M C) Yᵀ`` with ``M = YᵀY / n``, a fourth-order term of
+    * ``"higher_order"``: ``Y (A + M C) Yᵀ`` with ``M = YᵀY / n``, a fourth-order term
+      of
       Eq. (3) whose parameters do not depend on ``n``.
 
-    Every score depends on ``X`` only through ``Y``, which a common rotation of ``X`` and
-    ``Z`` leaves unchanged, so the map is orthogonal equivariant with knowledge.
+    Every score depends on ``X`` only through ``Y``, which a common rotation of ``X``
+    and ``Z`` leaves unchanged, so the map is orthogonal equivariant with knowledge.
 
     Parameters
     ----------
@@ -208,17 +220,19 @@ def knowledge_attention(
         The fourth-order coefficients; required for ``"higher_order"``.
     normalizer : see :func:`attnlib.attention.attention`.
     temperature : float, optional
-        Divides the scores; ``sqrt(k)`` for the two polynomial kernels and 1 for ``"rbf"``.
+        Divides the scores; ``sqrt(k)`` for the two polynomial kernels and 1 for
+        ``"rbf"``.
 
     Returns
     -------
     AttentionResult
-        ``output`` ``(..., n, d)``, in the span of the tokens, and ``weights`` ``(..., n, n)``
-        indexed ``[query, key]`` (the paper's ``g`` transposed).
+        ``output`` ``(..., n, d)``, in the span of the tokens, and ``weights``
+        ``(..., n, n)`` indexed ``[query, key]`` (the paper's ``g`` transposed).
 
     Implements
     ----------
-    Proposition 2 with ``g₂ = 0`` (the form ``X g(ZᵀX)``), Remark 3 and §3.3 of the symmetry paper.
+    Proposition 2 with ``g₂ = 0`` (the form ``X g(ZᵀX)``), Remark 3 and §3.3 of the
+    symmetry paper.
     """
     x = as_tensor(x, "x", min_ndim=2)
     z = as_tensor(z, "z", min_ndim=2, dtype=x.dtype, device=x.device)
@@ -262,7 +276,8 @@ def _square(m, name: str, k: int, like: torch.Tensor) -> torch.Tensor:
     m = as_tensor(m, name, min_ndim=2, dtype=like.dtype, device=like.device)
     if m.shape[-2:] != (k, k):
         raise ValueError(
-            f"{name} must be ({k}, {k}) in its last two dimensions, got {tuple(m.shape)}"
+            f"{name} must be ({k}, {k}) in its last two dimensions, got "
+            f"{tuple(m.shape)}"
         )
     return m
 
@@ -271,16 +286,18 @@ class KnowledgeAttention(nn.Module):
     """Stacked, multi-head ``X g(ZᵀX)`` layers whose knowledge ``Z`` is learned.
 
     Layer ``l`` maps ``h`` to ``[h +] Σᵢ h Wᵢᵀ`` weighted by head ``i``'s coefficients
-    ``gᵢ(h Zᵢᵀ)`` (see :func:`knowledge_attention`). With ``value="scalar"`` each ``Wᵢ`` is
-    a learned multiple of the identity, and the whole stack is orthogonal equivariant with
-    knowledge and permutation equivariant in the tokens. With ``value="linear"`` each
-    ``Wᵢ`` is a learned ``(d, d)`` matrix (the change of embedding of Eq. 4); the map is then
-    equivariant only if the ``Wᵢ`` rotate too, which :func:`equivariance_error` detects.
+    ``gᵢ(h Zᵢᵀ)`` (see :func:`knowledge_attention`). With ``value="scalar"`` each ``Wᵢ``
+    is a learned multiple of the identity, and the whole stack is orthogonal equivariant
+    with knowledge and permutation equivariant in the tokens. With ``value="linear"``
+    each ``Wᵢ`` is a learned ``(d, d)`` matrix (the change of embedding of Eq. 4); the
+    map is then equivariant only if the ``Wᵢ`` rotate too, which
+    :func:`equivariance_error` detects.
 
-    The learned tensors are ``knowledge`` ``(num_layers, num_heads, n_knowledge, embed_dim)``,
-    ``a`` ``(num_layers, num_heads, n_knowledge, n_knowledge)``, ``c`` of the same shape
-    (``"higher_order"`` only) and ``head_weight`` ``(num_layers, num_heads)``, with two more
-    dimensions ``(embed_dim, embed_dim)`` for ``value="linear"``.
+    The learned tensors are ``knowledge``
+    ``(num_layers, num_heads, n_knowledge, embed_dim)``, ``a``
+    ``(num_layers, num_heads, n_knowledge, n_knowledge)``, ``c`` of the same shape
+    (``"higher_order"`` only) and ``head_weight`` ``(num_layers, num_heads)``, with two
+    more dimensions ``(embed_dim, embed_dim)`` for ``value="linear"``.
 
     Parameters
     ----------
@@ -345,7 +362,9 @@ class KnowledgeAttention(nn.Module):
             self.head_weight = nn.Parameter(torch.eye(d).repeat(n_layers, h, 1, 1) / h)
 
     def forward(self, x, knowledge=None) -> torch.Tensor:
-        """Transform tokens ``x`` ``(..., n, embed_dim)``; ``knowledge`` overrides the learned ``Z``.
+        """Transform tokens ``x`` ``(..., n, embed_dim)``.
+
+        ``knowledge`` overrides the learned ``Z``.
 
         Returns the new tokens, shape ``(..., n, embed_dim)``.
         """
@@ -361,7 +380,8 @@ class KnowledgeAttention(nn.Module):
         )
         if z.shape != self.knowledge.shape:
             raise ValueError(
-                f"knowledge must have shape {tuple(self.knowledge.shape)}, got {tuple(z.shape)}"
+                f"knowledge must have shape {tuple(self.knowledge.shape)}, got "
+                f"{tuple(z.shape)}"
             )
         for layer in range(z.shape[0]):
             c = None if self.c is None else self.c[layer]

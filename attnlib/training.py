@@ -15,14 +15,17 @@ from .utils import check_int, check_positive, get_device
 
 __all__ = ["train", "to_device", "TrainingDivergedError", "PROGRESS_ENV"]
 
-#: Set this environment variable to ``summary`` to replace the live progress bar by tqdm's
-#: final line, printed once. The Makefile does so for built pages, where every refresh of a
-#: live bar would otherwise become a line of output.
+#: Set this environment variable to ``summary`` to replace the live progress bar by
+#: tqdm's final line, printed once. The Makefile does so for built pages, where every
+#: refresh of a live bar would otherwise become a line of output.
 PROGRESS_ENV = "ATTNLIB_PROGRESS"
 
 
 class TrainingDivergedError(ValueError, FloatingPointError):
-    """The loss became NaN or infinite: a ``ValueError`` about ``lr`` (and a ``FloatingPointError``)."""
+    """The loss became NaN or infinite.
+
+    A ``ValueError`` about ``lr`` (and a ``FloatingPointError``).
+    """
 
 
 def to_device(batch, device):
@@ -31,8 +34,8 @@ def to_device(batch, device):
     Parameters
     ----------
     batch : object
-        A tensor, or a tuple, list, dict or NamedTuple of them (nested); entries that are
-        not tensors are returned unchanged.
+        A tensor, or a tuple, list, dict or NamedTuple of them (nested); entries that
+        are not tensors are returned unchanged.
     device : str or torch.device, optional
         Where to; ``None`` leaves tensors where they are.
 
@@ -75,7 +78,7 @@ def train(
     progress: bool = True,
     desc: str = "training",
 ) -> list[float]:
-    """Train ``model`` for ``n_steps`` optimiser steps and return the loss of every step.
+    """Train ``model`` for ``n_steps`` optimiser steps; return the loss of every step.
 
     Parameters
     ----------
@@ -84,9 +87,9 @@ def train(
     loss_fn : callable
         ``loss_fn(model, batch)`` returns a scalar loss.
     batches : callable or iterable
-        Either ``batches(step)`` returning a batch (a fresh sample per step, for generated
-        tasks), or an iterable of batches cycled through (a DataLoader, a list, or a single
-        full batch in a one-element list).
+        Either ``batches(step)`` returning a batch (a fresh sample per step, for
+        generated tasks), or an iterable of batches cycled through (a DataLoader, a
+        list, or a single full batch in a one-element list).
     n_steps : int
         Number of optimiser steps.
     lr, weight_decay : float
@@ -100,8 +103,8 @@ def train(
     device : optional
         Defaults to :func:`attnlib.utils.get_device`.
     progress : bool
-        Show a tqdm progress bar with the running loss (or, when the environment variable
-        ``ATTNLIB_PROGRESS`` is ``summary``, only its final line).
+        Show a tqdm progress bar with the running loss (or, when the environment
+        variable ``ATTNLIB_PROGRESS`` is ``summary``, only its final line).
     desc : str
         The progress bar's label.
 
@@ -121,7 +124,8 @@ def train(
         raise ValueError(f"loss_fn must be callable, got {loss_fn!r}")
     if not callable(batches) and not isinstance(batches, Iterable):
         raise ValueError(
-            f"batches must be a function of the step or an iterable, got {type(batches).__name__}"
+            "batches must be a function of the step or an iterable, got "
+            f"{type(batches).__name__}"
         )
     n_steps = check_int(n_steps, "n_steps")
     lr = check_positive(lr, "lr")
@@ -149,7 +153,8 @@ def train(
         loss = loss_fn(model, batch)
         if not torch.isfinite(loss):
             raise TrainingDivergedError(
-                f"the loss became {loss.item()} at step {step}; lower the learning rate lr={lr}"
+                f"the loss became {loss.item()} at step {step}; lower the learning "
+                f"rate lr={lr}"
             )
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -1,7 +1,8 @@
 """Small shared helpers: seeding, devices and input validation.
 
-Every public function of attnlib validates its inputs with the helpers below, so that bad
-input fails early with a ``ValueError`` that names the argument and says what was expected.
+Every public function of attnlib validates its inputs with the helpers below, so that
+bad input fails early with a ``ValueError`` that names the argument and says what was
+expected.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ __all__ = [
 
 
 def set_seed(seed: int = 0) -> None:
-    """Seed Python's, NumPy's and PyTorch's generators so that a chapter is reproducible.
+    """Seed Python's, NumPy's and PyTorch's generators so a chapter is reproducible.
 
     Parameters
     ----------
@@ -35,7 +36,7 @@ def set_seed(seed: int = 0) -> None:
     """
     seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
     random.seed(seed)
-    np.random.seed(seed)
+    np.random.seed(seed)  # noqa: NPY002 (the global generator is what gets seeded)
     torch.manual_seed(seed)
 
 
@@ -43,14 +44,15 @@ def glue(name: str, value, display: bool = False) -> None:
     """Record a computed value under ``name`` so that the chapter's prose can quote it.
 
     When the book is built, myst-nb pastes the value wherever the markdown says
-    ``{glue:text}`name:.3f` ``, so a number in the prose is always the one the cell computed.
-    Where myst-nb is not installed (a chapter opened in Colab), nothing is recorded and the
-    value is shown only if ``display`` is true.
+    ``{glue:text}`name:.3f` ``, so a number in the prose is always the one the cell
+    computed. Where myst-nb is not installed (a chapter opened in Colab), nothing is
+    recorded and the value is shown only if ``display`` is true.
 
     Parameters
     ----------
     name : str
-        The key the prose uses, unique in the book (chapters prefix it, e.g. ``"ch05_..."``).
+        The key the prose uses, unique in the book (chapters prefix it, e.g.
+        ``"ch05_..."``).
     value : object
         The value to record (a number, a string, a figure, a table).
     display : bool, default=False
@@ -68,7 +70,7 @@ def glue(name: str, value, display: bool = False) -> None:
 
 
 def get_device(prefer: str | None = None) -> torch.device:
-    """The device to compute on: ``prefer`` if given, else CUDA when present, else the CPU.
+    """The device to compute on: ``prefer`` if given, else CUDA if present, else CPU.
 
     Parameters
     ----------
@@ -107,9 +109,9 @@ def as_tensor(
 ) -> torch.Tensor:
     """Convert an array-like to a floating tensor and check it.
 
-    Tensors and floating NumPy arrays keep their dtype (and tensors their device); lists,
-    integer data and other array-likes become ``torch.get_default_dtype()`` (float32 unless
-    changed).
+    Tensors and floating NumPy arrays keep their dtype (and tensors their device);
+    lists, integer data and other array-likes become ``torch.get_default_dtype()``
+    (float32 unless changed).
 
     Parameters
     ----------
@@ -147,7 +149,8 @@ def as_tensor(
         t = torch.from_numpy(x)
     else:
         try:
-            # Straight to the requested dtype: a detour through float32 would cost float64 callers precision.
+            # Straight to the requested dtype: a detour through float32 would cost
+            # float64 callers precision.
             t = torch.as_tensor(
                 np.asarray(x, dtype=np.float64),
                 dtype=dtype or torch.get_default_dtype(),
@@ -166,7 +169,8 @@ def as_tensor(
         )
     if t.ndim < min_ndim:
         raise ValueError(
-            f"{name} must have at least {min_ndim} dimensions, got shape {tuple(t.shape)}"
+            f"{name} must have at least {min_ndim} dimensions, got shape "
+            f"{tuple(t.shape)}"
         )
     if t.numel() == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
@@ -181,7 +185,9 @@ def as_tensor(
 def as_float_array(
     X, name: str = "X", *, ndim: int = 2, min_samples: int = 1
 ) -> np.ndarray:
-    """Check a NumPy-style input (``(n_samples, n_features)`` by default) and return float64.
+    """Check a NumPy-style input and return it as float64.
+
+    The input is ``(n_samples, n_features)`` by default.
 
     Parameters
     ----------
@@ -202,8 +208,8 @@ def as_float_array(
     Raises
     ------
     ValueError
-        Naming ``name`` for the wrong number of dimensions, too few samples, or non-finite
-        values.
+        Naming ``name`` for the wrong number of dimensions, too few samples, or
+        non-finite values.
     """
     try:
         A = np.asarray(X, dtype=np.float64)
@@ -221,7 +227,7 @@ def as_float_array(
 
 
 def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as a float if it is a finite positive number, else raise ``ValueError``.
+    """Return ``value`` as a float if it is finite and positive, else raise ValueError.
 
     Parameters
     ----------
@@ -249,7 +255,7 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
 
 
 def check_in_range(value, name: str, low: float, high: float) -> float:
-    """Return ``value`` as a float if ``low <= value <= high``, else raise ``ValueError``.
+    """Return ``value`` as a float if ``low <= value <= high``, else raise ValueError.
 
     Parameters
     ----------
@@ -271,7 +277,7 @@ def check_in_range(value, name: str, low: float, high: float) -> float:
 
 
 def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """Return ``value`` if it is an integer in ``[minimum, maximum]``, else raise ``ValueError``.
+    """Return ``value`` if it is an integer in ``[minimum, maximum]``, else ValueError.
 
     Parameters
     ----------
@@ -305,8 +311,8 @@ def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None)
 def host_array(X):
     """A torch tensor (any dtype or device) as a NumPy array; anything else unchanged.
 
-    scikit-learn's validation converts array-likes itself but not every tensor (bfloat16,
-    CUDA); the estimators call this first.
+    scikit-learn's validation converts array-likes itself but not every tensor
+    (bfloat16, CUDA); the estimators call this first.
 
     Parameters
     ----------

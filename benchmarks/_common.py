@@ -1,10 +1,10 @@
 """What every benchmark shares: the machine's description, timing, and where results go.
 
-Full runs write ``attnlib/results/<name>.json``: committed package data, which the chapters
-and the book's benchmarks appendix read with :func:`attnlib.results.load`, so that a chapter
-opened alone in Colab has them too. ``--quick`` runs (tiny sizes, what CI runs) write
-``benchmarks/quick/<name>.quick.json``, which git ignores, so a quick run never replaces the
-measured numbers.
+Full runs write ``attnlib/results/<name>.json``: committed package data, which the
+chapters and the book's benchmarks appendix read with :func:`attnlib.results.load`, so
+that a chapter opened alone in Colab has them too. ``--quick`` runs (tiny sizes, what CI
+runs) write ``benchmarks/quick/<name>.quick.json``, which git ignores, so a quick run
+never replaces the measured numbers.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ QUICK_RESULTS = Path(__file__).resolve().parent / "quick"
 
 
 def parse_args(description: str) -> argparse.Namespace:
-    """The command line every benchmark takes: ``--quick`` for a smoke run at tiny sizes."""
+    """The command line of every benchmark: ``--quick`` for a smoke run, tiny sizes."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument(
         "--quick",
@@ -36,7 +36,7 @@ def parse_args(description: str) -> argparse.Namespace:
 
 
 def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux), else what ``platform`` knows."""
+    """The CPU model name (``/proc/cpuinfo`` on Linux), else what ``platform`` says."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -55,7 +55,10 @@ def load_average() -> list:
 
 
 def machine(**versions: str) -> dict:
-    """Where the numbers were measured: platform, CPU model, cores, threads, load and versions."""
+    """Where the numbers were measured: platform, CPU, cores, threads, load, versions.
+
+    The CPU by its model name.
+    """
     return {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
@@ -71,7 +74,10 @@ def machine(**versions: str) -> dict:
 
 
 def median_seconds(fn, repeats: int = 5, warmup: int = 0) -> tuple[float, object]:
-    """Median wall time of ``fn()`` over ``repeats`` runs after ``warmup`` runs, and its last result."""
+    """Median wall time of ``fn()`` over ``repeats`` runs, and its last result.
+
+    After ``warmup`` runs.
+    """
     for _ in range(warmup):
         fn()
     times, out = [], None
@@ -83,8 +89,9 @@ def median_seconds(fn, repeats: int = 5, warmup: int = 0) -> tuple[float, object
 
 
 def median_cpu_seconds(fn, repeats: int = 3, warmup: int = 0) -> tuple[float, object]:
-    """Median CPU time (``time.process_time``, all threads of this process) of ``fn()``, and its
-    last result: on a shared machine, unlike wall time, it is not charged for other processes."""
+    """Median CPU time (``time.process_time``, all threads of this process) of ``fn()``,
+    and its last result: on a shared machine, unlike wall time, it is not charged for
+    other processes."""
     for _ in range(warmup):
         fn()
     times, out = [], None
@@ -96,7 +103,10 @@ def median_cpu_seconds(fn, repeats: int = 3, warmup: int = 0) -> tuple[float, ob
 
 
 def write_result(name: str, payload: dict, quick: bool) -> Path:
-    """Write ``payload`` (with the date and ``quick`` flag added) where it belongs; return the path."""
+    """Write ``payload`` where it belongs, with date and ``quick`` flag; return it.
+
+    Returns the path.
+    """
     folder = QUICK_RESULTS if quick else RESULTS
     folder.mkdir(exist_ok=True)
     path = folder / (f"{name}.quick.json" if quick else f"{name}.json")

@@ -1,27 +1,30 @@
-"""Continuous attention in closed form against numerical integration, and the chapter's sweep.
+"""Continuous attention in closed form against numerical integration; chapter's sweep.
 
-Part 1 (timing): forward + backward of ``r = E_p[ψ(t)]`` for a batch of 256 densities and
-N = 64 or 100 Gaussian RBFs, by ``attnlib.continuous`` (closed form; for the 2-D truncated paraboloid,
-closed-form chord integrals summed by 48-node Gauss–Legendre along the major axis) and by numerical integration with autograd (a
-1 000-point trapezoid on the density's support in 1-D, a 100 × 100 grid on its bounding box
-in 2-D). Accuracy: the largest error of ``r`` and of the gradient with respect to (μ, σ² or Σ),
-each relative to that quantity's largest entry,
-against a finer numerical integration in float64 with autograd (20× the nodes in 1-D; in 2-D, on
-two samples, a 400 × 400 grid over ±9σ for the Gaussian and Gauss–Legendre × trapezoid in
-whitened polar coordinates for the truncated paraboloid, whose kink at the ellipse would cap a
-grid reference at ~1e-3). Medians of repeats, side by side in one process.
+Part 1 (timing): forward + backward of ``r = E_p[ψ(t)]`` for a batch of 256 densities
+and N = 64 or 100 Gaussian RBFs, by ``attnlib.continuous`` (closed form; for the 2-D
+truncated paraboloid, closed-form chord integrals summed by 48-node Gauss–Legendre along
+the major axis) and by numerical integration with autograd (a 1 000-point trapezoid on
+the density's support in 1-D, a 100 × 100 grid on its bounding box in 2-D). Accuracy:
+the largest error of ``r`` and of the gradient with respect to (μ, σ² or Σ), each
+relative to that quantity's largest entry, against a finer numerical integration in
+float64 with autograd (20× the nodes in 1-D; in 2-D, on two samples, a 400 × 400 grid
+over ±9σ for the Gaussian and Gauss–Legendre × trapezoid in whitened polar coordinates
+for the truncated paraboloid, whose kink at the ellipse would cap a grid reference at
+~1e-3). Medians of repeats, side by side in one process.
 
 Part 2 (sweep): the chapter's two experiments over more basis sizes and seeds than the
-chapter runs live, and the document experiment's controls (``--part controls``: an oracle
-μ on the span documents, and documents whose label is diffuse).
+chapter runs live, and the document experiment's controls (``--part controls``: an
+oracle μ on the span documents, and documents whose label is diffuse).
 
-    python benchmarks/continuous.py           # full run, writes attnlib/results/continuous.json
-    python benchmarks/continuous.py --quick   # tiny sizes, < 30 s
+    python benchmarks/continuous.py           # full run, writes
+    attnlib/results/continuous.json python benchmarks/continuous.py --quick   # tiny
+    sizes, < 30 s
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 from datetime import datetime, timezone
@@ -51,10 +54,11 @@ from attnlib.continuous import (
 )
 
 OUT = RESULTS / "continuous.json"
-# Gauss–Legendre nodes per RBF along the ellipse's major axis (relative error ~1e-12; 32 gives ~1e-6).
+# Gauss–Legendre nodes per RBF along the ellipse's major axis (relative error ~1e-12; 32
+# gives ~1e-6).
 N_ANGLES = 48
-# Relative errors below this are float64 round-off (of r, of the gradients and of the reference
-# itself): two methods both below it count as equally accurate.
+# Relative errors below this are float64 round-off (of r, of the gradients and of the
+# reference itself): two methods both below it count as equally accurate.
 ROUNDOFF = 1e-12
 # Fraction of cue words in the diffuse documents (label spread over the whole text).
 DIFFUSE_CUE = 0.08
@@ -62,11 +66,14 @@ DIFFUSE_CUE = 0.08
 NARROW_VAR = 0.02
 
 
-# ------------------------------------------------------------------ the peer: numerical integration
+# ------------------------------------------------------ the peer: numerical integration
 
 
 def quad_1d(mu, s2, basis, alpha, n):
-    """Trapezoid with ``n`` nodes on the support (α = 2) or ±8σ (α = 1); nodes move with μ, σ² so autograd works."""
+    """Trapezoid with ``n`` nodes on the support (α = 2) or ±8σ (α = 1).
+
+    The nodes move with μ, σ² so autograd works.
+    """
     half = (1.5 * s2) ** (1 / 3) if alpha == 2 else 8 * s2.sqrt()
     t = mu[:, None] + half[:, None] * torch.linspace(-1, 1, n, dtype=mu.dtype)
     pdf = gaussian_pdf if alpha == 1 else truncated_parabola_pdf
@@ -75,8 +82,12 @@ def quad_1d(mu, s2, basis, alpha, n):
 
 
 def quad_2d(mu, Sigma, basis, alpha, n, box=5.0):
-    """``n × n`` grid on the bounding box of the ellipse (α = 2) or of the ``box``-σ ellipse (α = 1), in whitened coordinates."""
-    # Symmetrise so that autograd's gradient with respect to Σ is symmetric, as attnlib's is.
+    """``n × n`` grid on the bounding box of the ellipse, in whitened coordinates.
+
+    The ellipse is the support (α = 2) or the ``box``-σ ellipse (α = 1).
+    """
+    # Symmetrise so that autograd's gradient with respect to Σ is symmetric, as
+    # attnlib's is.
     L = torch.linalg.cholesky(0.5 * (Sigma + Sigma.transpose(-1, -2)))
     det_L = L[:, 0, 0] * L[:, 1, 1]
     R = (
@@ -102,7 +113,8 @@ def quad_2d(mu, Sigma, basis, alpha, n, box=5.0):
         :, None
     ] ** 2  # trapezoid weights in u; dt = det L du
     psi = basis(x + mu[:, None, :])
-    # For α = 1 the density in u is the standard normal (dt = det L du and p(t) = N(u; 0, I)/det L).
+    # For α = 1 the density in u is the standard normal (dt = det L du and
+    # p(t) = N(u; 0, I)/det L).
     scale = torch.ones_like(det_L) if alpha == 1 else det_L
     return torch.einsum("bk,bkn->bn", (w2 * dens) * scale[:, None], psi)
 
@@ -110,13 +122,16 @@ def quad_2d(mu, Sigma, basis, alpha, n, box=5.0):
 def reference_2d_paraboloid(
     mu, Sigma, basis, weights, n_radius=128, n_angle=1024, chunk=256
 ):
-    """r and the gradients of ``(r * weights).sum()`` for one truncated paraboloid, by brute force in polar coordinates.
+    """r and the gradients of ``(r * weights).sum()`` for one truncated paraboloid.
 
-    Whitened polar coordinates ``t = μ + L ρ e(ω)``: the support is ``ρ ≤ R`` and the density
-    ``(R² - ρ²)/2`` a polynomial in ρ, so Gauss–Legendre in ρ and the periodic trapezoid in ω
-    converge fast, with no kink at the boundary (which caps a grid at second order). Nodes
-    move with (μ, Σ), so autograd gives the gradient; independent of attnlib's chord integrals
-    and of its Proposition 3 backward. Chunks of angles keep memory small (the sum is linear).
+    By brute force in polar coordinates.
+
+    Whitened polar coordinates ``t = μ + L ρ e(ω)``: the support is ``ρ ≤ R`` and the
+    density ``(R² - ρ²)/2`` a polynomial in ρ, so Gauss–Legendre in ρ and the periodic
+    trapezoid in ω converge fast, with no kink at the boundary (which caps a grid at
+    second order). Nodes move with (μ, Σ), so autograd gives the gradient; independent
+    of attnlib's chord integrals and of its Proposition 3 backward. Chunks of angles
+    keep memory small (the sum is linear).
     """
     x, w = (
         torch.as_tensor(a, dtype=mu.dtype)
@@ -160,7 +175,10 @@ def inputs(dim, batch, seed=0):
 
 
 def value_and_grads(fn, mu, s, weights, chunk=None):
-    """r and the gradient of ``(r * weights).sum()`` with respect to (μ, σ² or Σ), ``chunk`` samples at a time."""
+    """r and the gradient of ``(r * weights).sum()`` in (μ, σ² or Σ).
+
+    Computed ``chunk`` samples at a time.
+    """
     chunk = chunk or len(mu)
     out = []
     for i in range(0, len(mu), chunk):
@@ -179,7 +197,10 @@ def value_and_grads(fn, mu, s, weights, chunk=None):
 
 
 def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
-    """Rows for ``dims``, appended to the kept ``rows`` of other dimensions; ``save`` gets the rows so far."""
+    """Rows for ``dims``, appended to the kept ``rows`` of other dimensions.
+
+    ``save`` gets the rows so far.
+    """
     batch, repeats = (16, 3) if quick else (256, 3)
     rows = [r for r in rows if r["dim"] not in dims]
     for dim in dims:
@@ -201,59 +222,75 @@ def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
                 )
                 n_peer = 1000 if dim == 1 else 100
                 closed = (
-                    (lambda m, v: continuous_attention_1d(m, v, basis, alpha))
+                    (
+                        lambda m, v, basis=basis, alpha=alpha: continuous_attention_1d(
+                            m, v, basis, alpha
+                        )
+                    )
                     if dim == 1
                     else (
-                        lambda m, v: continuous_attention_2d(
+                        lambda m, v, basis=basis, alpha=alpha: continuous_attention_2d(
                             m, v, basis, alpha, n_angles=N_ANGLES
                         )
                     )
                 )
                 peer = (
-                    (lambda m, v, n=n_peer: quad_1d(m, v, basis, alpha, n))
+                    (
+                        lambda m, v, n=n_peer, basis=basis, alpha=alpha: quad_1d(
+                            m, v, basis, alpha, n
+                        )
+                    )
                     if dim == 1
-                    else (lambda m, v, n=n_peer: quad_2d(m, v, basis, alpha, n))
+                    else (
+                        lambda m, v, n=n_peer, basis=basis, alpha=alpha: quad_2d(
+                            m, v, basis, alpha, n
+                        )
+                    )
                 )
-                # The fine reference is costly in memory: 16 samples in 1-D, two (one at a time) in 2-D.
+                # The fine reference is costly in memory: 16 samples in 1-D, two (one at
+                # a time) in 2-D.
                 sub = slice(0, 2 if dim == 2 else min(batch, 16))
                 if dim == 1:
                     ref = value_and_grads(
-                        lambda m, v: quad_1d(m, v, basis, alpha, 20 * n_peer),
+                        lambda m, v, basis=basis, alpha=alpha, n_peer=n_peer: quad_1d(
+                            m, v, basis, alpha, 20 * n_peer
+                        ),
                         mu[sub],
                         s[sub],
                         weights[sub],
                     )
                 else:
-                    fine = (
-                        lambda i: (  # noqa: E731
-                            reference_2d_paraboloid(
-                                mu[i], s[i], basis, weights[i : i + 1]
-                            )
-                            if alpha == 2
-                            # a Gaussian integrand decays to e^{-40} at 9σ: the trapezoid rule is then spectrally accurate
-                            else value_and_grads(
-                                lambda m, v: quad_2d(
-                                    m, v, basis, alpha, 4 * n_peer, box=9.0
-                                ),
-                                mu[i : i + 1],
-                                s[i : i + 1],
-                                weights[i : i + 1],
-                            )
-                        )
+                    fine_peer = functools.partial(
+                        quad_2d, basis=basis, alpha=alpha, n=4 * n_peer, box=9.0
                     )
-                    parts = [fine(i) for i in range(2)]
+                    parts = [
+                        reference_2d_paraboloid(mu[i], s[i], basis, weights[i : i + 1])
+                        if alpha == 2
+                        # a Gaussian integrand decays to e^{-40} at 9σ: the
+                        # trapezoid rule is then spectrally accurate
+                        else value_and_grads(
+                            fine_peer, mu[i : i + 1], s[i : i + 1], weights[i : i + 1]
+                        )
+                        for i in range(2)
+                    ]
                     ref = [torch.cat(p) for p in zip(*parts)]
-                # r, ∂μ and ∂σ² (∂Σ) differ in scale by up to 10⁶: each error relative to its quantity's largest entry.
-                err = lambda out: max(
+                # r, ∂μ and ∂σ² (∂Σ) differ in scale by up to 10⁶: each error relative
+                # to its quantity's largest entry.
+                err = lambda out, sub=sub, ref=ref: max(
                     ((a[sub] - b).abs().max() / b.abs().max()).item()
                     for a, b in zip(out, ref)
                 )  # noqa: E731
                 t_closed, _ = median_seconds(
-                    lambda: value_and_grads(closed, mu, s, weights), repeats
+                    lambda closed=closed, mu=mu, s=s, weights=weights: value_and_grads(
+                        closed, mu, s, weights
+                    ),
+                    repeats,
                 )
                 t_peer, _ = median_seconds(
-                    lambda: value_and_grads(
-                        peer, mu, s, weights, chunk=8 if dim == 2 else 64
+                    lambda peer=peer, mu=mu, s=s, weights=weights, dim=dim: (
+                        value_and_grads(
+                            peer, mu, s, weights, chunk=8 if dim == 2 else 64
+                        )
                     ),
                     repeats,
                 )
@@ -299,12 +336,16 @@ def timing_rows(quick: bool, dims=(1, 2), rows=(), save=lambda rows: None):
     return rows
 
 
-# ------------------------------------------------------------------ sweep of the chapter's experiments
+# --------------------------------------------------- sweep of the chapter's experiments
 
 
 def document_sweep(quick: bool, save=lambda rows: None):
-    """Seed-major, so that an interrupted sweep still covers every configuration; ``save`` gets the rows so far."""
-    # ~0.05-0.1 s a step on one thread: 14 configurations × 3 seeds × 150 steps take ~10 minutes.
+    """Seed-major, so that an interrupted sweep still covers every configuration.
+
+    ``save`` gets the rows so far.
+    """
+    # ~0.05-0.1 s a step on one thread: 14 configurations × 3 seeds × 150 steps take ~10
+    # minutes.
     n_train, n_test, length, steps = (
         (200, 200, 64, 5) if quick else (1500, 1000, 256, 150)
     )
@@ -357,14 +398,16 @@ def document_sweep(quick: bool, save=lambda rows: None):
 
 
 def control_sweep(quick: bool, save=lambda rows: None):
-    """Controls of the document experiment: is the continuous model's failure its location?
+    """Controls of the document experiment: is the continuous model's failure its place?
 
-    * ``oracle``: continuous attention moment-matched to the true span (μ at its centre),
-      on the sweep's span documents: can a density read the span once it is put there?
+    * ``oracle``: continuous attention moment-matched to the true span (μ at its
+      centre), on the sweep's span documents: can a density read the span once it is
+      put there?
     * ``diffuse``: documents whose cue words are spread over the whole text (``span =
-      length``), where no place matters more than another and the paper's continuous model,
-      with μ and σ² from a max-pooled summary, should work; ``continuous-narrow`` is that
-      model with σ² started at ``NARROW_VAR`` instead of its default start (about 1).
+      length``), where no place matters more than another and the paper's continuous
+      model, with μ and σ² from a max-pooled summary, should work;
+      ``continuous-narrow`` is that model with σ² started at ``NARROW_VAR`` instead of
+      its default start (about 1).
 
     Seed-major; ``save`` gets the rows so far.
     """
@@ -387,7 +430,8 @@ def control_sweep(quick: bool, save=lambda rows: None):
         for kind in ("discrete", "continuous", "combined")
         for alpha in (1, 2)
     ]
-    # The continuous model started narrow (σ² = NARROW_VAR instead of about 1 at the default init).
+    # The continuous model started narrow (σ² = NARROW_VAR instead of about 1 at the
+    # default init).
     configs += [
         ("diffuse", "continuous-narrow", 1),
         ("diffuse", "continuous-narrow", 2),
@@ -517,7 +561,8 @@ def main() -> None:
     )
     result.update(
         {
-            "benchmark": "continuous attention: closed form vs numerical integration (forward + backward)",
+            "benchmark": "continuous attention: closed form vs numerical integration "
+            "(forward + backward)",
             "machine": machine(),
             "quick": args.quick,
             "targets": {"speedup": 10.0, "accuracy_ratio": 1.0, "roundoff": ROUNDOFF},

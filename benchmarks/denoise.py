@@ -1,26 +1,29 @@
-"""Exact non-local means (attnlib) against scikit-image's slow and fast modes, in one process.
+"""Exact non-local means (attnlib) against scikit-image's slow and fast modes.
 
-Part 1 (speed): ``camera`` 512×512 and ``astronaut`` (256×256×3 crop) with Gaussian noise σ = 0.1,
-patch_size 7, patch_distance 11, h 0.08, and the noise level passed as ``sigma = 0.1`` (the
-setting of the issue's reference numbers; a second set of rows uses ``sigma = 0``, where
-scikit-image's cut-off of small weights shows): median wall time and PSNR of
-``skimage.restoration.denoise_nl_means`` (slow: exact patches, approximate exponential and
-cut-offs; fast: box patches) and of ``attnlib.denoise.nonlocal_means`` (Gaussian patches,
-exponential) in float32 and float64, on one thread (as scikit-image; median CPU time through
-``time.process_time``) and on all threads (row strips shared between worker threads; wall time).
-Accuracy: attnlib's float32 and float64 results against an independent float64 NumPy restatement
-(``nlm_numpy``) on a 128×128 crop of ``camera``.
+In one process.
 
-Part 2 (quality sweep shown in chapter 03): PSNR on a held-out 64×64 crop of ``camera`` at
-noise σ ∈ {0.05, 0.1, 0.2} of: the noisy image, a Gaussian filter, our NLM, scikit-image NLM
-(fast and slow), and PatchAttentionDenoiser with 1 and 4 heads trained on crops of
-``brick``, ``grass``, ``gravel`` and ``astronaut``. The NLMs get ``sigma = σ``; each
-method's ``h`` (and the Gaussian filter's width) is chosen on a validation crop of another
-part of ``camera``, never on the test crop.
+Part 1 (speed): ``camera`` 512×512 and ``astronaut`` (256×256×3 crop) with Gaussian
+noise σ = 0.1, patch_size 7, patch_distance 11, h 0.08, and the noise level passed as
+``sigma = 0.1`` (the setting of the issue's reference numbers; a second set of rows uses
+``sigma = 0``, where scikit-image's cut-off of small weights shows): median wall time
+and PSNR of ``skimage.restoration.denoise_nl_means`` (slow: exact patches, approximate
+exponential and cut-offs; fast: box patches) and of ``attnlib.denoise.nonlocal_means``
+(Gaussian patches, exponential) in float32 and float64, on one thread (as scikit-image;
+median CPU time through ``time.process_time``) and on all threads (row strips shared
+between worker threads; wall time). Accuracy: attnlib's float32 and float64 results
+against an independent float64 NumPy restatement (``nlm_numpy``) on a 128×128 crop of
+``camera``.
+
+Part 2 (quality sweep shown in chapter 03): PSNR on a held-out 64×64 crop of ``camera``
+at noise σ ∈ {0.05, 0.1, 0.2} of: the noisy image, a Gaussian filter, our NLM,
+scikit-image NLM (fast and slow), and PatchAttentionDenoiser with 1 and 4 heads trained
+on crops of ``brick``, ``grass``, ``gravel`` and ``astronaut``. The NLMs get
+``sigma = σ``; each method's ``h`` (and the Gaussian filter's width) is chosen on a
+validation crop of another part of ``camera``, never on the test crop.
 
 Run: ``python benchmarks/denoise.py`` (full, writes attnlib/results/denoise.json) or
-``python benchmarks/denoise.py --quick`` (small sizes, for CI; also writes the JSON unless
-``--no-write``).
+``python benchmarks/denoise.py --quick`` (small sizes, for CI; also writes the JSON
+unless ``--no-write``).
 """
 
 from __future__ import annotations
@@ -52,7 +55,8 @@ RESULT = RESULTS / "denoise.json"
 def speed_rows(quick: bool):
     size = 64 if quick else 512
     repeats = 1 if quick else 3
-    # The colour case is a 256×256 crop: scikit-image's slow mode on colour is three times slower still.
+    # The colour case is a 256×256 crop: scikit-image's slow mode on colour is three
+    # times slower still.
     cases = {
         "camera (grey)": img_as_float(data.camera())[:size, :size],
         "astronaut (colour)": img_as_float(data.astronaut())[: size // 2, : size // 2],
@@ -70,14 +74,14 @@ def speed_rows(quick: bool):
             axis = -1 if clean.ndim == 3 else None
             torch.set_num_threads(1)
             t_slow, slow = median_cpu_seconds(
-                lambda: denoise_nl_means(
+                lambda noisy=noisy, axis=axis, params=params: denoise_nl_means(
                     noisy, fast_mode=False, channel_axis=axis, **params
                 ),
                 1,
             )
             runs = [("skimage slow (fast_mode=False)", "float64", 1, t_slow, slow)]
             t_fast, fast = median_cpu_seconds(
-                lambda: denoise_nl_means(
+                lambda noisy=noisy, axis=axis, params=params: denoise_nl_means(
                     noisy, fast_mode=True, channel_axis=axis, **params
                 ),
                 repeats,
@@ -88,17 +92,24 @@ def speed_rows(quick: bool):
                 image = noisy.astype(dtype)
                 nonlocal_means(image[:16, :16], **params)  # loads the compiled loops
                 t, out = median_cpu_seconds(
-                    lambda: nonlocal_means(image, **params), repeats
+                    lambda image=image, params=params: nonlocal_means(image, **params),
+                    repeats,
                 )
                 runs.append(
                     (f"attnlib nonlocal_means, {dtype}, 1 thread", dtype, 1, t, out)
                 )
                 torch.set_num_threads(threads)
                 t, out = median_seconds(
-                    lambda: nonlocal_means(image, **params), repeats
+                    lambda image=image, params=params: nonlocal_means(image, **params),
+                    repeats,
                 )
                 cpu[f"attnlib nonlocal_means, {dtype}, {threads} threads"], _ = (
-                    median_cpu_seconds(lambda: nonlocal_means(image, **params), repeats)
+                    median_cpu_seconds(
+                        lambda image=image, params=params: nonlocal_means(
+                            image, **params
+                        ),
+                        repeats,
+                    )
                 )
                 runs.append(
                     (
@@ -141,9 +152,10 @@ def speed_rows(quick: bool):
 
 
 def nlm_numpy(image, s, d, h, sigma):
-    """Exact NLM in float64 NumPy, written independently of attnlib: every offset of the window
-    (clipped to the image), the Gaussian-weighted mean squared patch difference by a 2-D
-    correlation over the reflected image, ``np.exp``, and the weighted mean."""
+    """Exact NLM in float64 NumPy, written independently of attnlib: every offset of the
+    window (clipped to the image), the Gaussian-weighted mean squared patch
+    difference by a 2-D correlation over the reflected image, ``np.exp``, and the
+    weighted mean."""
     r, (hh, ww) = s // 2, image.shape
     pad = np.pad(image, r, mode="reflect")
     t = np.arange(s) - r
@@ -170,7 +182,10 @@ def nlm_numpy(image, s, d, h, sigma):
 
 
 def accuracy_rows(quick: bool):
-    """Largest difference of attnlib's float32 and float64 results from the float64 NumPy restatement."""
+    """Largest difference of attnlib's float32 and float64 results from the NumPy one.
+
+    The float64 NumPy restatement.
+    """
     size = 32 if quick else 128
     clean = img_as_float(data.camera())[200 : 200 + size, 200 : 200 + size]
     noisy = clean + 0.1 * np.random.default_rng(0).standard_normal(clean.shape)
@@ -229,7 +244,10 @@ GAUSS_WIDTHS = (0.5, 0.75, 1.0, 1.5, 2.0)
 
 
 def tuned(denoise, grid, clean, noisy):
-    """The parameter of ``grid`` with the best PSNR of ``denoise(noisy, parameter)`` on this (validation) crop."""
+    """The parameter of ``grid`` with the best PSNR of ``denoise(noisy, parameter)``.
+
+    On this (validation) crop.
+    """
     return max(grid, key=lambda g: psnr(clean, denoise(noisy, g)))
 
 
@@ -263,7 +281,7 @@ def quality_rows(quick: bool):
             f"width {width}",
         )
         for method, nlm in nlms.items():
-            run = lambda y, f, nlm=nlm: nlm(
+            run = lambda y, f, nlm=nlm, noise=noise: nlm(
                 y, patch_size=5, patch_distance=6, h=f * noise, sigma=noise
             )
             f = tuned(run, H_FACTORS, valid, valid_noisy)
@@ -333,8 +351,9 @@ def main():
     result = {
         "benchmark": "exact non-local means vs scikit-image denoise_nl_means",
         "machine": machine(),
-        "timing": "one-thread rows: median CPU time (time.process_time); multi-thread rows: median wall time "
-        "(seconds) and median CPU time of all threads together (cpu_seconds)",
+        "timing": "one-thread rows: median CPU time (time.process_time); multi-thread "
+        "rows: median wall time (seconds) and median CPU time of all threads together "
+        "(cpu_seconds)",
         "rows": speed,
         "accuracy_rows": accuracy,
         "quality_rows": quality,

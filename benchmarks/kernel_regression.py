@@ -1,28 +1,32 @@
 """Nadaraya–Watson kernel sums: attnlib's fused kernel against KeOps and PyTorch's SDPA.
 
-    python benchmarks/kernel_regression.py            # 10^6 keys x 10^4 queries, d = 1 and 8
-    python benchmarks/kernel_regression.py --quick    # tiny sizes (CI)
+    python benchmarks/kernel_regression.py            # 10^6 keys x 10^4 queries, d = 1
+    and 8 python benchmarks/kernel_regression.py --quick    # tiny sizes (CI)
 
-The same Gaussian-kernel predictions ``Σ_j w_ij y_j / Σ_j w_ij``, ``w_ij = exp(-|x_i - x_j|² /
-(2σ²))``, computed in float32, side by side in one process, on one thread (CPU time through
-``time.process_time``, medians), for ``--n-train`` keys and a subset of the queries per method
-(each method's subset is large enough to time; throughput is reported in pairs per second):
+The same Gaussian-kernel predictions ``Σ_j w_ij y_j / Σ_j w_ij``,
+``w_ij = exp(-|x_i - x_j|² / (2σ²))``, computed in float32, side by side in one process,
+on one thread (CPU time through ``time.process_time``, medians), for ``--n-train`` keys
+and a subset of the queries per method (each method's subset is large enough to time;
+throughput is reported in pairs per second):
 
-* ``attnlib``: :func:`attnlib.kernel_regression.nadaraya_watson` (the fused compiled kernel of
-  :mod:`attnlib.kernel_sums`); also on every core (wall time);
-* ``keops``: ``pykeops`` (``LazyTensor(...).sumsoftmaxweight``, the standard library for kernel
-  sums without memory; it compiles with the system's C++ compiler at first use). Where pykeops
-  is not installed, or does not compile, its rows say so and the run goes on;
-* ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` on the augmented vectors
-  ``q = [x, 1]``, ``k = [x_j, -|x_j|²/2]`` with ``scale = 1/σ²`` (the scores differ from
-  ``-|x - x_j|²/(2σ²)`` by a constant per row, which the softmax cancels), in blocks of queries.
+* ``attnlib``: :func:`attnlib.kernel_regression.nadaraya_watson` (the fused compiled
+  kernel of :mod:`attnlib.kernel_sums`); also on every core (wall time);
+* ``keops``: ``pykeops`` (``LazyTensor(...).sumsoftmaxweight``, the standard library for
+  kernel sums without memory; it compiles with the system's C++ compiler at first use).
+  Where pykeops is not installed, or does not compile, its rows say so and the run goes
+  on;
+* ``sdpa``: ``torch.nn.functional.scaled_dot_product_attention`` on the augmented
+  vectors ``q = [x, 1]``, ``k = [x_j, -|x_j|²/2]`` with ``scale = 1/σ²`` (the scores
+  differ from ``-|x - x_j|²/(2σ²)`` by a constant per row, which the softmax cancels),
+  in blocks of queries.
 
-Accuracy: every method's largest error on the first ``--accuracy-queries`` queries against a
-float64 reference (the same sums in float64 by PyTorch, differences formed directly). The limit:
-``torch.exp`` on one core on 16 384 float32 numbers in cache, and the exponential of
-``attnlib.kernel_sums`` on the same; a kernel's fraction of the limit is its pairs/s over that.
-Memory: growth of the peak resident set (``VmHWM``, reset through ``/proc/self/clear_refs``) over
-the resident set before the call, for ``nadaraya_watson`` on 2 000 x 10^6 in 1-D.
+Accuracy: every method's largest error on the first ``--accuracy-queries`` queries
+against a float64 reference (the same sums in float64 by PyTorch, differences formed
+directly). The limit: ``torch.exp`` on one core on 16 384 float32 numbers in cache, and
+the exponential of ``attnlib.kernel_sums`` on the same; a kernel's fraction of the limit
+is its pairs/s over that. Memory: growth of the peak resident set (``VmHWM``, reset
+through ``/proc/self/clear_refs``) over the resident set before the call, for
+``nadaraya_watson`` on 2 000 x 10^6 in 1-D.
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ TARGETS = {
 
 
 def problem(n_train: int, n_query: int, d: int, seed: int = 0):
-    """A smooth function of the inputs on the unit cube, with a bandwidth that keeps ~100s of neighbours."""
+    """A smooth function on the unit cube; its bandwidth keeps ~100s of neighbours."""
     g = torch.Generator().manual_seed(seed)
     x_train, x_query = (
         torch.rand(n_train, d, generator=g),
@@ -65,7 +69,10 @@ def problem(n_train: int, n_query: int, d: int, seed: int = 0):
 
 
 def reference(x_query, x_train, y, bandwidth):
-    """The predictions in float64, each query's differences formed directly (no expansion)."""
+    """The predictions in float64, each query's differences formed directly.
+
+    No expansion of the squared distance.
+    """
     xt, yy = x_train.double(), y.double()
     out = []
     for q in x_query.double():
@@ -92,7 +99,7 @@ def sdpa(x_query, x_train, y, bandwidth, block: int = 50):
 
 
 def keops_method():
-    """KeOps's Nadaraya–Watson (a stable softmax-weighted sum), or the reason it cannot run."""
+    """KeOps's Nadaraya–Watson (a stable softmax-weighted sum), or why it cannot run."""
     try:
         from pykeops.torch import LazyTensor
     except Exception as e:  # noqa: BLE001 - any import failure means: not available here
@@ -122,7 +129,7 @@ def keops_method():
 
 
 def exp_limits(repeats: int = 7) -> dict:
-    """Exponentials per second on one core, in cache: torch.exp and attnlib's vectorised exp."""
+    """Exponentials per second on one core, in cache: torch.exp and attnlib's exp."""
     x = -torch.rand(16384, generator=torch.Generator().manual_seed(0)) * 80
     out = torch.empty_like(x)
     xn, outn = x.numpy(), out.numpy().copy()
@@ -134,7 +141,7 @@ def exp_limits(repeats: int = 7) -> dict:
         "torch.exp": lambda: torch.exp(x, out=out),
         "attnlib exp": lambda: _exp_array(xn, outn),
     }.items():
-        t, _ = median_cpu_seconds(lambda: [fn() for _ in range(200)], repeats)
+        t, _ = median_cpu_seconds(lambda fn=fn: [fn() for _ in range(200)], repeats)
         rates[name] = 200 * x.numel() / t
     return rates
 
@@ -147,7 +154,7 @@ def _status_mib(field: str) -> float:
 
 
 def peak_growth_mib(fn) -> float:
-    """Growth of the peak resident set during ``fn()`` over the resident set before it (MiB)."""
+    """Growth of the peak resident set during ``fn()`` over the set before it (MiB)."""
     before = _status_mib("VmRSS")
     try:
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
@@ -200,7 +207,7 @@ def main() -> None:
     rows = []
     for d in (1, 8):
         xq, xt, y, h = problem(args.n_train, args.n_query, d)
-        nw = lambda q: nadaraya_watson(q, xt, y, bandwidth=h)  # noqa: E731
+        nw = lambda q, xt=xt, y=y, h=h: nadaraya_watson(q, xt, y, bandwidth=h)  # noqa: E731
         nw(xq[:2])  # loads (or, once, compiles) the kernel
         ref = reference(xq[: args.accuracy_queries], xt, y, h)
         methods = [("attnlib nadaraya_watson (fused)", 1, args.n_query, nw)]
@@ -210,7 +217,7 @@ def main() -> None:
                     "keops sumsoftmaxweight",
                     1,
                     args.keops_queries,
-                    lambda q: keops(q, xt, y, h),
+                    lambda q, xt=xt, y=y, h=h: keops(q, xt, y, h),
                 )
             )
         methods.append(
@@ -218,7 +225,7 @@ def main() -> None:
                 "torch sdpa (augmented vectors)",
                 1,
                 args.sdpa_queries,
-                lambda q: sdpa(q, xt, y, h),
+                lambda q, xt=xt, y=y, h=h: sdpa(q, xt, y, h),
             )
         )
         methods.append(
@@ -234,7 +241,7 @@ def main() -> None:
             q = xq[:n_q]
             fn(xq[:2])
             if threads == 1:
-                seconds, _ = median_cpu_seconds(lambda: fn(q), args.repeats)
+                seconds, _ = median_cpu_seconds(lambda fn=fn, q=q: fn(q), args.repeats)
                 clock = "cpu (process_time)"
             else:
                 start = time.perf_counter()
@@ -261,7 +268,8 @@ def main() -> None:
                 }
             )
             print(
-                f"d={d} {name:48s} {pairs / 1e6:10.1f} M pairs/s ({clock}), max error {error:.2e}",
+                f"d={d} {name:48s} {pairs / 1e6:10.1f} M pairs/s ({clock}), max error "
+                f"{error:.2e}",
                 flush=True,
             )
         if keops is None:
@@ -277,7 +285,8 @@ def main() -> None:
     xq, xt, y, h = problem(args.n_train, args.memory_queries, 1)
     peak = peak_growth_mib(lambda: nadaraya_watson(xq[:, 0], xt[:, 0], y, bandwidth=h))
     print(
-        f"peak memory of nadaraya_watson, {args.memory_queries} x {args.n_train} (1-D): +{peak:.1f} MiB"
+        f"peak memory of nadaraya_watson, {args.memory_queries} x {args.n_train} "
+        f"(1-D): +{peak:.1f} MiB"
     )
     torch.set_num_threads(default_threads)
 
@@ -325,16 +334,19 @@ def main() -> None:
         },
     }
     for name, t in targets.items():
-        print(
-            f"{name}: {t['value']} ({'met' if t['met'] else 'NOT met' if t['met'] is False else 'not measured'})"
+        verdict = (
+            "met" if t["met"] else "NOT met" if t["met"] is False else "not measured"
         )
+        print(f"{name}: {t['value']} ({verdict})")
     record = {
-        "benchmark": "fused Nadaraya-Watson kernel sums (attnlib) vs KeOps and torch SDPA, Gaussian kernel, float32",
+        "benchmark": "fused Nadaraya-Watson kernel sums (attnlib) vs KeOps and torch "
+        "SDPA, Gaussian kernel, float32",
         "machine": machine(pykeops=keops_note),
         "command": "python benchmarks/kernel_regression.py"
         + (" --quick" if args.quick else ""),
         "exp_limits_per_s": {k: float(f"{v:.4g}") for k, v in limits.items()},
-        "memory_method": "growth of VmHWM over VmRSS, VmHWM reset via /proc/self/clear_refs before the call",
+        "memory_method": "growth of VmHWM over VmRSS, VmHWM reset via "
+        "/proc/self/clear_refs before the call",
         "peak_memory_mib": {
             "n_query": args.memory_queries,
             "n_train": args.n_train,

@@ -6,7 +6,8 @@ attnlib / scikit-learn, and how closely the two embeddings agree (largest entry-
 difference after matching column signs, and the reconstruction errors).
 
     python benchmarks/lle.py           # the full run, writes attnlib/results/lle.json
-    python benchmarks/lle.py --quick   # tiny sizes, a smoke test (< 30 s), to lle.quick.json
+    python benchmarks/lle.py --quick   # tiny sizes, a smoke test (< 30 s), to
+    lle.quick.json
 """
 
 from __future__ import annotations
@@ -46,7 +47,10 @@ def estimators(n_neighbors: int) -> dict:
 
 
 def median_times(fits: dict, X, repeats: int) -> tuple[dict, dict]:
-    """Median seconds of ``fit`` per estimator (interleaved, so load hits both alike), and the fitted ones."""
+    """Median seconds of ``fit`` per estimator, and the fitted ones.
+
+    Interleaved, so that load hits both alike.
+    """
     times = {name: [] for name in fits}
     for _ in range(repeats):
         for name, est in fits.items():
@@ -57,8 +61,8 @@ def median_times(fits: dict, X, repeats: int) -> tuple[dict, dict]:
 
 
 def main(quick: bool = False, repeats: int | None = None) -> dict:
-    # One thread (PyTorch and BLAS, for both): the machines are shared, and a single thread
-    # gives stabler ratios.
+    # One thread (PyTorch and BLAS, for both): the machines are shared, and a single
+    # thread gives stabler ratios.
     torch.set_num_threads(1)
     threadpool_limits(1)
     repeats = repeats or (3 if quick else 7)
@@ -82,13 +86,14 @@ def main(quick: bool = False, repeats: int | None = None) -> dict:
         }
         rows.append(row)
         print(
-            f"n = {n:6d}, K = {N_NEIGHBORS}: attnlib {row['attnlib_s']:7.3f} s  sklearn {row['sklearn_s']:7.3f} s  "
-            f"ratio {row['ratio_to_sklearn']:.2f}  max |Δ embedding| {row['max_abs_embedding_difference']:.1e}",
+            f"n = {n:6d}, K = {N_NEIGHBORS}: attnlib {row['attnlib_s']:7.3f} s  "
+            f"sklearn {row['sklearn_s']:7.3f} s  ratio {row['ratio_to_sklearn']:.2f}  "
+            f"max |Δ embedding| {row['max_abs_embedding_difference']:.1e}",
             flush=True,
         )
     return {
-        "benchmark": "lle: LocallyLinearEmbedding.fit on a swiss roll, K = 12, 2 components, arpack; "
-        "medians of interleaved repeats",
+        "benchmark": "lle: LocallyLinearEmbedding.fit on a swiss roll, K = 12, 2 "
+        "components, arpack; medians of interleaved repeats",
         "machine": machine(
             scipy=scipy.__version__, sklearn=sklearn.__version__, blas_threads="1"
         ),

@@ -1,20 +1,21 @@
 """Benchmark attnlib.normalizers against the entmax package and torch.softmax.
 
-Forward + backward, float32, one CPU thread, on the shapes of the issue at score scales 1
-and 10. On a shared machine the load drifts over a run, so every comparison is paired: the
-methods are timed back to back in rounds, in an order that rotates from round to round,
-after a warm-up, with the garbage collector off; a ratio is the median over rounds of the
-per-round ratio, and the milliseconds are medians over rounds. Times are the CPU time of
-the process (one thread): on a quiet machine that is the wall time, and on a busy one it
-leaves out the time spent waiting for a core, which would otherwise land on whichever
-method happened to be running. Bursts of load on a shared machine slow the memory-bound
-softmax more than the attnlib maps (whose passes after the first run in cache), so each row
-also records the ratio of the best rounds (``ratio_to_softmax_of_minima``), an estimate of
-what a quiet machine shows.
+Forward + backward, float32, one CPU thread, on the shapes of the issue at score scales
+1 and 10. On a shared machine the load drifts over a run, so every comparison is paired:
+the methods are timed back to back in rounds, in an order that rotates from round to
+round, after a warm-up, with the garbage collector off; a ratio is the median over
+rounds of the per-round ratio, and the milliseconds are medians over rounds. Times are
+the CPU time of the process (one thread): on a quiet machine that is the wall time, and
+on a busy one it leaves out the time spent waiting for a core, which would otherwise
+land on whichever method happened to be running. Bursts of load on a shared machine slow
+the memory-bound softmax more than the attnlib maps (whose passes after the first run in
+cache), so each row also records the ratio of the best rounds
+(``ratio_to_softmax_of_minima``), an estimate of what a quiet machine shows.
 
 - attnlib against torch.softmax (the tight target): many rounds of softmax and the three
   attnlib maps (sparsemax, 1.5-entmax, 1.25-entmax) together.
-- attnlib against the entmax package (sorting, or bisection in ``entmax_bisect``, which takes
+- attnlib against the entmax package (sorting, or bisection in ``entmax_bisect``, which
+  takes
   seconds here): fewer rounds of (attnlib, package) pairs.
 - attnlib's C loops against its numba loops (the fallback where no C compiler is
   present), in the same rounds as softmax: ``ratio_to_numba_loops``.
@@ -22,8 +23,9 @@ what a quiet machine shows.
   attnlib.normalizers, then time their first sparsemax, 1.5-entmax and 1.3-entmax call
   on a 4 × 16 input (the compiled loops already cached); medians over processes.
 
-    python benchmarks/normalizers.py           # the full run, writes attnlib/results/normalizers.json
-    python benchmarks/normalizers.py --quick   # tiny sizes, a smoke test (< 30 s), to normalizers.quick.json
+    python benchmarks/normalizers.py           # the full run, writes
+    attnlib/results/normalizers.json python benchmarks/normalizers.py --quick   # tiny
+    sizes, a smoke test (< 30 s), to normalizers.quick.json
 """
 
 from __future__ import annotations
@@ -92,8 +94,9 @@ def fwd_bwd(fn, x, g):
 def rounds(fns: dict, x, g, n_rounds: int, warmup: int = 2) -> dict:
     """Seconds of forward+backward of each function in each of ``n_rounds`` rounds.
 
-    Every round times each function once, back to back, starting one further along the list
-    than the round before, so that no method always runs first (cold) or after the same one.
+    Every round times each function once, back to back, starting one further along the
+    list than the round before, so that no method always runs first (cold) or after the
+    same one.
     """
     names = list(fns)
     for _ in range(warmup):
@@ -151,7 +154,8 @@ def first_call(n_processes: int) -> dict:
 
 def main(quick: bool = False) -> dict:
     torch.manual_seed(0)
-    # One thread: the benchmark machines are shared, and a single thread gives stabler ratios.
+    # One thread: the benchmark machines are shared, and a single thread gives stabler
+    # ratios.
     torch.set_num_threads(1)
     n_softmax, n_entmax = (3, 2) if quick else (21, 5)
     loops = entmax_kernels.backend()
@@ -170,9 +174,10 @@ def main(quick: bool = False) -> dict:
                     atol=1e-3,
                     rtol=1e-3,
                 )
-            # The package first: its many large temporaries leave the allocator in the steady
-            # state of a long-running process before the tight comparison (on the first shape,
-            # softmax was otherwise timed while fresh pages were still being faulted in).
+            # The package first: its many large temporaries leave the allocator in the
+            # steady state of a long-running process before the tight comparison (on the
+            # first shape, softmax was otherwise timed while fresh pages were still
+            # being faulted in).
             slow = {
                 name: rounds(
                     {"attnlib": OURS[ours], "entmax": theirs}, x, g, n_entmax, warmup=1
@@ -224,8 +229,9 @@ def main(quick: bool = False) -> dict:
     print(f"first call in a new process: {first}")
     return {
         "benchmark": (
-            "normalizers: forward + backward, float32, CPU, one thread, process CPU time; medians over rounds "
-            "that time the methods back to back in rotating order, ratios the medians of the per-round ratios"
+            "normalizers: forward + backward, float32, CPU, one thread, process CPU "
+            "time; medians over rounds that time the methods back to back in "
+            "rotating order, ratios the medians of the per-round ratios"
         ),
         "machine": machine(entmax=E.__version__),
         "rounds": {"attnlib_vs_softmax": n_softmax, "attnlib_vs_entmax": n_entmax},
@@ -248,7 +254,8 @@ if __name__ == "__main__":
     worst_e = max(r["ratio_to_entmax"] for r in result["rows"])
     worst_s = max(r["ratio_to_softmax"] for r in result["rows"])
     print(
-        f"worst ratio to entmax {worst_e:.2f} (target {TARGETS['max_ratio_to_entmax']}), "
+        f"worst ratio to entmax {worst_e:.2f} (target "
+        f"{TARGETS['max_ratio_to_entmax']}), "
         f"to softmax {worst_s:.2f} (target {TARGETS['max_ratio_to_softmax']})"
     )
     print("wrote", write_result("normalizers", result, args.quick))

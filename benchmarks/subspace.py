@@ -1,19 +1,21 @@
-"""SSC on the synthetic protocol of You et al. (2016): attnlib against column-by-column Lasso.
+"""SSC on the synthetic protocol of You et al. (2016): attnlib vs column-wise Lasso.
 
 Data: 5 random 6-dimensional subspaces of R^9, no noise, N points in total (N/5 per
 subspace). Ours: :func:`attnlib.subspace.self_expressive` with the default active-set
-solver (exact homotopy on working sets, certified by a duality gap) + spectral clustering.
-Peer: what most users write, ``sklearn.linear_model.Lasso`` fitted once per sample, twice:
-with its default ``tol`` and with ``tol=1e-6``, which reaches our objective to 1e-6
-relative (equal objective). The peer is timed on a random subset of samples and its time
-multiplied by N / (subset size); objectives are compared on that same subset.
+solver (exact homotopy on working sets, certified by a duality gap) + spectral
+clustering. Peer: what most users write, ``sklearn.linear_model.Lasso`` fitted once per
+sample, twice: with its default ``tol`` and with ``tol=1e-6``, which reaches our
+objective to 1e-6 relative (equal objective). The peer is timed on a random subset of
+samples and its time multiplied by N / (subset size); objectives are compared on that
+same subset.
 
 1. Sweep (tuning seeds 101-105, N = 1000): λ and the affinity's row normalisation; the
    combination with the best median accuracy is used below (ties: the larger λ).
-2. Rows (evaluation seeds 0, 1, 2): accuracy median over the seeds, our time median over the
-   seeds, the peer on seed 0.
-3. The same comparison at lam = 0.05 (seed 0 only), the λ of the earlier table: the peer's
-   coordinate descent is much faster at a larger λ, so the speed-up is smaller there.
+2. Rows (evaluation seeds 0, 1, 2): accuracy median over the seeds, our time median over
+   the seeds, the peer on seed 0.
+3. The same comparison at lam = 0.05 (seed 0 only), the λ of the earlier table: the
+   peer's coordinate descent is much faster at a larger λ, so the speed-up is smaller
+   there.
 4. The λ of LSR and LRSC swept the same way (they fail on this protocol, whose subspaces
    together fill R^9, at every λ), and ``SubspaceClustering()`` with its defaults (which
    attnlib.subspace.DEFAULT_LAM takes from these sweeps; K-subspaces refinement on) and
@@ -62,7 +64,7 @@ def ours(X, lam, normalize):
 
 
 def sklearn_rows(X, rows, lam, tol):
-    """Rows of C by scikit-learn's Lasso (alpha = lam / D matches our objective), and the time."""
+    """Rows of C by scikit-learn's Lasso (alpha = lam / D matches ours), and time."""
     N, D = X.shape
     coefs = np.zeros((len(rows), N))
     start = time.perf_counter()
@@ -102,7 +104,7 @@ def sweep(N, seeds, lams, normalizations=(None, "l1")):
 
 
 def sweep_closed(N, seeds, lams):
-    """LSR and LRSC: median accuracy over the tuning seeds for every λ, and the chosen λ."""
+    """LSR and LRSC: median accuracy over tuning seeds for each λ, and the chosen λ."""
     out = {}
     for method in ("lsr", "lrsc"):
         acc = {lam: [] for lam in lams}
@@ -161,7 +163,8 @@ def run(N, lam, normalize, seeds, n_peer):
         "N": N, "per_subspace": N // 5, "lam": lam, "normalize": str(normalize),
         "accuracy": float(np.median(accs)), "accuracies": accs,
         "ours_coef_s": t_coef, "ours_total_s": float(np.median(t_totals)),
-        "ours_rel_gap": info0.rel_gap, "ours_rounds": info0.n_rounds, "peer_rows_timed": int(len(rows)),
+        "ours_rel_gap": info0.rel_gap, "ours_rounds": info0.n_rounds,
+        "peer_rows_timed": int(len(rows)),
     }  # fmt: skip
     for name, tol in PEER_TOLS.items():
         peer, t_peer = sklearn_rows(X, rows, lam, tol)
@@ -207,7 +210,8 @@ def main():
     table = sweep(tune_N, tune_seeds, lams)
     for r in table:
         print(
-            f"sweep N={tune_N} lam={r['lam']:<6} normalize={r['normalize']:<4} median acc={r['accuracy_median']:.4f}",
+            f"sweep N={tune_N} lam={r['lam']:<6} normalize={r['normalize']:<4} median "
+            f"acc={r['accuracy_median']:.4f}",
             flush=True,
         )
     best = max(
@@ -242,19 +246,25 @@ def main():
         r = run(N, lam_, norm_, seeds, n_peer)
         out.append(r)
         print(
-            f"lam={lam_} N={N:6d} acc={r['accuracy']:.4f} ours={r['ours_coef_s']:.2f}s (+spectral {r['ours_total_s']:.2f}s) "
-            f"gap={r['ours_rel_gap']:.1e} | peer equal-objective ~{r['peer_equal_coef_s_extrapolated']:.0f}s "
-            f"({r['speedup_equal']:.0f}x, obj {r['objective_gap_equal']:+.1e}) | peer default ~{r['peer_default_coef_s_extrapolated']:.0f}s "
+            f"lam={lam_} N={N:6d} acc={r['accuracy']:.4f} "
+            f"ours={r['ours_coef_s']:.2f}s (+spectral {r['ours_total_s']:.2f}s) "
+            f"gap={r['ours_rel_gap']:.1e} | peer equal-objective "
+            f"~{r['peer_equal_coef_s_extrapolated']:.0f}s "
+            f"({r['speedup_equal']:.0f}x, obj {r['objective_gap_equal']:+.1e}) | peer "
+            f"default ~{r['peer_default_coef_s_extrapolated']:.0f}s "
             f"({r['speedup_default']:.0f}x, obj {r['objective_gap_default']:+.1e})",
             flush=True,
         )
     result = {
-        "benchmark": "SSC (attnlib.subspace, exact active set) vs column-by-column sklearn Lasso",
+        "benchmark": "SSC (attnlib.subspace, exact active set) vs column-by-column "
+        "sklearn Lasso",
         "machine": machine(sklearn=sklearn.__version__),
         "protocol": (
-            "You et al. (2016): 5 subspaces of dim 6 in R^9, no noise; N = total points (N/5 per subspace); "
-            f"accuracy = median over seeds {list(eval_seeds)}; lam and normalisation chosen by the sweep on seeds {list(tune_seeds)}; "
-            "peer timed on 'peer_rows_timed' random samples of seed 0 and scaled by N / that number"
+            "You et al. (2016): 5 subspaces of dim 6 in R^9, no noise; N = total "
+            "points (N/5 per subspace); accuracy = median over seeds "
+            f"{list(eval_seeds)}; lam and normalisation chosen by the sweep on seeds "
+            f"{list(tune_seeds)}; peer timed on 'peer_rows_timed' random samples of "
+            "seed 0 and scaled by N / that number"
         ),
         "sweep": {
             "N": tune_N,

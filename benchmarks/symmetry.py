@@ -1,16 +1,18 @@
 """The learning-curve sweep of chapter 06: what orthogonal equivariance buys in samples.
 
 Two teachers with the same symmetries label Gaussian token sequences: a quadratic-score
-KnowledgeAttention layer (inside the KnowledgeAttention learner's class) and an RBF-score one
-(outside it). Seven learners are fitted to each, for a range of training-set sizes and
-several seeds: a mean and a ridge baseline, an MLP with and without weight decay, one
-standard MultiHeadAttention head, KnowledgeAttention with a linear value map (an ablation)
-and KnowledgeAttention itself. Each is scored on clean test sequences of the training length
-and of lengths never seen in training (see attnlib.experiments.symmetry). The chapter runs a
-small slice of this live and displays the committed result of the full run.
+KnowledgeAttention layer (inside the KnowledgeAttention learner's class) and an
+RBF-score one (outside it). Seven learners are fitted to each, for a range of
+training-set sizes and several seeds: a mean and a ridge baseline, an MLP with and
+without weight decay, one standard MultiHeadAttention head, KnowledgeAttention with a
+linear value map (an ablation) and KnowledgeAttention itself. Each is scored on clean
+test sequences of the training length and of lengths never seen in training (see
+attnlib.experiments.symmetry). The chapter runs a small slice of this live and displays
+the committed result of the full run.
 
-    python benchmarks/symmetry.py          # full sweep, writes attnlib/results/symmetry.json
-    python benchmarks/symmetry.py --quick  # tiny sizes, for CI (< 30 s): symmetry.quick.json
+    python benchmarks/symmetry.py          # full sweep, writes
+    attnlib/results/symmetry.json python benchmarks/symmetry.py --quick  # tiny sizes,
+    for CI (< 30 s): symmetry.quick.json
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ def main() -> None:
     print("\nmedian test error ratio MultiHeadAttention / KnowledgeAttention:")
     print(ratio.round(2).to_string())
     result = {
-        "benchmark": "symmetry: learning curves on a quadratic and an RBF teacher, seven learners",
+        "benchmark": "symmetry: learning curves on a quadratic and an RBF teacher, "
+        "seven learners",
         "machine": machine(),
         "config": config,
         "rows": [

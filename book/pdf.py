@@ -1,14 +1,16 @@
 """Print the built website as one PDF: the book's reader's edition (``make pdf``).
 
-    python book/pdf.py --site _build/html --output _build/html/book/attention-before-attention.pdf
+    python book/pdf.py --site _build/html --output
+    _build/html/book/attention-before-attention.pdf
 
-The pages of ``_toc.yml`` are read from the built site (so every chapter appears with its
-executed outputs and figures), their articles are assembled in order into one HTML file beside
-them, behind a title page and a table of contents, with every id and internal link rewritten to
-point inside that one file. Debian's Chromium (the one the website tests drive through
-Playwright) typesets the math with the site's own MathJax and prints it, with bookmarks from
-the headings, page numbers in the footer and working internal links. A first print finds the
-page on which each chapter starts; the second prints those numbers into the contents.
+The pages of ``_toc.yml`` are read from the built site (so every chapter appears with
+its executed outputs and figures), their articles are assembled in order into one HTML
+file beside them, behind a title page and a table of contents, with every id and
+internal link rewritten to point inside that one file. Debian's Chromium (the one the
+website tests drive through Playwright) typesets the math with the site's own MathJax
+and prints it, with bookmarks from the headings, page numbers in the footer and working
+internal links. A first print finds the page on which each chapter starts; the second
+prints those numbers into the contents.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import yaml
 from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parent.parent
-# Chromium's cross-reference table is slightly off by pypdf's count; pypdf repairs it quietly.
+# Chromium's cross-reference table is slightly off by pypdf's count; pypdf repairs it
+# quietly.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -49,8 +52,8 @@ html, body { background: white !important; }
 body { font-size: 10.5pt; margin: 0; }
 .pdf-book { max-width: none; padding: 0; }
 .pdf-page { break-before: page; }
-.pdf-title { height: 230mm; display: flex; flex-direction: column; justify-content: center;
-             text-align: center; }
+.pdf-title { height: 230mm; display: flex; flex-direction: column;
+             justify-content: center; text-align: center; }
 .pdf-title h1 { font-size: 34pt; margin-bottom: 0.4em; }
 .pdf-title .subtitle { font-size: 15pt; font-style: italic; }
 .pdf-title .meta { margin-top: 3em; font-size: 11pt; color: #444; }
@@ -58,21 +61,24 @@ body { font-size: 10.5pt; margin: 0; }
 .pdf-contents li.part { font-weight: bold; margin-top: 1.1em; }
 .pdf-contents li.chapter { display: flex; margin: 0.25em 0; }
 .pdf-contents li.chapter a { flex: 1 1 auto; }
-.pdf-contents li.section { display: flex; margin: 0.1em 0 0.1em 1.6em; font-size: 0.92em; }
+.pdf-contents li.section { display: flex; margin: 0.1em 0 0.1em 1.6em;
+                           font-size: 0.92em; }
 .pdf-contents li.section a { flex: 1 1 auto; }
 .pdf-contents .page-number { flex: 0 0 auto; padding-left: 1em; }
 a { text-decoration: none; }
 h1 { break-after: avoid; }
 h2, h3, h4 { break-after: avoid; break-inside: avoid; }
-img, figure, .cell_output img { max-width: 100% !important; height: auto; break-inside: avoid; }
-div.highlight pre, pre { white-space: pre-wrap !important; word-break: break-word; font-size: 8.6pt;
-                         overflow: visible !important; }
+img, figure, .cell_output img { max-width: 100% !important; height: auto;
+                                break-inside: avoid; }
+div.highlight pre, pre { white-space: pre-wrap !important; word-break: break-word;
+                         font-size: 8.6pt; overflow: visible !important; }
 .cell, .admonition, table, mjx-container[display="true"] { break-inside: avoid; }
 .pst-scrollable-table-container, .table-wrapper { overflow: visible !important; }
 table { font-size: 9pt; }
-.headerlink, .copybtn, .toggle-button, button, .dropdown-toggle-button { display: none !important; }
-.toggle-hidden, .admonition.dropdown > :not(.admonition-title) { display: block !important;
-                                                                   visibility: visible !important; }
+.headerlink, .copybtn, .toggle-button, button, .dropdown-toggle-button {
+  display: none !important; }
+.toggle-hidden, .admonition.dropdown > :not(.admonition-title) {
+  display: block !important; visibility: visible !important; }
 """
 
 HEADER = (
@@ -80,13 +86,14 @@ HEADER = (
     'font-family:sans-serif;">{title}</div>'
 )
 FOOTER = (
-    '<div style="font-size:8pt;width:100%;text-align:center;color:#444;font-family:sans-serif;">'
+    '<div style="font-size:8pt;width:100%;text-align:center;color:#444;'
+    'font-family:sans-serif;">'
     '<span class="pageNumber"></span></div>'
 )
 
 
 def toc_pages(root: Path = ROOT) -> list[tuple[str | None, str]]:
-    """``(part caption or None, docname)`` of every page of ``_toc.yml``, in reading order."""
+    """``(part caption or None, docname)`` of each ``_toc.yml`` page, reading order."""
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     pages = [(None, toc["root"])]
     for part in toc.get("parts", []):
@@ -101,7 +108,7 @@ def _slug(docname: str) -> str:
 
 
 def _rewrite(article, docname: str, pages: set[str], here: str) -> None:
-    """Namespace ids by page; point links to pages of the book inside the assembled file."""
+    """Namespace ids by page; point links to book pages into the assembled file."""
     slug = _slug(docname)
     for tag in article.find_all(id=True):
         tag["id"] = f"{slug}--{tag['id']}"
@@ -129,7 +136,7 @@ def _rewrite(article, docname: str, pages: set[str], here: str) -> None:
 
 
 def _clean(article) -> None:
-    """Drop what is for the screen (buttons, hidden setup inputs); open what is folded."""
+    """Drop what is for the screen (buttons, hidden setup inputs); unfold what folds."""
     for selector in (
         "a.headerlink",
         "details.hide.above-input",
@@ -147,7 +154,7 @@ def _clean(article) -> None:
 
 
 def _plain(text: str) -> str:
-    """A heading as plain text for a bookmark: inline TeX made readable, spaces tidied."""
+    """A heading as plain text for a bookmark: inline TeX made readable, tidy spaces."""
 
     def untex(match):
         tex = match.group(1)
@@ -164,8 +171,9 @@ def _plain(text: str) -> str:
 
 
 def assemble(site: Path, root: Path = ROOT, page_numbers: dict[str, int] | None = None):
-    """The whole book as one HTML document, to be saved in the folder of the root page, and its
-    outline: ``[(title, anchor, [(section title, anchor), ...]), ...]`` in reading order."""
+    """The whole book as one HTML document, to be saved in the folder of the root page,
+    and its outline: ``[(title, anchor, [(section title, anchor), ...]), ...]`` in
+    reading order."""
     config = yaml.safe_load((root / "_config.yml").read_text())
     pages = toc_pages(root)
     names = {doc for _, doc in pages}
@@ -242,7 +250,8 @@ def assemble(site: Path, root: Path = ROOT, page_numbers: dict[str, int] | None 
         if x
     )
     title_page = (
-        f'<section class="pdf-title"><h1 id="pdf-title">{html.escape(config["title"])}</h1>'
+        '<section class="pdf-title">'
+        f'<h1 id="pdf-title">{html.escape(config["title"])}</h1>'
         f'<p class="subtitle">{html.escape(subtitle)}</p>'
         f'<p class="meta">{html.escape(meta)}</p>'
         f'<p class="meta">{html.escape(config["repository"]["url"])}</p>'
@@ -272,8 +281,9 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 def _print(browser, url: str, output: Path, title: str) -> None:
-    # The width of A4's text column (180 mm at 96 px per inch), so that _static/fit-math.js
-    # breaks or shrinks the equations that would not fit the printed column.
+    # The width of A4's text column (180 mm at 96 px per inch), so that
+    # _static/fit-math.js breaks or shrinks the equations that would not fit the printed
+    # column.
     page = browser.new_page(viewport={"width": 680, "height": 1000})
     page.goto(url, wait_until="networkidle")
     page.wait_for_function(
@@ -303,7 +313,7 @@ def _print(browser, url: str, output: Path, title: str) -> None:
 
 
 def destinations(pdf: Path) -> dict[str, int]:
-    """1-based page of every named destination (an id that a link of the book points to)."""
+    """1-based page of every named destination (an id a link of the book points to)."""
     from pypdf import PdfReader
 
     reader = PdfReader(str(pdf))
@@ -314,8 +324,8 @@ def destinations(pdf: Path) -> dict[str, int]:
 
 
 def write_outline(pdf: Path, outline) -> None:
-    """Replace Chromium's bookmarks (built from headings, with doubled titles) by the book's:
-    one per page of the table of contents, one per section under it."""
+    """Replace Chromium's bookmarks (built from headings, with doubled titles) by the
+    book's: one per page of the table of contents, one per section under it."""
     from pypdf import PdfReader, PdfWriter
 
     pages = destinations(pdf)

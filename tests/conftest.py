@@ -51,7 +51,7 @@ def rng():
 
 @pytest.fixture
 def float64():
-    """Run a test with float64 as PyTorch's default dtype, restoring float32 afterwards."""
+    """Run a test with float64 as PyTorch's default dtype, then restore float32."""
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     yield
@@ -60,9 +60,10 @@ def float64():
 
 @pytest.fixture(autouse=True)
 def _seeded():
-    """Seed every generator before each test, so that a test draws the same numbers whatever
-    ran before it on its xdist worker, and a failure reproduces when the test is run alone
-    (models initialise their weights from torch's global generator)."""
+    """Seed every generator before each test, so that a test draws the same numbers
+    whatever ran before it on its xdist worker, and a failure reproduces when the
+    test is run alone (models initialise their weights from torch's global
+    generator)."""
     from attnlib.utils import set_seed
 
     set_seed(0)
@@ -73,10 +74,10 @@ def built_book():
     """Build the website once per session (every chapter executed, nitpicky warnings as
     errors, execution errors raised), then print the PDF edition from it (book/pdf.py).
 
-    Returns a dict: ``site`` (the built folder), ``pdf`` (its path), and for each step its
-    ``*_returncode`` and the lines to report. test_site.py and test_pdf.py both use it; under
-    xdist they run on the same worker (see ``pytest_xdist_make_scheduler``), so that the book
-    is built and printed once.
+    Returns a dict: ``site`` (the built folder), ``pdf`` (its path), and for each step
+    its ``*_returncode`` and the lines to report. test_site.py and test_pdf.py both use
+    it; under xdist they run on the same worker (see ``pytest_xdist_make_scheduler``),
+    so that the book is built and printed once.
     """
     site = ROOT / "_build" / "html"
     pdf = site / "book" / "attention-before-attention.pdf"
@@ -127,7 +128,7 @@ def built_book():
     optionalhook=True
 )  # a hook of pytest-xdist, absent from make test-latest
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile`, except that test_site.py and test_pdf.py go to the same worker."""
+    """`--dist loadfile`, except that test_site.py and test_pdf.py share a worker."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling

@@ -71,7 +71,10 @@ def test_scores_match_their_kernels():
 
 
 def test_unit_norm_gaussian_kernel_is_dot_product_attention():
-    """Eq. (7) of the self-expression paper: on the unit sphere the Gaussian kernel is softmax(q·k/σ²)."""
+    """Eq. (7) of the self-expression paper: Gaussian kernel on the sphere is softmax.
+
+    On the unit sphere the Gaussian kernel is softmax(q·k/σ²).
+    """
     q, k, v = qkv()
     q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)
     torch.testing.assert_close(
@@ -254,7 +257,7 @@ def test_multihead_bad_input():
         MultiHeadAttention(8, 2)(torch.full((2, 4, 8), float("nan")))
 
 
-# ----------------------------------------------------------------------------- gradients in the inputs, limits
+# ------------------------------------------------------ gradients in the inputs, limits
 @pytest.mark.parametrize("score", ["scaled_dot", "neg_sq_dist", "neg_l1"])
 @pytest.mark.parametrize("normalizer", ["softmax", "sparsemax", "entmax", "none"])
 def test_attention_gradcheck_in_q_k_v(score, normalizer):
@@ -291,7 +294,7 @@ def test_modules_gradcheck_in_their_inputs(module):
 
 
 def test_tiny_temperature_gives_the_arg_max_limit_and_huge_scores_raise():
-    """softmax(s / t) tends to the one-hot arg-max as t -> 0; attention returns that limit."""
+    """softmax(s / t) tends to the one-hot arg-max as t -> 0; attention returns it."""
     q, k, v = qkv(dtype=torch.float32)
     for normalizer in ("softmax", "sparsemax", "entmax"):
         _, w = attention(q, k, v, normalizer=normalizer, temperature=1e-40)
@@ -357,7 +360,10 @@ def test_hyper_parameters_are_not_silently_replaced_and_extra_repr():
 
 
 def test_huge_temperature_with_a_mask_gives_uniform_weights_not_nan():
-    """t -> inf: softmax tends to uniform over the keys a query may see (float32 rounds 1e60 to inf)."""
+    """t -> inf: softmax tends to uniform over the keys a query may see.
+
+    float32 rounds 1e60 to inf.
+    """
     q, k, v = qkv(dtype=torch.float32)
     mask = torch.ones(5, 7, dtype=torch.bool).tril()
     _, w = attention(q, k, v, mask=mask, temperature=1e60)

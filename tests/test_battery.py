@@ -1,13 +1,14 @@
 """A battery of bad inputs for every public callable of attnlib, data-driven.
 
-Each public callable has a :class:`Spec`: a valid baseline call and, for each argument worth
-attacking, its *kind*. Every kind has a list of mutations, each either ``invalid`` (the call
-must raise a ``ValueError`` naming the argument), ``valid`` (the call must return an output
-without NaN or inf, or raise a ``ValueError`` naming the argument: a clear refusal is fine),
-or ``f64`` (valid, and a float64 tensor must not come back as float32).
+Each public callable has a :class:`Spec`: a valid baseline call and, for each argument
+worth attacking, its *kind*. Every kind has a list of mutations, each either ``invalid``
+(the call must raise a ``ValueError`` naming the argument), ``valid`` (the call must
+return an output without NaN or inf, or raise a ``ValueError`` naming the argument: a
+clear refusal is fine), or ``f64`` (valid, and a float64 tensor must not come back as
+float32).
 
-Run ``python tests/test_battery.py`` for the counts (calls, clear errors, silent NaN, silent wrong,
-cryptic); ``PYTHONPATH=<another checkout>`` counts that checkout instead.
+Run ``python tests/test_battery.py`` for the counts (calls, clear errors, silent NaN,
+silent wrong, cryptic); ``PYTHONPATH=<another checkout>`` counts that checkout instead.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-# --------------------------------------------------------------------------- mutations per kind
+# ------------------------------------------------------------------- mutations per kind
 INVALID, VALID, F64 = "invalid", "valid", "f64"
 
 
@@ -127,10 +128,13 @@ KINDS = {
 
 @dataclasses.dataclass
 class Spec:
-    """How to call one public callable: ``call(**args)`` with valid ``args``; ``kinds`` of the attacked ones.
+    """How to call one public callable: ``call(**args)`` with valid ``args``.
 
-    ``optional`` arguments accept None; ``extra`` lists further ``(label, args_update, expectation,
-    name)`` cases, e.g. mismatched sizes, whose error must name ``name``.
+    ``kinds`` of the attacked ones.
+
+    ``optional`` arguments accept None; ``extra`` lists further
+    ``(label, args_update, expectation, name)`` cases, e.g. mismatched sizes, whose
+    error must name ``name``.
     """
 
     call: Callable[..., Any]
@@ -142,9 +146,9 @@ class Spec:
     )
     #: arguments checked together (shapes, dtypes): an error naming any of them is clear
     group: tuple[str, ...] = ()
-    #: {arg: labels} of mutations that are valid for this callable although invalid in general
+    #: {arg: labels} of mutations valid for this callable although invalid in general
     allow: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-    #: {arg: labels} where an infinite output is the correctly rounded answer (e.g. exp(1e30))
+    #: {arg: labels} where an infinite output is correctly rounded (e.g. exp(1e30))
     overflow: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     #: a scikit-learn estimator: scikit-learn's own validation messages count as clear
     sklearn: bool = False
@@ -252,7 +256,7 @@ def judge(
 
 
 def _raised_by_sklearn_validation(err: BaseException) -> bool:
-    """Whether scikit-learn's input validation raised ``err`` (its messages are the standard ones)."""
+    """Whether scikit-learn's input validation raised ``err`` (standard messages)."""
     tb = err.__traceback__
     while tb is not None:
         if "sklearn/utils/validation" in tb.tb_frame.f_code.co_filename.replace(
@@ -264,7 +268,7 @@ def _raised_by_sklearn_validation(err: BaseException) -> bool:
 
 
 def cases(specs: dict[str, Spec]):
-    """Every (name, spec, arg, label, mutated args, expectation, name the error must contain)."""
+    """Every (name, spec, arg, label, mutated args, expectation, name in the error)."""
     for name, spec in specs.items():
         yield name, spec, "-", "baseline", spec.args(), VALID, "-"
         for arg, kind in spec.kinds.items():
@@ -1041,11 +1045,12 @@ SPECS = {
 
 # --------------------------------------------------------------------------- the test
 #: Failing cases in callables that other work owns this round (nadaraya_watson and the
-#: functions of lle and denoise other than the estimator and the denoiser): each is expected
-#: to fail (strict: the test fails once it passes, so that the entry is then removed).
-#: nadaraya_watson's results come back in x_query's dtype (documented), so a float64 x_train or
-#: y_train beside a float32 x_query gives float32. nadaraya_watson_streaming is a deprecated
-#: alias of nadaraya_watson: it must fail exactly where nadaraya_watson does.
+#: functions of lle and denoise other than the estimator and the denoiser): each is
+#: expected to fail (strict: the test fails once it passes, so that the entry is then
+#: removed). nadaraya_watson's results come back in x_query's dtype (documented), so a
+#: float64 x_train or y_train beside a float32 x_query gives float32.
+#: nadaraya_watson_streaming is a deprecated alias of nadaraya_watson: it must fail
+#: exactly where nadaraya_watson does.
 _NW_KNOWN = ("x_train=float64", "y_train=float64")
 KNOWN = {
     *(
@@ -1133,7 +1138,8 @@ def test_every_public_callable_has_a_spec():
         )
 
 
-#: Public callables without a spec, and why (NamedTuples, result containers, exceptions, are exempt).
+#: Public callables without a spec, and why (NamedTuples, result containers, exceptions,
+#: are exempt).
 NOT_ATTACKED = {
     "training": {"TrainingDivergedError"},
     # host_array: a converter in front of scikit-learn's validation, which checks its
@@ -1143,7 +1149,10 @@ NOT_ATTACKED = {
 
 
 def test_battery_can_fail():
-    """A callable that returns NaN silently, accepts a bad argument or raises cryptically is caught."""
+    """A callable that returns NaN silently, accepts bad input or raises cryptically.
+
+    Each such callable is caught.
+    """
     nan = Spec(lambda x: x * math.nan, lambda: dict(x=torch.ones(2)), {"x": "array"})
     assert (
         judge("nan", nan, "-", "baseline", nan.args(), VALID, "-").verdict

@@ -1,7 +1,7 @@
 """Every benchmark still runs (in its quick mode, as `make bench QUICK=1` does), writes a
 well-formed result beside the committed one without replacing it, and has its section in
-the book's benchmarks appendix. The full runs are not repeated here; they are too slow for
-CI and their timings would mean little on a shared machine.
+the book's benchmarks appendix. The full runs are not repeated here; they are too slow
+for CI and their timings would mean little on a shared machine.
 
 The quick runs' accuracy and error columns are asserted (``QUICK_ACCURACY``): thresholds
 generous for the tiny sizes, but ones a wrong formula, a dropped term or a broken solver
@@ -113,8 +113,8 @@ TARGETS_MET = {
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.stem)
 def test_committed_result_meets_the_targets_the_book_shows_it_meeting(script):
-    """A committed run that misses a target the appendix or a chapter reports as met fails
-    here, not only on the page (where a reader would have to notice it)."""
+    """A committed run that misses a target the appendix or a chapter reports as met
+    fails here, not only on the page (where a reader would have to notice it)."""
     result = json.loads((RESULTS / f"{script.stem}.json").read_text())
     flagged = _flagged_targets_met(result)
     checked = TARGETS_MET.get(script.stem, lambda r, t: [])(result, result["targets"])

@@ -1,15 +1,16 @@
 """The Colab launch button, proven as far as this machine allows, for every chapter.
 
-A wheel of attnlib is built; a fresh virtual environment receives only what a Colab runtime
-already has (torch, numpy, scipy, matplotlib, scikit-learn, scikit-image, pandas, tqdm and the
-Jupyter kernel, but not myst-nb or the book's tooling). Each chapter is copied ALONE into an
-empty folder, as Colab opens it (no checkout beside it: committed results must come from the
-installed package), and executed there with its setup cell installing the local wheel instead
-of the repository URL, while pretending to be Colab. The setup cell runs twice, to show that
-it is idempotent.
+A wheel of attnlib is built; a fresh virtual environment receives only what a Colab
+runtime already has (torch, numpy, scipy, matplotlib, scikit-learn, scikit-image,
+pandas, tqdm and the Jupyter kernel, but not myst-nb or the book's tooling). Each
+chapter is copied ALONE into an empty folder, as Colab opens it (no checkout beside it:
+committed results must come from the installed package), and executed there with its
+setup cell installing the local wheel instead of the repository URL, while pretending to
+be Colab. The setup cell runs twice, to show that it is idempotent.
 
-This is the suite's execution of the chapters (nbmake is not run as well); the site build
-executes them a second time, in the project's environment, with every claim and glue.
+This is the suite's execution of the chapters (nbmake is not run as well); the site
+build executes them a second time, in the project's environment, with every claim and
+glue.
 """
 
 import json
@@ -50,10 +51,10 @@ CHECK_INSTALLED = (
 )
 
 EXECUTE = (
-    "import nbclient, nbformat\n"
-    "nb = nbformat.read('chapter.ipynb', as_version=4)\n"
-    "nbclient.NotebookClient(nb, timeout=600, kernel_name='python3').execute()\n"
-    "print(''.join(o.get('text', '') for c in nb.cells[:5] for o in c.get('outputs', [])))"
+    "import nbclient, nbformat\nnb = nbformat.read('chapter.ipynb', "
+    "as_version=4)\nnbclient.NotebookClient(nb, timeout=600, "
+    "kernel_name='python3').execute()\nprint(''.join(o.get('text', '') for c in "
+    "nb.cells[:5] for o in c.get('outputs', [])))"
 )
 
 
@@ -62,7 +63,8 @@ def _run(*args, **kwargs):
         [str(a) for a in args], capture_output=True, text=True, **kwargs
     )
     assert done.returncode == 0, (
-        f"{' '.join(map(str, args))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        f"{' '.join(map(str, args))} "
+        f"failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     )
     return done
 
@@ -125,7 +127,8 @@ def test_chapter_runs_alone_in_a_fresh_colab_like_environment(colab_kernel, chap
         "outputs": [],
         "execution_count": None,
     }  # noqa: E731
-    # pretend to be Colab, run the setup cell twice, check where attnlib came from, then the chapter
+    # pretend to be Colab, run the setup cell twice, check where attnlib came from, then
+    # the chapter
     nb["cells"][code[0] : code[0] + 1] = [
         cell(PRETEND_COLAB, "pretend-colab"),
         setup,
@@ -139,7 +142,7 @@ def test_chapter_runs_alone_in_a_fresh_colab_like_environment(colab_kernel, chap
 
 
 def _clean_env(tmp):
-    """The environment of a fresh machine: no project venv on PATH, no repository on sys.path."""
+    """A fresh machine's environment: no project venv on PATH, no repo on sys.path."""
     env = {
         k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")
     }

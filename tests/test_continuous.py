@@ -1,4 +1,4 @@
-"""Tests of attnlib.continuous against SciPy quadrature, entmax's discrete sparsemax and autograd."""
+"""attnlib.continuous against SciPy's quad, entmax's discrete sparsemax and autograd."""
 
 import math
 
@@ -37,7 +37,7 @@ def _t(x):
     return torch.as_tensor(x, dtype=D64)
 
 
-# ------------------------------------------------------------------ plain NumPy restatements
+# ------------------------------------------------------------- plain NumPy restatements
 
 
 def np_tp(t, mu, s2):
@@ -73,7 +73,7 @@ SIGMA_2D = _t([[[0.05, 0.01], [0.01, 0.02]], [[0.03, -0.01], [-0.01, 0.04]]])
 @pytest.mark.parametrize("s2", [0.01, 0.3, 2.0])
 def test_1d_densities_integrate_to_one(s2):
     for pdf in (gaussian_pdf, truncated_parabola_pdf, triangular_pdf):
-        f = lambda t: pdf(_t(t), _t(0.2), _t(s2)).item()  # noqa: E731
+        f = lambda t, pdf=pdf: pdf(_t(t), _t(0.2), _t(s2)).item()  # noqa: E731
         w = max(12 * s2**0.5, 2 * (1.5 * s2) ** (1 / 3))
         ends = [
             0.2 - s2**0.5,
@@ -128,7 +128,10 @@ def test_location_scale_recovers_triangular_and_truncated_parabola():
 
 
 def ellipse_dblquad(f, mu, S):
-    """∫ f(x, y) over the support ellipse of the truncated paraboloid TP(μ, S), with exact chord limits."""
+    """∫ f(x, y) over the support ellipse of the truncated paraboloid TP(μ, S).
+
+    With exact chord limits.
+    """
     P = np.linalg.inv(S)
     R2 = 2 * (math.gamma(3) / np.sqrt(np.linalg.det(2 * np.pi * S))) ** 0.5
     half = np.sqrt(R2 * S[0, 0])
@@ -213,7 +216,7 @@ def test_ridge_coefficients_match_the_papers_formula_and_sklearn():
     np.testing.assert_allclose(B, sk.coef_.T, atol=1e-8)
 
 
-# ------------------------------------------------------------------ forward against quadrature
+# ----------------------------------------------------------- forward against quadrature
 
 
 @pytest.mark.parametrize("alpha", [1, 2])
@@ -221,16 +224,16 @@ def test_1d_attention_matches_quad(alpha):
     r = continuous_attention_1d(MU_1D, S2_1D, BASIS_1D, alpha)
     for i, (m, s2) in enumerate(zip(MU_1D.tolist(), S2_1D.tolist())):
         dens = (
-            (lambda t: np_normal(t, m, s2))
+            (lambda t, m=m, s2=s2: np_normal(t, m, s2))
             if alpha == 1
-            else (lambda t: np_tp(t, m, s2))
+            else (lambda t, m=m, s2=s2: np_tp(t, m, s2))
         )
         a = (1.5 * s2) ** (1 / 3) if alpha == 2 else 12 * s2**0.5
         for j, (c, cs2) in enumerate(
             zip(BASIS_1D.mu.tolist(), BASIS_1D.sigma2.tolist())
         ):
             ref, _ = integrate.quad(
-                lambda t: dens(t) * np_normal(t, c, cs2),
+                lambda t, dens=dens, c=c, cs2=cs2: dens(t) * np_normal(t, c, cs2),
                 m - a,
                 m + a,
                 epsabs=1e-13,
@@ -247,16 +250,20 @@ def test_2d_attention_matches_dblquad(alpha):
         P, det = np.linalg.inv(S), np.linalg.det(S)
         for j in range(len(BASIS_2D)):
             c, s2 = BASIS_2D.mu[j].numpy(), BASIS_2D.sigma2[j].item()
-            psi = lambda x, y: (
+            psi = lambda x, y, c=c, s2=s2: (
                 np.exp(-((x - c[0]) ** 2 + (y - c[1]) ** 2) / (2 * s2))
                 / (2 * np.pi * s2)
             )  # noqa: E731
             if alpha == 2:
                 ref = ellipse_dblquad(
-                    lambda y, x: np_paraboloid(x, y, m, S) * psi(x, y), m, S
+                    lambda y, x, m=m, S=S, psi=psi: (
+                        np_paraboloid(x, y, m, S) * psi(x, y)
+                    ),
+                    m,
+                    S,
                 )
             else:
-                gauss = lambda x, y: (
+                gauss = lambda x, y, P=P, m=m, det=det: (
                     np.exp(  # noqa: E731
                         -0.5
                         * (
@@ -269,7 +276,7 @@ def test_2d_attention_matches_dblquad(alpha):
                 )
                 w = 8 * np.sqrt(S.diagonal())
                 ref = integrate.dblquad(
-                    lambda y, x: gauss(x, y) * psi(x, y),
+                    lambda y, x, gauss=gauss, psi=psi: gauss(x, y) * psi(x, y),
                     m[0] - w[0],
                     m[0] + w[0],
                     m[1] - w[1],
@@ -280,7 +287,8 @@ def test_2d_attention_matches_dblquad(alpha):
 
 
 def test_2d_paraboloid_with_narrow_rbfs_in_a_long_tilted_ellipse():
-    # The hard case for quadrature: RBFs 30× narrower than the ellipse, at its centre, its tip, its flank and just outside.
+    # The hard case for quadrature: RBFs 30× narrower than the ellipse, at its centre,
+    # its tip, its flank and just outside.
     m, angle = np.array([0.45, 0.55]), 0.5
     rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
     S = rot @ np.diag([0.3, 0.004]) @ rot.T
@@ -294,16 +302,21 @@ def test_2d_paraboloid_with_narrow_rbfs_in_a_long_tilted_ellipse():
     r = continuous_attention_2d(_t(m[None]), _t(S[None]), basis, alpha=2)[0]
     _, cov_xx = generalized_covariance_2d(_t(m[None]), _t(S[None]), basis, alpha=2)
     for j, c in enumerate(centres):
-        psi = lambda x, y: (
+        psi = lambda x, y, c=c: (
             np.exp(-((x - c[0]) ** 2 + (y - c[1]) ** 2) / (2 * s2)) / (2 * np.pi * s2)
         )  # noqa: E731
         assert r[j].item() == pytest.approx(
-            ellipse_dblquad(lambda y, x: np_paraboloid(x, y, m, S) * psi(x, y), m, S),
+            ellipse_dblquad(
+                lambda y, x, psi=psi: np_paraboloid(x, y, m, S) * psi(x, y), m, S
+            ),
             abs=1e-8,
         )
-        # The 0-covariance of x₁x₂ with ψ: ∫_supp x₁x₂ψ minus the uniform-on-the-ellipse moment R²S₁₂/4 times ∫_supp ψ.
-        mass = ellipse_dblquad(lambda y, x: psi(x, y), m, S)
-        cross = ellipse_dblquad(lambda y, x: (x - m[0]) * (y - m[1]) * psi(x, y), m, S)
+        # The 0-covariance of x₁x₂ with ψ: ∫_supp x₁x₂ψ minus the uniform-on-the-ellipse
+        # moment R²S₁₂/4 times ∫_supp ψ.
+        mass = ellipse_dblquad(lambda y, x, psi=psi: psi(x, y), m, S)
+        cross = ellipse_dblquad(
+            lambda y, x, psi=psi: (x - m[0]) * (y - m[1]) * psi(x, y), m, S
+        )
         assert cov_xx[0, j, 0, 1].item() == pytest.approx(
             cross - R2 * S[0, 1] / 4 * mass, abs=1e-10
         )
@@ -312,7 +325,8 @@ def test_2d_paraboloid_with_narrow_rbfs_in_a_long_tilted_ellipse():
 @settings(max_examples=20, deadline=None)
 @given(mu=st.floats(-1, 2), s2=st.floats(1e-3, 1.0), alpha=st.sampled_from([1, 2]))
 def test_weights_are_an_average_of_the_basis(mu, s2, alpha):
-    # r_j = E_p[ψ_j] lies between the smallest and largest value of ψ_j: check on a fine grid.
+    # r_j = E_p[ψ_j] lies between the smallest and largest value of ψ_j: check on a fine
+    # grid.
     basis = GaussianRBF.linspace(6, sigmas=(0.2,))
     r = continuous_attention_1d(_t([mu]), _t([s2]), basis, alpha)[0]
     grid = basis(_t(np.linspace(mu - 20, mu + 20, 20001)))
@@ -321,7 +335,8 @@ def test_weights_are_an_average_of_the_basis(mu, s2, alpha):
 
 @pytest.mark.parametrize("alpha", [1, 2])
 def test_1d_attention_is_the_limit_of_discrete_attention_on_a_fine_grid(alpha):
-    # On a grid of step h, discrete softmax/sparsemax of h·f(t_i) (plus log h for softmax) gives weights ≈ h p(t_i).
+    # On a grid of step h, discrete softmax/sparsemax of h·f(t_i) (plus log h for
+    # softmax) gives weights ≈ h p(t_i).
     h = 1e-4
     t = _t(np.arange(-2, 3, h))
     f = -((t - 0.4) ** 2) / (2 * 0.05)
@@ -335,7 +350,7 @@ def test_1d_attention_is_the_limit_of_discrete_attention_on_a_fine_grid(alpha):
     )
 
 
-# ------------------------------------------------------------------ backward: Proposition 3
+# -------------------------------------------------------------- backward: Proposition 3
 
 
 @pytest.mark.parametrize("alpha", [1, 2])
@@ -357,7 +372,8 @@ def test_2d_backward_gradcheck(alpha):
 
 @pytest.mark.parametrize("alpha", [1, 2])
 def test_1d_backward_matches_autograd_through_quadrature(alpha):
-    # Autograd through a fine trapezoid rule whose nodes move with (μ, σ²): an independent Jacobian.
+    # Autograd through a fine trapezoid rule whose nodes move with (μ, σ²): an
+    # independent Jacobian.
     def by_quadrature(mu, s2):
         half = (1.5 * s2) ** (1 / 3) if alpha == 2 else 12 * s2.sqrt()
         t = mu[:, None] + half[:, None] * torch.linspace(-1, 1, 20001, dtype=D64)
@@ -444,7 +460,8 @@ def test_experiment_models_and_data():
         and data.labels.shape == (6,)
         and (data.corner <= 8).all()
     )
-    # Without noise and clutter the canvas is one scikit-learn digit of the right label at the corner, zero elsewhere.
+    # Without noise and clutter the canvas is one scikit-learn digit of the right label
+    # at the corner, zero elsewhere.
     from sklearn.datasets import load_digits
 
     digits = load_digits()

@@ -1,7 +1,8 @@
 """Tests of chapter 07b's experiment scaffolding and the continuous package's helpers.
 
 The data generators, the document models (with the oracle control), the paper's Table 1
-layout, the support helpers (against the density's own zero set) and the read-out timing.
+layout, the support helpers (against the density's own zero set) and the read-out
+timing.
 """
 
 import math
@@ -51,7 +52,8 @@ def test_each_experiment_module_imports_first_in_a_fresh_interpreter(module):
 
 @pytest.mark.parametrize("kind", DocumentClassifier.KINDS)
 def test_every_parameter_of_a_document_model_gets_a_gradient(kind):
-    # A registered parameter nothing reads would be counted, initialised and optimised for nothing.
+    # A registered parameter nothing reads would be counted, initialised and optimised
+    # for nothing.
     torch.manual_seed(0)
     docs = span_documents(6, 40, span=8, seed=1)
     model = DocumentClassifier(48, kind, alpha=2, n_basis=8, span=8)
@@ -269,8 +271,8 @@ def test_init_var_sets_the_starting_variance():
 
 
 def test_paper_table1_is_the_seeds_table_digit_by_digit():
-    # Transcribed again from Table 1 of seed 002 (IMDB accuracy, %), row by row; a typo in
-    # PAPER_TABLE1 would put a wrong number beside ours in the chapter.
+    # Transcribed again from Table 1 of seed 002 (IMDB accuracy, %), row by row; a typo
+    # in PAPER_TABLE1 would put a wrong number beside ours in the chapter.
     seed_rows = """
     discrete softmax      90.78
     discrete sparsemax    90.58

@@ -33,7 +33,7 @@ def test_captioned_images_target_names_the_right_box():
     d = captioned_images(6, n_objects=3, seed=0)
     colours, shapes = d.vocabulary[:4], d.vocabulary[4:]
     for b in range(6):
-        for j, word in enumerate(d.word_ids[b].tolist()):
+        for j, _word in enumerate(d.word_ids[b].tolist()):
             r0, c0, r1, c1 = d.boxes[b, d.target[b, j]]
             pixels = d.images[b, r0:r1, c0:c1].reshape(-1, 3)
             assert (pixels != 1).any(axis=1).sum() > 0, (

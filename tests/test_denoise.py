@@ -13,7 +13,7 @@ from attnlib.training import train
 
 
 def nlm_reference(img, s=7, d=11, h=0.1, sigma=0.0):
-    """Slow-mode NLM written out pixel by pixel in float64, exact exponential, no cut-offs."""
+    """Slow-mode NLM pixel by pixel in float64, exact exponential, no cut-offs."""
     img = np.asarray(img, np.float64)
     grey = img.ndim == 2
     if grey:
@@ -143,7 +143,8 @@ def test_nonlocal_means_worker_threads_share_the_strips(rng, threads):
 
 
 def test_nonlocal_means_restores_the_callers_thread_count(rng):
-    # Two strips give two workers: a count of 3 must survive the call (it used to become 2).
+    # Two strips give two workers: a count of 3 must survive the call (it used to become
+    # 2).
     img = rng.random((8, 9))
     before = torch.get_num_threads()
     torch.set_num_threads(3)
@@ -328,10 +329,10 @@ def test_psnr_matches_formula(rng):
     assert dn.psnr(a, b) == pytest.approx(10 * np.log10(1 / np.mean((a - b) ** 2)))
 
 
-# ----------------------------------------------------------------------------- the denoiser as a PyTorch module
+# ----------------------------------------------------- the denoiser as a PyTorch module
 @pytest.mark.parametrize("positional", [False, True])
 def test_denoiser_gradcheck_in_the_image(positional):
-    """The reflect padding stays in PyTorch: gradients reach the image through its border."""
+    """Reflect padding stays in PyTorch: gradients reach the image via its border."""
     model = dn.PatchAttentionDenoiser(
         3, 0.3, 2, positional=positional, patch_distance=2
     ).double()

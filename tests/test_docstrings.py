@@ -1,9 +1,10 @@
 """numpydoc's validation of every public callable's docstring, module by module.
 
-Each entry of :data:`DOCUMENTED` is one module: ``"all"`` checks every public callable of
-its ``__all__`` (classes with their public methods), or a tuple names the callables checked
-so far. Adding a module is one line. On top of numpydoc's checks: array parameters give their
-shape, and whatever implements an equation has an ``Implements`` section.
+Each entry of :data:`DOCUMENTED` is one module: ``"all"`` checks every public callable
+of its ``__all__`` (classes with their public methods), or a tuple names the callables
+checked so far. Adding a module is one line. On top of numpydoc's checks: array
+parameters give their shape, and whatever implements an equation has an ``Implements``
+section.
 """
 
 import importlib
@@ -88,9 +89,8 @@ def test_numpydoc_validation(module, name, path):
     checks = (
         {"GL08", "SS01"} if _is_namedtuple(path) else CHECKS
     )  # fields are commented, not parameters
-    if (
-        "." in name
-    ):  # methods: scikit-learn's y=None and PyTorch's forward are documented by their class
+    # methods: scikit-learn's y=None and PyTorch's forward are documented by their class
+    if "." in name:
         checks = (
             checks - {"PR01"} if name.endswith(("fit", "fit_transform")) else checks
         )

@@ -34,11 +34,11 @@ def test_lle_accepts_duplicate_rows_like_scikit_learn():
     np.testing.assert_allclose(
         ours.reconstruction_error_, theirs.reconstruction_error_, rtol=0, atol=1e-10
     )
-    # At 10 neighbours setosa is cut off from the other species, so the null space of
-    # M = (I - W)ᵀ(I - W) has dimension > 1 and any basis of it is a valid embedding: the
-    # two libraries need not return the same vectors (scikit-learn's is not even centred).
-    # What is basis-free: ours is orthonormal and centred, and it is as low in scikit-learn's
-    # own quadratic form as scikit-learn's embedding is.
+    # At 10 neighbours setosa is cut off from the other species, so the null space of M
+    # = (I - W)ᵀ(I - W) has dimension > 1 and any basis of it is a valid embedding: the
+    # two libraries need not return the same vectors (scikit-learn's is not even
+    # centred). What is basis-free: ours is orthonormal and centred, and it is as low in
+    # scikit-learn's own quadratic form as scikit-learn's embedding is.
     from sklearn.manifold._locally_linear import barycenter_kneighbors_graph
 
     W = barycenter_kneighbors_graph(X, n_neighbors=10, reg=1e-3).toarray()

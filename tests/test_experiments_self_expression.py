@@ -1,4 +1,4 @@
-"""Tests of attnlib.experiments.self_expression (chapter 05's data and experiment models)."""
+"""Tests of attnlib.experiments.self_expression (chapter 05's data and models)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,7 @@
-"""Tests of attnlib.kernel_regression against independent restatements (NumPy, SciPy, scikit-learn, PyTorch)."""
+"""Tests of attnlib.kernel_regression against independent restatements.
+
+NumPy, SciPy, scikit-learn, PyTorch.
+"""
 
 import os
 from unittest import mock
@@ -87,7 +90,10 @@ def test_one_dimensional_inputs_are_points():
 
 
 def test_gaussian_is_scaled_dot_attention_on_the_sphere():
-    """Eq. (7): on unit vectors the Gaussian kernel is softmax(x·x_j / σ²), computed here by PyTorch."""
+    """Eq. (7): on unit vectors the Gaussian kernel is softmax(x·x_j / σ²).
+
+    Computed here by PyTorch.
+    """
     xq, xt, y = make_data(d=4)
     xq, xt = (
         torch.from_numpy(a / np.linalg.norm(a, axis=1, keepdims=True)) for a in (xq, xt)
@@ -169,8 +175,8 @@ def test_compact_kernel_without_neighbours_raises():
     seed=st.integers(0, 10_000),
 )
 def test_fused_and_blockwise_paths_equal_the_dense_weights(n, n_query, d, kernel, seed):
-    # n up to 3000 crosses the fused kernel's key blocks (512 to 1024 keys here); a budget of 64
-    # elements makes the blockwise path take several blocks of queries.
+    # n up to 3000 crosses the fused kernel's key blocks (512 to 1024 keys here); a
+    # budget of 64 elements makes the blockwise path take several blocks of queries.
     with mock.patch.object(kr, "_BLOCK_ELEMENTS", 64):
         check_paths_agree(n, n_query, d, kernel, seed)
 
@@ -245,8 +251,9 @@ def _peak_growth_mib(fn):
 )
 @pytest.mark.parametrize("kernel, n_query", [("gaussian", 2000), ("epanechnikov", 300)])
 def test_memory_stays_bounded_without_weights(kernel, n_query):
-    # 2000 x 300 000 weights would be 2.4 GB in float32 (7 GB to compute): the call must stay
-    # far below. The compact kernel takes the blockwise path: blocks of 2^21 weights.
+    # 2000 x 300 000 weights would be 2.4 GB in float32 (7 GB to compute): the call must
+    # stay far below. The compact kernel takes the blockwise path: blocks of 2^21
+    # weights.
     g = np.random.default_rng(0)
     xt, xq = g.random(300_000, dtype=np.float32), g.random(n_query, dtype=np.float32)
     y = np.sin(6 * xt)
@@ -269,7 +276,10 @@ def test_weights_that_do_not_fit_raise_before_allocating(monkeypatch):
 
 
 def test_gaussian_equals_pytorch_sdpa_on_augmented_vectors():
-    """-|x - x_j|²/(2σ²) = [x, 1]·[x_j, -|x_j|²/2] / σ² - |x|²/(2σ²); the last term cancels in PyTorch's softmax."""
+    """-|x - x_j|²/(2σ²) = [x, 1]·[x_j, -|x_j|²/2] / σ² - |x|²/(2σ²).
+
+    The last term cancels in PyTorch's softmax.
+    """
     rng = np.random.default_rng(1)
     xq, xt, y = (
         torch.from_numpy(a)
@@ -287,7 +297,10 @@ def test_gaussian_equals_pytorch_sdpa_on_augmented_vectors():
 
 
 def test_far_query_is_finite():
-    """A query far from every training point is still predicted (by its nearest neighbour), never NaN."""
+    """A query far from every training point is still predicted, never NaN.
+
+    By its nearest neighbour.
+    """
     xt = torch.linspace(0, 1, 50)[:, None]
     y = xt[:, 0] ** 2
     pred = nadaraya_watson(torch.tensor([[100.0]]), xt, y, bandwidth=0.01)
@@ -321,9 +334,11 @@ def test_gradcheck_float64():
         torch.from_numpy(a).requires_grad_() for a in make_data(n=8, n_query=3)
     )
     for kernel in ("gaussian", "laplace", "epanechnikov"):
-        fn = lambda q, x, v: nadaraya_watson(q, x, v, kernel=kernel, bandwidth=2.0)  # noqa: E731
+        fn = lambda q, x, v, kernel=kernel: nadaraya_watson(
+            q, x, v, kernel=kernel, bandwidth=2.0
+        )  # noqa: E731
         assert torch.autograd.gradcheck(fn, (xq, xt, y))
-        fn = lambda q, x, v: nadaraya_watson(
+        fn = lambda q, x, v, kernel=kernel: nadaraya_watson(
             q, x, v, kernel=kernel, bandwidth=2.0, return_weights=True
         )[1]  # noqa: E731
         assert torch.autograd.gradcheck(fn, (xq, xt, y))
@@ -493,7 +508,10 @@ def test_estimator_bad_hyperparameters():
 
 @pytest.mark.parametrize("return_weights", [False, True])
 def test_overflowing_inputs_raise_naming_them(return_weights):
-    """Distances beyond float32 (inputs near 1e30) raise a ValueError, fused path or not, never NaN."""
+    """Distances beyond float32 (inputs near 1e30) raise a ValueError, never NaN.
+
+    Fused path or not.
+    """
     xq, xt, y = (torch.as_tensor(a, dtype=torch.float32) for a in make_data())
     with pytest.raises(ValueError, match="x_query and x_train are too large"):
         nadaraya_watson(xq * 1e30, xt, y, return_weights=return_weights)

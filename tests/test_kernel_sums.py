@@ -41,9 +41,10 @@ def test_nadaraya_watson_sums_match_numpy_and_reject_mixed_dtypes():
 
 @pytest.mark.parametrize("dtype, rtol", [(np.float64, 1e-12), (np.float32, 2e-6)])
 def test_one_feature_path_across_blocks_and_tiles(dtype, rtol, np_softmax):
-    # 20 000 sorted keys span several key blocks and 150 queries three query tiles; queries
-    # near the last keys meet their nearest key only in the last block, far closer than the
-    # first block's keys (the case where a block is summed again with its own minimum).
+    # 20 000 sorted keys span several key blocks and 150 queries three query tiles;
+    # queries near the last keys meet their nearest key only in the last block, far
+    # closer than the first block's keys (the case where a block is summed again with
+    # its own minimum).
     rng = np.random.default_rng(1)
     xt = np.sort(rng.random(20_000))[:, None]
     xq = np.concatenate([rng.random(140), 1 - rng.random(10) * 1e-3])[:, None]

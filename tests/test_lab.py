@@ -1,11 +1,14 @@
-"""`make lab`, as the README tells a reader to use it: JupyterLab on `book/`, executing a chapter.
+"""`make lab` as the README tells a reader to use it: JupyterLab on `book/`.
 
-The server is started headless by `make lab` itself, on 127.0.0.1 with a random token and
-private Jupyter directories (so that nothing of the user's own Jupyter set-up takes part). The
-test asks it for JupyterLab's page and for a chapter through the contents API, opens a session
-for that chapter as JupyterLab does, and executes every code cell of the chapter through the
-kernel's websocket (the Jupyter messaging protocol, as the browser speaks it). The kernel must
-be this environment's Python, with `attnlib` importable. Then the server is shut down.
+It executes a chapter.
+
+The server is started headless by `make lab` itself, on 127.0.0.1 with a random token
+and private Jupyter directories (so that nothing of the user's own Jupyter set-up takes
+part). The test asks it for JupyterLab's page and for a chapter through the contents
+API, opens a session for that chapter as JupyterLab does, and executes every code cell
+of the chapter through the kernel's websocket (the Jupyter messaging protocol, as the
+browser speaks it). The kernel must be this environment's Python, with `attnlib`
+importable. Then the server is shut down.
 """
 
 import asyncio
@@ -61,7 +64,10 @@ def lab(tmp_path_factory):
     for name in ("CONFIG", "DATA", "RUNTIME"):
         env[f"JUPYTER_{name}_DIR"] = str(home / name.lower())
     env["JUPYTER_PLATFORM_DIRS"] = "1"
-    args = f"--no-browser --ServerApp.port={port} --ServerApp.port_retries=0 --IdentityProvider.token={token}"
+    args = (
+        f"--no-browser --ServerApp.port={port} --ServerApp.port_retries=0 "
+        f"--IdentityProvider.token={token}"
+    )
     server = subprocess.Popen(
         ["make", "-s", "lab", f"LAB_ARGS={args}"],
         cwd=ROOT,
@@ -110,7 +116,7 @@ def test_lab_root_is_the_book(lab):
 
 
 async def _run_cells(lab, kernel_id, sources):
-    """Execute each source on the kernel via its websocket; return what the cells printed."""
+    """Run each source on the kernel via its websocket; return what cells printed."""
     url = f"ws://{lab.base.removeprefix('http://')}/api/kernels/{kernel_id}/channels"
     ws = await websocket_connect(
         HTTPRequest(url, headers={"Authorization": f"token {lab.token}"})

@@ -1,4 +1,4 @@
-"""attnlib.lle against scikit-learn's LocallyLinearEmbedding and a plain NumPy restatement."""
+"""attnlib.lle against scikit-learn's LocallyLinearEmbedding and a NumPy restatement."""
 
 import numpy as np
 import pytest
@@ -29,7 +29,7 @@ def match_signs(A, B):
 
 
 def naive_weights(X, K, reg):
-    """Eq. (9) one query at a time: least squares with the sum-to-one constraint via a KKT system."""
+    """Eq. (9) one query at a time: least squares, sum-to-one by a KKT system."""
     n = len(X)
     W = np.zeros((n, n))
     for j in range(n):
@@ -115,7 +115,8 @@ def test_weights_are_affine_and_masked(n, d, K, seed):
 
 
 def test_weights_reproduce_points_in_the_affine_span_of_their_neighbours():
-    # In 2-D with reg -> 0, three non-collinear neighbours reconstruct any point exactly.
+    # In 2-D with reg -> 0, three non-collinear neighbours reconstruct any point
+    # exactly.
     X = np.random.default_rng(1).normal(size=(30, 2))
     W, _, _ = lle_weights(X, 3, reg=0.0, dense=True)
     np.testing.assert_allclose(W @ X, X, atol=1e-8)
@@ -168,7 +169,8 @@ def test_barycenter_weights_gradcheck():
 
 def test_embedding_is_centred_orthonormal_and_accepts_any_row_stochastic_matrix():
     X = swiss_roll(250)
-    # Softmax attention on the same kNN mask is also row-stochastic: Eq. (10) still applies.
+    # Softmax attention on the same kNN mask is also row-stochastic: Eq. (10) still
+    # applies.
     _, mask, _ = lle_weights(X, 10, dense=True)
     D = ((X[:, None] - X[None]) ** 2).sum(-1)
     S = np.where(mask, np.exp(-D / np.median(D[mask])), 0.0)

@@ -1,4 +1,4 @@
-"""lle_embedding is centred with YᵀY = I, also when the null space of M is larger than 1."""
+"""lle_embedding is centred with YᵀY = I, also when M's null space is larger than 1."""
 
 import numpy as np
 import pytest
@@ -31,7 +31,8 @@ def test_two_blobs_first_coordinate_is_the_centred_indicator():
 
 
 def test_embedding_minimises_the_constrained_objective():
-    # Reference: the bottom eigenvectors of P M P with P the centring projector, from SciPy.
+    # Reference: the bottom eigenvectors of P M P with P the centring projector, from
+    # SciPy.
     W, _ = _two_blobs()
     A = np.eye(W.shape[0]) - W.toarray()
     M = A.T @ A

@@ -102,7 +102,7 @@ def test_shift_tokens_matches_a_numpy_shift(shift):
     )
 
 
-# ----------------------------------------------------------------------------- convolution
+# -------------------------------------------------------------------------- convolution
 
 
 @given(half=st.integers(0, 3), length=st.integers(1, 12), seed=st.integers(0, 1000))
@@ -179,7 +179,7 @@ def test_attention_router_weights_are_softmax_of_projected_scores(np_softmax):
     np.testing.assert_allclose(res.output.detach().numpy(), w @ v, atol=1e-12)
 
 
-# ----------------------------------------------------------------------------- multiplexers
+# ------------------------------------------------------------------------- multiplexers
 
 
 def test_hard_mux_picks_the_controlled_input():
@@ -285,7 +285,7 @@ def test_one_attention_layer_learns_routing_at_every_distance():
     assert acc.min() > 0.95
 
 
-# ----------------------------------------------------------------------------- training helpers
+# --------------------------------------------------------------------- training helpers
 
 
 class _Fixed(nn.Module):
@@ -325,7 +325,7 @@ def test_to_device_keeps_named_tuples():
     torch.testing.assert_close(to_device(t, "cpu").x, t.x)
 
 
-# ----------------------------------------------------------------------------- bad inputs
+# --------------------------------------------------------------------------- bad inputs
 
 
 @pytest.mark.parametrize(

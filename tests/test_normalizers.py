@@ -1,4 +1,4 @@
-"""Tests of attnlib.normalizers against the entmax package, PyTorch, SciPy and NumPy restatements."""
+"""Tests of attnlib.normalizers against entmax, PyTorch, SciPy, NumPy restatements."""
 
 import entmax as E
 import numpy as np
@@ -25,7 +25,7 @@ NEG_INF = float("-inf")
 
 
 def reference(x, alpha, dim=-1):
-    """The entmax package's map for index ``alpha`` (an independent, sort/bisection-based code)."""
+    """The entmax package's map for index ``alpha`` (independent: sort/bisection)."""
     if alpha == 1:
         return torch.softmax(x, dim)
     if alpha == 2:
@@ -40,7 +40,10 @@ def ours(x, alpha, dim=-1):
 
 
 def project_simplex(v):
-    """Euclidean projection onto the simplex by sorting (Held, Wolfe & Crowder), in NumPy."""
+    """Euclidean projection onto the simplex by sorting, in NumPy.
+
+    The sorting algorithm of Held, Wolfe & Crowder.
+    """
     u = np.sort(v)[::-1]
     css = np.cumsum(u) - 1
     k = np.nonzero(u - css / np.arange(1, len(v) + 1) > 0)[0][-1]
@@ -133,7 +136,7 @@ def test_array_likes_are_accepted():
     np.testing.assert_allclose(sparsemax([[1.0, 0.0, 3.0]]).numpy(), [[0.0, 0.0, 1.0]])
 
 
-# ----------------------------------------------------------------------------- gradients
+# ---------------------------------------------------------------------------- gradients
 @pytest.mark.parametrize("alpha", [1.0, 1.25, 1.5, 2.0, 2.5])
 @pytest.mark.parametrize("dim", [-1, 0])
 def test_gradcheck_in_x(alpha, dim):
@@ -183,7 +186,7 @@ def test_low_precision_keeps_dtype_and_is_close(dtype, alpha):
     assert x.grad.dtype == dtype and torch.isfinite(x.grad).all()
 
 
-# ----------------------------------------------------------------------------- properties
+# --------------------------------------------------------------------------- properties
 rows = arrays(
     np.float64, st.integers(1, 12), elements=st.floats(-50, 50, allow_nan=False)
 )
@@ -222,7 +225,8 @@ def test_alpha_to_one_approaches_softmax():
     x = torch.randn(50, 10, dtype=F64, generator=torch.Generator().manual_seed(0))
     eps = (1e-1, 1e-2, 1e-3, 1e-4)
     gaps = [(entmax(x, 1 + e) - torch.softmax(x, -1)).abs().max().item() for e in eps]
-    # the gap is first order in α - 1 (q = 1/(α-1) up to 10 000, handled without overflow)
+    # the gap is first order in α - 1 (q = 1/(α-1) up to 10 000, handled without
+    # overflow)
     assert all(5 < a / b < 20 for a, b in zip(gaps, gaps[1:])) and gaps[-1] < 2e-4
 
 
@@ -232,7 +236,7 @@ def test_larger_alpha_is_sparser():
     assert support == sorted(support, reverse=True) and support[-1] < support[0]
 
 
-# ----------------------------------------------------------------------------- attention
+# ---------------------------------------------------------------------------- attention
 @pytest.mark.parametrize("name,fn", [("sparsemax", sparsemax), ("entmax", entmax)])
 def test_registered_in_attention(name, fn):
     q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 2)
@@ -244,7 +248,7 @@ def test_registered_in_attention(name, fn):
     torch.testing.assert_close(out, w @ v)
 
 
-# ----------------------------------------------------------------------------- Tsallis and losses
+# ------------------------------------------------------------------- Tsallis and losses
 def test_tsallis_entropy_against_scipy_and_formula():
     p = torch.tensor([[0.5, 0.25, 0.25, 0.0], [1.0, 0.0, 0.0, 0.0]], dtype=F64)
     np.testing.assert_allclose(
@@ -284,7 +288,8 @@ def test_exp_and_log_beta():
 def test_entmax_is_beta_exponential_of_shifted_scores():
     x = torch.randn(7, dtype=F64)
     p = entmax(x, 1.5)
-    # Eq. (7): p = exp_{2-α}(x - A) for the scalar A that normalises; read A off the top entry.
+    # Eq. (7): p = exp_{2-α}(x - A) for the scalar A that normalises; read A off the top
+    # entry.
     A = x.max() - log_beta(p.max(), 0.5)
     torch.testing.assert_close(exp_beta(x - A, 0.5), p)
 
@@ -326,11 +331,11 @@ def test_fenchel_young_loss_zero_at_own_prediction_and_bad_inputs():
         fenchel_young_loss(x, torch.tensor([0, 1, 1]), reduction="max")
 
 
-# ----------------------------------------------------------------------------- the fast threshold search
+# ------------------------------------------------------------ the fast threshold search
 def hard_rows(n):
-    """Rows of width ``n`` that stress the threshold search: large scores spread over the row,
-    ties at the top, huge and tiny scales, and easy rows (one clear winner) mixed with hard
-    ones, so that rows need very different numbers of Newton passes."""
+    """Rows of width ``n`` that stress the threshold search: large scores spread over
+    the row, ties at the top, huge and tiny scales, and easy rows (one clear winner)
+    mixed with hard ones, so that rows need very different numbers of Newton passes."""
     rng = np.random.default_rng(1)
     w = n // min(8, n // 16)
     stacked = rng.normal(size=(3, n)) * 0.1
@@ -371,7 +376,7 @@ def test_gradcheck_on_hard_rows(alpha):
 
 @pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0])
 def test_bisection_off_the_cpu_agrees_with_the_package(alpha):
-    """Off the CPU (CUDA), every α is bisected with tensor operations; checked here on the CPU."""
+    """Off the CPU (CUDA) every α is bisected by tensor ops; checked here on the CPU."""
     import attnlib.normalizers as N
 
     x = hard_rows(100)
@@ -421,13 +426,13 @@ def test_tensor_alpha_per_slice_of_a_3d_input():
     torch.testing.assert_close(entmax(x, alpha), expected, atol=1e-6, rtol=0)
 
 
-# ----------------------------------------------------------------------------- numerical soundness
+# ------------------------------------------------------------------ numerical soundness
 @pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0, 2.5])
 @pytest.mark.parametrize(
     "dtype,offsets", [(torch.float32, [1e4, 1e7, 1e9]), (F64, [1e4, 1e9, 1e16])]
 )
 def test_large_offsets_are_exact_as_in_the_package(alpha, dtype, offsets):
-    """A constant added to a row changes nothing: the search works on gaps to the row maximum."""
+    """A constant added to a row changes nothing: the search uses gaps to the max."""
     base = torch.randn(40, 17, dtype=F64, generator=torch.Generator().manual_seed(3))
     for offset in offsets + [-o for o in offsets]:
         x = (base + offset).to(dtype)  # the gaps the dtype can represent at this offset
@@ -444,7 +449,7 @@ def test_large_offsets_are_exact_as_in_the_package(alpha, dtype, offsets):
 )
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, F64])
 def test_masked_fill_and_finfo_min_rows_are_uniform_like_softmax(fn, dtype):
-    """The padding idiom ``masked_fill(-1e9)`` and ``finfo.min`` rows give softmax's answer."""
+    """Padding by ``masked_fill(-1e9)`` and ``finfo.min`` rows: softmax's answer."""
     x = torch.randn(4, 6, dtype=dtype)
     x[1] = -1e4 if dtype == torch.float16 else -1e9  # -1e9 overflows float16
     x[2] = torch.finfo(dtype).min
@@ -490,7 +495,7 @@ def test_empty_batch_returns_empty_like_torch_softmax(fn):
 @pytest.mark.parametrize("alpha", [1.25, 1.3, 1.5, 2.0, 2.5])
 @pytest.mark.parametrize("compiled", [True, False])
 def test_double_backward_is_exact(alpha, compiled, monkeypatch):
-    """gradgradcheck on the compiled CPU path and on the tensor path (as run off the CPU)."""
+    """gradgradcheck on the compiled CPU path and the tensor path (as off the CPU)."""
     import attnlib.normalizers as N
 
     if not compiled:

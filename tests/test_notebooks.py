@@ -1,5 +1,6 @@
-"""The chapters follow the house rules: stamped, stripped, listed in the table of contents,
-ending with a summary and executable exercises. (nbmake executes them; test_site builds them.)"""
+"""The chapters follow the house rules: stamped, stripped, listed in the table of
+contents, ending with a summary and executable exercises. (nbmake executes them;
+test_site builds them.)"""
 
 import json
 import re

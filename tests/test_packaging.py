@@ -1,8 +1,10 @@
-"""The installable package: built as sdist and wheel, validated by twine, and its metadata
-says what is true (the Python versions that are tested, the committed results shipped).
+"""The installable package: built as sdist and wheel, validated by twine, and its
+metadata says what is true (the Python versions that are tested, the committed results
+shipped).
 
-The tested versions are 3.11 (this environment, `make test`) and 3.12 (`make test-latest`);
-`pyproject.toml` must name exactly those in its classifiers, with 3.11 as the lower bound.
+The tested versions are 3.11 (this environment, `make test`) and 3.12
+(`make test-latest`); `pyproject.toml` must name exactly those in its classifiers, with
+3.11 as the lower bound.
 """
 
 import email
@@ -23,7 +25,8 @@ MAKEFILE = (ROOT / "Makefile").read_text()
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory):
     """Build the sdist and the wheel once, without network, from a copy of the files git
-    knows (as a fresh clone has them: no stale build/ or egg-info of the working tree)."""
+    knows (as a fresh clone has them: no stale build/ or egg-info of the working
+    tree)."""
     clone, out = tmp_path_factory.mktemp("clone"), tmp_path_factory.mktemp("dist")
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard"],

@@ -1,11 +1,12 @@
 """The PDF edition (`make pdf`, book/pdf.py), opened with pypdf.
 
 It is printed once per session from the website that the site tests build (conftest's
-`built_book`). Checked here: every page of the table of contents opens where its bookmark
-points, in order, under its title; the bookmarks are the table of contents (pages, then
-their sections); the printed contents give the right page numbers; every page carries its
-number; no page shows raw TeX; the figures of the chapters are embedded; internal links
-resolve; equations carry their chapter's numbers; the page count and size are plausible.
+`built_book`). Checked here: every page of the table of contents opens where its
+bookmark points, in order, under its title; the bookmarks are the table of contents
+(pages, then their sections); the printed contents give the right page numbers; every
+page carries its number; no page shows raw TeX; the figures of the chapters are
+embedded; internal links resolve; equations carry their chapter's numbers; the page
+count and size are plausible.
 """
 
 import re
@@ -24,7 +25,7 @@ PAGES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part["cha
 
 
 def _norm(text: str) -> str:
-    """Ligatures undone (NFKC), whitespace collapsed: text as pypdf extracts it, comparable."""
+    """Ligatures undone (NFKC), whitespace collapsed: text as pypdf extracts it."""
     text = " ".join(unicodedata.normalize("NFKC", text).split())
     return re.sub(r"(\w)- (\w)", r"\1-\2", text)  # a word hyphenated at a line break
 
@@ -133,9 +134,9 @@ def test_bookmarks_are_the_table_of_contents(book):
 
 def test_every_chapter_opens_under_its_title_in_order(book):
     outline, texts = _outline(book["reader"]), book["texts"]
-    for (title, page, sections), expected in zip(outline[1:], _titles(book)):
+    for (_title, page, sections), expected in zip(outline[1:], _titles(book)):
         assert expected in texts[page - 1], f"page {page} does not show {expected!r}"
-        for section, section_page in sections:
+        for _section, section_page in sections:
             assert section_page >= page
     first_chapter = outline[2][1]
     assert outline[1][1] < first_chapter, "the preface comes first"
@@ -170,7 +171,10 @@ def test_equations_carry_their_chapters_numbers(book):
 
 
 def _images(resources, found):
-    """Collect the object numbers of the image XObjects under ``resources`` (through forms)."""
+    """Collect the object numbers of the image XObjects under ``resources``.
+
+    Also through forms.
+    """
     resources = resources.get_object() if resources is not None else {}
     for ref in (resources.get("/XObject") or {}).values():
         xobject = ref.get_object()

@@ -1,11 +1,11 @@
 """What README.md shows, followed as a new reader would follow it.
 
-Every fenced Python block executes and its claims hold (re-checked here against independent
-restatements); every `make <target>` it names exists; `make serve` answers on loopback with the
-index page; the layout table names only paths that exist and every top-level tracked path
-appears in it; the README links nothing outside the repository; the statements about the
-set-up (Python versions, caching, workers, the pinned torch, the install spec) match the files
-that make them true.
+Every fenced Python block executes and its claims hold (re-checked here against
+independent restatements); every `make <target>` it names exists; `make serve` answers
+on loopback with the index page; the layout table names only paths that exist and every
+top-level tracked path appears in it; the README links nothing outside the repository;
+the statements about the set-up (Python versions, caching, workers, the pinned torch,
+the install spec) match the files that make them true.
 """
 
 import os
@@ -44,7 +44,8 @@ def test_python_blocks_execute_and_their_claims_hold():
     for block in blocks:  # one after the other, as a reader pastes them
         exec(compile(block, "README.md", "exec"), namespace)
     q, k, v = namespace["q"], namespace["k"], namespace["v"]
-    # "scaled dot-product attention": PyTorch's own, weights as softmax(q k^T / sqrt(d)).
+    # "scaled dot-product attention": PyTorch's own, weights as
+    # softmax(q k^T / sqrt(d)).
     torch.testing.assert_close(
         namespace["out"], torch.nn.functional.scaled_dot_product_attention(q, k, v)
     )

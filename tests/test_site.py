@@ -1,14 +1,15 @@
 """The website: built with every chapter executed, then opened in a real browser.
 
-The build runs once per test session (conftest's ``built_book``, shared with test_pdf.py)
-with nitpicky warnings as errors and execution errors raised; every page is then served on
-loopback and opened in headless Chromium (Debian's, driven by Playwright) at desktop and
-phone widths: no console errors, math typeset, images loaded, no sideways scrolling, no
-display equation wider than its box and no table or code block beyond the column, Colab
-buttons pointing at the chapter's notebook on ``main``; the search finds "sparsemax"; every internal link and anchor of the
-built site resolves. Screenshots are written to ``_build/screenshots`` for people to look at.
-Every figure on every page has content: not blank, and a cell's figure shows more
-than the axes' furniture (see ``figure_problems``).
+The build runs once per test session (conftest's ``built_book``, shared with
+test_pdf.py) with nitpicky warnings as errors and execution errors raised; every page is
+then served on loopback and opened in headless Chromium (Debian's, driven by Playwright)
+at desktop and phone widths: no console errors, math typeset, images loaded, no sideways
+scrolling, no display equation wider than its box and no table or code block beyond the
+column, Colab buttons pointing at the chapter's notebook on ``main``; the search finds
+"sparsemax"; every internal link and anchor of the built site resolves. Screenshots are
+written to ``_build/screenshots`` for people to look at. Every figure on every page has
+content: not blank, and a cell's figure shows more than the axes' furniture (see
+``figure_problems``).
 """
 
 import base64
@@ -48,7 +49,7 @@ PAGES = [TOC["root"]] + [ch["file"] for part in TOC["parts"] for ch in part["cha
 
 @pytest.fixture(scope="module")
 def site(built_book):
-    """The whole book built (every notebook executed) with warnings as errors (conftest)."""
+    """The whole book built (every notebook executed), warnings as errors (conftest)."""
     assert built_book["site_returncode"] == 0, (
         "the book did not build cleanly:\n" + built_book["site_report"]
     )
@@ -72,7 +73,8 @@ class QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def browser():
     assert Path(CHROMIUM).exists(), (
-        "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+        "Debian's chromium is missing: `make test` installs it (apt-get install "
+        "chromium)"
     )
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -90,9 +92,9 @@ def test_site_has_every_page(site):
 WIDTHS = {"desktop": 1280, "phone": 390}
 
 # What does not fit the column. A display equation must fit its own box (no sideways
-# scrolling: it is broken into lines or drawn smaller); a table or a code block may scroll
-# inside its own box (88-character code lines cannot fit a phone), but that box must lie
-# within the column.
+# scrolling: it is broken into lines or drawn smaller); a table or a code block may
+# scroll inside its own box (88-character code lines cannot fit a phone), but that box
+# must lie within the column.
 TOO_WIDE = """() => {
   const column = document.querySelector("article.bd-article");
   if (!column) return [];
@@ -101,14 +103,20 @@ TOO_WIDE = """() => {
   const what = (el) => (el.textContent || "").replace(/\\s+/g, " ").trim().slice(0, 60);
   for (const el of column.querySelectorAll('mjx-container[display="true"]')) {
     if (el.scrollWidth > el.clientWidth + 1) {
-      bad.push(`equation ${el.scrollWidth}px wide in a ${el.clientWidth}px box: ${what(el)}`);
+      bad.push(
+        `equation ${el.scrollWidth}px wide in a ${el.clientWidth}px box: ${what(el)}`);
     }
-    if (el.getBoundingClientRect().right > right) bad.push(`equation beyond the column: ${what(el)}`);
+    if (el.getBoundingClientRect().right > right) {
+      bad.push(`equation beyond the column: ${what(el)}`);
+    }
   }
   for (const el of column.querySelectorAll("table, pre")) {
     let box = el;  // the element, or the nearest ancestor that scrolls it
     for (let a = el.parentElement; a && a !== column; a = a.parentElement) {
-      if (["auto", "scroll"].includes(getComputedStyle(a).overflowX)) { box = a; break; }
+      if (["auto", "scroll"].includes(getComputedStyle(a).overflowX)) {
+        box = a;
+        break;
+      }
     }
     if (box.getBoundingClientRect().right > right) {
       bad.push(`${el.tagName.toLowerCase()} beyond the column: ${what(el)}`);
@@ -118,8 +126,9 @@ TOO_WIDE = """() => {
 }"""
 
 
-# Code cells are written to 88 columns (test_notebooks); on a desktop they show them whole,
-# beside the right-hand contents, without scrolling (_static/book.css sizes the type).
+# Code cells are written to 88 columns (test_notebooks); on a desktop they show them
+# whole, beside the right-hand contents, without scrolling (_static/book.css sizes the
+# type).
 CODE_SCROLLS = """() => [...document.querySelectorAll("div.cell_input pre")]
   .filter((el) => el.scrollWidth > el.clientWidth + 1)
   .map((el) => `${el.scrollWidth} in ${el.clientWidth}px: ${el.textContent.slice(0, 60)}`)"""
@@ -164,7 +173,8 @@ def test_page_in_browser(server, browser, name, width):
         scrolls = page.evaluate(CODE_SCROLLS)
         assert scrolls == [], "code cells that scroll sideways:\n" + "\n".join(scrolls)
     broken = page.evaluate(
-        "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i => i.src)"
+        "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i "
+        "=> i.src)"
     )
     assert broken == [], f"images that did not load: {broken}"
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")

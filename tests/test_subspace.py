@@ -1,4 +1,4 @@
-"""Tests of attnlib.subspace against scikit-learn, SciPy and plain NumPy restatements."""
+"""Tests of attnlib.subspace against scikit-learn, SciPy and NumPy restatements."""
 
 import numpy as np
 import pytest
@@ -27,7 +27,7 @@ def small():
 
 
 def sklearn_ssc(X, lam):
-    """SSC column by column with scikit-learn's Lasso; its objective is ours divided by D."""
+    """SSC column by column with scikit-learn's Lasso; its objective is ours over D."""
     N, D = X.shape
     C = np.zeros((N, N))
     for i in range(N):
@@ -87,8 +87,9 @@ def test_lsr_closed_form_equals_svd_form_and_definition(small):
 
 
 def test_lsr_minimises_half_squared_error_plus_half_lambda_frobenius(small):
-    # The gradient of ½‖X − CX‖² + (λ/2)‖C‖_F², written out, vanishes at the closed form;
-    # with λ‖C‖_F² instead (½ on the error only) it would not: the scaling is the paper's.
+    # The gradient of ½‖X − CX‖² + (λ/2)‖C‖_F², written out, vanishes at the closed
+    # form; with λ‖C‖_F² instead (½ on the error only) it would not: the scaling is the
+    # paper's.
     X, lam = small.X, 0.3
     C = self_expressive(X, "lsr", lam)
     grad = -(X - C @ X) @ X.T + lam * C
@@ -128,7 +129,8 @@ def test_lrsc_forms(small):
         U[:, :r] @ U[:, :r].T,
         atol=1e-10,
     )
-    # the exact form minimises ½‖X − CX‖² + λ‖C‖_*: compare with singular-value thresholding by prox-gradient
+    # the exact form minimises ½‖X − CX‖² + λ‖C‖_*: compare with singular-value
+    # thresholding by prox-gradient
     C_exact = self_expressive(X, "lrsc", lam)  # the default
     G, L = X @ X.T, np.linalg.norm(X, 2) ** 2
     C = np.zeros_like(G)
@@ -150,7 +152,8 @@ def test_ssc_reaches_the_sklearn_lasso_optimum(
     gauss, sk_objective_gauss, solver, polish
 ):
     X, ref = gauss, sk_objective_gauss
-    # plain ISTA converges slowly (sublinearly on degenerate rows): a looser certified gap
+    # plain ISTA converges slowly (sublinearly on degenerate rows): a looser certified
+    # gap
     tol = 1e-6 if (solver == "ista" and not polish) else 1e-9
     C, info = self_expressive(
         X,
@@ -194,7 +197,8 @@ def test_active_set_reaches_the_sklearn_lasso_optimum(
         return_info=True,
     )
     assert info.converged and info.rel_gap <= 1e-9
-    # an int working set (here the minimum, D + 1 keys) returns CSR and needs several rounds
+    # an int working set (here the minimum, D + 1 keys) returns CSR and needs several
+    # rounds
     assert sp.issparse(C) == (working_set == 6) and (
         info.n_rounds > 1 or working_set != 6
     )
@@ -374,9 +378,9 @@ def test_bad_inputs(small):
 
 
 def test_ssc_objective_against_a_row_by_row_restatement_and_sklearns_scaling():
-    """The yardstick of the SSC tests, checked independently: a plain loop over the rows'
-    Lasso problems, and scikit-learn's Lasso objective (mean squared error over the
-    ``n_features`` "samples" of a row, alpha = λ / n_features) times n_features."""
+    """The yardstick of the SSC tests, checked independently: a plain loop over the
+    rows' Lasso problems, and scikit-learn's Lasso objective (mean squared error over
+    the ``n_features`` "samples" of a row, alpha = λ / n_features) times n_features."""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(12, 5))
     C = rng.normal(size=(12, 12)) * (rng.random((12, 12)) < 0.3)

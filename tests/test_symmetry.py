@@ -1,4 +1,4 @@
-"""Tests of attnlib.symmetry: group elements, equivariance errors, knowledge attention."""
+"""attnlib.symmetry's tests: group elements, equivariance errors, KnowledgeAttention."""
 
 import math
 
@@ -41,7 +41,8 @@ def test_random_orthogonal_is_orthogonal(d, seed):
 
 
 def test_random_orthogonal_is_haar_like_scipy():
-    # Haar measure: E[tr Q] = 0 and E[tr(Q)^2] = 1 for O(d); compare moments with SciPy's sampler.
+    # Haar measure: E[tr Q] = 0 and E[tr(Q)^2] = 1 for O(d); compare moments with
+    # SciPy's sampler.
     d, m, g = 4, 1500, gen()
     ours = torch.stack(
         [random_orthogonal(d, g, dtype=torch.float64) for _ in range(m)]
@@ -121,7 +122,8 @@ def test_permutation_error_matches_numpy_restatement():
 
 
 def test_quadratic_kernel_is_self_attention_with_z_of_stacked_wq_wk():
-    # Proposition 2 / Remark 3: Z = [W_Q; W_K] (rows), A = [[0, I], [0, 0]] gives softmax(Q Kᵀ/√d₁) X.
+    # Proposition 2 / Remark 3: Z = [W_Q; W_K] (rows), A = [[0, I], [0, 0]] gives
+    # softmax(Q Kᵀ/√d₁) X.
     g = gen(3)
     n, d, d1 = 6, 5, 3
     X = torch.randn(n, d, dtype=torch.float64, generator=g)

@@ -1,14 +1,17 @@
-"""Continuous attention: the weights are a density over time or space, the context an expectation.
+"""Continuous attention: the weights form a density over time or space.
 
-The score is a function ``f(t) = -(t - μ)ᵀ Σ⁻¹ (t - μ) / 2`` of a position ``t`` (a point of
-``[0, 1]`` for a document, of ``[0, 1]²`` for an image). Softmax (α = 1) turns it into a
-Gaussian density, sparsemax (α = 2) into a truncated parabola or paraboloid whose support is
-an interval or an ellipse. The values are a function ``V(t) = Bᵀψ(t)`` of N Gaussian radial
-basis functions ``ψ``, fitted to the discrete tokens by ridge regression, so the context
-vector ``E_p[V(t)] = Bᵀr`` needs only ``r = E_p[ψ(t)]``, an N-vector computed in closed
-form (or, for the 2-D truncated paraboloid, by one short Gauss–Legendre sum along the
-ellipse's major axis over closed-form chord integrals), with a backward pass given by the
-generalised covariance of Proposition 3 of Martins et al. (2020).
+The context is an expectation under that density.
+
+The score is a function ``f(t) = -(t - μ)ᵀ Σ⁻¹ (t - μ) / 2`` of a position ``t`` (a
+point of ``[0, 1]`` for a document, of ``[0, 1]²`` for an image). Softmax (α = 1) turns
+it into a Gaussian density, sparsemax (α = 2) into a truncated parabola or paraboloid
+whose support is an interval or an ellipse. The values are a function ``V(t) = Bᵀψ(t)``
+of N Gaussian radial basis functions ``ψ``, fitted to the discrete tokens by ridge
+regression, so the context vector ``E_p[V(t)] = Bᵀr`` needs only ``r = E_p[ψ(t)]``, an
+N-vector computed in closed form (or, for the 2-D truncated paraboloid, by one short
+Gauss–Legendre sum along the ellipse's major axis over closed-form chord integrals),
+with a backward pass given by the generalised covariance of Proposition 3 of Martins et
+al. (2020).
 
 One idea per module:
 
@@ -19,13 +22,13 @@ One idea per module:
 * ``attnlib.continuous.modules``: the ``nn.Module`` layers.
 
 The chapter's experiments live in ``attnlib.experiments.documents``,
-``attnlib.experiments.digits`` and ``attnlib.experiments.classify``; their public
-names are re-exported here so that ``from attnlib.continuous import span_documents`` keeps
+``attnlib.experiments.digits`` and ``attnlib.experiments.classify``; their public names
+are re-exported here so that ``from attnlib.continuous import span_documents`` keeps
 working.
 
-Shapes follow the book's conventions: a batch of densities has ``mu`` of shape ``(batch,)``
-(1-D) or ``(batch, 2)`` (2-D) and returns ``r`` of shape ``(batch, N)``; tokens are rows, so
-the value coefficients ``B`` are ``(..., N, D)``.
+Shapes follow the book's conventions: a batch of densities has ``mu`` of shape
+``(batch,)`` (1-D) or ``(batch, 2)`` (2-D) and returns ``r`` of shape ``(batch, N)``;
+tokens are rows, so the value coefficients ``B`` are ``(..., N, D)``.
 """
 
 from . import (
@@ -63,9 +66,9 @@ from .modules import (
     ContinuousAttentionOutput,
 )
 
-# The experiments import this package's modules, so they are re-exported lazily (PEP 562):
-# an eager import here made ``import attnlib.experiments.documents`` (or ``.digits``), done
-# first, fail on a circular import.
+# The experiments import this package's modules, so they are re-exported lazily (PEP
+# 562): an eager import here made ``import attnlib.experiments.documents`` (or
+# ``.digits``), done first, fail on a circular import.
 _EXPERIMENTS = {
     "accuracy": "classify",
     "fit_classifier": "classify",

@@ -1,12 +1,12 @@
 """Continuous attention ``r = E_p[ψ(t)]`` and its backward pass, in 1-D and 2-D.
 
 For Gaussian RBFs ψ and a Gaussian (α = 1) or truncated parabola / paraboloid (α = 2)
-density p, the forward pass is closed form in 1-D (erf and normal densities at the ends of
-the support) and for the 2-D Gaussian (Algorithm 1: products of Gaussians); for the 2-D
-truncated paraboloid the integral across each chord of the ellipse is closed form and one
-short Gauss–Legendre sum along its major axis does the rest. The backward pass is the
-generalised covariance of Proposition 3 (Eqs. 17–18) of Martins et al. (2020), carried from
-the canonical parameters θ to (μ, σ²) or (μ, Σ) by the chain rule.
+density p, the forward pass is closed form in 1-D (erf and normal densities at the ends
+of the support) and for the 2-D Gaussian (Algorithm 1: products of Gaussians); for the
+2-D truncated paraboloid the integral across each chord of the ellipse is closed form
+and one short Gauss–Legendre sum along its major axis does the rest. The backward pass
+is the generalised covariance of Proposition 3 (Eqs. 17–18) of Martins et al. (2020),
+carried from the canonical parameters θ to (μ, σ²) or (μ, Σ) by the chain rule.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-# --------------------------------------------------------------------------- 1-D closed forms
+# --------------------------------------------------------------------- 1-D closed forms
 
 
 def _ndtr_diff(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -44,7 +44,10 @@ def _normal_pdf(z: torch.Tensor) -> torch.Tensor:
 
 
 def _interval_moments(lo, hi, m, s) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``∫_lo^hi x^k N(x; m, s²) dx`` for ``k = 0, 1, 2``, from erf and the normal density at the ends."""
+    """``∫_lo^hi x^k N(x; m, s²) dx`` for ``k = 0, 1, 2``, in closed form.
+
+    From erf and the normal density at the ends.
+    """
     za, zb = (lo - m) / s, (hi - m) / s
     pa, pb = _normal_pdf(za), _normal_pdf(zb)
     J0 = _ndtr_diff(za, zb)  # ∫ z^k φ(z) dz over [za, zb], k = 0, 1, 2
@@ -67,19 +70,23 @@ def _forward_1d(mu, sigma2, c_mu, c_s2, alpha: int) -> torch.Tensor:
         return torch.exp(-0.5 * m * m / var - 0.5 * torch.log(var) - _LOG_SQRT_2PI)
     a = _tp_radius(s2)
     M0, _, M2 = _interval_moments(-a, a, m, torch.sqrt(c_s2))
-    # An expectation of ψ ≥ 0: a negative value is round-off of the difference, far from every RBF.
+    # An expectation of ψ ≥ 0: a negative value is round-off of the difference, far from
+    # every RBF.
     return (a * a / (2 * s2) * M0 - M2 / (2 * s2)).clamp_min(0)
 
 
 def generalized_covariance_1d(
     mu, sigma2, basis: GaussianRBF, alpha: int = 1
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(x², ψ)`` with ``x = t - μ``, each ``(batch, N)``.
+    """``cov_{p,2-α}(x, ψ)``, ``cov_{p,2-α}(x², ψ)`` with ``x = t - μ``, ``(batch, N)``.
+
+    Each of the two is ``(batch, N)``.
 
     For α = 1 the ordinary covariance under the Gaussian, from the product-of-Gaussians
-    moments of Algorithm 1; for α = 2 the 0-covariance, ``∫_supp φψ - ∫_supp φ ∫_supp ψ / |supp|``,
-    from Gaussian moments on the support interval. Centring ``φ = (t, t²)`` at μ changes
-    the Jacobian by a fixed linear map only (see :func:`continuous_attention_1d`).
+    moments of Algorithm 1; for α = 2 the 0-covariance,
+    ``∫_supp φψ - ∫_supp φ ∫_supp ψ / |supp|``, from Gaussian moments on the support
+    interval. Centring ``φ = (t, t²)`` at μ changes the Jacobian by a fixed linear map
+    only (see :func:`continuous_attention_1d`).
 
     Implements
     ----------
@@ -96,7 +103,8 @@ def _cov_1d(mu, sigma2, c_mu, c_s2, alpha: int):
         r = _forward_1d(mu, sigma2, c_mu, c_s2, 1)
         var = s2 + c_s2
         shift = s2 * m / var  # μ̃ - μ of the product density
-        # σ̃² - σ² = -σ⁴/(σ² + σ_j²), written so that nothing cancels for narrow densities
+        # σ̃² - σ² = -σ⁴/(σ² + σ_j²), written so that nothing cancels for narrow
+        # densities
         return r * shift, r * (shift * shift - s2 * s2 / var)
     a = _tp_radius(s2)
     M0, M1, M2 = _interval_moments(-a, a, m, torch.sqrt(c_s2))
@@ -104,8 +112,8 @@ def _cov_1d(mu, sigma2, c_mu, c_s2, alpha: int):
 
 
 def _f64(*xs):
-    # The interval moments cancel catastrophically when the support is narrow next to an RBF:
-    # compute in float64 whatever the input's precision, and cast the result back.
+    # The interval moments cancel catastrophically when the support is narrow next to an
+    # RBF: compute in float64 whatever the input's precision, and cast the result back.
     return [x.double() for x in xs]
 
 
@@ -120,7 +128,8 @@ class _ContinuousAttention1D(torch.autograd.Function):
     def backward(ctx, grad_r):
         mu, sigma2, c_mu, c_s2 = _f64(*ctx.saved_tensors)
         cov_x, cov_xx = _cov_1d(mu, sigma2, c_mu, c_s2, ctx.alpha)
-        # θ = (μ/σ², -1/(2σ²)): chain rule from ∂r/∂θ = cov to (μ, σ²), in centred statistics.
+        # θ = (μ/σ², -1/(2σ²)): chain rule from ∂r/∂θ = cov to (μ, σ²), in centred
+        # statistics.
         grad_r = grad_r.double()
         grad_mu = (grad_r * cov_x).sum(-1) / sigma2
         grad_s2 = (grad_r * cov_xx).sum(-1) / (2 * sigma2 * sigma2)
@@ -133,7 +142,8 @@ def _check_1d(mu, sigma2, basis, alpha):
     sigma2 = _positive(sigma2, "sigma2", mu)
     if sigma2.shape != mu.shape:
         raise ValueError(
-            f"sigma2 must have the shape of mu {tuple(mu.shape)}, got {tuple(sigma2.shape)}"
+            f"sigma2 must have the shape of mu {tuple(mu.shape)}, got "
+            f"{tuple(sigma2.shape)}"
         )
     return mu, sigma2, _check_basis(basis, 1), _alpha(alpha)
 
@@ -141,13 +151,15 @@ def _check_1d(mu, sigma2, basis, alpha):
 def continuous_attention_1d(
     mu, sigma2, basis: GaussianRBF, alpha: int = 1
 ) -> torch.Tensor:
-    """``r = E_p[ψ(t)]`` for a batch of 1-D Gaussians (α = 1) or truncated parabolas (α = 2).
+    """``r = E_p[ψ(t)]`` for 1-D Gaussians (α = 1) or truncated parabolas (α = 2).
 
-    The score is ``f(t) = -(t-μ)²/(2σ²)``, i.e. ``θ = (μ/σ², -1/(2σ²))`` on ``φ(t) = (t, t²)``.
-    The forward pass is closed form (a Gaussian convolution for α = 1; erf and the normal
-    density at the ends of the support for α = 2). The backward pass is Proposition 3:
-    ``∂r/∂θ = cov_{p,2-α}(φ, ψ)``, carried to ``∂r/∂μ = cov(x, ψ)/σ²`` and
-    ``∂r/∂σ² = cov(x², ψ)/(2σ⁴)`` with ``x = t - μ``.
+    For a batch of densities.
+
+    The score is ``f(t) = -(t-μ)²/(2σ²)``, i.e. ``θ = (μ/σ², -1/(2σ²))`` on
+    ``φ(t) = (t, t²)``. The forward pass is closed form (a Gaussian convolution for α =
+    1; erf and the normal density at the ends of the support for α = 2). The backward
+    pass is Proposition 3: ``∂r/∂θ = cov_{p,2-α}(φ, ψ)``, carried to
+    ``∂r/∂μ = cov(x, ψ)/σ²`` and ``∂r/∂σ² = cov(x², ψ)/(2σ⁴)`` with ``x = t - μ``.
 
     Parameters
     ----------
@@ -166,7 +178,8 @@ def continuous_attention_1d(
 
     Implements
     ----------
-    Eqs. (15) and (18) of the sparse-and-continuous attention paper (with Eqs. 10 and 17).
+    Eqs. (15) and (18) of the sparse-and-continuous attention paper (with Eqs. 10 and
+    17).
     """
     mu, sigma2, basis, alpha = _check_1d(mu, sigma2, basis, alpha)
     return _ContinuousAttention1D.apply(mu, sigma2, *basis.params(mu), alpha)
@@ -191,8 +204,9 @@ def _gauss_cov_2d(mu, Sigma, c_mu, c_s2):
     delta = mu.unsqueeze(-2) - c_mu  # μ - μ_j
     Ad = (A @ delta.unsqueeze(-1)).squeeze(-1)
     r = torch.exp(-0.5 * (delta * Ad).sum(-1)) / (2 * math.pi * torch.sqrt(det))
-    # μ̃ - μ = -ΣAδ and Σ̃ - Σ = -ΣAΣ: the product-of-Gaussians moments, written without Σ⁻¹
-    # (and without forming Σ̃, whose difference from Σ would cancel for narrow densities).
+    # μ̃ - μ = -ΣAδ and Σ̃ - Σ = -ΣAΣ: the product-of-Gaussians moments, written without
+    # Σ⁻¹ (and without forming Σ̃, whose difference from Σ would cancel for narrow
+    # densities).
     shift = -(S @ Ad.unsqueeze(-1)).squeeze(-1)
     cov_x = r.unsqueeze(-1) * shift
     cov_xx = r[..., None, None] * (
@@ -202,7 +216,11 @@ def _gauss_cov_2d(mu, Sigma, c_mu, c_s2):
 
 
 def _principal_axes(Sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Eigenvalues (largest first, ``(batch, 2)``) and eigenvectors (columns, ``(batch, 2, 2)``) of 2 × 2 SPD matrices, in closed form."""
+    """Eigenvalues and eigenvectors of 2 × 2 SPD matrices, in closed form.
+
+    Eigenvalues largest first, ``(batch, 2)``; eigenvectors as columns,
+    ``(batch, 2, 2)``.
+    """
     p, q, s = Sigma[:, 0, 0], Sigma[:, 0, 1], Sigma[:, 1, 1]
     half_gap = torch.sqrt((0.5 * (p - s)) ** 2 + q * q)
     big = 0.5 * (p + s) + half_gap
@@ -216,7 +234,8 @@ def _principal_axes(Sigma: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     )
 
 
-_WINDOW = 8.0  # RBF standard deviations kept on either side of its centre: e^{-32} ≈ 1e-14 is dropped
+# RBF standard deviations kept on either side of its centre: e^{-32} ≈ 1e-14 is dropped
+_WINDOW = 8.0
 
 
 @functools.lru_cache(maxsize=16)
@@ -232,17 +251,20 @@ def _gauss_legendre(n: int, like: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
 
 
 def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
-    """∫_supp ψ, ∫_supp xᵀΣ⁻¹x ψ and (if asked) ∫_supp xψ, ∫_supp xxᵀψ for the 2-D truncated paraboloid.
+    """Integrals of ψ over the support of the 2-D truncated paraboloid.
 
-    Rotate to the ellipse's principal axes (``x = Q z``; the RBFs are isotropic, so they stay
-    isotropic) and slice the ellipse ``z₁²/a² + z₂²/b² ≤ 1`` into chords across the major
-    axis. On each chord the density is a quadratic and the RBF a Gaussian in ``z₂``, so the
-    chord integral is closed form (erf and the normal density at the chord's ends). What is
-    left is a 1-D integral along the major axis, written with ``z₁ = a sin φ`` (the chord's
-    half-length is then ``b cos φ``, and the square-root ends of the ellipse become smooth)
-    and integrated by ``n_angles``-point Gauss–Legendre on the window of ``φ`` where the RBF
-    is not negligible (``|z₁ - centre| ≤ 8σ_j``): the nodes follow each RBF, so narrow RBFs
-    in a wide ellipse cost no more than wide ones.
+    ∫_supp ψ, ∫_supp xᵀΣ⁻¹x ψ and (if asked) ∫_supp xψ, ∫_supp xxᵀψ.
+
+    Rotate to the ellipse's principal axes (``x = Q z``; the RBFs are isotropic, so they
+    stay isotropic) and slice the ellipse ``z₁²/a² + z₂²/b² ≤ 1`` into chords across the
+    major axis. On each chord the density is a quadratic and the RBF a Gaussian in
+    ``z₂``, so the chord integral is closed form (erf and the normal density at the
+    chord's ends). What is left is a 1-D integral along the major axis, written with
+    ``z₁ = a sin φ`` (the chord's half-length is then ``b cos φ``, and the square-root
+    ends of the ellipse become smooth) and integrated by ``n_angles``-point
+    Gauss–Legendre on the window of ``φ`` where the RBF is not negligible
+    (``|z₁ - centre| ≤ 8σ_j``): the nodes follow each RBF, so narrow RBFs in a wide
+    ellipse cost no more than wide ones.
     """
     lam, Q = _principal_axes(Sigma)
     c = torch.sqrt(
@@ -289,7 +311,10 @@ def _paraboloid_integrals(mu, Sigma, c_mu, c_s2, n_angles: int, need_cov: bool):
 
 
 def _attention_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int, need_cov: bool):
-    """r and, if asked, ``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(xxᵀ, ψ)``: one pass over the quadrature nodes for all three."""
+    """r and, if asked, ``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(xxᵀ, ψ)``.
+
+    One pass over the quadrature nodes for all three.
+    """
     if alpha == 1:
         r, cov_x, cov_xx = _gauss_cov_2d(mu, Sigma, c_mu, c_s2)
         return (r, cov_x, cov_xx) if need_cov else (r, None, None)
@@ -301,7 +326,8 @@ def _attention_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int, need_cov: bo
     )  # round-off aside, an expectation of ψ ≥ 0
     if not need_cov:
         return r, None, None
-    # The 0-covariance subtracts the uniform-on-the-ellipse moments: ∫x = 0, ∫xxᵀ/|supp| = R²Σ/4.
+    # The 0-covariance subtracts the uniform-on-the-ellipse moments: ∫x = 0, ∫xxᵀ/|supp|
+    # = R²Σ/4.
     return (
         r,
         Ix,
@@ -317,7 +343,8 @@ def _cov_2d(mu, Sigma, c_mu, c_s2, alpha: int, n_angles: int):
 class _ContinuousAttention2D(torch.autograd.Function):
     @staticmethod
     def forward(ctx, mu, Sigma, c_mu, c_s2, alpha, n_angles):
-        # The covariances of the backward pass share the forward's nodes: compute them now if a gradient will be asked.
+        # The covariances of the backward pass share the forward's nodes: compute them
+        # now if a gradient will be asked.
         need_cov = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
         r, cov_x, cov_xx = _attention_2d(
             *_f64(mu, Sigma, c_mu, c_s2), alpha, n_angles, need_cov
@@ -331,7 +358,8 @@ class _ContinuousAttention2D(torch.autograd.Function):
         Sigma, cov_x, cov_xx = ctx.saved_tensors
         dtype, grad_r = Sigma.dtype, grad_r.double()
         P, _ = _inv2(Sigma.double())
-        # θ = (Σ⁻¹μ, -½Σ⁻¹): ∂r/∂μ = Σ⁻¹cov(x, ψ), ∂r/∂Σ = ½Σ⁻¹cov(xxᵀ, ψ)Σ⁻¹ (centred statistics).
+        # θ = (Σ⁻¹μ, -½Σ⁻¹): ∂r/∂μ = Σ⁻¹cov(x, ψ), ∂r/∂Σ = ½Σ⁻¹cov(xxᵀ, ψ)Σ⁻¹ (centred
+        # statistics).
         g_x = (grad_r.unsqueeze(-1) * cov_x).sum(-2)
         g_xx = (grad_r[..., None, None] * cov_xx).sum(-3)
         grad_mu = (P @ g_x.unsqueeze(-1)).squeeze(-1)
@@ -360,7 +388,9 @@ def _check_2d(mu, Sigma, basis, alpha, n_angles):
 def generalized_covariance_2d(
     mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 48
 ):
-    """``cov_{p,2-α}(x, ψ)`` ``(batch, N, 2)`` and ``cov_{p,2-α}(xxᵀ, ψ)`` ``(batch, N, 2, 2)``, ``x = t - μ``.
+    """``cov_{p,2-α}(x, ψ)`` and ``cov_{p,2-α}(xxᵀ, ψ)`` with ``x = t - μ``.
+
+    Of shapes ``(batch, N, 2)`` and ``(batch, N, 2, 2)``.
 
     Implements
     ----------
@@ -373,15 +403,18 @@ def generalized_covariance_2d(
 def continuous_attention_2d(
     mu, Sigma, basis: GaussianRBF, alpha: int = 1, n_angles: int = 48
 ) -> torch.Tensor:
-    """``r = E_p[ψ(t)]`` for a batch of 2-D Gaussians (α = 1) or truncated paraboloids (α = 2).
+    """``r = E_p[ψ(t)]`` for 2-D Gaussians (α = 1) or truncated paraboloids (α = 2).
+
+    For a batch of densities.
 
     The score is ``f(t) = -½(t-μ)ᵀΣ⁻¹(t-μ)``. For α = 1 both passes are closed form
-    (Algorithm 1: products of Gaussians). For α = 2 the support is an ellipse: the integral
-    across each chord of the ellipse (parallel to its minor axis) is closed form, and the
-    integral along the major axis, in the angle ``φ`` of ``z₁ = a sin φ``, is an
-    ``n_angles``-point Gauss–Legendre sum on the window where each RBF is not negligible
-    (relative error about 1e-6 at 32 nodes, 1e-12 at 48). The backward pass is Proposition 3,
-    ``∂r/∂θ = cov_{p,2-α}(φ, ψ)`` with ``φ(t) = (t, vec(ttᵀ))``, carried to μ and Σ.
+    (Algorithm 1: products of Gaussians). For α = 2 the support is an ellipse: the
+    integral across each chord of the ellipse (parallel to its minor axis) is closed
+    form, and the integral along the major axis, in the angle ``φ`` of ``z₁ = a sin φ``,
+    is an ``n_angles``-point Gauss–Legendre sum on the window where each RBF is not
+    negligible (relative error about 1e-6 at 32 nodes, 1e-12 at 48). The backward pass
+    is Proposition 3, ``∂r/∂θ = cov_{p,2-α}(φ, ψ)`` with ``φ(t) = (t, vec(ttᵀ))``,
+    carried to μ and Σ.
 
     Parameters
     ----------
@@ -402,7 +435,8 @@ def continuous_attention_2d(
 
     Implements
     ----------
-    Eqs. (11), (15), (17)-(18) and Algorithm 1 of the sparse-and-continuous attention paper.
+    Eqs. (11), (15), (17)-(18) and Algorithm 1 of the sparse-and-continuous attention
+    paper.
     """
     mu, Sigma, basis, alpha, n_angles = _check_2d(mu, Sigma, basis, alpha, n_angles)
     return _ContinuousAttention2D.apply(mu, Sigma, *basis.params(mu), alpha, n_angles)

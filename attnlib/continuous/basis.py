@@ -1,8 +1,9 @@
-"""Value functions: Gaussian radial basis functions and the ridge fit of the tokens on them.
+"""Value functions: Gaussian radial basis functions and the tokens' ridge fit on them.
 
-The values of continuous attention are a function ``V(t) = Bᵀψ(t)`` of a position: N basis
-functions ψ and coefficients ``B`` (``N × D``, one row per basis function, as tokens are rows)
-fitted to the discrete tokens by ridge regression, Eq. (16) of Martins et al. (2020).
+The values of continuous attention are a function ``V(t) = Bᵀψ(t)`` of a position: N
+basis functions ψ and coefficients ``B`` (``N × D``, one row per basis function, as
+tokens are rows) fitted to the discrete tokens by ridge regression, Eq. (16) of Martins
+et al. (2020).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["GaussianRBF", "ridge_value_coefficients"]
 
 
 class GaussianRBF:
-    """N isotropic Gaussian radial basis functions ``ψ_j(t) = N(t; μ_j, σ_j² I)`` on ``R^d`` (d = 1 or 2).
+    """N isotropic Gaussian RBFs ``ψ_j(t) = N(t; μ_j, σ_j² I)`` on ``R^d`` (d = 1 or 2).
 
     Parameters
     ----------
@@ -39,7 +40,8 @@ class GaussianRBF:
         mu = as_tensor(mu, "mu", min_ndim=1)
         if mu.ndim > 2 or (mu.ndim == 2 and mu.shape[1] not in (1, 2)):
             raise ValueError(
-                f"mu must have shape (N,) or (N, d) with d in (1, 2), got {tuple(mu.shape)}"
+                "mu must have shape (N,) or (N, d) with d in (1, 2), got "
+                f"{tuple(mu.shape)}"
             )
         if mu.ndim == 2 and mu.shape[1] == 1:
             mu = mu[:, 0]
@@ -57,7 +59,10 @@ class GaussianRBF:
     def linspace(
         cls, n: int, sigmas=(0.1, 0.5), low: float = 0.0, high: float = 1.0
     ) -> GaussianRBF:
-        """``n`` 1-D functions: for each standard deviation in ``sigmas``, ``n // len(sigmas)`` centres evenly in ``[low, high]``."""
+        """``n`` 1-D functions, ``n // len(sigmas)`` per entry of ``sigmas``.
+
+        For each standard deviation, the centres lie evenly in ``[low, high]``.
+        """
         n = check_int(n, "n", minimum=len(sigmas))
         per = [n // len(sigmas) + (i < n % len(sigmas)) for i in range(len(sigmas))]
         mu = torch.cat([torch.linspace(low, high, k) for k in per])
@@ -70,7 +75,10 @@ class GaussianRBF:
     def grid(
         cls, n_side: int, sigma2: float = 1e-3, low: float = 0.0, high: float = 1.0
     ) -> GaussianRBF:
-        """``n_side²`` 2-D functions of variance ``sigma2`` with centres on a regular grid of ``[low, high]²``."""
+        """``n_side²`` 2-D functions of variance ``sigma2``, centred on a grid.
+
+        The centres lie on a regular grid of ``[low, high]²``.
+        """
         n_side = check_int(n_side, "n_side")
         axis = torch.linspace(low, high, n_side)
         rows, cols = torch.meshgrid(axis, axis, indexing="ij")
@@ -84,7 +92,10 @@ class GaussianRBF:
         return self.mu.to(like), self.sigma2.to(like)
 
     def __call__(self, t) -> torch.Tensor:
-        """Evaluate every function at points ``t`` of shape ``(...,)`` (1-D) or ``(..., 2)``: returns ``(..., N)``."""
+        """Evaluate every function at ``t`` ``(...,)`` (1-D) or ``(..., 2)``.
+
+        Returns the values ``(..., N)``.
+        """
         t = as_tensor(t, "t", min_ndim=0 if self.dim == 1 else 1)
         mu, s2 = self.params(t)
         if self.dim == 1:
@@ -111,10 +122,12 @@ def _check_basis(basis, dim: int) -> GaussianRBF:
 def ridge_value_coefficients(
     H, positions, basis: GaussianRBF, lam: float = 1e-3
 ) -> torch.Tensor:
-    """Fit the value function ``V(t) = Bᵀψ(t)`` to tokens ``H`` at ``positions`` by ridge regression.
+    """Fit the value function ``V(t) = Bᵀψ(t)`` to tokens ``H`` at ``positions``.
 
-    With ``F[l, j] = ψ_j(t_l)`` (``L × N``), ``B = (FᵀF + λI)⁻¹ FᵀH``: the transpose of the
-    paper's ``B = H G`` with ``G = Fᵀ(FFᵀ + λI)⁻¹`` written for tokens in columns.
+    The fit is by ridge regression.
+
+    With ``F[l, j] = ψ_j(t_l)`` (``L × N``), ``B = (FᵀF + λI)⁻¹ FᵀH``: the transpose of
+    the paper's ``B = H G`` with ``G = Fᵀ(FFᵀ + λI)⁻¹`` written for tokens in columns.
 
     Parameters
     ----------
@@ -143,7 +156,8 @@ def ridge_value_coefficients(
     )
     if positions.shape[0] != H.shape[-2]:
         raise ValueError(
-            f"positions must have one row per token ({H.shape[-2]}), got {positions.shape[0]}"
+            f"positions must have one row per token ({H.shape[-2]}), got "
+            f"{positions.shape[0]}"
         )
     lam = check_positive(lam, "lam")
     F = basis(positions)

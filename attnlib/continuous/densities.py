@@ -1,10 +1,10 @@
 """The densities of continuous attention and their closed-form thresholds.
 
-Sparsemax (α = 2) of a quadratic score is a truncated parabola (1-D) or paraboloid (N-D), of a
-Laplace score a triangle; softmax (α = 1) of a quadratic score is a Gaussian. Each density
-here is written with the threshold λ that makes it integrate to one, in closed form, as in
-§2.4 (Eqs. 10–13) of Martins et al. (2020); the support helpers say where a truncated
-density is non-zero.
+Sparsemax (α = 2) of a quadratic score is a truncated parabola (1-D) or paraboloid
+(N-D), of a Laplace score a triangle; softmax (α = 1) of a quadratic score is a
+Gaussian. Each density here is written with the threshold λ that makes it integrate to
+one, in closed form, as in §2.4 (Eqs. 10–13) of Martins et al. (2020); the support
+helpers say where a truncated density is non-zero.
 """
 
 from __future__ import annotations
@@ -36,7 +36,10 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def _like(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
-    """``x`` as a tensor of ``like``'s dtype and device (Python floats converted directly, without a float32 detour)."""
+    """``x`` as a tensor of ``like``'s dtype and device.
+
+    Python floats are converted directly, without a float32 detour.
+    """
     if (
         not isinstance(x, torch.Tensor)
         and np.ndim(x) == 0
@@ -58,7 +61,8 @@ def _positive(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
 def _alpha(alpha) -> int:
     if alpha not in (1, 2):
         raise ValueError(
-            f"alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated paraboloid), got {alpha!r}"
+            "alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated "
+            f"paraboloid), got {alpha!r}"
         )
     return int(alpha)
 
@@ -80,7 +84,7 @@ def _spd(Sigma, name: str, d: int, like: torch.Tensor) -> torch.Tensor:
 
 
 def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
-    """The Gaussian density ``N(t; μ, σ²)``, the continuous softmax of ``-(t-μ)²/(2σ²)``.
+    """The Gaussian density ``N(t; μ, σ²)``, continuous softmax of ``-(t-μ)²/(2σ²)``.
 
     Parameters
     ----------
@@ -104,7 +108,9 @@ def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
 
 
 def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
-    """The truncated parabola ``TP(t; μ, σ²) = [-(t-μ)²/(2σ²) - λ]₊``, the continuous sparsemax.
+    """The truncated parabola ``[-(t-μ)²/(2σ²) - λ]₊``, the continuous sparsemax.
+
+    Written ``TP(t; μ, σ²)``.
 
     ``λ = -½ (3 / (2σ))^(2/3)`` makes it integrate to one; the support is
     ``|t - μ| ≤ (3σ²/2)^(1/3)``.
@@ -130,7 +136,9 @@ def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
 
 
 def triangular_pdf(t, mu, b) -> torch.Tensor:
-    """The triangular density ``[-λ - |t-μ|/b]₊`` with ``λ = -1/√b``: continuous sparsemax of a Laplace score.
+    """The triangular density ``[-λ - |t-μ|/b]₊`` with ``λ = -1/√b``.
+
+    The continuous sparsemax of a Laplace score.
 
     Parameters
     ----------
@@ -157,9 +165,9 @@ def location_scale_pdf(
     """Continuous sparsemax of the location-scale score ``f(t) = -g'(|t-μ|/σ)/σ``.
 
     The density is ``[-λ - g'(|t-μ|/σ)/σ]₊`` with ``λ = -g'(a)/σ``, where ``a`` solves
-    ``a g'(a) - g(a) + g(0) = ½`` (found with :func:`scipy.optimize.brentq`). ``g(u) = u²/2``
-    gives the triangular density with ``b = σ²``, ``g(u) = u³/6`` the truncated parabola with
-    ``σ²_TP = σ³``.
+    ``a g'(a) - g(a) + g(0) = ½`` (found with :func:`scipy.optimize.brentq`).
+    ``g(u) = u²/2`` gives the triangular density with ``b = σ²``, ``g(u) = u³/6`` the
+    truncated parabola with ``σ²_TP = σ³``.
 
     Parameters
     ----------
@@ -210,7 +218,9 @@ def location_scale_pdf(
 
 
 def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
-    """The threshold ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))`` of an N-dimensional truncated paraboloid.
+    """The threshold λ of an N-dimensional truncated paraboloid.
+
+    ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))``.
 
     Implements
     ----------
@@ -224,7 +234,9 @@ def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
 
 
 def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
-    """The N-dimensional truncated paraboloid ``[-λ - ½(t-μ)ᵀΣ⁻¹(t-μ)]₊``, sparsemax counterpart of ``N(μ, Σ)``.
+    """The N-dimensional truncated paraboloid ``[-λ - ½(t-μ)ᵀΣ⁻¹(t-μ)]₊``.
+
+    The sparsemax counterpart of ``N(μ, Σ)``.
 
     Parameters
     ----------
@@ -257,7 +269,9 @@ def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
 
 
 def truncated_parabola_radius(sigma2) -> torch.Tensor:
-    """Half-width ``a = (3σ²/2)^(1/3)`` of the truncated parabola's support ``[μ - a, μ + a]``.
+    """Half-width ``a = (3σ²/2)^(1/3)`` of the truncated parabola's support.
+
+    The support is ``[μ - a, μ + a]``.
 
     Parameters
     ----------
@@ -280,11 +294,13 @@ def truncated_parabola_radius(sigma2) -> torch.Tensor:
 def support_ellipse(
     mu, Sigma, scale: float | None = None
 ) -> tuple[np.ndarray, float, float, float]:
-    """Centre, axis lengths and angle of the ellipse ``(t-μ)ᵀΣ⁻¹(t-μ) ≤ R²`` of a 2-D density.
+    """Centre, axis lengths and angle of the ellipse ``(t-μ)ᵀΣ⁻¹(t-μ) ≤ R²``.
 
-    With ``scale=None``, ``R² = -2λ`` from :func:`truncated_paraboloid_lambda`: the exact
-    boundary of the truncated paraboloid's support. With a number, ``R = scale`` (e.g. 1 or
-    2 for a Gaussian's 1σ and 2σ contours).
+    For a 2-D density.
+
+    With ``scale=None``, ``R² = -2λ`` from :func:`truncated_paraboloid_lambda`: the
+    exact boundary of the truncated paraboloid's support. With a number, ``R = scale``
+    (e.g. 1 or 2 for a Gaussian's 1σ and 2σ contours).
 
     Parameters
     ----------
@@ -300,7 +316,8 @@ def support_ellipse(
         Full lengths of the axes along the first and second coordinate after rotating by
         ``angle``.
     angle : float
-        Rotation of the first axis from the first coordinate, in degrees (counter-clockwise).
+        Rotation of the first axis from the first coordinate, in degrees
+        (counter-clockwise).
 
     Implements
     ----------
@@ -317,6 +334,7 @@ def support_ellipse(
         R = check_positive(scale, "scale")
     vals, vecs = np.linalg.eigh(S)
     width, height = 2 * R * np.sqrt(vals[::-1])
-    # The larger eigenvalue's vector; an eigenvector's sign is arbitrary, so fold into [0, 180).
+    # The larger eigenvalue's vector; an eigenvector's sign is arbitrary, so fold into
+    # [0, 180).
     angle = math.degrees(math.atan2(vecs[1, 1], vecs[0, 1])) % 180.0
     return mu, float(width), float(height), angle

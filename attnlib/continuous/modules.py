@@ -1,4 +1,6 @@
-"""The continuous-attention layers: a density from an encoder or from discrete weights, read out.
+"""The continuous-attention layers, which read out a density.
+
+The density comes from an encoder or from discrete weights.
 
 Implements the 1-D and 2-D attention models of §3.1 and §4 of Martins et al. (2020).
 """
@@ -53,7 +55,8 @@ class _ContinuousAttention(nn.Module):
         H = as_tensor(H, "H", ndim=3)
         if (weights is None) == (self.head is None):
             raise ValueError(
-                "pass weights (moment matching) if and only if the module was built without in_features"
+                "pass weights (moment matching) if and only if the module was built "
+                "without in_features"
             )
         if weights is not None:
             weights = as_tensor(
@@ -61,7 +64,8 @@ class _ContinuousAttention(nn.Module):
             )
             if weights.shape != H.shape[:2]:
                 raise ValueError(
-                    f"weights must have shape {tuple(H.shape[:2])}, got {tuple(weights.shape)}"
+                    f"weights must have shape {tuple(H.shape[:2])}, got "
+                    f"{tuple(weights.shape)}"
                 )
         elif H.shape[-1] != self.head.in_features:
             raise ValueError(
@@ -87,11 +91,11 @@ class _ContinuousAttention(nn.Module):
 class ContinuousAttention1D(_ContinuousAttention):
     """Continuous attention over a sequence placed on ``[0, 1]``.
 
-    The density's ``(μ, σ²)`` come either from an encoder summary (``in_features`` given:
-    ``μ = sigmoid(w₁ᵀv)``, ``σ² = softplus(w₂ᵀv)`` with ``v`` the max-pool of the tokens) or,
-    in the *combined* variant, from discrete attention weights by moment matching
-    (``μ = E_w[t]``, ``σ² = E_w[t²] - μ²``). The values are the tokens fitted by ridge
-    regression on the basis, and the context is ``Bᵀ r`` with ``r`` from
+    The density's ``(μ, σ²)`` come either from an encoder summary (``in_features``
+    given: ``μ = sigmoid(w₁ᵀv)``, ``σ² = softplus(w₂ᵀv)`` with ``v`` the max-pool of the
+    tokens) or, in the *combined* variant, from discrete attention weights by moment
+    matching (``μ = E_w[t]``, ``σ² = E_w[t²] - μ²``). The values are the tokens fitted
+    by ridge regression on the basis, and the context is ``Bᵀ r`` with ``r`` from
     :func:`continuous_attention_1d`.
 
     Parameters
@@ -125,9 +129,10 @@ class ContinuousAttention1D(_ContinuousAttention):
         super().__init__(basis, 1, in_features, alpha, lam, min_var, 2)
 
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
-        """Attend over tokens ``H`` ``(batch, L, D)`` at evenly spaced positions of ``[0, 1]``.
+        """Attend over tokens ``H`` ``(batch, L, D)`` at even positions of ``[0, 1]``.
 
-        ``weights`` ``(batch, L)``: discrete attention to moment-match (combined variant).
+        ``weights`` ``(batch, L)``: discrete attention to moment-match (combined
+        variant).
         """
         H = as_tensor(H, "H", ndim=3)
         positions = torch.linspace(0, 1, H.shape[1], dtype=H.dtype, device=H.device)
@@ -144,11 +149,12 @@ class ContinuousAttention1D(_ContinuousAttention):
 
 
 class ContinuousAttention2D(_ContinuousAttention):
-    """Continuous attention over an image's grid of feature vectors placed on ``[0, 1]²``.
+    """Continuous attention over an image's grid of feature vectors on ``[0, 1]²``.
 
-    As :class:`ContinuousAttention1D`, with ``μ = sigmoid(W₁v)`` and ``Σ = LLᵀ + min_var·I``
-    from a Cholesky factor with softplus diagonal (encoder variant), or ``μ`` and ``Σ`` the
-    mean and covariance of discrete attention over the grid cells (combined variant).
+    As :class:`ContinuousAttention1D`, with ``μ = sigmoid(W₁v)`` and
+    ``Σ = LLᵀ + min_var·I`` from a Cholesky factor with softplus diagonal (encoder
+    variant), or ``μ`` and ``Σ`` the mean and covariance of discrete attention over the
+    grid cells (combined variant).
 
     Parameters
     ----------
@@ -160,8 +166,8 @@ class ContinuousAttention2D(_ContinuousAttention):
 
     Implements
     ----------
-    §3.1 and the 2-D (visual question answering) models of §4 of the sparse-and-continuous
-    attention paper.
+    §3.1 and the 2-D (visual question answering) models of §4 of the
+    sparse-and-continuous attention paper.
     """
 
     def __init__(
@@ -181,7 +187,10 @@ class ContinuousAttention2D(_ContinuousAttention):
     def grid_positions(
         height: int, width: int, dtype=None, device=None
     ) -> torch.Tensor:
-        """Cell centres of a ``height × width`` grid in ``[0, 1]²``, row-major, as ``(row, col)``: ``(height·width, 2)``."""
+        """Cell centres of a ``height × width`` grid in ``[0, 1]²``, row-major.
+
+        As ``(row, col)`` rows: ``(height·width, 2)``.
+        """
         rows = (torch.arange(height, dtype=dtype, device=device) + 0.5) / height
         cols = (torch.arange(width, dtype=dtype, device=device) + 0.5) / width
         return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(-1, 2)
@@ -189,7 +198,8 @@ class ContinuousAttention2D(_ContinuousAttention):
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
         """Attend over a feature map ``H`` ``(batch, height, width, D)``.
 
-        ``weights`` ``(batch, height·width)``: discrete attention to moment-match (combined variant).
+        ``weights`` ``(batch, height·width)``: discrete attention to moment-match
+        (combined variant).
         """
         H = as_tensor(H, "H", ndim=4)
         positions = self.grid_positions(H.shape[1], H.shape[2], H.dtype, H.device)

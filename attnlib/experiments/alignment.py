@@ -1,11 +1,14 @@
-"""A toy monotone-alignment task, chapter 07b's stand-in for the paper's machine translation.
+"""A toy monotone-alignment task, chapter 07b's stand-in for machine translation.
+
+It stands in for the paper's machine translation.
 
 In the paper's De→En model every output step attends over the source, and the continuous
 densities' means run close to the diagonal of the attention map (its Figure 2). The toy
-keeps only that structure: the target's step ``i`` must copy the source token at position
-``round(i (S - 1) / (T - 1))``, a monotone alignment, so each step has to read one place of
-the source and the places move forward with ``i``. :class:`AlignmentModel` reads the source
-through discrete attention or through one continuous density per target step.
+keeps only that structure: the target's step ``i`` must copy the source token at
+position ``round(i (S - 1) / (T - 1))``, a monotone alignment, so each step has to read
+one place of the source and the places move forward with ``i``. :class:`AlignmentModel`
+reads the source through discrete attention or through one continuous density per target
+step.
 """
 
 from __future__ import annotations
@@ -31,7 +34,10 @@ __all__ = [
 
 
 class AlignmentTask(NamedTuple):
-    """Source token ids ``(n, S)``, target ids ``(n, T)`` and the aligned source position of each target step ``(T,)``."""
+    """Source ids ``(n, S)``, target ids ``(n, T)``, aligned source positions ``(T,)``.
+
+    The aligned source position is given for each target step.
+    """
 
     source: torch.Tensor
     target: torch.Tensor
@@ -41,7 +47,7 @@ class AlignmentTask(NamedTuple):
 def monotone_alignment(
     n: int, source_len: int = 16, target_len: int = 8, *, vocab: int = 20, seed: int = 0
 ) -> AlignmentTask:
-    """Random source sequences; target step ``i`` is the source token at ``round(i (S-1)/(T-1))``.
+    """Random sources; target step ``i`` is source token ``round(i (S-1)/(T-1))``.
 
     Parameters
     ----------
@@ -75,11 +81,12 @@ def monotone_alignment(
 class AlignmentModel(nn.Module):
     """Embed the source, let each target step attend over it, classify the copied token.
 
-    Each target step ``i`` has a learned query ``q_i``. ``kind="discrete"``: attention of
-    ``q_i`` against the source embeddings plus learned positional embeddings (softmax or
-    sparsemax). ``kind="continuous"``: ``μ_i = sigmoid(w₁ᵀq_i)`` and ``σ_i² = softplus(w₂ᵀq_i)``
-    give a Gaussian (α = 1) or truncated parabola (α = 2) over the source's positions in
-    ``[0, 1]``, read through the ridge-fitted value function on ``n_basis`` RBFs.
+    Each target step ``i`` has a learned query ``q_i``. ``kind="discrete"``: attention
+    of ``q_i`` against the source embeddings plus learned positional embeddings (softmax
+    or sparsemax). ``kind="continuous"``: ``μ_i = sigmoid(w₁ᵀq_i)`` and
+    ``σ_i² = softplus(w₂ᵀq_i)`` give a Gaussian (α = 1) or truncated parabola (α = 2)
+    over the source's positions in ``[0, 1]``, read through the ridge-fitted value
+    function on ``n_basis`` RBFs.
 
     Parameters
     ----------
@@ -128,10 +135,10 @@ class AlignmentModel(nn.Module):
         self.out = nn.Linear(dim, vocab)
 
     def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(batch, T, vocab)`` and the attention over source positions ``(batch, T, S)``.
+        """Logits ``(batch, T, vocab)`` and attention over the source ``(batch, T, S)``.
 
-        For the continuous model the second output is the density at the source positions,
-        ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display only).
+        For the continuous model the second output is the density at the source
+        positions, ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display only).
         """
         from ..attention import attention
         from ..continuous.densities import gaussian_pdf, truncated_parabola_pdf
@@ -167,7 +174,9 @@ def fit_alignment(
     progress: bool = True,
     desc: str = "training",
 ) -> list[float]:
-    """Train ``model`` on ``task`` with cross-entropy over every target step, by :func:`attnlib.training.train`.
+    """Train ``model`` on ``task`` with cross-entropy over every target step.
+
+    By :func:`attnlib.training.train`.
 
     Parameters
     ----------
@@ -205,7 +214,10 @@ def fit_alignment(
 
 
 def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
-    """Fraction of target tokens (all steps of all sequences) that ``model`` copies right, in eval mode."""
+    """Fraction of target tokens that ``model`` copies right, in eval mode.
+
+    Over all steps of all sequences.
+    """
     model.eval()
     with torch.no_grad():
         logits, _ = model(task.source)
@@ -214,7 +226,10 @@ def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
 
 
 def alignment_means(model: AlignmentModel) -> tuple[torch.Tensor, torch.Tensor]:
-    """The continuous model's density means μ_i and variances σ_i², one per target step ``(T,)`` each."""
+    """The continuous model's density means μ_i and variances σ_i², each ``(T,)``.
+
+    One of each per target step.
+    """
     if model.kind != "continuous":
         raise ValueError(
             "model must be a continuous AlignmentModel (kind='continuous')"

@@ -1,7 +1,8 @@
 """Training and scoring the small classifiers of the chapters' experiments.
 
-A model's first output is its logits; its inputs are one tensor or a tuple of tensors that
-are batched together (e.g. documents and, for an oracle control, where their label sits).
+A model's first output is its logits; its inputs are one tensor or a tuple of tensors
+that are batched together (e.g. documents and, for an oracle control, where their label
+sits).
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ __all__ = ["accuracy", "fit_classifier"]
 
 
 def _rows(inputs, idx):
-    """The rows ``idx`` of one tensor, or of every tensor of a tuple, as a tuple of model arguments."""
+    """The rows ``idx`` of one tensor, or of each tensor of a tuple, as model arguments.
+
+    Returned as a tuple.
+    """
     if isinstance(inputs, tuple):
         return tuple(x[idx] for x in inputs)
     return (inputs[idx],)
@@ -64,7 +68,9 @@ def fit_classifier(
     progress: bool = True,
     desc: str = "training",
 ) -> list[float]:
-    """Train ``model`` with cross-entropy on random mini-batches by :func:`attnlib.training.train`.
+    """Train ``model`` with cross-entropy on random mini-batches.
+
+    By :func:`attnlib.training.train`.
 
     Parameters
     ----------

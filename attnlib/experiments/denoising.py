@@ -1,9 +1,12 @@
-"""A learned denoiser that is not attention: chapter 03's baseline for the learned NLM layer.
+"""A learned denoiser that is not attention: chapter 03's baseline for learned NLM.
+
+The baseline for the learned NLM layer.
 
 Chapter 03 trains :class:`attnlib.denoise.PatchAttentionDenoiser` (non-local means with
-learned projections) and asks what the attention buys. The fair comparison is a learned model
-of the same size trained the same way that has no attention at all: a small residual
-convolutional network, in the spirit of DnCNN (Zhang et al., 2017), sized to match.
+learned projections) and asks what the attention buys. The fair comparison is a learned
+model of the same size trained the same way that has no attention at all: a small
+residual convolutional network, in the spirit of DnCNN (Zhang et al., 2017), sized to
+match.
 """
 
 from __future__ import annotations
@@ -26,11 +29,11 @@ def count_parameters(model: nn.Module) -> int:
 class SmallCNNDenoiser(nn.Module):
     """Residual three-layer CNN: the image minus a predicted noise map.
 
-    Three ``kernel_size`` convolutions (1 → ``width`` → ``width`` → 1 channels, ReLU between,
-    reflect padding so the output has the input's size); the output is ``x - net(x)``. The last
-    convolution starts at zero, so an untrained model returns its input, as an untrained
-    ``PatchAttentionDenoiser`` returns NLM: both start from a known denoiser rather than from
-    noise (the CNN from the weakest one, the identity).
+    Three ``kernel_size`` convolutions (1 → ``width`` → ``width`` → 1 channels, ReLU
+    between, reflect padding so the output has the input's size); the output is
+    ``x - net(x)``. The last convolution starts at zero, so an untrained model returns
+    its input, as an untrained ``PatchAttentionDenoiser`` returns NLM: both start from a
+    known denoiser rather than from noise (the CNN from the weakest one, the identity).
 
     Parameters
     ----------
@@ -42,9 +45,9 @@ class SmallCNNDenoiser(nn.Module):
 
     Implements
     ----------
-    Not in the self-expression paper: a learned, local, input-independent filter of the same
-    size as chapter 03's learned attention, so that the chapter can tell what attention adds
-    over learning alone.
+    Not in the self-expression paper: a learned, local, input-independent filter of the
+    same size as chapter 03's learned attention, so that the chapter can tell what
+    attention adds over learning alone.
     """
 
     def __init__(self, width: int = 8, kernel_size: int = 3):
@@ -86,7 +89,7 @@ class SmallCNNDenoiser(nn.Module):
 
 
 def cnn_matching(n_params: int, kernel_size: int = 3) -> SmallCNNDenoiser:
-    """The :class:`SmallCNNDenoiser` whose parameter count is closest to ``n_params``."""
+    """The :class:`SmallCNNDenoiser` whose parameter count is nearest ``n_params``."""
     n_params = check_int(n_params, "n_params")
     k2 = check_int(kernel_size, "kernel_size") ** 2
 

@@ -1,4 +1,6 @@
-"""Cluttered digits for chapter 07b's stand-in of the paper's visual question answering (Table 2).
+"""Cluttered digits: chapter 07b's stand-in for visual question answering (Table 2).
+
+They stand in for the paper's visual question answering.
 
 ``load_digits`` digits pasted at random into noisy, cluttered canvases
 (:func:`cluttered_digits`), and a small CNN that reads its feature grid through discrete
@@ -33,8 +35,11 @@ class ClutteredDigits(NamedTuple):
 def cluttered_digits(
     n: int, size: int = 32, *, n_clutter: int = 4, noise: float = 0.1, seed: int = 0
 ) -> ClutteredDigits:
-    """Each canvas holds one 8 × 8 ``load_digits`` digit (the label) at a random place, ``n_clutter``
-    random 3 × 3 crops of other digits as clutter, and Gaussian noise."""
+    """Canvases with one digit (the label), clutter and noise.
+
+    Each canvas holds one 8 × 8 ``load_digits`` digit (the label) at a random place,
+    ``n_clutter`` random 3 × 3 crops of other digits as clutter, and Gaussian noise.
+    """
     from sklearn.datasets import load_digits
 
     n, size = check_int(n, "n"), check_int(size, "size", minimum=8)
@@ -61,16 +66,19 @@ def cluttered_digits(
 
 
 class DigitClassifier(nn.Module):
-    """A small CNN feature map on a grid, one attention read-out over the grid cells, a linear classifier.
+    """A small CNN feature map, one attention read-out over it, a linear classifier.
+
+    The feature map lies on a grid; the read-out attends over the grid cells.
 
     The encoder halves the resolution once (a ``size × size`` canvas gives a
-    ``size/2 × size/2`` grid) and its cells see 16 × 16 pixels (a 3 × 3 convolution, a 2 × 2
-    pooling, three more 3 × 3 convolutions), enough to hold an 8 × 8 digit whatever its
-    offset; batch normalisation keeps the small network trainable at the chapter's step counts. ``kind`` is ``"discrete"`` (attention over the cells:
-    a learned query against a linear map of the cell features as keys, the features as
-    values) or ``"continuous"``: the same discrete weights moment-matched to a 2-D Gaussian
-    (α = 1) or truncated paraboloid (α = 2), whose expectation of the RBF-fitted feature map
-    is the context, as in the paper's visual question answering model.
+    ``size/2 × size/2`` grid) and its cells see 16 × 16 pixels (a 3 × 3 convolution, a 2
+    × 2 pooling, three more 3 × 3 convolutions), enough to hold an 8 × 8 digit whatever
+    its offset; batch normalisation keeps the small network trainable at the chapter's
+    step counts. ``kind`` is ``"discrete"`` (attention over the cells: a learned query
+    against a linear map of the cell features as keys, the features as values) or
+    ``"continuous"``: the same discrete weights moment-matched to a 2-D Gaussian (α = 1)
+    or truncated paraboloid (α = 2), whose expectation of the RBF-fitted feature map is
+    the context, as in the paper's visual question answering model.
 
     Parameters
     ----------
@@ -78,14 +86,16 @@ class DigitClassifier(nn.Module):
     alpha : {1, 2}
         Softmax / Gaussian or sparsemax / truncated paraboloid.
     n_side : int
-        The continuous read-out's basis is an ``n_side × n_side`` grid of RBFs (match the feature grid).
+        The continuous read-out's basis is an ``n_side × n_side`` grid of RBFs (match
+        the feature grid).
     channels : int
         Feature size.
     n_classes : int
 
     Implements
     ----------
-    The 2-D attention models of §4 (Table 2, Figure 3) of the sparse-and-continuous attention paper.
+    The 2-D attention models of §4 (Table 2, Figure 3) of the sparse-and-continuous
+    attention paper.
     """
 
     def __init__(
@@ -128,7 +138,10 @@ class DigitClassifier(nn.Module):
     def forward(
         self, images: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, ContinuousAttentionOutput | None]:
-        """Logits ``(batch, n_classes)``, discrete weights over the cells ``(batch, h·w)``, continuous read-out or None."""
+        """Logits, discrete weights over the cells, continuous read-out or None.
+
+        Logits ``(batch, n_classes)``, discrete weights ``(batch, h·w)``.
+        """
         from ..attention import attention
 
         images = as_tensor(images, "images", ndim=4)

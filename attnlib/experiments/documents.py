@@ -1,10 +1,12 @@
-"""Generated documents for chapter 07b's stand-in of the paper's document classification (Table 1).
+"""Generated documents: chapter 07b's stand-in for document classification (Table 1).
+
+They stand in for the paper's document classification.
 
 Long token sequences whose binary label is carried by a contiguous span of cue words
 (:func:`span_documents`), or, in the diffuse variant, by cue words spread over the whole
 document; a small classifier that reads them through discrete, continuous, combined or
-oracle-located continuous attention (:class:`DocumentClassifier`); and the paper's Table 1,
-for the chapter to set our results beside (:data:`PAPER_TABLE1`, :func:`table1`).
+oracle-located continuous attention (:class:`DocumentClassifier`); and the paper's Table
+1, for the chapter to set our results beside (:data:`PAPER_TABLE1`, :func:`table1`).
 """
 
 from __future__ import annotations
@@ -29,9 +31,9 @@ __all__ = [
     "table1",
 ]
 
-#: Table 1 of Martins et al. (2020), "Sparse and continuous attention mechanisms" (NeurIPS):
-#: IMDB test accuracy (%) by attention and number N of RBFs (``None``: discrete attention over
-#: all L ≈ 280 words). Rows in the paper's order.
+#: Table 1 of Martins et al. (2020), "Sparse and continuous attention mechanisms"
+#: (NeurIPS): IMDB test accuracy (%) by attention and number N of RBFs (``None``:
+#: discrete attention over all L ≈ 280 words). Rows in the paper's order.
 PAPER_TABLE1: dict[str, dict[int | None, float]] = {
     "discrete softmax": {None: 90.78},
     "discrete sparsemax": {None: 90.58},
@@ -45,7 +47,11 @@ TABLE1_ROWS = tuple(PAPER_TABLE1)
 
 
 class SpanDocuments(NamedTuple):
-    """Generated "documents": token ids ``(n, length)``, binary labels ``(n,)``, and the span ``[start, start + span)``."""
+    """Generated "documents": token ids, binary labels, and the span.
+
+    Token ids ``(n, length)``, binary labels ``(n,)``, and the span
+    ``[start, start + span)``.
+    """
 
     tokens: torch.Tensor
     labels: torch.Tensor
@@ -63,19 +69,22 @@ def span_documents(
     decoys: float = 0.03,
     seed: int = 0,
 ) -> SpanDocuments:
-    """Long token sequences whose binary label is told by one contiguous span at a random place.
+    """Long token sequences whose binary label is told by one span at a random place.
+
+    The span is contiguous.
 
     Tokens ``0..vocab-1`` are neutral; ``vocab..vocab+3`` are "positive" and
-    ``vocab+4..vocab+7`` "negative" cue words. Inside the span a fraction ``cue`` of the tokens
-    are cue words of the document's class; elsewhere a fraction ``decoys`` are cue words of
-    either class, so counting cue words over the whole document is noisy and the model must
-    find the span. With ``span = length`` the label is *diffuse*: cue words anywhere, no place
-    matters more than another.
+    ``vocab+4..vocab+7`` "negative" cue words. Inside the span a fraction ``cue`` of the
+    tokens are cue words of the document's class; elsewhere a fraction ``decoys`` are
+    cue words of either class, so counting cue words over the whole document is noisy
+    and the model must find the span. With ``span = length`` the label is *diffuse*: cue
+    words anywhere, no place matters more than another.
 
     Parameters
     ----------
     n, length, span : int
-        Documents, tokens per document, tokens in the label-carrying span (≤ ``length``).
+        Documents, tokens per document, tokens in the label-carrying span (≤
+        ``length``).
     vocab : int
         Neutral words; the vocabulary has ``vocab + 8`` words.
     cue, decoys : float
@@ -117,13 +126,13 @@ class DocumentClassifier(nn.Module):
 
     * ``"discrete"``: a learned query, :func:`attnlib.attention.attention` with softmax
       (α = 1) or sparsemax (α = 2);
-    * ``"continuous"``: :class:`~attnlib.continuous.ContinuousAttention1D` whose μ and σ²
-      come from the max-pooled encoder output (the paper's continuous model);
-    * ``"combined"``: discrete attention plus continuous attention moment-matched to it, the
-      two contexts summed (no parameter beyond the discrete model's);
-    * ``"oracle"``: a control: continuous attention moment-matched to the uniform weights on
-      the true span, so μ sits at the span's centre and σ² is its spread; the forward pass
-      takes the spans' ``start``.
+    * ``"continuous"``: :class:`~attnlib.continuous.ContinuousAttention1D` whose μ and
+      σ² come from the max-pooled encoder output (the paper's continuous model);
+    * ``"combined"``: discrete attention plus continuous attention moment-matched to it,
+      the two contexts summed (no parameter beyond the discrete model's);
+    * ``"oracle"``: a control: continuous attention moment-matched to the uniform
+      weights on the true span, so μ sits at the span's centre and σ² is its spread; the
+      forward pass takes the spans' ``start``.
 
     Parameters
     ----------
@@ -139,14 +148,14 @@ class DocumentClassifier(nn.Module):
     span : int
         Span length, for ``kind="oracle"``.
     init_var : float, optional
-        For ``kind="continuous"``: start σ² at this value (the head's bias is set so that
-        ``softplus(bias) = init_var``) instead of at the default initialisation's
+        For ``kind="continuous"``: start σ² at this value (the head's bias is set so
+        that ``softplus(bias) = init_var``) instead of at the default initialisation's
         ``softplus(w₂ᵀv + bias)``, which with random weights and ``v ≥ 0`` is about 1.
 
     Implements
     ----------
-    The document-classification models of §4 (Table 1) of the sparse-and-continuous attention
-    paper; the oracle is ours.
+    The document-classification models of §4 (Table 1) of the sparse-and-continuous
+    attention paper; the oracle is ours.
     """
 
     KINDS = ("discrete", "continuous", "combined", "oracle")
@@ -170,8 +179,8 @@ class DocumentClassifier(nn.Module):
         self.span = check_int(span, "span")
         self.embed = nn.Embedding(check_int(vocab, "vocab"), dim)
         self.conv = nn.Conv1d(dim, dim, 5, padding=2)
-        # Only the models that attend discretely own a query: a parameter nothing reads would
-        # still be counted, initialised and handed to the optimiser.
+        # Only the models that attend discretely own a query: a parameter nothing reads
+        # would still be counted, initialised and handed to the optimiser.
         self.query = None
         if kind in ("discrete", "combined"):
             self.query = nn.Parameter(torch.randn(1, dim) / dim**0.5)
@@ -197,7 +206,9 @@ class DocumentClassifier(nn.Module):
     def forward(
         self, tokens: torch.Tensor, start: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None, ContinuousAttentionOutput | None]:
-        """Logits ``(batch, n_classes)``, the discrete weights (or None), the continuous read-out (or None).
+        """Logits ``(batch, n_classes)``, discrete weights, continuous read-out.
+
+        The discrete weights or the continuous read-out are None where not used.
 
         ``start`` ``(batch,)``: where each span begins (``kind="oracle"`` only).
         """
@@ -239,8 +250,8 @@ def table1(rows: list[dict]):
     -------
     pandas.DataFrame
         Rows in the paper's order; for each column (``"L"`` for discrete attention, then
-        N = 32, 64, 128), ``"ours (%)"`` (mean ± standard deviation over seeds, in percent)
-        and ``"paper (%)"``.
+        N = 32, 64, 128), ``"ours (%)"`` (mean ± standard deviation over seeds, in
+        percent) and ``"paper (%)"``.
     """
     import numpy as np
     import pandas as pd

@@ -1,8 +1,8 @@
 """Chapter 04's experiment helpers: softmax attention on LLE's mask, and closed groups.
 
-Neither is LLE itself (that is :mod:`attnlib.lle`): the first builds the convex competitor
-that chapter 04 sets against LLE's affine weights, the second finds the pieces of a kNN graph
-that make LLE's embedding collapse.
+Neither is LLE itself (that is :mod:`attnlib.lle`): the first builds the convex
+competitor that chapter 04 sets against LLE's affine weights, the second finds the
+pieces of a kNN graph that make LLE's embedding collapse.
 """
 
 from __future__ import annotations
@@ -20,16 +20,18 @@ __all__ = ["closed_groups", "knn_softmax_weights"]
 
 
 def knn_softmax_weights(X, n_neighbors: int) -> np.ndarray:
-    """Softmax attention of every point on its ``n_neighbors`` nearest neighbours (LLE's mask).
+    """Softmax attention of each point on its ``n_neighbors`` nearest (LLE's mask).
 
-    The score is the Gaussian ``-‖x_j - x_i‖² / 2τ`` with ``τ`` the median squared distance
-    from a point to its neighbours, so the temperature is at the neighbours' scale.
+    The score is the Gaussian ``-‖x_j - x_i‖² / 2τ`` with ``τ`` the median squared
+    distance from a point to its neighbours, so the temperature is at the neighbours'
+    scale.
 
     Parameters
     ----------
     X : array-like, shape (n, D)
     n_neighbors : int
-        ``K``, the keys each query may see (itself excluded), as in :func:`attnlib.lle.lle_weights`.
+        ``K``, the keys each query may see (itself excluded), as in
+        :func:`attnlib.lle.lle_weights`.
 
     Returns
     -------
@@ -38,8 +40,8 @@ def knn_softmax_weights(X, n_neighbors: int) -> np.ndarray:
 
     Implements
     ----------
-    Not in the self-expression paper: kernel regression (Eq. 6) restricted to LLE's mask of
-    §4, the convex counterpart of LLE's affine weights.
+    Not in the self-expression paper: kernel regression (Eq. 6) restricted to LLE's mask
+    of §4, the convex counterpart of LLE's affine weights.
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
@@ -56,9 +58,9 @@ def knn_softmax_weights(X, n_neighbors: int) -> np.ndarray:
 def closed_groups(mask) -> tuple[np.ndarray, int]:
     """Pieces of a directed kNN graph that no edge leaves.
 
-    A closed group is a strongly connected component with no edge from it to the rest: its
-    points attend only to each other, so on it LLE's weights reproduce constants and the
-    group's indicator is (up to the other points) a null vector of ``I - W``.
+    A closed group is a strongly connected component with no edge from it to the rest:
+    its points attend only to each other, so on it LLE's weights reproduce constants and
+    the group's indicator is (up to the other points) a null vector of ``I - W``.
 
     Parameters
     ----------

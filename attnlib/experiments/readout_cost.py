@@ -1,10 +1,10 @@
-"""The whole cost of a continuous-attention read-out against discrete attention, on the CPU.
+"""The whole cost of a continuous-attention read-out against discrete attention, on CPU.
 
 Discrete attention scores every one of the L tokens for each query: ``O(Q L D)`` for Q
-queries of size D. Continuous attention first fits the value function, ``B = G H`` with the
-``N × L`` ridge operator G of Eq. (16) computed once per length (``O(L N D)`` per document),
-then needs, per query, ``r = E_p[ψ]`` (``O(N)``, closed form) and the context ``Bᵀr``
-(``O(N D)``). It pays only when enough queries share one fitted B.
+queries of size D. Continuous attention first fits the value function, ``B = G H`` with
+the ``N × L`` ridge operator G of Eq. (16) computed once per length (``O(L N D)`` per
+document), then needs, per query, ``r = E_p[ψ]`` (``O(N)``, closed form) and the context
+``Bᵀr`` (``O(N D)``). It pays only when enough queries share one fitted B.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ __all__ = ["cpu_ms", "read_out_times"]
 
 
 def cpu_ms(fn, repeats: int = 5) -> float:
-    """Median CPU time of ``fn()`` in milliseconds (``time.process_time``: other processes' load is not charged)."""
+    """Median CPU time of ``fn()`` in milliseconds.
+
+    By ``time.process_time``: other processes' load is not charged.
+    """
     repeats = check_int(repeats, "repeats")
     times = []
     for _ in range(repeats):
@@ -44,7 +47,9 @@ def read_out_times(
     repeats: int = 5,
     seed: int = 0,
 ) -> list[dict]:
-    """CPU time of a batch of documents' read-outs by discrete and by continuous attention, cost by cost.
+    """CPU time of a batch of read-outs by discrete and continuous attention, by cost.
+
+    Documents' read-outs, timed cost by cost.
 
     Parameters
     ----------
@@ -67,13 +72,15 @@ def read_out_times(
     Returns
     -------
     list of dict
-        One per (L, Q): ``L``, ``Q``, ``batch``, ``discrete_ms``, ``fit_ms`` (``B = G H``),
-        ``r_ms`` (the Q expectations), ``readout_ms`` (the Q contexts ``Bᵀr``),
-        ``continuous_ms`` (their sum) and ``ratio`` (continuous over discrete).
+        One per (L, Q): ``L``, ``Q``, ``batch``, ``discrete_ms``, ``fit_ms``
+        (``B = G H``), ``r_ms`` (the Q expectations), ``readout_ms`` (the Q contexts
+        ``Bᵀr``), ``continuous_ms`` (their sum) and ``ratio`` (continuous over
+        discrete).
     """
     g = torch.Generator().manual_seed(seed)
     basis = GaussianRBF.linspace(check_int(n_basis, "n_basis"))
-    # The bare read-out, without attnlib.attention's checks: discrete attention at its cheapest.
+    # The bare read-out, without attnlib.attention's checks: discrete attention at its
+    # cheapest.
     norm = torch.softmax if alpha == 1 else sparsemax
     rows = []
     for L in lengths:
@@ -93,12 +100,13 @@ def read_out_times(
                 "L": L,
                 "Q": Q,
                 "batch": batch,
-                "discrete_ms": cpu_ms(lambda: norm(q @ H.mT, -1) @ H, repeats),
-                "fit_ms": cpu_ms(lambda: G @ H, repeats),
+                "discrete_ms": cpu_ms(lambda q=q, H=H: norm(q @ H.mT, -1) @ H, repeats),
+                "fit_ms": cpu_ms(lambda G=G, H=H: G @ H, repeats),
                 "r_ms": cpu_ms(
-                    lambda: continuous_attention_1d(mu, s2, basis, alpha), repeats
+                    lambda mu=mu, s2=s2: continuous_attention_1d(mu, s2, basis, alpha),
+                    repeats,
                 ),
-                "readout_ms": cpu_ms(lambda: r @ B, repeats),
+                "readout_ms": cpu_ms(lambda r=r, B=B: r @ B, repeats),
             }
             row["continuous_ms"] = row["fit_ms"] + row["r_ms"] + row["readout_ms"]
             row["ratio"] = row["continuous_ms"] / row["discrete_ms"]

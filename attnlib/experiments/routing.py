@@ -1,20 +1,20 @@
-"""Chapter 08's controls: a pointer task that pooling cannot solve, and a non-local operator.
+"""Chapter 08's controls: a pointer task pooling cannot solve, a non-local operator.
 
-The routing task of :mod:`attnlib.mux` has one answer per sequence: every position must name
-the value of the one marked token, so a model that pools the whole sequence once and copies
-the result everywhere solves it. In the *pointer* task of this module every position asks for
-a different token: token ``i`` carries a label, a value and a pointer (the label of the token
-it must read), and output ``i`` is the value of the token whose label its pointer names.
-Reading by content, wherever the token is, is what one attention layer does; a convolution
-stack can only read inside its receptive field.
+The routing task of :mod:`attnlib.mux` has one answer per sequence: every position must
+name the value of the one marked token, so a model that pools the whole sequence once
+and copies the result everywhere solves it. In the *pointer* task of this module every
+position asks for a different token: token ``i`` carries a label, a value and a pointer
+(the label of the token it must read), and output ``i`` is the value of the token whose
+label its pointer names. Reading by content, wherever the token is, is what one
+attention layer does; a convolution stack can only read inside its receptive field.
 
 The second experiment makes concrete the attention note's remark that inverting a
-differential operator is non-local: the discrete Laplacian is a three-tap convolution, but its
-inverse (the discrete Green's function) is dense, and no single convolution, however wide,
-comes close to it. A *stack* of zero-padded convolutions is not one convolution: the padding
-cuts each layer's band at the borders, so the product of the layers' matrices is not Toeplitz
-there, and a deep enough stack learns the borders and approaches the inverse
-(:func:`fit_linear_stack`).
+differential operator is non-local: the discrete Laplacian is a three-tap convolution,
+but its inverse (the discrete Green's function) is dense, and no single convolution,
+however wide, comes close to it. A *stack* of zero-padded convolutions is not one
+convolution: the padding cuts each layer's band at the borders, so the product of the
+layers' matrices is not Toeplitz there, and a deep enough stack learns the borders and
+approaches the inverse (:func:`fit_linear_stack`).
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ __all__ = [
 
 
 class PointerTask(NamedTuple):
-    """Sequences in which every position must output the value of the token it points at.
+    """Sequences where every position must output the value of the token it points at.
 
-    ``x[b, i]`` is the one-hot label of token i, then the one-hot label it points at, then
-    its one-hot value; ``source[b, i]`` is the position of the token that i points at and
-    ``target[b, i]`` that token's value, the answer at position i.
+    ``x[b, i]`` is the one-hot label of token i, then the one-hot label it points at,
+    then its one-hot value; ``source[b, i]`` is the position of the token that i points
+    at and ``target[b, i]`` that token's value, the answer at position i.
     """
 
     x: torch.Tensor  # (n, length, 2 * n_labels + n_values)
@@ -62,7 +62,9 @@ def pointer_task(
     n_labels: int | None = None,
     seed: int = 0,
 ) -> PointerTask:
-    """Draw ``n`` pointer sequences: distinct labels, random values, a random pointer per token.
+    """Draw ``n`` pointer sequences: distinct labels, random values, random pointers.
+
+    One random pointer per token.
 
     Parameters
     ----------
@@ -73,21 +75,22 @@ def pointer_task(
     n_values : int
         Size of the value vocabulary (chance accuracy is ``1 / n_values``).
     n_labels : int, optional
-        Size of the label vocabulary, at least ``length`` (default ``length``); the labels of
-        one sequence are distinct, so a pointer names exactly one token.
+        Size of the label vocabulary, at least ``length`` (default ``length``); the
+        labels of one sequence are distinct, so a pointer names exactly one token.
     seed : int
         The same seed gives the same task.
 
     Returns
     -------
     PointerTask
-        ``x`` of shape ``(n, length, 2 n_labels + n_values)``, ``target`` and ``source`` of
-        shape ``(n, length)``.
+        ``x`` of shape ``(n, length, 2 n_labels + n_values)``, ``target`` and ``source``
+        of shape ``(n, length)``.
 
     Implements
     ----------
     A control for the routing task of the attention note (seed 004): each output needs a
-    different input, chosen by content, so no single pooled summary answers every position.
+    different input, chosen by content, so no single pooled summary answers every
+    position.
     """
     n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
     n_values = check_int(n_values, "n_values", minimum=2)
@@ -120,7 +123,7 @@ def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
 
 @torch.no_grad()
 def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
-    """Accuracy at position i as a function of ``|i - source[i]|``, the distance it must read.
+    """Accuracy at position i as a function of the reading distance ``|i - source[i]|``.
 
     Returns an array of length ``length`` (NaN where no position has that distance).
     """
@@ -138,16 +141,18 @@ def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
 
 
 def layers_to_see_everything(length: int, kernel_size: int) -> int:
-    """Fewest stacked convolutions of odd width ``kernel_size`` after which every output sees every input.
+    """Fewest stacked convolutions of odd width ``kernel_size`` for a global view.
+
+    After that many, every output sees every input.
 
     Computed directly: a one-hot at position 0 is spread through the band of one
-    convolution, layer after layer, until it reaches position ``length - 1`` (the farthest
-    pair). The closed form is ``ceil(2 (length - 1) / (kernel_size - 1))``.
+    convolution, layer after layer, until it reaches position ``length - 1`` (the
+    farthest pair). The closed form is ``ceil(2 (length - 1) / (kernel_size - 1))``.
 
     Implements
     ----------
-    The receptive field ``1 + L (k - 1)`` of stacked convolutions (Luo et al. 2016), asked
-    to span a whole sequence.
+    The receptive field ``1 + L (k - 1)`` of stacked convolutions (Luo et al. 2016),
+    asked to span a whole sequence.
     """
     length, kernel_size = (
         check_int(length, "length", minimum=2),
@@ -165,16 +170,21 @@ def layers_to_see_everything(length: int, kernel_size: int) -> int:
 
 
 def dirichlet_laplacian(n: int) -> np.ndarray:
-    """The ``(n, n)`` negative second difference with zero boundary values: 2 on the diagonal, -1 beside it."""
+    """The ``(n, n)`` negative second difference with zero boundary values.
+
+    2 on the diagonal, -1 beside it.
+    """
     n = check_int(n, "n", minimum=2)
     return 2 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
 
 
 def green_function(n: int) -> np.ndarray:
-    """The inverse of :func:`dirichlet_laplacian` in closed form, ``min(i, j)(n + 1 - max(i, j)) / (n + 1)``.
+    """The inverse of :func:`dirichlet_laplacian` in closed form.
 
-    Indices are 1-based in the formula. Every entry is positive: each output of the inverse
-    depends on every input.
+    ``min(i, j)(n + 1 - max(i, j)) / (n + 1)``.
+
+    Indices are 1-based in the formula. Every entry is positive: each output of the
+    inverse depends on every input.
 
     Implements
     ----------
@@ -187,27 +197,28 @@ def green_function(n: int) -> np.ndarray:
 
 
 def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """The zero-padded convolution of odd ``width`` closest to ``target`` in Frobenius norm.
+    """The zero-padded convolution of odd ``width`` nearest ``target`` (Frobenius norm).
 
     Parameters
     ----------
     target : array-like, shape (n, n)
         The linear map to approximate.
     width : int
-        Odd kernel width. (A stack of ``L`` zero-padded linear convolutions of width ``k``
-        is *not* in general one convolution of width ``1 + L (k - 1)``: the padding cuts
-        the bands at the borders; see :func:`fit_linear_stack`.)
+        Odd kernel width. (A stack of ``L`` zero-padded linear convolutions of width
+        ``k`` is *not* in general one convolution of width ``1 + L (k - 1)``: the
+        padding cuts the bands at the borders; see :func:`fit_linear_stack`.)
 
     Returns
     -------
     kernel : ndarray, shape (width,)
     matrix : ndarray, shape (n, n)
-        The banded Toeplitz matrix of the kernel (``matrix[j, j + o] = kernel[o + width // 2]``).
+        The banded Toeplitz matrix of the kernel
+        (``matrix[j, j + o] = kernel[o + width // 2]``).
 
     Implements
     ----------
-    The single-convolution half of the test of the note's (seed 004) suggestion that a few
-    convolution layers come close to the inverse of a differential operator.
+    The single-convolution half of the test of the note's (seed 004) suggestion that a
+    few convolution layers come close to the inverse of a differential operator.
     """
     target = np.asarray(target, dtype=float)
     if target.ndim != 2 or target.shape[0] != target.shape[1]:
@@ -225,12 +236,12 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
 def fit_linear_stack(
     target, depth: int, kernel_size: int = 5, *, seeds=(0, 1, 2), max_iter: int = 1000
 ) -> tuple[list[np.ndarray], np.ndarray]:
-    """A stack of ``depth`` zero-padded, single-channel linear convolutions fitted to ``target``.
+    """A stack of ``depth`` zero-padded 1-channel linear convolutions fit to ``target``.
 
-    The stack's matrix is ``M_depth @ ... @ M_1`` with ``M_l`` the :func:`attnlib.mux.conv_matrix`
-    of layer l's kernel; it is fitted by L-BFGS on the squared Frobenius error from each seed,
-    and the best fit is returned. The error is an upper bound on that of the best stack (the
-    problem is not convex).
+    The stack's matrix is ``M_depth @ ... @ M_1`` with ``M_l`` the
+    :func:`attnlib.mux.conv_matrix` of layer l's kernel; it is fitted by L-BFGS on the
+    squared Frobenius error from each seed, and the best fit is returned. The error is
+    an upper bound on that of the best stack (the problem is not convex).
 
     Parameters
     ----------
@@ -250,13 +261,15 @@ def fit_linear_stack(
     kernels : list of ndarray, each of shape (kernel_size,)
         The fitted kernels, first layer first.
     matrix : ndarray, shape (n, n)
-        The stack's matrix (what it does to a length-n input, zero-padded at every layer).
+        The stack's matrix (what it does to a length-n input, zero-padded at every
+        layer).
 
     Implements
     ----------
     The stacked half of the test of the note's (seed 004) suggestion that "two or three"
-    convolution layers come close to the inverse of a differential operator. Departs from a
-    trained CNN in being linear, single-channel and fitted to the matrix directly.
+    convolution layers come close to the inverse of a differential operator. Departs
+    from a trained CNN in being linear, single-channel and fitted to the matrix
+    directly.
     """
     target = torch.as_tensor(np.asarray(target, dtype=float))
     if target.ndim != 2 or target.shape[0] != target.shape[1]:
@@ -296,7 +309,7 @@ def fit_linear_stack(
             line_search_fn="strong_wolfe",
         )
 
-        def closure():
+        def closure(opt=opt, kernels=kernels):
             opt.zero_grad()
             loss = (matrix(kernels) - target).pow(2).sum()
             loss.backward()

@@ -1,11 +1,13 @@
-"""Experiments of chapter 05: data that is (nearly) a union of subspaces, and small models.
+"""Experiments of chapter 05: data (nearly) a union of subspaces, and small models.
 
-- :func:`motion` and :func:`faces`: the two classic subspace-clustering settings, generated
-  (rigid motions under an affine camera; Lambertian objects under distant lights).
-- :func:`sparse_combination_batch` and :func:`combination_report`: a task whose targets are
-  sparse, signed combinations of values, the situation self-expression describes.
-- :class:`AttentionStack`: Figure 4 of the self-expression paper as a stack, 2-3 blocks of
-  attention (softmax, sparsemax or unrolled ISTA), residual connections and feed-forwards.
+- :func:`motion` and :func:`faces`: the two classic subspace-clustering settings,
+  generated (rigid motions under an affine camera; Lambertian objects under distant
+  lights).
+- :func:`sparse_combination_batch` and :func:`combination_report`: a task whose targets
+  are sparse, signed combinations of values, the situation self-expression describes.
+- :class:`AttentionStack`: Figure 4 of the self-expression paper as a stack, 2-3 blocks
+  of attention (softmax, sparsemax or unrolled ISTA), residual connections and
+  feed-forwards.
 - :class:`SelfExpressiveNet`: parametrised self-expressive coefficients in the spirit of
   SENet (Zhang, You, Vidal & Li 2021), which give coefficients for points never seen.
 - :func:`normalized_self_expression`: self-expressive coefficients constrained to the
@@ -41,13 +43,15 @@ __all__ = [
 def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 0):
     """Trajectories of points on rigid bodies seen by an affine camera.
 
-    Each body has ``n_points`` random 3-D points; each frame applies a random affine camera
-    ``(2, 4)`` to the homogeneous points, so a trajectory (``2 * frames`` numbers) lies in the
-    at most 4-dimensional subspace of its body (Tomasi & Kanade 1992).
+    Each body has ``n_points`` random 3-D points; each frame applies a random affine
+    camera ``(2, 4)`` to the homogeneous points, so a trajectory (``2 * frames``
+    numbers) lies in the at most 4-dimensional subspace of its body (Tomasi & Kanade
+    1992).
 
     Returns
     -------
-    X : ndarray (n_bodies * n_points, 2 * frames);  labels : ndarray (n_bodies * n_points,)
+    X : ndarray (n_bodies * n_points, 2 * frames)
+    labels : ndarray (n_bodies * n_points,)
     """
     rng = np.random.default_rng(seed)
     bodies = []
@@ -62,9 +66,9 @@ def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 
 def faces(n_faces: int = 3, n_images: int = 40, pixels: int = 100, seed: int = 0):
     """Images of convex Lambertian objects under distant lights, with attached shadows.
 
-    Each object has random unit normals and albedos per pixel; an image under light ``l`` is
-    ``albedo * max(normal · l, 0)``, near a low-dimensional subspace per object (Basri &
-    Jacobs 2003). Lights point mostly towards the object.
+    Each object has random unit normals and albedos per pixel; an image under light
+    ``l`` is ``albedo * max(normal · l, 0)``, near a low-dimensional subspace per object
+    (Basri & Jacobs 2003). Lights point mostly towards the object.
 
     Returns
     -------
@@ -86,14 +90,15 @@ def sparse_combination_batch(
 ):
     """A batch of the sparse-combination task, reproducible from ``step``.
 
-    Keys are random unit vectors, values random vectors; each query is ``a k_j + b k_l`` for
-    two random keys and signed weights ``|a|, |b| ∈ [0.5, 1.5]``, and its target is
+    Keys are random unit vectors, values random vectors; each query is ``a k_j + b k_l``
+    for two random keys and signed weights ``|a|, |b| ∈ [0.5, 1.5]``, and its target is
     ``a v_j + b v_l``.
 
     Returns
     -------
-    queries (size, n_queries, dim), keys (size, n_keys, dim), values (size, n_keys, dim),
-    targets (size, n_queries, dim), right (size, n_queries, n_keys) bool: the two right keys
+    queries (size, n_queries, dim), keys (size, n_keys, dim), values (size, n_keys,
+    dim), targets (size, n_queries, dim), right (size, n_queries, n_keys) bool: the two
+    right keys
     """
     g = torch.Generator().manual_seed(10_000 + step)
     k = nn.functional.normalize(torch.randn(size, n_keys, dim, generator=g), dim=-1)
@@ -106,7 +111,7 @@ def sparse_combination_batch(
 
 
 def combination_report(output, weights, test, n_params: int) -> dict:
-    """Test error relative to the target variance, exact zeros, ``|weight|`` on the right keys.
+    """Test error relative to target variance, exact zeros, ``|weight|`` on right keys.
 
     ``weights`` may carry a head axis (it is reshaped to the shape of ``test[4]``).
     """
@@ -123,18 +128,19 @@ def combination_report(output, weights, test, n_params: int) -> dict:
 
 
 class AttentionStack(nn.Module):
-    """Blocks of cross-attention to fixed keys/values, each with residual and feed-forward.
+    """Blocks of cross-attention to fixed keys/values, each with residual, feed-forward.
 
     ``h ← h + attend(h, keys, values)``, then ``h ← h + FF(h)`` with a two-layer ReLU
-    feed-forward, ``n_layers`` times, from ``h = queries``. ``kind`` picks the attention:
-    ``"softmax"`` or ``"sparsemax"`` (:class:`attnlib.attention.MultiHeadAttention`, one
-    head) or ``"ista"`` (:class:`attnlib.sparse_coding.UnrolledISTAAttention`, which
-    adds two scalars per unrolled step). The parameter counts are otherwise equal.
+    feed-forward, ``n_layers`` times, from ``h = queries``. ``kind`` picks the
+    attention: ``"softmax"`` or ``"sparsemax"``
+    (:class:`attnlib.attention.MultiHeadAttention`, one head) or ``"ista"``
+    (:class:`attnlib.sparse_coding.UnrolledISTAAttention`, which adds two scalars per
+    unrolled step). The parameter counts are otherwise equal.
 
     Implements
     ----------
-    Figure 4 of the self-expression paper read as a stack of layers (our construction: the
-    paper sketches one layer and leaves the stack as a conjecture).
+    Figure 4 of the self-expression paper read as a stack of layers (our construction:
+    the paper sketches one layer and leaves the stack as a conjecture).
     """
 
     def __init__(
@@ -166,8 +172,8 @@ class AttentionStack(nn.Module):
     def forward(self, queries, keys, values):
         """Return the output ``(..., n_q, dim)`` and the first block's weights.
 
-        The first block codes the queries themselves over the keys, so its weights are the
-        ones to compare with the task's true sparse codes.
+        The first block codes the queries themselves over the keys, so its weights are
+        the ones to compare with the task's true sparse codes.
         """
         h, first = queries, None
         for attn, ff in zip(self.attn, self.ff):
@@ -179,7 +185,9 @@ class AttentionStack(nn.Module):
 
 
 class SelfExpressiveNet(nn.Module):
-    """Self-expressive coefficients as a function of the points: ``c(x, x') = T_b(u(x)·w(x'))``.
+    """Self-expressive coefficients as a function of the points.
+
+    ``c(x, x') = T_b(u(x)·w(x'))``.
 
     Two small MLPs embed the query point and the key point; the coefficient is the soft
     threshold ``T_b`` (learned ``b ≥ 0``) of their scaled inner product. Because the
@@ -188,7 +196,8 @@ class SelfExpressiveNet(nn.Module):
     Implements
     ----------
     The self-expressive network of Zhang, You, Vidal & Li (2021), simplified (one hidden
-    layer per embedding, ℓ1 penalty only); §5.3, difference 3 of the self-expression paper.
+    layer per embedding, ℓ1 penalty only); §5.3, difference 3 of the self-expression
+    paper.
     """
 
     def __init__(self, dim: int, hidden: int = 64, scale: float = 1.0):
@@ -206,7 +215,7 @@ class SelfExpressiveNet(nn.Module):
         self.scale = check_positive(scale, "scale") / hidden
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
-        """Coefficients ``(n_q, n_k)`` of the queries over the keys (diagonal 0 if asked)."""
+        """Coefficients ``(n_q, n_k)`` of queries over keys (diagonal 0 if asked)."""
         C = soft_threshold(
             self.scale * self.query(queries) @ self.key(keys).T,
             nn.functional.softplus(self.raw_b),
@@ -225,7 +234,9 @@ def fit_self_expressive_net(
     lr: float = 3e-3,
     seed: int = 0,
 ):
-    """Train :class:`SelfExpressiveNet` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0).
+    """Train :class:`SelfExpressiveNet` on ``X``.
+
+    The loss is ``½‖X − C X‖² + λ‖C‖₁`` with diag(C) = 0.
 
     Full-batch Adam; returns the model in eval mode and the loss per step.
     """
@@ -239,7 +250,10 @@ def fit_self_expressive_net(
 def _fit_self_expression(
     model: nn.Module, X: torch.Tensor, lam: float, n_steps: int, lr: float
 ):
-    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n`` with ``C = model(X, X)``, diag(C) = 0."""
+    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n``.
+
+    With ``C = model(X, X)`` and diag(C) = 0.
+    """
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     for _ in range(check_int(n_steps, "n_steps")):
@@ -253,11 +267,14 @@ def _fit_self_expression(
 
 
 class LearnedISTACodes(nn.Module):
-    """Self-expressive codes of queries over keys by ``n_iter`` ISTA steps with learned steps and thresholds.
+    """Self-expressive codes of queries over keys by ``n_iter`` learned ISTA steps.
 
-    ``C ← T_{ε_t λ_t}(C + ε_t (Q − C K) Kᵀ)`` from ``C = 0``, with ``ε_t = s_t / ‖K‖²``; ``s_t``
-    and ``λ_t`` are learned (LISTA-style, Gregor & LeCun 2010, keeping the matrices of
-    Eq. (15) fixed). A fixed-cost forward pass, so it gives codes for new points.
+    Both the steps and the thresholds are learned.
+
+    ``C ← T_{ε_t λ_t}(C + ε_t (Q − C K) Kᵀ)`` from ``C = 0``, with ``ε_t = s_t / ‖K‖²``;
+    ``s_t`` and ``λ_t`` are learned (LISTA-style, Gregor & LeCun 2010, keeping the
+    matrices of Eq. (15) fixed). A fixed-cost forward pass, so it gives codes for new
+    points.
     """
 
     def __init__(self, n_iter: int = 5, lam: float = 0.01):
@@ -271,7 +288,10 @@ class LearnedISTACodes(nn.Module):
         )
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
-        """Codes ``(n_q, n_k)``; with ``exclude_self`` the diagonal is held at 0 (queries = keys)."""
+        """Codes ``(n_q, n_k)``; ``exclude_self`` holds the diagonal at 0.
+
+        ``exclude_self`` is for queries that are the keys.
+        """
         base = 1.0 / torch.linalg.matrix_norm(keys, ord=2) ** 2
         keep = (
             1.0 - torch.eye(len(queries), len(keys), dtype=keys.dtype)
@@ -300,7 +320,10 @@ def fit_learned_ista(
     lr: float = 0.05,
     seed: int = 0,
 ):
-    """Train :class:`LearnedISTACodes` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0)."""
+    """Train :class:`LearnedISTACodes` on ``X``.
+
+    The loss is ``½‖X − C X‖² + λ‖C‖₁`` with diag(C) = 0.
+    """
     X = torch.as_tensor(as_float_array(X, "X"))
     torch.manual_seed(seed)
     return _fit_self_expression(
@@ -309,7 +332,7 @@ def fit_learned_ista(
 
 
 def assign_by_coefficients(C, train_labels, n_clusters: int) -> np.ndarray:
-    """Label each query with the cluster of training points that carries most of its ``|C|``.
+    """Label each query by the cluster of training points carrying most of its ``|C|``.
 
     Parameters
     ----------
@@ -331,10 +354,12 @@ def normalized_self_expression(
     lr: float = 0.1,
     seed: int = 0,
 ):
-    """Self-expressive coefficients on the simplex: ``C = normalizer(Z)``, Z fitted to ``½‖X − C X‖²``.
+    """Self-expressive coefficients on the simplex: ``C = normalizer(Z)``.
 
-    Each row of ``C`` is the softmax or sparsemax of free logits (the diagonal masked), so
-    each point is written as a convex combination of the others; Adam on the logits.
+    ``Z`` is fitted to ``½‖X − C X‖²``.
+
+    Each row of ``C`` is the softmax or sparsemax of free logits (the diagonal masked),
+    so each point is written as a convex combination of the others; Adam on the logits.
 
     Returns
     -------

@@ -1,21 +1,23 @@
 """Chapter 06's learning curves: what building a symmetry into a model buys in data.
 
-A *teacher* that is orthogonal equivariant with knowledge labels Gaussian token sequences;
-*learners* with more or less of that symmetry built in are fitted to growing training sets
-and scored on clean test sequences of the training length and of lengths never seen.
+A *teacher* that is orthogonal equivariant with knowledge labels Gaussian token
+sequences; *learners* with more or less of that symmetry built in are fitted to growing
+training sets and scored on clean test sequences of the training length and of lengths
+never seen.
 
-Two teachers share the same symmetries (orthogonal equivariance with knowledge, permutation
-equivariance) but only the first lies in the quadratic learner's class:
+Two teachers share the same symmetries (orthogonal equivariance with knowledge,
+permutation equivariance) but only the first lies in the quadratic learner's class:
 
-* ``"quadratic"``: a random one-head :class:`~attnlib.symmetry.KnowledgeAttention`, scores
-  ``Y A Yᵀ`` with ``Y = X Zᵀ``, exactly the form the ``KnowledgeAttention`` learner fits;
-* ``"rbf"``: the same layer with the RBF score ``-‖(yᵢ - yⱼ) A‖² / 2`` (§3.3 of the symmetry
-  paper), which no quadratic score reproduces (it contains ``-‖yⱼ A‖²/2``, a term in the key
-  alone that softmax does not cancel).
+* ``"quadratic"``: a random one-head :class:`~attnlib.symmetry.KnowledgeAttention`,
+  scores ``Y A Yᵀ`` with ``Y = X Zᵀ``, exactly the form the ``KnowledgeAttention``
+  learner fits;
+* ``"rbf"``: the same layer with the RBF score ``-‖(yᵢ - yⱼ) A‖² / 2`` (§3.3 of the
+  symmetry paper), which no quadratic score reproduces (it contains ``-‖yⱼ A‖²/2``, a
+  term in the key alone that softmax does not cancel).
 
-The learners range from no symmetry at all (a mean, a ridge regression and two MLPs on the
-flattened sequence) through permutation equivariance (one standard attention head, the
-``value="linear"`` ablation of ``KnowledgeAttention``) to the full symmetry
+The learners range from no symmetry at all (a mean, a ridge regression and two MLPs on
+the flattened sequence) through permutation equivariance (one standard attention head,
+the ``value="linear"`` ablation of ``KnowledgeAttention``) to the full symmetry
 (``KnowledgeAttention`` with a scalar value map).
 """
 
@@ -85,7 +87,8 @@ class SequenceMLP(nn.Module):
         x = as_tensor(x, "x", min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
-                f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}"
+                f"x must end in shape ({self.length}, {self.embed_dim}), got "
+                f"{tuple(x.shape)}"
             )
         return self.net(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
 
@@ -93,8 +96,9 @@ class SequenceMLP(nn.Module):
 class MeanBaseline(nn.Module):
     """Predict every output token as the mean training target token, whatever the input.
 
-    Fitted in closed form by :meth:`fit`; takes sequences of any length. Its relative error
-    is the floor that any learner must beat to have learned something from the inputs.
+    Fitted in closed form by :meth:`fit`; takes sequences of any length. Its relative
+    error is the floor that any learner must beat to have learned something from the
+    inputs.
     """
 
     def __init__(self, embed_dim: int):
@@ -116,10 +120,11 @@ class MeanBaseline(nn.Module):
 
 
 class RidgeBaseline(nn.Module):
-    """Ridge regression of the flattened target sequence on the flattened input sequence.
+    """Ridge regression of the flattened target sequence on the flattened input.
 
-    The linear counterpart of :class:`~attnlib.experiments.symmetry.SequenceMLP` (same inputs, same fixed length), fitted in
-    closed form by :meth:`fit` with penalty ``ridge`` times the number of training sequences.
+    The linear counterpart of :class:`~attnlib.experiments.symmetry.SequenceMLP` (same
+    inputs, same fixed length), fitted in closed form by :meth:`fit` with penalty
+    ``ridge`` times the number of training sequences.
     """
 
     def __init__(self, length: int, embed_dim: int, ridge: float = 1.0):
@@ -133,7 +138,10 @@ class RidgeBaseline(nn.Module):
         self.linear = nn.Linear(size, size).requires_grad_(False)
 
     def fit(self, x, y) -> RidgeBaseline:
-        """Solve the ridge problem for ``x``, ``y`` ``(n_sequences, length, embed_dim)``."""
+        """Solve the ridge problem for ``x`` and ``y``.
+
+        Both of shape ``(n_sequences, length, embed_dim)``.
+        """
         x, y = (
             as_tensor(x, "x", min_ndim=3).flatten(-2).double(),
             as_tensor(y, "y", min_ndim=3).flatten(-2).double(),
@@ -151,7 +159,8 @@ class RidgeBaseline(nn.Module):
         x = as_tensor(x, "x", min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
-                f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}"
+                f"x must end in shape ({self.length}, {self.embed_dim}), got "
+                f"{tuple(x.shape)}"
             )
         return self.linear(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
 
@@ -179,17 +188,20 @@ def make_teacher(
     sharpness: float = 2.0,
     seed: int = 0,
 ) -> KnowledgeAttention:
-    """A random one-head :class:`~attnlib.symmetry.KnowledgeAttention` (``value="scalar"``).
+    """A random one-head :class:`~attnlib.symmetry.KnowledgeAttention`, scalar values.
+
+    With ``value="scalar"``.
 
     ``kernel`` is one of ``TEACHERS``: ``"quadratic"`` lies in the class of the
-    ``KnowledgeAttention`` learner, ``"rbf"`` has the same symmetries but lies outside it.
-    ``sharpness`` scales the knowledge vectors, hence the scores by its square: larger
-    values give peakier attention and a harder task.
+    ``KnowledgeAttention`` learner, ``"rbf"`` has the same symmetries but lies outside
+    it. ``sharpness`` scales the knowledge vectors, hence the scores by its square:
+    larger values give peakier attention and a harder task.
 
     Implements
     ----------
     A target that is orthogonal equivariant with knowledge (Definition 2 of the symmetry
-    paper, seed 003) and permutation equivariant; the RBF score is the kernel of its §3.3.
+    paper, seed 003) and permutation equivariant; the RBF score is the kernel of its
+    §3.3.
     """
     if kernel not in TEACHERS:
         raise ValueError(f"kernel must be one of {TEACHERS}, got {kernel!r}")
@@ -209,11 +221,14 @@ def knowledge_task(
     noise: float = 0.0,
     seed: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gaussian token sequences ``X`` ``(n_sequences, length, d)`` and targets ``teacher(X) + noise``.
+    """Gaussian token sequences ``X`` ``(n_sequences, length, d)``, noisy targets.
 
-    The clean targets are equivariant with the teacher's knowledge whenever the teacher is
-    (a :class:`~attnlib.symmetry.KnowledgeAttention` with ``value="scalar"``); ``noise`` is the standard
-    deviation of the Gaussian noise added to every target entry.
+    The targets are ``teacher(X) + noise``.
+
+    The clean targets are equivariant with the teacher's knowledge whenever the teacher
+    is (a :class:`~attnlib.symmetry.KnowledgeAttention` with ``value="scalar"``);
+    ``noise`` is the standard deviation of the Gaussian noise added to every target
+    entry.
     """
     n_sequences, length = (
         check_int(n_sequences, "n_sequences"),
@@ -229,7 +244,10 @@ def knowledge_task(
 
 
 def relative_error(model: Callable, x, y) -> float:
-    """``‖model(x) − y‖² / ‖y‖²`` without gradients: 0 is perfect, 1 is as bad as predicting zero."""
+    """``‖model(x) − y‖² / ‖y‖²`` without gradients.
+
+    0 is perfect, 1 is as bad as predicting zero.
+    """
     x = as_tensor(x, "x", min_ndim=2)
     y = as_tensor(y, "y", min_ndim=2, dtype=x.dtype, device=x.device)
     with torch.no_grad():
@@ -255,10 +273,11 @@ def fit_and_score(
     """Fit ``model`` to ``train_data = (X, Y)``, then score it.
 
     A model with a ``fit`` method (the baselines) is fitted in closed form; any other by
-    full-batch mean squared error through :func:`attnlib.training.train`. ``test_data`` maps
-    a name to ``(X, Y)``; the result maps ``"train"`` to the final training error relative to
-    the target power and each test name to :func:`relative_error`, or NaN where the model
-    cannot take that input (a fixed-length model on another sequence length).
+    full-batch mean squared error through :func:`attnlib.training.train`. ``test_data``
+    maps a name to ``(X, Y)``; the result maps ``"train"`` to the final training error
+    relative to the target power and each test name to :func:`relative_error`, or NaN
+    where the model cannot take that input (a fixed-length model on another sequence
+    length).
     """
     x, y = train_data
     if hasattr(model, "fit"):
@@ -309,11 +328,11 @@ def sample_efficiency(
 ) -> list[dict]:
     """Learning curves of several learners on a task that is equivariant with knowledge.
 
-    A random teacher (:func:`make_teacher` with ``kernel=teacher``) labels Gaussian sequences
-    of ``length`` tokens, with label noise ``noise``. For each training-set size in ``sizes``
-    and each seed, every learner named in ``learners`` (keys of ``LEARNERS``) is fitted
-    (:func:`fit_and_score`) and scored on clean test sequences of every length in
-    ``test_lengths``.
+    A random teacher (:func:`make_teacher` with ``kernel=teacher``) labels Gaussian
+    sequences of ``length`` tokens, with label noise ``noise``. For each training-set
+    size in ``sizes`` and each seed, every learner named in ``learners`` (keys of
+    ``LEARNERS``) is fitted (:func:`fit_and_score`) and scored on clean test sequences
+    of every length in ``test_lengths``.
 
     Returns
     -------
@@ -325,8 +344,8 @@ def sample_efficiency(
 
     Implements
     ----------
-    This book's test of whether the symmetry of seed 003 makes learning cheaper; the paper
-    itself has no experiment.
+    This book's test of whether the symmetry of seed 003 makes learning cheaper; the
+    paper itself has no experiment.
     """
     sizes = [check_int(s, "sizes") for s in sizes]
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
@@ -381,7 +400,9 @@ def sample_efficiency(
 
 
 def sequences_needed(sizes, errors, target: float) -> float:
-    """Training-set size at which a learning curve reaches ``target``, by log-log interpolation.
+    """Training-set size at which a learning curve reaches ``target``.
+
+    By log-log interpolation.
 
     Parameters
     ----------

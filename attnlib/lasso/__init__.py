@@ -1,10 +1,11 @@
 """Row-wise Lasso solvers for sparse self-expression: every sample's Lasso over the others.
 
-Row ``i`` of the SSC problem is the Lasso ``min_c ½‖xᵢ − Σⱼ cⱼ xⱼ‖² + λᵢ‖c‖₁`` (j ≠ i). This
-package solves all rows at once: by default with an active set (each row solved exactly by
-its homotopy path on a few candidate keys, vectorised over rows, the sets grown until the
-optimality conditions hold for *all* keys, certified by a duality gap); or by ISTA, FISTA
-or the ADMM of Elhamifar & Vidal, in matrix form on all samples or on working sets.
+Row ``i`` of the SSC problem is the Lasso ``min_c ½‖xᵢ − Σⱼ cⱼ xⱼ‖² + λᵢ‖c‖₁`` (j ≠ i).
+This package solves all rows at once: by default with an active set (each row solved
+exactly by its homotopy path on a few candidate keys, vectorised over rows, the sets
+grown until the optimality conditions hold for *all* keys, certified by a duality gap);
+or by ISTA, FISTA or the ADMM of Elhamifar & Vidal, in matrix form on all samples or on
+working sets.
 :func:`attnlib.subspace.self_expressive` is the public entry; :func:`ssc_rows` the solver.
 
 The package holds one solver family per module: ``homotopy`` (the exact homotopy path

@@ -1,9 +1,9 @@
 """What every row-wise Lasso solver shares: the shrinkage, the weights, the certificate.
 
-Row ``i`` of the SSC problem is the Lasso ``min_c ½‖xᵢ − Σⱼ cⱼ xⱼ‖² + λᵢ‖c‖₁`` (j ≠ i). Its
-proximal map is the soft threshold; its optimum is certified by a duality gap, computed
-here for a sparse ``C`` with every sample as a key; the working-set solvers start from the
-keys most correlated with each target.
+Row ``i`` of the SSC problem is the Lasso ``min_c ½‖xᵢ − Σⱼ cⱼ xⱼ‖² + λᵢ‖c‖₁`` (j ≠ i).
+Its proximal map is the soft threshold; its optimum is certified by a duality gap,
+computed here for a sparse ``C`` with every sample as a key; the working-set solvers
+start from the keys most correlated with each target.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ def _top_k_per_row(X, R, k, exclude_rows, block=1024):
 def _sparse_gap(X, C, lam, block=1024, worst=None):
     """``_duality_gap`` for a sparse C with every sample as a key, forming X Xᵀ blockwise.
 
-    ``worst`` (``max_{j≠i} |x_j · r_i|`` per row), if the caller already has it, saves that pass.
+    ``worst`` (``max_{j≠i} |x_j · r_i|`` per row), if the caller already has it, saves
+    that pass.
     """
     R = X - np.asarray(C @ X)
     primal = 0.5 * (R * R).sum(1) + lam[:, 0] * np.asarray(abs(C).sum(1)).ravel()

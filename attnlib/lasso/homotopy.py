@@ -3,8 +3,8 @@
 With D features, row i's Lasso has a D-dimensional dual and an optimum with at most D
 non-zeros, so each row is solved exactly by the homotopy (LARS-Lasso) path on a small
 working set of keys, vectorised over all rows; one product with X then finds the keys
-outside the set whose optimality condition fails, they join the set, and the rows that had
-any are solved again. No N×N iteration is ever run.
+outside the set whose optimality condition fails, they join the set, and the rows that
+had any are solved again. No N×N iteration is ever run.
 """
 
 from __future__ import annotations
@@ -39,9 +39,10 @@ def _active_system(B, active):
 def _homotopy_rows(B, Y, lam, max_steps=1000):
     """Exact Lasso ``min_c ½‖y − Σⱼ cⱼ bⱼ‖² + λ‖c‖₁`` for every row, by the homotopy path.
 
-    Starting from ``c = 0`` at ``λ = max |B y|``, λ decreases; on each segment the active
-    coefficients move along ``(K_A K_Aᵀ)⁻¹ s_A`` until a key's correlation reaches ±λ (it
-    enters) or an active coefficient reaches 0 (it leaves). All rows step together.
+    Starting from ``c = 0`` at ``λ = max |B y|``, λ decreases; on each segment the
+    active coefficients move along ``(K_A K_Aᵀ)⁻¹ s_A`` until a key's correlation
+    reaches ±λ (it enters) or an active coefficient reaches 0 (it leaves). All rows step
+    together.
 
     Parameters
     ----------
@@ -72,8 +73,8 @@ def _homotopy_rows(B, Y, lam, max_steps=1000):
         )
         a = np.einsum("nkd,nd->nk", Bl, np.einsum("nm,nmd->nd", d_A, K))
         with np.errstate(divide="ignore", invalid="ignore"):
-            # The step γ at which an inactive correlation corr − γa meets +(λ − γ) or −(λ − γ),
-            # and at which an active coefficient c_A + γ d_A meets 0.
+            # The step γ at which an inactive correlation corr − γa meets +(λ − γ) or
+            # −(λ − γ), and at which an active coefficient c_A + γ d_A meets 0.
             up, down, tiny = (
                 (lv[:, None] - corr) / (1 - a),
                 (lv[:, None] + corr) / (1 + a),
@@ -143,8 +144,9 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
             worst[sel] = S.max(1)
             viol = worst[sel] > lam[sel, 0] * (1 + tol)
             if viol.any() and n_round < max_rounds:
-                # Refill the working set with the keys most correlated with the residual, the
-                # current support first (ranked +inf), then the most violated conditions.
+                # Refill the working set with the keys most correlated with the
+                # residual, the current support first (ranked +inf), then the most
+                # violated conditions.
                 v, Sv = sel[viol], S[viol]
                 r, j = np.nonzero(coef[v])
                 Sv[r, idx[v][r, j]] = np.inf

@@ -2,9 +2,9 @@
 
 The iterations only need a few products with each row's keys, so one implementation runs
 on two kinds of dictionary: every other sample as a key (dense ``N×N`` iterates) or a
-working set of candidate keys per row, grown until the optimality conditions hold for all
-keys. Each check also tries the exact solution on every row's current support and signs
-(*polishing*), and rows stop as soon as their duality gap certifies them.
+working set of candidate keys per row, grown until the optimality conditions hold for
+all keys. Each check also tries the exact solution on every row's current support and
+signs (*polishing*), and rows stop as soon as their duality gap certifies them.
 """
 
 from __future__ import annotations
@@ -110,11 +110,11 @@ def _duality_gap(keys, Y, C, lam):
 def _polish(keys, Y, C, lam, skip=None):
     """Solve each row's optimality conditions exactly on its current support and signs.
 
-    Once an iterative solver has found the support S and signs s of a row, the Lasso optimum
-    is ``c_S = (K_S K_Sᵀ)⁻¹ (K_S y − λ s)``. The support is the row's largest coefficients,
-    at most D of them; an iterate often carries one extra coefficient on its way to zero, so
-    with ``skip=j`` the j-th largest of the D + 1 largest is left out. The caller keeps the
-    result only where it lowers the duality gap.
+    Once an iterative solver has found the support S and signs s of a row, the Lasso
+    optimum is ``c_S = (K_S K_Sᵀ)⁻¹ (K_S y − λ s)``. The support is the row's largest
+    coefficients, at most D of them; an iterate often carries one extra coefficient on
+    its way to zero, so with ``skip=j`` the j-th largest of the D + 1 largest is left
+    out. The caller keeps the result only where it lowers the duality gap.
     """
     D = Y.shape[1]
     m = np.minimum((C != 0).sum(1), D + 1)
@@ -168,8 +168,9 @@ class _RowIterations:
     def run(self, n_steps):
         keys, lam = self.keys, self.lam
         if self.solver == "admm":
-            # Elhamifar & Vidal (2013), Sec. 3.3: an unconstrained copy A takes the quadratic,
-            # C is A shrunk with a zero diagonal, and the scaled dual variable ties them.
+            # Elhamifar & Vidal (2013), Sec. 3.3: an unconstrained copy A takes the
+            # quadratic, C is A shrunk with a zero diagonal, and the scaled dual
+            # variable ties them.
             rho, solve = self.rho, keys.ridge_solver(self.rho)
             target = keys.correlate(self.Y)
             for _ in range(n_steps):
@@ -184,7 +185,8 @@ class _RowIterations:
                 soft_threshold(point - self.step * grad, self.step * lam)
             )
             if self.solver == "fista":
-                # Restart the momentum of rows whose last step went uphill (O'Donoghue & Candès).
+                # Restart the momentum of rows whose last step went uphill (O'Donoghue &
+                # Candès).
                 uphill = ((point - C_new) * (C_new - self.C)).sum(1, keepdims=True) > 0
                 t = np.where(uphill, 1.0, self.t)
                 self.t = 0.5 * (1 + np.sqrt(1 + 4 * t * t))
@@ -197,9 +199,10 @@ def _lasso_rows(
 ):
     """Solve every row's Lasso at once.
 
-    Stops when the total duality gap is below ``tol`` times the total objective; a row is
-    frozen once its own gap is below ``tol / 10`` times its objective, so the batch shrinks. With ``polish``, each check also tries the exact solution on
-    the row's current support and signs (:func:`_polish`), which ends the iterations early.
+    Stops when the total duality gap is below ``tol`` times the total objective; a row
+    is frozen once its own gap is below ``tol / 10`` times its objective, so the batch
+    shrinks. With ``polish``, each check also tries the exact solution on the row's
+    current support and signs (:func:`_polish`), which ends the iterations early.
     """
     C_all = keys.restrict(C0.copy())
     live = np.arange(len(Y))
@@ -227,7 +230,8 @@ def _lasso_rows(
         if gaps.sum() <= tol * primals.sum():
             live = live[:0]
             break
-        # Freeze a row well below the global target, so the frozen rows leave room for the rest.
+        # Freeze a row well below the global target, so the frozen rows leave room for
+        # the rest.
         done = gap <= 0.1 * tol * np.maximum(primal, 1e-300)
         if done.any():
             live = live[~done]
@@ -272,8 +276,9 @@ def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=2
         bad = _kkt_violations(X, R, idx, lam, slack=tol)
         if not bad.any():
             break
-        # Keep each violating row's support and refill its working set with the keys most
-        # correlated with its residual (the ones whose optimality condition is most violated).
+        # Keep each violating row's support and refill its working set with the keys
+        # most correlated with its residual (the ones whose optimality condition is most
+        # violated).
         todo = rows[bad]
         fresh = _top_k_per_row(X, R[todo], k, todo)
         for r, new in zip(todo, fresh):

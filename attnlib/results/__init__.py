@@ -1,9 +1,10 @@
 """The committed results of the benchmark sweeps, shipped inside the package.
 
 A chapter shows numbers that take longer to compute than a page may take to execute (the
-full sweeps of ``benchmarks/``). Those results are package data, so that a chapter opened
-alone (in Colab, with attnlib installed from the repository and no checkout beside it)
-reads them exactly as the built website does. ``benchmarks/<name>.py`` writes them here.
+full sweeps of ``benchmarks/``). Those results are package data, so that a chapter
+opened alone (in Colab, with attnlib installed from the repository and no checkout
+beside it) reads them exactly as the built website does. ``benchmarks/<name>.py`` writes
+them here.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ def load(name: str) -> dict:
     Returns
     -------
     dict
-        The result: its ``date``, ``machine``, ``targets``, ``rows`` and whatever else the
-        script recorded.
+        The result: its ``date``, ``machine``, ``targets``, ``rows`` and whatever else
+        the script recorded.
 
     Raises
     ------

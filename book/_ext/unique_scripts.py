@@ -1,8 +1,8 @@
 """Drop repeated ``<script>`` tags from every page.
 
-sphinx-thebe 0.3.1 (and sphinx-togglebutton) register their inline scripts twice under Sphinx 7.4
-(once with filename None, once with ""); the
-thebe copy re-declares a ``const``, which the browser reports as an error on every page.
+sphinx-thebe 0.3.1 (and sphinx-togglebutton) register their inline scripts twice under
+Sphinx 7.4 (once with filename None, once with ""); the thebe copy re-declares a
+``const``, which the browser reports as an error on every page.
 """
 
 
@@ -12,7 +12,8 @@ def _unique_scripts(app, pagename, templatename, context, doctree):
         return
     seen, unique = set(), []
     for script in scripts:
-        # Inline scripts come once with filename None and once with "": treat both alike.
+        # Inline scripts come once with filename None and once with "": treat both
+        # alike.
         key = (
             getattr(script, "filename", script) or "",
             str(getattr(script, "attributes", "")),
