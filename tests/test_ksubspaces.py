@@ -145,3 +145,14 @@ def test_residuals_keep_their_digits_near_a_subspace():
     ref = ((X[0] - basis.T @ coef) ** 2).sum()
     np.testing.assert_allclose(res[0], ref, rtol=1e-6)
     assert 0.5e-18 < res[0] < 2e-18
+
+
+def test_a_chance_level_start_suffices_on_its_own_model():
+    # What the module docstring and chapter 05 say: on noise-free linear subspaces of
+    # one dimension K-subspaces needs no good start; k-means labels are near chance.
+    from sklearn.cluster import KMeans
+
+    d = union_of_subspaces(5, 6, 9, 200, seed=7)
+    km = KMeans(5, n_init=10, random_state=0).fit_predict(d.X)
+    assert clustering_accuracy(d.labels, km) < 0.4
+    assert clustering_accuracy(d.labels, k_subspaces(d.X, km)[0]) >= 0.99
