@@ -26,7 +26,8 @@ def subspace_dimension(X, *, energy: float = 0.95) -> int:
 
     The smallest ``d`` with ``σ₁² + … + σ_d² ≥ energy · ‖X‖_F²``, the
     explained-variance rule of PCA for a subspace through the origin, at most
-    ``min(X.shape) - 1`` so that a subspace never fills the space.
+    ``min(X.shape) - 1``, so that the subspace neither fills the space nor passes
+    through every point of ``X``.
 
     Parameters
     ----------
@@ -105,9 +106,12 @@ def k_subspaces(X, labels, *, dim: int | None = None, max_iter: int = 30):
 
     Implements
     ----------
-    K-subspaces (k-plane clustering of Bradley & Mangasarian 2000, for linear subspaces
-    of any dimension as in Tseng 2000), started from a given clustering; not part of the
-    self-expression paper.
+    K-subspaces (k-plane clustering of Bradley & Mangasarian 2000, for subspaces of any
+    dimension as in Tseng 2000), started from a given clustering; not part of the
+    self-expression paper. Where it departs from both: linear subspaces through the
+    origin (their planes and flats have offsets), one dimension for all read from the
+    clusters, ties kept, and a stop where a round would leave a cluster too small to
+    fit.
     """
     X = as_float_array(X, "X")
     labels = np.asarray(labels).ravel()
