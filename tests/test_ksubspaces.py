@@ -113,3 +113,46 @@ def test_bad_inputs():
         subspace_dimension(X, energy=0.0)
     with pytest.raises(ValueError, match="subspace_dim"):
         SubspaceClustering(2, subspace_dim=3).fit(X)
+
+
+def test_a_point_on_an_intersection_keeps_its_label():
+    # Two planes of R³ that share the x-axis; points on the axis fit both exactly, so
+    # the tie must leave them where they are, in either cluster, and stop at once.
+    rng = np.random.default_rng(0)
+    a, b, t = rng.standard_normal((3, 20))
+    plane_xy = np.c_[a, b, 0 * a]
+    plane_xz = np.c_[a, 0 * a, b]
+    axis = np.c_[t[:4], np.zeros((4, 2))]
+    X = np.vstack([plane_xy, plane_xz, axis])
+    for axis_label in (0, 1):
+        start = np.r_[np.zeros(20), np.ones(20), np.full(4, axis_label)].astype(int)
+        refined, n_iter = k_subspaces(X, start, dim=2)
+        np.testing.assert_array_equal(refined, start)
+        assert n_iter == 0
+
+
+def test_residuals_keep_their_digits_near_a_subspace():
+    # A point 1e-9 off a plane: its squared residual 1e-18 is far below the rounding
+    # of ‖x‖² − ‖Bᵀx‖² (about 1e-16 ‖x‖²), so the subtraction would lose it.
+    from attnlib.ksubspaces import _residuals
+
+    rng = np.random.default_rng(1)
+    X = np.c_[rng.standard_normal((30, 2)), np.zeros(30)]
+    X[0, 2] = 1e-9
+    res = _residuals(X, np.zeros(30, dtype=int), 1, 2)[:, 0]
+    basis = np.linalg.svd(X, full_matrices=False)[2][:2]
+    coef = np.linalg.lstsq(basis.T, X[0], rcond=None)[0]
+    ref = ((X[0] - basis.T @ coef) ** 2).sum()
+    np.testing.assert_allclose(res[0], ref, rtol=1e-6)
+    assert 0.5e-18 < res[0] < 2e-18
+
+
+def test_a_chance_level_start_suffices_on_its_own_model():
+    # What the module docstring and chapter 05 say: on noise-free linear subspaces of
+    # one dimension K-subspaces needs no good start; k-means labels are near chance.
+    from sklearn.cluster import KMeans
+
+    d = union_of_subspaces(5, 6, 9, 200, seed=7)
+    km = KMeans(5, n_init=10, random_state=0).fit_predict(d.X)
+    assert clustering_accuracy(d.labels, km) < 0.4
+    assert clustering_accuracy(d.labels, k_subspaces(d.X, km)[0]) >= 0.99
