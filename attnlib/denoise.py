@@ -17,6 +17,7 @@ accumulates, in compiled loops over row strips that stay in cache. The weight of
 from __future__ import annotations
 
 import math
+import numbers
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -141,7 +142,9 @@ def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
     c, h, w = chw.shape
     pos = _pixel_grid(h, w, dtype=chw.dtype, device=chw.device)
     values = chw.reshape(c, -1).T
-    radius = int(truncate * sigma + 0.5)
+    # A support wider than the image is the whole image: cap it (a huge sigma or
+    # truncate gives the plain mean, the filter's limit, not an integer overflow).
+    radius = int(min(truncate * sigma + 0.5, max(h, w)))
     out = _chunked_attention(
         pos,
         pos,
@@ -346,8 +349,15 @@ def patch_attention(
     _, hh, ww = chw.shape
     if not (isinstance(pixel, (tuple, list)) and len(pixel) == 2):
         raise ValueError(f"pixel must be a (row, col) pair, got {pixel!r}")
-    row = check_int(pixel[0], "pixel[0]", minimum=0, maximum=hh - 1)
-    col = check_int(pixel[1], "pixel[1]", minimum=0, maximum=ww - 1)
+    inside = all(
+        isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in pixel
+    ) and (0 <= pixel[0] < hh and 0 <= pixel[1] < ww)
+    if not inside:
+        raise ValueError(
+            f"pixel must be a (row, col) pair of integers inside the image, whose "
+            f"(H, W) is {(hh, ww)}, got {pixel!r}"
+        )
+    row, col = int(pixel[0]), int(pixel[1])
     sigma = check_positive(sigma, "sigma", allow_zero=True)
     tokens = patch_tokens(chw.permute(1, 2, 0), patch_size, h)
     query = tokens[row * ww + col][None]
@@ -809,11 +819,44 @@ def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
 
     Each call cuts a random ``crop × crop`` window from a random image of ``images`` (grey,
     values in [0, 1]) and adds fresh Gaussian noise of standard deviation ``noise``.
+
+    Parameters
+    ----------
+    images : sequence of array-like or tensor, each of shape (H, W) or (H, W, C)
+        The clean training images (at least one), each at least ``crop`` pixels high and
+        wide.
+    crop : int, default=16
+        Side of the square crops.
+    noise : float, default=0.1
+        Standard deviation of the added Gaussian noise (0 gives clean pairs).
+    seed : int, default=0
+        Seed of the generator that picks images, windows and noise.
+
+    Returns
+    -------
+    callable
+        ``batches(step) -> (noisy, clean)``, two float32 tensors (the dtype of a fresh
+        denoiser) of shape ``(crop, crop)`` or ``(crop, crop, C)``; ``step`` is
+        ignored (each call draws anew).
     """
-    images = [torch.as_tensor(np.asarray(im, dtype=np.float32)) for im in images]
+    if isinstance(images, (str, bytes)) or not hasattr(images, "__len__"):
+        raise ValueError(
+            f"images must be a sequence of images, got {type(images).__name__}"
+        )
+    if len(images) == 0:
+        raise ValueError("images must hold at least one image, got none")
+    images = [
+        as_tensor(im, f"images[{i}]", dtype=torch.float32).detach()
+        for i, im in enumerate(images)
+    ]
+    for i, im in enumerate(images):
+        if im.ndim not in (2, 3):
+            raise ValueError(
+                f"images[{i}] must be (H, W) or (H, W, C), got shape {tuple(im.shape)}"
+            )
     crop = check_int(crop, "crop", maximum=min(min(im.shape[:2]) for im in images))
-    noise = check_positive(noise, "noise")
-    g = torch.Generator().manual_seed(seed)
+    noise = check_positive(noise, "noise", allow_zero=True)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
 
     def batches(step: int):
         im = images[int(torch.randint(len(images), (1,), generator=g))]
@@ -827,14 +870,38 @@ def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
 
 
 def psnr(clean, estimate, data_range: float = 1.0) -> float:
-    """Peak signal-to-noise ratio in dB (``skimage.metrics.peak_signal_noise_ratio``)."""
-    from skimage.metrics import peak_signal_noise_ratio
+    """Peak signal-to-noise ratio in dB, ``10 log10(data_range² / MSE)``.
 
-    def arr(x):
-        return (
-            x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    The same number as ``skimage.metrics.peak_signal_noise_ratio`` (computed in float64
+    whatever the inputs' dtype); ``inf`` when ``estimate`` equals ``clean``, its limit.
+
+    Parameters
+    ----------
+    clean : array-like or tensor, shape (H, W), (H, W, C) or any shape
+        The reference image.
+    estimate : array-like or tensor, same shape as ``clean``
+        The image to score.
+    data_range : float, default=1.0
+        The range of the pixel values (1 for images in [0, 1], 255 for 8-bit ones).
+
+    Returns
+    -------
+    float
+        The PSNR in decibels.
+    """
+    data_range = check_positive(data_range, "data_range")
+    c = as_tensor(clean, "clean", dtype=torch.float64).detach().cpu()
+    e = as_tensor(estimate, "estimate", dtype=torch.float64).detach().cpu()
+    if c.shape != e.shape:
+        raise ValueError(
+            f"estimate must have clean's shape {tuple(c.shape)}, got {tuple(e.shape)}"
         )
-
-    return float(
-        peak_signal_noise_ratio(arr(clean), arr(estimate), data_range=data_range)
+    # Halves and a scale keep differences and squares near float64's limit finite.
+    diff = c / 2 - e / 2
+    scale = float(diff.abs().max())
+    if scale == 0:
+        return math.inf
+    log_mse = math.log10(4 * float(((diff / scale) ** 2).mean())) + 2 * math.log10(
+        scale
     )
+    return 20 * math.log10(data_range) - 10 * log_mse
