@@ -21,7 +21,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import AttentionResult, attention
-from .utils import as_tensor, check_int
+from .utils import (
+    _module_input,
+    _names_input,
+    as_tensor,
+    check_int,
+    check_positive,
+)
 
 __all__ = [
     "RoutingTask",
@@ -90,7 +96,7 @@ def routing_task(
     """
     n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
     n_values = check_int(n_values, "n_values", minimum=2)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     values = torch.randint(n_values, (n, length), generator=g)
     marker = torch.randint(length, (n,), generator=g)
     x = torch.cat(
@@ -150,10 +156,16 @@ def weekday_task(
         check_int(n_friends, "n_friends", minimum=2),
         check_int(n_restaurants, "n_restaurants", minimum=2),
     )
+    seed = check_int(seed, "seed", minimum=0)
     g = torch.Generator().manual_seed(seed)
     if rota is None:
         rota = torch.randperm(n_friends, generator=torch.Generator().manual_seed(seed))
-    rota = torch.as_tensor(rota, dtype=torch.long)
+    try:
+        rota = torch.as_tensor(rota, dtype=torch.long)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(
+            f"rota must be a sequence of friend indices, got {rota!r}"
+        ) from err
     if rota.shape != (n_friends,) or rota.min() < 0 or rota.max() >= n_friends:
         raise ValueError(
             f"rota must hold {n_friends} friends from range({n_friends}), got {rota.tolist()}"
@@ -190,7 +202,7 @@ def translation_sequences(
         raise ValueError(
             f"margin must be less than length / 2 = {length / 2}, got {margin}"
         )
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     x = torch.randn(n, length, dim, generator=g)
     x[:, :margin] = 0
     x[:, length - margin :] = 0
@@ -263,7 +275,12 @@ def hard_mux(inputs, control) -> torch.Tensor:
     tensor, shape (..., d)
     """
     inputs = as_tensor(inputs, "inputs", min_ndim=2)
-    control = torch.as_tensor(control, device=inputs.device)
+    try:
+        control = torch.as_tensor(control, device=inputs.device)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(
+            f"control must be integer indices, got {type(control).__name__}"
+        ) from err
     if control.is_floating_point() or control.dtype == torch.bool:
         raise ValueError(
             f"control must hold integer indices, got dtype {control.dtype}"
@@ -285,8 +302,19 @@ def hardmax(scores: torch.Tensor) -> torch.Tensor:
 
     Masked keys (``-inf``) are never chosen unless the whole row is masked.
     """
-    scores = as_tensor(scores, "scores", allow_inf=True)
+    scores = _check_scores(scores)
     return F.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
+
+
+def _check_scores(scores) -> torch.Tensor:
+    """Scores, ``-inf`` allowed (masked keys), but no ``+inf``, no row all masked."""
+    scores = as_tensor(scores, "scores", allow_inf=True)
+    top = scores.amax(-1)
+    if torch.isposinf(top).any():
+        raise ValueError("scores contains +inf values")
+    if torch.isneginf(top).any():
+        raise ValueError("scores has a row that is entirely -inf (every key masked)")
+    return scores
 
 
 def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
@@ -297,7 +325,7 @@ def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
     The straight-through estimator of Bengio, Léonard and Courville (2013), applied to the
     argmax the attention note replaces by a softmax (seed 004).
     """
-    soft = torch.softmax(as_tensor(scores, "scores", allow_inf=True), -1)
+    soft = torch.softmax(_check_scores(scores), -1)
     return hardmax(scores) + soft - soft.detach()
 
 
@@ -344,9 +372,10 @@ def soft_mux(
     whose scores against the keys are the importances.
     """
     inputs = as_tensor(inputs, "inputs", min_ndim=2)
-    importance = as_tensor(
-        importance, "importance", dtype=inputs.dtype, device=inputs.device
-    )
+    importance = as_tensor(importance, "importance", device=inputs.device)
+    dtype = torch.promote_types(inputs.dtype, importance.dtype)
+    inputs, importance = inputs.to(dtype), importance.to(dtype)
+    temperature = check_positive(temperature, "temperature")
     if importance.shape != inputs.shape[:-1]:
         raise ValueError(
             f"importance must have shape {tuple(inputs.shape[:-1])}, got {tuple(importance.shape)}"
@@ -427,13 +456,7 @@ class ConvRouter(nn.Module):
 
     def forward(self, x) -> torch.Tensor:
         """Logits ``(batch, length, n_out)`` for tokens ``x`` of shape ``(batch, length, n_in)``."""
-        x = as_tensor(
-            x,
-            "x",
-            ndim=3,
-            dtype=self.readout.weight.dtype,
-            device=self.readout.weight.device,
-        )
+        x = _module_input(x, "x", self.readout.weight, ndim=3)
         h = x.transpose(1, 2)  # Conv1d wants channels before positions
         h = torch.relu(self.convs[0](h))
         for conv in self.convs[1:]:
@@ -493,13 +516,7 @@ class AttentionRouter(nn.Module):
 
     def attend(self, x):
         """The attention result (averaged values ``(batch, length, d_model)``, weights ``[query, key]``)."""
-        x = as_tensor(
-            x,
-            "x",
-            ndim=3,
-            dtype=self.readout.weight.dtype,
-            device=self.readout.weight.device,
-        )
+        x = _module_input(x, "x", self.readout.weight, ndim=3)
         q, k, v = self.q(x), self.k(x), self.v(x)
         if self.pos is not None:
             if x.shape[1] > self.pos.shape[0]:
@@ -507,7 +524,8 @@ class AttentionRouter(nn.Module):
                     f"x has {x.shape[1]} tokens, more than max_len = {self.pos.shape[0]}"
                 )
             q, k = q + self.pos[: x.shape[1]], k + self.pos[: x.shape[1]]
-        return attention(q, k, v, normalizer=self.normalize)
+        with _names_input("x"):
+            return attention(q, k, v, normalizer=self.normalize)
 
     def forward(self, x) -> torch.Tensor:
         """Logits ``(batch, length, n_out)`` for tokens ``x`` of shape ``(batch, length, n_in)``."""
@@ -560,8 +578,8 @@ class WeekdayMux(nn.Module):
     def attend(self, friends, day):
         """The chosen tokens ``(batch, features)`` and weights ``(batch, n_friends)``."""
         w = self.readout.weight
-        friends = as_tensor(friends, "friends", ndim=3, dtype=w.dtype, device=w.device)
-        day = as_tensor(day, "day", ndim=2, dtype=w.dtype, device=w.device)
+        friends = _module_input(friends, "friends", w, ndim=3)
+        day = _module_input(day, "day", w, ndim=2)
         if day.shape[0] != friends.shape[0]:
             raise ValueError(
                 f"day and friends must have the same batch size, got {day.shape[0]} and {friends.shape[0]}"
@@ -583,8 +601,18 @@ class WeekdayMux(nn.Module):
 # --------------------------------------------------------------------------- training helpers
 
 
+def _check_model_task(model, task) -> None:
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not isinstance(task, RoutingTask):
+        raise ValueError(
+            f"task must be a RoutingTask (see routing_task), got {type(task).__name__}"
+        )
+
+
 def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
     """Mean cross-entropy over every position of every sequence (each must name the marked value)."""
+    _check_model_task(model, task)
     logits = model(task.x)
     target = task.target[:, None].expand(logits.shape[:2])
     return F.cross_entropy(logits.flatten(0, 1), target.flatten())
@@ -597,6 +625,7 @@ def accuracy_by_distance(model: nn.Module, task: RoutingTask) -> np.ndarray:
     Returns an array of length ``length``; entry d is the accuracy over all (sequence,
     position) pairs at distance d from the marked position (NaN if there are none).
     """
+    _check_model_task(model, task)
     was_training = model.training
     model.eval()
     pred = model(task.x).argmax(-1).cpu()

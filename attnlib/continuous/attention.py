@@ -20,7 +20,7 @@ from torch.special import ndtr
 
 from ..utils import as_tensor, check_int
 from .basis import GaussianRBF, _check_basis
-from .densities import _LOG_SQRT_2PI, _alpha, _positive, _spd
+from .densities import _LOG_SQRT_2PI, _alpha, _common, _positive, _spd
 
 __all__ = [
     "continuous_attention_1d",
@@ -86,7 +86,9 @@ def generalized_covariance_1d(
     Eq. (17) of the sparse-and-continuous attention paper, for Eq. (18).
     """
     mu, sigma2, basis, alpha = _check_1d(mu, sigma2, basis, alpha)
-    return _cov_1d(mu, sigma2, *basis.params(mu), alpha)
+    # In float64, as the backward pass computes them (see _f64), whatever mu's dtype.
+    covs = _cov_1d(*_f64(mu, sigma2, *basis.params(mu)), alpha)
+    return tuple(c.to(mu.dtype) for c in covs)
 
 
 def _cov_1d(mu, sigma2, c_mu, c_s2, alpha: int):
@@ -130,7 +132,7 @@ class _ContinuousAttention1D(torch.autograd.Function):
 
 def _check_1d(mu, sigma2, basis, alpha):
     mu = as_tensor(mu, "mu", ndim=1)
-    sigma2 = _positive(sigma2, "sigma2", mu)
+    mu, sigma2 = _common(mu, _positive(sigma2, "sigma2", mu))
     if sigma2.shape != mu.shape:
         raise ValueError(
             f"sigma2 must have the shape of mu {tuple(mu.shape)}, got {tuple(sigma2.shape)}"
@@ -343,7 +345,7 @@ def _check_2d(mu, Sigma, basis, alpha, n_angles):
     mu = as_tensor(mu, "mu", ndim=2)
     if mu.shape[1] != 2:
         raise ValueError(f"mu must have shape (batch, 2), got {tuple(mu.shape)}")
-    Sigma = _spd(Sigma, "Sigma", 2, mu)
+    mu, Sigma = _common(mu, _spd(Sigma, "Sigma", 2, mu))
     if Sigma.shape != (mu.shape[0], 2, 2):
         raise ValueError(
             f"Sigma must have shape ({mu.shape[0]}, 2, 2), got {tuple(Sigma.shape)}"
@@ -367,7 +369,9 @@ def generalized_covariance_2d(
     Eq. (17) of the sparse-and-continuous attention paper; Algorithm 1 for α = 1.
     """
     mu, Sigma, basis, alpha, n_angles = _check_2d(mu, Sigma, basis, alpha, n_angles)
-    return _cov_2d(mu, Sigma, *basis.params(mu), alpha, n_angles)
+    # In float64, as the backward pass computes them (see _f64), whatever mu's dtype.
+    covs = _cov_2d(*_f64(mu, Sigma, *basis.params(mu)), alpha, n_angles)
+    return tuple(c.to(mu.dtype) for c in covs)
 
 
 def continuous_attention_2d(

@@ -12,7 +12,7 @@ import math
 import torch
 
 from ..utils import as_tensor, check_int, check_positive
-from .densities import _positive
+from .densities import _common, _positive, _work_dtype
 
 __all__ = ["GaussianRBF", "ridge_value_coefficients"]
 
@@ -43,7 +43,14 @@ class GaussianRBF:
             )
         if mu.ndim == 2 and mu.shape[1] == 1:
             mu = mu[:, 0]
-        sigma2 = _positive(sigma2, "sigma2", mu).expand(mu.shape[0]).clone()
+        sigma2 = _positive(sigma2, "sigma2", mu)
+        if sigma2.ndim > 1 or sigma2.numel() not in (1, mu.shape[0]):
+            raise ValueError(
+                f"sigma2 must be a number or have shape ({mu.shape[0]},), "
+                f"got {tuple(sigma2.shape)}"
+            )
+        mu, sigma2 = _common(mu, sigma2)
+        sigma2 = sigma2.expand(mu.shape[0]).clone()
         self.mu, self.sigma2 = mu, sigma2
         self.dim = 1 if mu.ndim == 1 else 2
 
@@ -86,6 +93,7 @@ class GaussianRBF:
     def __call__(self, t) -> torch.Tensor:
         """Evaluate every function at points ``t`` of shape ``(...,)`` (1-D) or ``(..., 2)``: returns ``(..., N)``."""
         t = as_tensor(t, "t", min_ndim=0 if self.dim == 1 else 1)
+        t = t.to(torch.promote_types(t.dtype, self.mu.dtype))
         mu, s2 = self.params(t)
         if self.dim == 1:
             sq, d = (t.unsqueeze(-1) - mu) ** 2, 1
@@ -138,15 +146,15 @@ def ridge_value_coefficients(
     H = as_tensor(H, "H", min_ndim=2)
     if not isinstance(basis, GaussianRBF):
         raise ValueError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
-    positions = as_tensor(
-        positions, "positions", ndim=basis.dim, dtype=H.dtype, device=H.device
-    )
+    positions = as_tensor(positions, "positions", ndim=basis.dim, device=H.device)
+    H, positions = _common(H, positions)
     if positions.shape[0] != H.shape[-2]:
         raise ValueError(
             f"positions must have one row per token ({H.shape[-2]}), got {positions.shape[0]}"
         )
     lam = check_positive(lam, "lam")
-    F = basis(positions)
-    gram = F.T @ F + lam * torch.eye(F.shape[1], dtype=H.dtype, device=H.device)
+    work = _work_dtype(H.dtype)
+    F = basis(positions.to(work)).to(work)
+    gram = F.T @ F + lam * torch.eye(F.shape[1], dtype=work, device=H.device)
     G = torch.linalg.solve(gram, F.T)  # (N, L): depends on the positions only
-    return G @ H
+    return (G @ H.to(work)).to(torch.promote_types(H.dtype, F.dtype))
