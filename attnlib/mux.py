@@ -187,10 +187,28 @@ def weekday_task(
 def translation_sequences(
     n: int, length: int = 32, dim: int = 4, *, margin: int = 8, seed: int = 0
 ) -> torch.Tensor:
-    """Random sequences ``(n, length, dim)`` that are zero on their first and last ``margin`` tokens.
+    """Random sequences that are zero on their first and last ``margin`` tokens.
 
     With zero margins, shifting by fewer than ``margin`` tokens loses nothing, so a
     zero-padded convolution commutes with the shift exactly (see :func:`shift_tokens`).
+
+    Parameters
+    ----------
+    n : int
+        Number of sequences.
+    length : int
+        Tokens per sequence, more than ``2 * margin``.
+    dim : int
+        Features per token.
+    margin : int
+        Zero tokens at each end.
+    seed : int
+        The same seed gives the same sequences.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, length, dim)
+        Standard normal tokens between the zero margins.
     """
     n, length, dim = (
         check_int(n, "n"),
@@ -212,7 +230,22 @@ def translation_sequences(
 def shift_tokens(x, shift: int) -> torch.Tensor:
     """Move every token ``shift`` places to the right (left if negative), filling with zeros.
 
-    ``x`` is ``(..., length, features)``; the result has the same shape.
+    Parameters
+    ----------
+    x : tensor or array-like, shape (..., length, features)
+        Sequences, one token per row.
+    shift : int
+        Places to move, smaller than ``length`` in absolute value.
+
+    Returns
+    -------
+    torch.Tensor, shape of ``x``
+        The shifted sequences.
+
+    Implements
+    ----------
+    The translations of the attention note (seed 004), which a convolution commutes with
+    (translation equivariance).
     """
     x = as_tensor(x, "x", min_ndim=2)
     if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)):
@@ -235,6 +268,18 @@ def conv_matrix(kernel, length: int) -> torch.Tensor:
 
     Row j is the kernel, as a row vector, placed around position j: ``y = M @ x`` equals
     ``torch.nn.functional.conv1d`` (a cross-correlation) with ``padding=len(kernel) // 2``.
+
+    Parameters
+    ----------
+    kernel : tensor or array-like, shape (2n + 1,)
+        The convolution's weights, of odd length.
+    length : int
+        Tokens per sequence.
+
+    Returns
+    -------
+    torch.Tensor, shape (length, length)
+        The banded matrix ``M``, indexed ``[output, input]``.
 
     Implements
     ----------
@@ -272,7 +317,13 @@ def hard_mux(inputs, control) -> torch.Tensor:
 
     Returns
     -------
-    tensor, shape (..., d)
+    torch.Tensor, shape (..., d)
+        The selected rows.
+
+    Implements
+    ----------
+    The multiplexer of the attention note (seed 004): a control signal lets exactly one
+    of the inputs through.
     """
     inputs = as_tensor(inputs, "inputs", min_ndim=2)
     try:
@@ -300,7 +351,21 @@ def hard_mux(inputs, control) -> torch.Tensor:
 def hardmax(scores: torch.Tensor) -> torch.Tensor:
     """One-hot weights at each row's largest score (first one on ties); no gradient flows.
 
-    Masked keys (``-inf``) are never chosen unless the whole row is masked.
+    Parameters
+    ----------
+    scores : tensor or array-like, shape (..., n)
+        Scores; ``-inf`` marks a masked key, never chosen. A row with every key masked,
+        or a ``+inf`` score, raises ``ValueError``.
+
+    Returns
+    -------
+    torch.Tensor, shape of ``scores``
+        One-hot rows in ``scores``' dtype.
+
+    Implements
+    ----------
+    The argmax that the attention note replaces by a softmax (seed 004):
+    ``⟨argmax(a), h⟩`` picks the most important input.
     """
     scores = _check_scores(scores)
     return F.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
@@ -319,6 +384,16 @@ def _check_scores(scores) -> torch.Tensor:
 
 def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
     """Hard one-hot weights forward, the softmax's gradient backward (straight-through).
+
+    Parameters
+    ----------
+    scores : tensor or array-like, shape (..., n)
+        Scores, as in :func:`hardmax`.
+
+    Returns
+    -------
+    torch.Tensor, shape of ``scores``
+        The one-hot rows of :func:`hardmax`, with the softmax's gradient.
 
     Implements
     ----------
@@ -455,7 +530,18 @@ class ConvRouter(nn.Module):
         self.receptive_field = 1 + depth * (kernel_size - 1)
 
     def forward(self, x) -> torch.Tensor:
-        """Logits ``(batch, length, n_out)`` for tokens ``x`` of shape ``(batch, length, n_in)``."""
+        """Logits for every token.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (batch, length, n_in)
+            Tokens, one per row; a tensor must have the module's dtype.
+
+        Returns
+        -------
+        torch.Tensor, shape (batch, length, n_out)
+            The logits.
+        """
         x = _module_input(x, "x", self.readout.weight, ndim=3)
         h = x.transpose(1, 2)  # Conv1d wants channels before positions
         h = torch.relu(self.convs[0](h))
@@ -528,7 +614,18 @@ class AttentionRouter(nn.Module):
             return attention(q, k, v, normalizer=self.normalize)
 
     def forward(self, x) -> torch.Tensor:
-        """Logits ``(batch, length, n_out)`` for tokens ``x`` of shape ``(batch, length, n_in)``."""
+        """Logits for every token.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (batch, length, n_in)
+            Tokens, one per row; a tensor must have the module's dtype.
+
+        Returns
+        -------
+        torch.Tensor, shape (batch, length, n_out)
+            The logits.
+        """
         return self.readout(self.attend(x).output)
 
 
@@ -594,7 +691,21 @@ class WeekdayMux(nn.Module):
         return _squeeze_query(out, weights)
 
     def forward(self, friends, day) -> torch.Tensor:
-        """Restaurant logits ``(batch, n_restaurants)``."""
+        """Restaurant logits for each example.
+
+        Parameters
+        ----------
+        friends : tensor or array-like, shape (batch, n_friends, features)
+            The friends' tokens (:func:`weekday_task`); a tensor must have the module's
+            dtype.
+        day : tensor or array-like, shape (batch, n_friends)
+            The one-hot weekday (the control signal).
+
+        Returns
+        -------
+        torch.Tensor, shape (batch, n_restaurants)
+            The logits.
+        """
         return self.readout(self.attend(friends, day).output)
 
 
@@ -611,7 +722,21 @@ def _check_model_task(model, task) -> None:
 
 
 def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
-    """Mean cross-entropy over every position of every sequence (each must name the marked value)."""
+    """Mean cross-entropy over all positions of all sequences (each names the marked one).
+
+    Parameters
+    ----------
+    model : nn.Module
+        Maps ``task.x``, ``(n, length, n_values + 1)``, to logits
+        ``(n, length, n_values)``.
+    task : RoutingTask
+        The sequences and their targets (:func:`routing_task`).
+
+    Returns
+    -------
+    torch.Tensor, shape ()
+        The loss, differentiable with respect to the model's parameters.
+    """
     _check_model_task(model, task)
     logits = model(task.x)
     target = task.target[:, None].expand(logits.shape[:2])
@@ -622,8 +747,18 @@ def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
 def accuracy_by_distance(model: nn.Module, task: RoutingTask) -> np.ndarray:
     """Accuracy of the prediction at position j as a function of ``|j - marker|``.
 
-    Returns an array of length ``length``; entry d is the accuracy over all (sequence,
-    position) pairs at distance d from the marked position (NaN if there are none).
+    Parameters
+    ----------
+    model : nn.Module
+        As in :func:`routing_loss`; evaluated in eval mode, its mode restored after.
+    task : RoutingTask
+        The sequences and their targets (:func:`routing_task`).
+
+    Returns
+    -------
+    ndarray, shape (length,)
+        Entry d is the accuracy over all (sequence, position) pairs at distance d from
+        the marked position (NaN if there are none).
     """
     _check_model_task(model, task)
     was_training = model.training

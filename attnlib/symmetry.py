@@ -45,6 +45,25 @@ def random_orthogonal(
 
     The QR factors of a Gaussian matrix, with the signs of ``R``'s diagonal moved into
     ``Q`` so that the distribution is exactly uniform (Mezzadri, 2007).
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    generator : torch.Generator, optional
+        Source of randomness; PyTorch's global generator by default.
+    dtype : torch.dtype, optional
+        The result's dtype; ``torch.get_default_dtype()`` by default.
+
+    Returns
+    -------
+    torch.Tensor, shape (d, d)
+        ``Q`` with ``Q Qᵀ = I`` (to the dtype's rounding).
+
+    Implements
+    ----------
+    The Haar sampling of Mezzadri (2007), the random group elements with which the
+    symmetry paper's equivariance (Definitions 1-3) is tested.
     """
     d = check_int(d, "d")
     dtype = dtype or torch.get_default_dtype()
@@ -68,7 +87,22 @@ def _check_generator(generator):
 def random_permutation(
     n: int, generator: torch.Generator | None = None, *, dtype=None
 ) -> torch.Tensor:
-    """A uniformly random ``(n, n)`` permutation matrix ``P``; ``P @ X`` reorders the rows of ``X``."""
+    """A uniformly random ``(n, n)`` permutation matrix ``P``; ``P @ X`` reorders rows.
+
+    Parameters
+    ----------
+    n : int
+        The number of rows permuted.
+    generator : torch.Generator, optional
+        Source of randomness; PyTorch's global generator by default.
+    dtype : torch.dtype, optional
+        The result's dtype; ``torch.get_default_dtype()`` by default.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, n)
+        A permutation matrix.
+    """
     n = check_int(n, "n")
     eye = torch.eye(n, dtype=dtype or torch.get_default_dtype())
     return eye[torch.randperm(n, generator=_check_generator(generator))]
@@ -230,9 +264,11 @@ def knowledge_attention(
     a : tensor or array-like, shape (..., k, k), optional
         The quadratic form (the identity by default).
     kernel : {"quadratic", "rbf", "higher_order"}
+        The score (above).
     c : tensor or array-like, shape (..., k, k)
         The fourth-order coefficients; required for ``"higher_order"``.
-    normalizer : see :func:`attnlib.attention.attention`.
+    normalizer : str or callable
+        As in :func:`attnlib.attention.attention`.
     temperature : float, optional
         Divides the scores; ``sqrt(k)`` for the two polynomial kernels and 1 for ``"rbf"``.
 
@@ -326,11 +362,15 @@ class KnowledgeAttention(nn.Module):
     n_knowledge : int
         Knowledge vectors per head ``k``.
     num_heads, num_layers : int
+        Heads per layer and layers.
     kernel : {"quadratic", "rbf", "higher_order"}
+        The score of every head (see :func:`knowledge_attention`).
     value : {"scalar", "linear"}
+        Each head's value map: a learned multiple of the identity, or a learned matrix.
     residual : bool
         Add each layer's input to its output.
-    normalizer, temperature : see :func:`knowledge_attention`.
+    normalizer, temperature : str or callable, float or None
+        As in :func:`knowledge_attention`.
 
     Implements
     ----------
@@ -382,9 +422,20 @@ class KnowledgeAttention(nn.Module):
             self.head_weight = nn.Parameter(torch.eye(d).repeat(n_layers, h, 1, 1) / h)
 
     def forward(self, x, knowledge=None) -> torch.Tensor:
-        """Transform tokens ``x`` ``(..., n, embed_dim)``; ``knowledge`` overrides the learned ``Z``.
+        """Transform tokens ``x``, with the learned knowledge or ``knowledge``.
 
-        Returns the new tokens, shape ``(..., n, embed_dim)``.
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, embed_dim)
+            Tokens, one per row.
+        knowledge : tensor or array-like, shape of the ``knowledge`` parameter, optional
+            Replaces the learned ``Z``, ``(num_layers, num_heads, n_knowledge,
+            embed_dim)``.
+
+        Returns
+        -------
+        torch.Tensor, shape (..., n, embed_dim)
+            The new tokens.
         """
         h = as_tensor(x, "x", min_ndim=2)
         if h.shape[-1] != self.embed_dim:

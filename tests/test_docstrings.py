@@ -24,6 +24,12 @@ DOCUMENTED = {
     "kernel_regression": ("NadarayaWatson", "MetricNadarayaWatson"),
     "lle": ("LocallyLinearEmbedding",),
     "denoise": ("PatchAttentionDenoiser",),
+    "continuous.densities": "all",
+    "continuous.basis": "all",
+    "continuous.attention": "all",
+    "continuous.modules": "all",
+    "symmetry": "all",
+    "mux": "all",
 }
 #: numpydoc's codes that the book enforces: a docstring with a summary, every parameter
 #: documented with a description, no unknown parameter, a Returns section.
@@ -41,6 +47,9 @@ NO_EQUATION = {
         "UnionOfSubspaces",
     },
     "plotting": "all",
+    "symmetry": {"random_permutation"},
+    # Data for the experiments and their training/evaluation helpers.
+    "mux": {"translation_sequences", "routing_loss", "accuracy_by_distance"},
 }
 METHODS = ("fit", "predict", "transform", "fit_transform", "forward")
 

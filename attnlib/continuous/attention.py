@@ -81,6 +81,23 @@ def generalized_covariance_1d(
     from Gaussian moments on the support interval. Centring ``φ = (t, t²)`` at μ changes
     the Jacobian by a fixed linear map only (see :func:`continuous_attention_1d`).
 
+    Parameters
+    ----------
+    mu : tensor or array-like, shape (batch,)
+        Means (locations).
+    sigma2 : tensor or array-like, shape (batch,)
+        Positive variances (scale parameters for α = 2).
+    basis : GaussianRBF
+        N one-dimensional basis functions ψ.
+    alpha : {1, 2}
+        1 for continuous softmax, 2 for continuous sparsemax.
+
+    Returns
+    -------
+    cov_x, cov_xx : torch.Tensor, shape (batch, N)
+        The two generalised covariances, computed in float64 and returned in the
+        inputs' common dtype.
+
     Implements
     ----------
     Eq. (17) of the sparse-and-continuous attention paper, for Eq. (18).
@@ -153,7 +170,7 @@ def continuous_attention_1d(
 
     Parameters
     ----------
-    mu : tensor, shape (batch,)
+    mu : tensor or array-like, shape (batch,)
         Means (locations).
     sigma2 : tensor, shape (batch,)
         Positive variances (scale parameters for α = 2).
@@ -164,7 +181,8 @@ def continuous_attention_1d(
 
     Returns
     -------
-    tensor, shape (batch, N)
+    torch.Tensor, shape (batch, N)
+        ``r``, the expectation of each basis function, in the inputs' common dtype.
 
     Implements
     ----------
@@ -364,6 +382,28 @@ def generalized_covariance_2d(
 ):
     """``cov_{p,2-α}(x, ψ)`` ``(batch, N, 2)`` and ``cov_{p,2-α}(xxᵀ, ψ)`` ``(batch, N, 2, 2)``, ``x = t - μ``.
 
+    Parameters
+    ----------
+    mu : tensor or array-like, shape (batch, 2)
+        Centres.
+    Sigma : tensor or array-like, shape (batch, 2, 2)
+        Symmetric positive definite shape matrices (the symmetric part is used).
+    basis : GaussianRBF
+        N two-dimensional basis functions ψ.
+    alpha : {1, 2}
+        1 for continuous softmax, 2 for continuous sparsemax.
+    n_angles : int, default=48
+        Gauss–Legendre nodes in the angle for α = 2 (see
+        :func:`continuous_attention_2d`).
+
+    Returns
+    -------
+    cov_x : torch.Tensor, shape (batch, N, 2)
+        ``cov_{p,2-α}(x, ψ)``.
+    cov_xx : torch.Tensor, shape (batch, N, 2, 2)
+        ``cov_{p,2-α}(xxᵀ, ψ)``; both computed in float64, returned in the inputs'
+        common dtype.
+
     Implements
     ----------
     Eq. (17) of the sparse-and-continuous attention paper; Algorithm 1 for α = 1.
@@ -402,7 +442,8 @@ def continuous_attention_2d(
 
     Returns
     -------
-    tensor, shape (batch, N)
+    torch.Tensor, shape (batch, N)
+        ``r``, the expectation of each basis function, in the inputs' common dtype.
 
     Implements
     ----------

@@ -25,7 +25,7 @@ class GaussianRBF:
     mu : array-like, shape (N,) or (N, d)
         Centres.
     sigma2 : float or array-like of shape (N,)
-        Positive variances.
+        Positive variances (one number is shared by every function).
 
     Attributes
     ----------
@@ -33,6 +33,12 @@ class GaussianRBF:
     sigma2 : tensor, shape (N,)
     dim : int
         1 or 2.
+
+    Implements
+    ----------
+    The Gaussian RBFs ``ψ_j(t) = N(t; μ_j, Σ_j)`` of the value function
+    ``V_B(t) = Bψ(t)`` of the sparse-and-continuous attention paper (Algorithm 1,
+    §3.2), with ``Σ_j = σ_j² I``.
     """
 
     def __init__(self, mu, sigma2):
@@ -137,7 +143,8 @@ def ridge_value_coefficients(
 
     Returns
     -------
-    tensor, shape (..., N, D)
+    torch.Tensor, shape (..., N, D)
+        The coefficients ``B``, one row per basis function.
 
     Implements
     ----------

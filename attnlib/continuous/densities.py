@@ -105,12 +105,17 @@ def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
 
     Parameters
     ----------
-    t, mu, sigma2 : tensors or array-likes, broadcastable
-        Points, means and (positive) variances.
+    t : tensor or array-like, any shape
+        Points; tensors keep their dtype and device.
+    mu : float, tensor or array-like, shape broadcastable with ``t``
+        Means.
+    sigma2 : float, tensor or array-like, shape broadcastable with ``t``
+        Positive variances.
 
     Returns
     -------
-    tensor of the broadcast shape
+    torch.Tensor, the broadcast shape of the inputs
+        The density at ``t``, in the inputs' common dtype.
 
     Implements
     ----------
@@ -131,12 +136,17 @@ def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
 
     Parameters
     ----------
-    t, mu, sigma2 : tensors or array-likes, broadcastable
-        Points, means and (positive) scale parameters σ².
+    t : tensor or array-like, any shape
+        Points; tensors keep their dtype and device.
+    mu : float, tensor or array-like, shape broadcastable with ``t``
+        Centres.
+    sigma2 : float, tensor or array-like, shape broadcastable with ``t``
+        Positive scale parameters σ².
 
     Returns
     -------
-    tensor of the broadcast shape
+    torch.Tensor, the broadcast shape of the inputs
+        The density at ``t``, in the inputs' common dtype.
 
     Implements
     ----------
@@ -153,12 +163,17 @@ def triangular_pdf(t, mu, b) -> torch.Tensor:
 
     Parameters
     ----------
-    t, mu, b : tensors or array-likes, broadcastable
-        Points, locations and (positive) scales.
+    t : tensor or array-like, any shape
+        Points; tensors keep their dtype and device.
+    mu : float, tensor or array-like, shape broadcastable with ``t``
+        Locations.
+    b : float, tensor or array-like, shape broadcastable with ``t``
+        Positive scales.
 
     Returns
     -------
-    tensor of the broadcast shape
+    torch.Tensor, the broadcast shape of the inputs
+        The density at ``t``, in the inputs' common dtype.
 
     Implements
     ----------
@@ -181,8 +196,10 @@ def location_scale_pdf(
 
     Parameters
     ----------
-    t, mu : tensors or array-likes, broadcastable
-        Points and locations.
+    t : tensor or array-like, any shape
+        Points; tensors keep their dtype and device.
+    mu : float, tensor or array-like, shape broadcastable with ``t``
+        Locations.
     sigma : float
         Positive scale.
     g : callable
@@ -192,7 +209,8 @@ def location_scale_pdf(
 
     Returns
     -------
-    tensor of the broadcast shape of ``t`` and ``mu``
+    torch.Tensor, the broadcast shape of ``t`` and ``mu``
+        The density at ``t``.
 
     Implements
     ----------
@@ -228,7 +246,17 @@ def location_scale_pdf(
 
 
 def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
-    """The threshold ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))`` of an N-dimensional truncated paraboloid.
+    """The threshold ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))`` of a paraboloid density.
+
+    Parameters
+    ----------
+    Sigma : tensor or array-like, shape (..., N, N)
+        Symmetric positive definite shape matrices (the symmetric part is used).
+
+    Returns
+    -------
+    torch.Tensor, shape (...)
+        The thresholds, negative, in ``Sigma``'s dtype.
 
     Implements
     ----------
@@ -257,7 +285,8 @@ def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
 
     Returns
     -------
-    tensor of shape ``t.shape[:-1]`` (broadcast)
+    torch.Tensor, shape ``t.shape[:-1]`` (broadcast)
+        The density at each point.
 
     Implements
     ----------
@@ -283,12 +312,13 @@ def truncated_parabola_radius(sigma2) -> torch.Tensor:
 
     Parameters
     ----------
-    sigma2 : tensor or array-like
+    sigma2 : float, tensor or array-like, any shape
         Positive scale parameters σ².
 
     Returns
     -------
-    tensor of the shape of ``sigma2``
+    torch.Tensor, the shape of ``sigma2``
+        The half-widths.
 
     Implements
     ----------
@@ -311,13 +341,16 @@ def support_ellipse(
     Parameters
     ----------
     mu : array-like, shape (2,)
+        The density's centre.
     Sigma : array-like, shape (2, 2)
-        Symmetric positive definite.
+        Symmetric positive definite shape matrix.
     scale : float, optional
+        The radius ``R`` in units of ``Sigma``; ``None`` for the exact support.
 
     Returns
     -------
     centre : ndarray, shape (2,)
+        ``mu``, as a float64 array.
     width, height : float
         Full lengths of the axes along the first and second coordinate after rotating by
         ``angle``.

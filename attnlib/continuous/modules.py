@@ -130,9 +130,21 @@ class ContinuousAttention1D(_ContinuousAttention):
         super().__init__(basis, 1, in_features, alpha, lam, min_var, 2)
 
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
-        """Attend over tokens ``H`` ``(batch, L, D)`` at evenly spaced positions of ``[0, 1]``.
+        """Attend over tokens ``H`` at evenly spaced positions of ``[0, 1]``.
 
-        ``weights`` ``(batch, L)``: discrete attention to moment-match (combined variant).
+        Parameters
+        ----------
+        H : tensor or array-like, shape (batch, L, D)
+            The tokens, one per row; with an encoder head, a tensor must have the
+            module's dtype.
+        weights : tensor or array-like, shape (batch, L), optional
+            Discrete attention to moment-match (combined variant); required exactly
+            when the module was built without ``in_features``.
+
+        Returns
+        -------
+        ContinuousAttentionOutput
+            ``context`` ``(batch, D)``, the density's parameters, ``r`` ``(batch, N)``.
         """
         H = self._tokens(H, 3)
         positions = torch.linspace(0, 1, H.shape[1], dtype=H.dtype, device=H.device)
@@ -159,7 +171,8 @@ class ContinuousAttention2D(_ContinuousAttention):
     ----------
     basis : GaussianRBF
         2-D basis of N functions.
-    in_features, alpha, lam, min_var : as in :class:`ContinuousAttention1D`.
+    in_features, alpha, lam, min_var : int or None, int, float, float
+        As in :class:`ContinuousAttention1D`.
     n_angles : int
         Gauss–Legendre nodes for α = 2 (see :func:`continuous_attention_2d`).
 
@@ -192,9 +205,22 @@ class ContinuousAttention2D(_ContinuousAttention):
         return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(-1, 2)
 
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
-        """Attend over a feature map ``H`` ``(batch, height, width, D)``.
+        """Attend over a feature map ``H`` placed on ``[0, 1]²``.
 
-        ``weights`` ``(batch, height·width)``: discrete attention to moment-match (combined variant).
+        Parameters
+        ----------
+        H : tensor or array-like, shape (batch, height, width, D)
+            The feature vectors of the grid's cells; with an encoder head, a tensor must
+            have the module's dtype.
+        weights : tensor or array-like, shape (batch, height·width), optional
+            Discrete attention over the cells (row-major) to moment-match (combined
+            variant); required exactly when the module was built without
+            ``in_features``.
+
+        Returns
+        -------
+        ContinuousAttentionOutput
+            ``context`` ``(batch, D)``, ``mu``, ``Sigma`` and ``r`` ``(batch, N)``.
         """
         H = self._tokens(H, 4)
         positions = self.grid_positions(H.shape[1], H.shape[2], H.dtype, H.device)
