@@ -722,7 +722,7 @@ def _check_model_task(model, task) -> None:
 
 
 def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
-    """Mean cross-entropy over all positions of all sequences (each names the marked one).
+    """Mean cross-entropy at every position (each must name the marked value).
 
     Parameters
     ----------

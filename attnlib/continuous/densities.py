@@ -246,7 +246,7 @@ def location_scale_pdf(
 
 
 def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
-    """The threshold ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))`` of a paraboloid density.
+    """The threshold ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))``, Eq. (11)'s threshold.
 
     Parameters
     ----------
