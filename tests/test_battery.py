@@ -1664,6 +1664,205 @@ def _specs_mux():
     }
 
 
+LABELS = [
+    ("empty", lambda y: y[:0], INVALID),
+    ("None", lambda y: None, INVALID),
+    ("string", lambda y: "abc", INVALID),
+    ("nan", lambda y: np.where(np.arange(len(y)) == 0, np.nan, y), INVALID),
+    ("2-D", lambda y: np.stack([y, y], 1), INVALID),
+    ("floats", lambda y: y + 0.5, VALID),
+    ("strings", lambda y: np.array([f"c{v}" for v in y]), VALID),
+]
+KINDS["labels"] = LABELS
+
+
+def _subspace_data():
+    Dt = importlib.import_module("attnlib.data")
+    data = Dt.union_of_subspaces(2, 2, 4, 6, noise=0.01, seed=0)
+    return data.X, data.labels
+
+
+def _specs_subspace():
+    S = importlib.import_module("attnlib.subspace")
+
+    X = lambda: _subspace_data()[0]  # noqa: E731
+    C = lambda: S.self_expressive(X(), "lsr", 0.1)  # noqa: E731
+    return {
+        "subspace.ssc_objective": Spec(
+            S.ssc_objective,
+            lambda: dict(X=X(), C=C(), lam=0.1),
+            {"X": "array", "C": "array", "lam": "positive"},
+            group=("X", "C"),
+        ),
+        "subspace.self_expressive": Spec(
+            lambda X, method, lam, solver, max_iter, tol: S.self_expressive(
+                X, method, lam, solver=solver, max_iter=max_iter, tol=tol
+            ),
+            lambda: dict(
+                X=X(),
+                method="ssc",
+                lam=0.05,
+                solver="active_set",
+                max_iter=200,
+                tol=1e-6,
+            ),
+            {
+                "X": "array",
+                "method": "choice",
+                "lam": "positive",
+                "solver": "choice",
+                "max_iter": "int",
+                "tol": "positive",
+            },
+            optional=("lam",),
+            sklearn=True,
+            extra=[
+                (
+                    "lam per sample",
+                    lambda a: a | dict(lam=np.full(len(a["X"]), 0.05)),
+                    VALID,
+                    "lam",
+                ),
+                (
+                    "lam per sample, one negative",
+                    lambda a: a | dict(lam=-np.ones(len(a["X"]))),
+                    INVALID,
+                    "lam",
+                ),
+            ]
+            + [
+                (f"method {m}", lambda a, m=m: a | dict(method=m, lam=0.1), VALID, "X")
+                for m in ("lsr", "lrsc")
+            ],
+        ),
+        "subspace.affinity": Spec(
+            lambda C, normalize, keep: S.affinity(C, normalize=normalize, keep=keep),
+            lambda: dict(C=C(), normalize="l2", keep=3),
+            {"C": "array", "normalize": "choice", "keep": "int"},
+            optional=("normalize", "keep"),
+        ),
+        "subspace.spectral_clustering": Spec(
+            lambda A, n_clusters, assign_labels, eigen_solver: S.spectral_clustering(
+                A,
+                n_clusters,
+                assign_labels=assign_labels,
+                eigen_solver=eigen_solver,
+            ),
+            lambda: dict(
+                A=S.affinity(C()),
+                n_clusters=2,
+                assign_labels="kmeans",
+                eigen_solver="arpack",
+            ),
+            {
+                "A": "array",
+                "n_clusters": "int",
+                "assign_labels": "choice",
+                "eigen_solver": "choice",
+            },
+            extra=[
+                (
+                    "A not symmetric",
+                    lambda a: a | dict(A=np.triu(a["A"])),
+                    INVALID,
+                    "A",
+                ),
+                ("A negative", lambda a: a | dict(A=-a["A"]), INVALID, "A"),
+            ],
+        ),
+        "subspace.clustering_accuracy": Spec(
+            S.clustering_accuracy,
+            lambda: dict(
+                y_true=np.array([0, 0, 1, 1, 2]), y_pred=np.array([1, 1, 0, 2, 2])
+            ),
+            {"y_true": "labels", "y_pred": "labels"},
+            group=("y_true", "y_pred"),
+        ),
+        "subspace.SubspaceClustering": Spec(
+            lambda n_clusters, method, lam, X: S.SubspaceClustering(
+                n_clusters, method=method, lam=lam
+            ).fit_predict(X),
+            lambda: dict(n_clusters=2, method="ssc", lam=0.05, X=X()),
+            {"n_clusters": "int", "method": "choice", "lam": "positive", "X": "array"},
+            optional=("lam",),
+            sklearn=True,
+        ),
+        "subspace.sparse_coding_attention": Spec(
+            lambda q, k, v, lam, n_iter, step: S.sparse_coding_attention(
+                q, k, v, lam, n_iter, step
+            ),
+            lambda: dict(
+                q=_randn(4, 3),
+                k=_randn(6, 3, seed=1),
+                v=_randn(6, 2, seed=2),
+                lam=0.1,
+                n_iter=10,
+                step=None,
+            ),
+            {
+                "q": "array",
+                "k": "array",
+                "v": "array",
+                "lam": "positive",
+                "n_iter": "int",
+                "step": "positive",
+            },
+            optional=("step",),
+            group=("q", "k", "v"),
+        ),
+        "subspace.UnrolledISTAAttention": Spec(
+            lambda embed_dim, n_iter, lam, x: S.UnrolledISTAAttention(
+                embed_dim, n_iter, lam
+            )(x),
+            lambda: dict(embed_dim=3, n_iter=2, lam=0.1, x=_randn(2, 5, 3)),
+            {"embed_dim": "int", "n_iter": "int", "lam": "positive", "x": "array"},
+        ),
+    }
+
+
+def _specs_lasso():
+    La = importlib.import_module("attnlib.lasso")
+
+    return {
+        "lasso.soft_threshold": Spec(
+            La.soft_threshold,
+            lambda: dict(x=_randn(3, 4), threshold=0.5),
+            {"x": "array", "threshold": "nonneg"},
+            allow={"x": ("scalar",)},
+        ),
+        "lasso.ssc_rows": Spec(
+            lambda X, lam, solver, max_iter, tol: La.ssc_rows(
+                X, lam, solver, max_iter=max_iter, tol=tol
+            ),
+            lambda: dict(
+                X=_subspace_data()[0],
+                lam=0.05,
+                solver="fista",
+                max_iter=100,
+                tol=1e-6,
+            ),
+            {
+                "X": "array",
+                "lam": "positive",
+                "solver": "choice",
+                "max_iter": "int",
+                "tol": "positive",
+            },
+        ),
+        "lasso.lasso_codes": Spec(
+            La.lasso_codes,
+            lambda: dict(
+                Y=_randn(3, 4).double().numpy(),
+                K=_randn(5, 4, seed=1).double().numpy(),
+                lam=0.1,
+                max_steps=50,
+            ),
+            {"Y": "array", "K": "array", "lam": "positive", "max_steps": "int"},
+            group=("Y", "K"),
+        ),
+    }
+
+
 #: One line per module: the battery covers every public callable of these modules.
 SPEC_FACTORIES = {
     "attention": _specs_attention,
@@ -1681,6 +1880,8 @@ SPEC_FACTORIES = {
     "continuous.modules": _specs_continuous_modules,
     "symmetry": _specs_symmetry,
     "mux": _specs_mux,
+    "subspace": _specs_subspace,
+    "lasso": _specs_lasso,
 }
 SPECS = {
     name: spec
@@ -1691,8 +1892,71 @@ SPECS = {
 
 # --------------------------------------------------------------------------- the test
 #: Cases known to fail, as ``"module.callable(arg=label)"``: each is a strict xfail (the
-#: test fails once it passes, so that the entry is then removed). Empty: all pass.
-KNOWN: set[str] = set()
+#: test fails once it passes, so that the entry is then removed).
+#: subspace and lasso: being split into smaller modules this round; their validation is
+#: fixed once that lands (ssc_objective's C, ssc_rows' X and lasso_codes' Y, K unchecked,
+#: soft_threshold unvalidated, NaN labels counted as a cluster, half and float64 inputs).
+KNOWN: set[str] = {
+    "subspace.ssc_objective(C=nan)",
+    "subspace.ssc_objective(C=+inf)",
+    "subspace.ssc_objective(C=-inf)",
+    "subspace.ssc_objective(C=empty)",
+    "subspace.ssc_objective(C=ndim-1)",
+    "subspace.ssc_objective(C=scalar)",
+    "subspace.ssc_objective(C=float16)",
+    "subspace.ssc_objective(C=bfloat16)",
+    "subspace.ssc_objective(C=float64)",
+    "subspace.ssc_objective(C=numpy<->tensor)",
+    "subspace.ssc_objective(C=string)",
+    "subspace.ssc_objective(C=None)",
+    "subspace.clustering_accuracy(y_true=nan)",
+    "subspace.clustering_accuracy(y_pred=nan)",
+    "subspace.sparse_coding_attention(q=float16)",
+    "subspace.sparse_coding_attention(q=bfloat16)",
+    "subspace.sparse_coding_attention(k=float64)",
+    "subspace.sparse_coding_attention(v=float64)",
+    "subspace.sparse_coding_attention(step=1e30)",
+    "subspace.UnrolledISTAAttention(lam=1e30)",
+    "subspace.UnrolledISTAAttention(x=float16)",
+    "subspace.UnrolledISTAAttention(x=bfloat16)",
+    "subspace.UnrolledISTAAttention(x=float64)",
+    "subspace.UnrolledISTAAttention(x=x1e30)",
+    "lasso.soft_threshold(x=nan)",
+    "lasso.soft_threshold(x=+inf)",
+    "lasso.soft_threshold(x=-inf)",
+    "lasso.soft_threshold(x=string)",
+    "lasso.soft_threshold(x=None)",
+    "lasso.soft_threshold(threshold=-1)",
+    "lasso.soft_threshold(threshold=nan)",
+    "lasso.soft_threshold(threshold=inf)",
+    "lasso.soft_threshold(threshold=string)",
+    "lasso.soft_threshold(threshold=None)",
+    "lasso.ssc_rows(X=nan)",
+    "lasso.ssc_rows(X=+inf)",
+    "lasso.ssc_rows(X=-inf)",
+    "lasso.ssc_rows(X=empty)",
+    "lasso.ssc_rows(X=ndim+1)",
+    "lasso.ssc_rows(X=ndim-1)",
+    "lasso.ssc_rows(X=scalar)",
+    "lasso.ssc_rows(X=float16)",
+    "lasso.ssc_rows(X=bfloat16)",
+    "lasso.ssc_rows(X=float64)",
+    "lasso.ssc_rows(X=numpy<->tensor)",
+    "lasso.ssc_rows(X=string)",
+    "lasso.ssc_rows(X=None)",
+    "lasso.lasso_codes(Y=nan)",
+    "lasso.lasso_codes(Y=+inf)",
+    "lasso.lasso_codes(Y=-inf)",
+    "lasso.lasso_codes(Y=empty)",
+    "lasso.lasso_codes(Y=bfloat16)",
+    "lasso.lasso_codes(Y=string)",
+    "lasso.lasso_codes(K=nan)",
+    "lasso.lasso_codes(K=+inf)",
+    "lasso.lasso_codes(K=-inf)",
+    "lasso.lasso_codes(K=empty)",
+    "lasso.lasso_codes(K=bfloat16)",
+    "lasso.lasso_codes(K=string)",
+}
 
 
 def _case_id(case) -> str:
