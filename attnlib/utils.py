@@ -144,7 +144,8 @@ def as_tensor(
     if isinstance(x, torch.Tensor):
         t = x
     elif isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
-        t = torch.from_numpy(x)
+        # torch cannot view negative strides (a reversed view): copy those.
+        t = torch.from_numpy(x if min(x.strides, default=0) >= 0 else x.copy())
     else:
         try:
             # Straight to the requested dtype: a detour through float32 would cost float64 callers precision.

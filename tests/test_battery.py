@@ -144,7 +144,8 @@ class Spec:
     group: tuple[str, ...] = ()
     #: {arg: labels} of mutations that are valid for this callable although invalid in general
     allow: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-    #: {arg: labels} where an infinite output is the correctly rounded answer (e.g. exp(1e30))
+    #: {arg: labels} where an infinite output is the correctly rounded answer (e.g.
+    #: exp(1e30)), or NaN the documented answer for an undefined result
     overflow: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     #: a scikit-learn estimator: scikit-learn's own validation messages count as clear
     sklearn: bool = False
@@ -1863,6 +1864,681 @@ def _specs_lasso():
     }
 
 
+def _model_task_cases(model_factory_name="model", task_name="task"):
+    return [
+        ("task a tuple", lambda a: a | {task_name: (1, 2)}, INVALID, task_name),
+        ("task None", lambda a: a | {task_name: None}, INVALID, task_name),
+        (
+            "model a string",
+            lambda a: a | {model_factory_name: "abc"},
+            INVALID,
+            model_factory_name,
+        ),
+    ]
+
+
+def _specs_experiments_routing():
+    R = importlib.import_module("attnlib.experiments.routing")
+    M = importlib.import_module("attnlib.mux")
+
+    task = lambda: R.pointer_task(3, length=5, n_values=3)  # noqa: E731
+    model = lambda: M.AttentionRouter(2 * 5 + 3, 3, 4)  # noqa: E731
+    return {
+        "experiments.routing.pointer_task": Spec(
+            R.pointer_task,
+            lambda: dict(n=3, length=5, n_values=3, n_labels=None, seed=0),
+            {
+                "n": "int",
+                "length": "int",
+                "n_values": "int",
+                "n_labels": "int",
+                "seed": "int0",
+            },
+            optional=("n_labels",),
+            extra=[
+                (
+                    "n_labels < length",
+                    lambda a: a | dict(n_labels=3),
+                    INVALID,
+                    "n_labels",
+                )
+            ],
+        ),
+        "experiments.routing.pointer_loss": Spec(
+            R.pointer_loss,
+            lambda: dict(model=model(), task=task()),
+            {},
+            extra=_model_task_cases(),
+        ),
+        "experiments.routing.accuracy_by_offset": Spec(
+            lambda model, task: (lambda a: a[~np.isnan(a)])(
+                R.accuracy_by_offset(model, task)
+            ),
+            lambda: dict(model=model(), task=task()),
+            {},
+            extra=_model_task_cases(),
+        ),
+        "experiments.routing.layers_to_see_everything": Spec(
+            R.layers_to_see_everything,
+            lambda: dict(length=10, kernel_size=3),
+            {"length": "int", "kernel_size": "int"},
+            extra=[
+                (
+                    "even kernel",
+                    lambda a: a | dict(kernel_size=4),
+                    INVALID,
+                    "kernel_size",
+                )
+            ],
+        ),
+        "experiments.routing.dirichlet_laplacian": Spec(
+            R.dirichlet_laplacian, lambda: dict(n=5), {"n": "int"}
+        ),
+        "experiments.routing.green_function": Spec(
+            R.green_function, lambda: dict(n=5), {"n": "int"}
+        ),
+        "experiments.routing.best_convolution": Spec(
+            R.best_convolution,
+            lambda: dict(target=R.green_function(6), width=3),
+            {"target": "array", "width": "int"},
+            extra=[("even width", lambda a: a | dict(width=2), INVALID, "width")],
+        ),
+        "experiments.routing.fit_linear_stack": Spec(
+            lambda target, depth, kernel_size, max_iter: R.fit_linear_stack(
+                target, depth, kernel_size, seeds=(0,), max_iter=max_iter
+            ),
+            lambda: dict(
+                target=R.green_function(6), depth=2, kernel_size=3, max_iter=5
+            ),
+            {
+                "target": "array",
+                "depth": "int",
+                "kernel_size": "int",
+                "max_iter": "int",
+            },
+        ),
+    }
+
+
+def _specs_experiments_manifolds():
+    Mf = importlib.import_module("attnlib.experiments.manifolds")
+
+    return {
+        "experiments.manifolds.knn_softmax_weights": Spec(
+            Mf.knn_softmax_weights,
+            lambda: dict(X=_randn(12, 3).double().numpy(), n_neighbors=4),
+            {"X": "array", "n_neighbors": "int"},
+        ),
+        "experiments.manifolds.closed_groups": Spec(
+            Mf.closed_groups,
+            lambda: dict(mask=np.kron(np.eye(2), np.ones((3, 3))) > 0),
+            {},
+            extra=[
+                (
+                    "not square",
+                    lambda a: a | dict(mask=np.ones((2, 3))),
+                    INVALID,
+                    "mask",
+                ),
+                ("None", lambda a: a | dict(mask=None), INVALID, "mask"),
+                ("a string", lambda a: a | dict(mask="ab"), INVALID, "mask"),
+            ],
+        ),
+    }
+
+
+def _specs_experiments_denoising():
+    Dn = importlib.import_module("attnlib.experiments.denoising")
+
+    return {
+        "experiments.denoising.SmallCNNDenoiser": Spec(
+            lambda width, kernel_size, image: Dn.SmallCNNDenoiser(width, kernel_size)(
+                image
+            ),
+            lambda: dict(width=3, kernel_size=3, image=_rand(6, 7)),
+            {"width": "int", "kernel_size": "int", "image": "array"},
+        ),
+        "experiments.denoising.cnn_matching": Spec(
+            Dn.cnn_matching,
+            lambda: dict(n_params=200, kernel_size=3),
+            {"n_params": "int", "kernel_size": "int"},
+        ),
+        "experiments.denoising.count_parameters": Spec(
+            Dn.count_parameters,
+            lambda: dict(model=torch.nn.Linear(2, 3)),
+            {},
+            extra=[
+                ("model a string", lambda a: a | dict(model="ab"), INVALID, "model")
+            ],
+        ),
+    }
+
+
+def _specs_experiments_readout_cost():
+    Rc = importlib.import_module("attnlib.experiments.readout_cost")
+
+    return {
+        "experiments.readout_cost.cpu_ms": Spec(
+            Rc.cpu_ms,
+            lambda: dict(fn=lambda: None, repeats=2),
+            {"fn": "callable", "repeats": "int"},
+        ),
+    }
+
+
+def _specs_experiments_digits():
+    Dg = importlib.import_module("attnlib.experiments.digits")
+
+    return {
+        "experiments.digits.cluttered_digits": Spec(
+            Dg.cluttered_digits,
+            lambda: dict(n=2, size=16, n_clutter=2, noise=0.1, seed=0),
+            {
+                "n": "int",
+                "size": "int",
+                "n_clutter": "int0",
+                "noise": "nonneg",
+                "seed": "int0",
+            },
+        ),
+        "experiments.digits.DigitClassifier": Spec(
+            lambda kind, alpha, n_side, channels, images: Dg.DigitClassifier(
+                kind, alpha=alpha, n_side=n_side, channels=channels
+            )(images),
+            lambda: dict(
+                kind="continuous",
+                alpha=1,
+                n_side=3,
+                channels=4,
+                images=Dg.cluttered_digits(2, 16).images,
+            ),
+            {
+                "kind": "choice",
+                "alpha": "alpha12",
+                "n_side": "int",
+                "channels": "int",
+                "images": "array",
+            },
+        ),
+    }
+
+
+def _specs_experiments_documents():
+    Do = importlib.import_module("attnlib.experiments.documents")
+
+    docs = lambda: Do.span_documents(2, length=30, span=4, vocab=8)  # noqa: E731
+    rows = lambda: [  # noqa: E731
+        dict(attention="discrete", alpha=1, N=None, accs=[0.8, 0.9]),
+        dict(attention="continuous", alpha=2, N=32, accs=[0.85]),
+    ]
+    return {
+        "experiments.documents.span_documents": Spec(
+            Do.span_documents,
+            lambda: dict(n=2, length=30, span=4, vocab=8, cue=0.3, decoys=0.03, seed=0),
+            {
+                "n": "int",
+                "length": "int",
+                "span": "int",
+                "vocab": "int",
+                "cue": "nonneg",
+                "decoys": "nonneg",
+                "seed": "int0",
+            },
+            extra=[
+                ("span > length", lambda a: a | dict(span=40), INVALID, "span"),
+                ("cue > 1", lambda a: a | dict(cue=1.5), INVALID, "cue"),
+            ],
+        ),
+        "experiments.documents.DocumentClassifier": Spec(
+            lambda vocab, kind, n_basis, dim, span, tokens: Do.DocumentClassifier(
+                vocab, kind, n_basis=n_basis, dim=dim, span=span
+            )(tokens),
+            lambda: dict(
+                vocab=16,
+                kind="combined",
+                n_basis=6,
+                dim=4,
+                span=4,
+                tokens=docs().tokens,
+            ),
+            {
+                "vocab": "int",
+                "kind": "choice",
+                "n_basis": "int",
+                "dim": "int",
+                "span": "int",
+            },
+            extra=[
+                ("tokens out of vocab", lambda a: a | dict(vocab=3), INVALID, "tokens"),
+                (
+                    "tokens float",
+                    lambda a: a | dict(tokens=a["tokens"].float()),
+                    INVALID,
+                    "tokens",
+                ),
+                ("tokens None", lambda a: a | dict(tokens=None), INVALID, "tokens"),
+                (
+                    "tokens 1-D",
+                    lambda a: a | dict(tokens=a["tokens"][0]),
+                    INVALID,
+                    "tokens",
+                ),
+            ],
+        ),
+        "experiments.documents.table1": Spec(
+            lambda rows: Do.table1(rows).shape,
+            lambda: dict(rows=rows()),
+            {},
+            extra=[
+                ("rows None", lambda a: a | dict(rows=None), INVALID, "rows"),
+                (
+                    "a row without accs",
+                    lambda a: (
+                        a
+                        | dict(rows=[{"attention": "discrete", "alpha": 1, "N": None}])
+                    ),
+                    INVALID,
+                    "rows",
+                ),
+            ],
+        ),
+    }
+
+
+def _specs_experiments_alignment():
+    Al = importlib.import_module("attnlib.experiments.alignment")
+
+    task = lambda: Al.monotone_alignment(3, 6, 3, vocab=5)  # noqa: E731
+    model = lambda: Al.AlignmentModel(  # noqa: E731
+        5, 6, 3, "continuous", dim=4, n_basis=4
+    )
+    return {
+        "experiments.alignment.monotone_alignment": Spec(
+            Al.monotone_alignment,
+            lambda: dict(n=3, source_len=6, target_len=3, vocab=5, seed=0),
+            {
+                "n": "int",
+                "source_len": "int",
+                "target_len": "int",
+                "vocab": "int",
+                "seed": "int0",
+            },
+        ),
+        "experiments.alignment.AlignmentModel": Spec(
+            lambda vocab, source_len, target_len, kind, dim, n_basis, source: (
+                Al.AlignmentModel(
+                    vocab, source_len, target_len, kind, dim=dim, n_basis=n_basis
+                )(source)
+            ),
+            lambda: dict(
+                vocab=5,
+                source_len=6,
+                target_len=3,
+                kind="continuous",
+                dim=4,
+                n_basis=4,
+                source=task().source,
+            ),
+            {
+                "vocab": "int",
+                "source_len": "int",
+                "target_len": "int",
+                "kind": "choice",
+                "dim": "int",
+                "n_basis": "int",
+            },
+            extra=[
+                (
+                    "source float",
+                    lambda a: a | dict(source=a["source"].float()),
+                    INVALID,
+                    "source",
+                ),
+                (
+                    "source too long",
+                    lambda a: a | dict(source_len=4, kind="discrete"),
+                    INVALID,
+                    "source",
+                ),
+                ("source out of vocab", lambda a: a | dict(vocab=2), INVALID, "source"),
+            ],
+        ),
+        "experiments.alignment.fit_alignment": Spec(
+            lambda model, task, n_steps, batch, lr: Al.fit_alignment(
+                model, task, n_steps=n_steps, batch=batch, lr=lr, progress=False
+            ),
+            lambda: dict(model=model(), task=task(), n_steps=2, batch=2, lr=0.01),
+            {"n_steps": "int", "batch": "int", "lr": "positive"},
+            extra=_model_task_cases(),
+        ),
+        "experiments.alignment.alignment_accuracy": Spec(
+            Al.alignment_accuracy,
+            lambda: dict(model=model(), task=task()),
+            {},
+            extra=_model_task_cases(),
+        ),
+        "experiments.alignment.alignment_means": Spec(
+            Al.alignment_means,
+            lambda: dict(model=model()),
+            {},
+            extra=[
+                ("model a string", lambda a: a | dict(model="abc"), INVALID, "model"),
+                (
+                    "a discrete model",
+                    lambda a: (
+                        a | dict(model=Al.AlignmentModel(5, 6, 3, "discrete", dim=4))
+                    ),
+                    INVALID,
+                    "model",
+                ),
+            ],
+        ),
+    }
+
+
+class _Logits(torch.nn.Module):
+    """A linear classifier returning its logits first, as the chapters' models do."""
+
+    def __init__(self, n_in, n_classes):
+        super().__init__()
+        self.linear = torch.nn.Linear(n_in, n_classes)
+
+    def forward(self, x):
+        return (self.linear(x),)
+
+
+def _specs_experiments_classify():
+    Cl = importlib.import_module("attnlib.experiments.classify")
+
+    data = lambda: dict(  # noqa: E731
+        model=_Logits(3, 2),
+        inputs=_randn(6, 3),
+        labels=torch.tensor([0, 1, 0, 1, 1, 0]),
+    )
+    labels = [
+        (
+            "labels float",
+            lambda a: a | dict(labels=a["labels"].float()),
+            INVALID,
+            "labels",
+        ),
+        (
+            "labels too few",
+            lambda a: a | dict(labels=a["labels"][:-1]),
+            INVALID,
+            "labels",
+        ),
+        (
+            "labels out of range",
+            lambda a: a | dict(labels=a["labels"] * 5),
+            INVALID,
+            "labels",
+        ),
+        ("model a string", lambda a: a | dict(model="abc"), INVALID, "model"),
+    ]
+    return {
+        "experiments.classify.accuracy": Spec(
+            lambda model, inputs, labels, batch: Cl.accuracy(
+                model, inputs, labels, batch
+            ),
+            lambda: data() | dict(batch=4),
+            {"inputs": "array", "batch": "int"},
+            group=("inputs", "labels"),
+            extra=labels,
+        ),
+        "experiments.classify.fit_classifier": Spec(
+            lambda model, inputs, labels, n_steps, batch, lr: Cl.fit_classifier(
+                model,
+                inputs,
+                labels,
+                n_steps=n_steps,
+                batch=batch,
+                lr=lr,
+                progress=False,
+            ),
+            lambda: data() | dict(n_steps=2, batch=4, lr=0.01),
+            {"inputs": "array", "n_steps": "int", "batch": "int", "lr": "positive"},
+            group=("inputs", "labels"),
+            extra=labels,
+        ),
+    }
+
+
+def _specs_experiments_self_expression():
+    Se = importlib.import_module("attnlib.experiments.self_expression")
+
+    X = lambda: _randn(10, 4).double().numpy()  # noqa: E731
+    qkv = lambda: dict(  # noqa: E731
+        queries=_randn(2, 3, 4),
+        keys=_randn(2, 5, 4, seed=1),
+        values=_randn(2, 5, 4, seed=2),
+    )
+    fit = dict(n_steps="int", lr="positive", lam="positive", seed="int0")
+    return {
+        "experiments.self_expression.motion": Spec(
+            Se.motion,
+            lambda: dict(n_bodies=2, n_points=5, frames=3, seed=0),
+            {"n_bodies": "int", "n_points": "int", "frames": "int", "seed": "int0"},
+        ),
+        "experiments.self_expression.faces": Spec(
+            Se.faces,
+            lambda: dict(n_faces=2, n_images=5, pixels=12, seed=0),
+            {"n_faces": "int", "n_images": "int", "pixels": "int", "seed": "int0"},
+        ),
+        "experiments.self_expression.sparse_combination_batch": Spec(
+            Se.sparse_combination_batch,
+            lambda: dict(step=0, size=2, n_keys=5, n_queries=3, dim=4),
+            {
+                "step": "int0",
+                "size": "int",
+                "n_keys": "int",
+                "n_queries": "int",
+                "dim": "int",
+            },
+        ),
+        "experiments.self_expression.AttentionStack": Spec(
+            lambda kind, dim, n_layers, queries, keys, values: Se.AttentionStack(
+                kind, dim, n_layers
+            )(queries, keys, values),
+            lambda: dict(kind="sparsemax", dim=4, n_layers=2) | qkv(),
+            {
+                "kind": "choice",
+                "dim": "int",
+                "n_layers": "int",
+                "queries": "array",
+                "keys": "array",
+                "values": "array",
+            },
+            group=("queries", "keys", "values", "dim"),
+        ),
+        "experiments.self_expression.SelfExpressiveNet": Spec(
+            lambda dim, hidden, scale, queries, keys: Se.SelfExpressiveNet(
+                dim, hidden, scale
+            )(queries, keys),
+            lambda: dict(
+                dim=4,
+                hidden=6,
+                scale=1.0,
+                queries=_randn(3, 4),
+                keys=_randn(5, 4, seed=1),
+            ),
+            {
+                "dim": "int",
+                "hidden": "int",
+                "scale": "positive",
+                "queries": "array",
+                "keys": "array",
+            },
+            group=("queries", "keys", "dim"),
+        ),
+        "experiments.self_expression.LearnedISTACodes": Spec(
+            lambda n_iter, lam, queries, keys: Se.LearnedISTACodes(n_iter, lam)(
+                queries, keys
+            ),
+            lambda: dict(
+                n_iter=3, lam=0.01, queries=_randn(3, 4), keys=_randn(5, 4, seed=1)
+            ),
+            {"n_iter": "int", "lam": "positive", "queries": "array", "keys": "array"},
+            group=("queries", "keys"),
+        ),
+        "experiments.self_expression.fit_self_expressive_net": Spec(
+            Se.fit_self_expressive_net,
+            lambda: dict(X=X(), lam=0.01, hidden=6, n_steps=2, lr=0.003, seed=0),
+            {"X": "array", "hidden": "int"} | fit,
+        ),
+        "experiments.self_expression.fit_learned_ista": Spec(
+            Se.fit_learned_ista,
+            lambda: dict(X=X(), n_iter=2, lam=0.002, n_steps=2, lr=0.05, seed=0),
+            {"X": "array", "n_iter": "int"} | fit,
+        ),
+        "experiments.self_expression.normalized_self_expression": Spec(
+            Se.normalized_self_expression,
+            lambda: dict(X=X(), normalizer="sparsemax", n_steps=2, lr=0.1, seed=0),
+            {
+                "X": "array",
+                "normalizer": "choice",
+                "n_steps": "int",
+                "lr": "positive",
+                "seed": "int0",
+            },
+        ),
+        "experiments.self_expression.assign_by_coefficients": Spec(
+            Se.assign_by_coefficients,
+            lambda: dict(
+                C=_randn(4, 6).double().numpy(),
+                train_labels=np.array([0, 0, 1, 1, 2, 2]),
+                n_clusters=3,
+            ),
+            {"C": "array", "train_labels": "labels", "n_clusters": "int"},
+            group=("C", "train_labels"),
+        ),
+    }
+
+
+def _specs_experiments_symmetry():
+    Sy = importlib.import_module("attnlib.experiments.symmetry")
+
+    teacher = lambda: Sy.make_teacher(3, 2)  # noqa: E731
+    xy = lambda: Sy.knowledge_task(teacher(), 6, 4)  # noqa: E731
+    return {
+        "experiments.symmetry.SequenceMLP": Spec(
+            lambda length, embed_dim, hidden, x: Sy.SequenceMLP(
+                length, embed_dim, hidden
+            )(x),
+            lambda: dict(length=4, embed_dim=3, hidden=5, x=_randn(2, 4, 3)),
+            {"length": "int", "embed_dim": "int", "hidden": "int", "x": "array"},
+            group=("x", "length", "embed_dim"),
+        ),
+        "experiments.symmetry.MeanBaseline": Spec(
+            lambda embed_dim, x, y: Sy.MeanBaseline(embed_dim).fit(x, y)(x),
+            lambda: dict(embed_dim=3) | dict(zip("xy", xy())),
+            {"embed_dim": "int", "x": "array", "y": "array"},
+            group=("x", "y", "embed_dim"),
+        ),
+        "experiments.symmetry.RidgeBaseline": Spec(
+            lambda length, embed_dim, ridge, x, y: Sy.RidgeBaseline(
+                length, embed_dim, ridge
+            ).fit(x, y)(x),
+            lambda: dict(length=4, embed_dim=3, ridge=1.0) | dict(zip("xy", xy())),
+            {
+                "length": "int",
+                "embed_dim": "int",
+                "ridge": "positive",
+                "x": "array",
+                "y": "array",
+            },
+            group=("x", "y", "length", "embed_dim"),
+        ),
+        "experiments.symmetry.make_teacher": Spec(
+            lambda embed_dim, n_knowledge, kernel, sharpness, seed: Sy.make_teacher(
+                embed_dim, n_knowledge, kernel=kernel, sharpness=sharpness, seed=seed
+            )(_randn(2, 4, 3)),
+            lambda: dict(
+                embed_dim=3, n_knowledge=2, kernel="quadratic", sharpness=2.0, seed=0
+            ),
+            {
+                "n_knowledge": "int",
+                "kernel": "choice",
+                "sharpness": "positive",
+                "seed": "int0",
+            },
+        ),
+        "experiments.symmetry.knowledge_task": Spec(
+            lambda teacher, n_sequences, length, noise, seed: Sy.knowledge_task(
+                teacher, n_sequences, length, noise=noise, seed=seed
+            ),
+            lambda: dict(teacher=teacher(), n_sequences=4, length=3, noise=0.1, seed=0),
+            {
+                "teacher": "callable",
+                "n_sequences": "int",
+                "length": "int",
+                "noise": "nonneg",
+                "seed": "int0",
+            },
+        ),
+        "experiments.symmetry.relative_error": Spec(
+            lambda model, x, y: Sy.relative_error(model, x, y),
+            lambda: dict(model=teacher()) | dict(zip("xy", xy())),
+            {"model": "callable", "x": "array", "y": "array"},
+            group=("x", "y"),
+            extra=[
+                ("y zero", lambda a: a | dict(y=torch.zeros_like(a["y"])), INVALID, "y")
+            ],
+        ),
+        "experiments.symmetry.fit_and_score": Spec(
+            lambda n_steps, lr, weight_decay, seed: Sy.fit_and_score(
+                Sy.MeanBaseline(3) if False else Sy.SequenceMLP(4, 3, 5),
+                xy(),
+                {4: xy()},
+                n_steps=n_steps,
+                lr=lr,
+                weight_decay=weight_decay,
+                seed=seed,
+            ),
+            lambda: dict(n_steps=2, lr=0.01, weight_decay=0.0, seed=0),
+            {
+                "n_steps": "int",
+                "lr": "positive",
+                "weight_decay": "nonneg",
+                "seed": "int0",
+            },
+        ),
+        "experiments.symmetry.sequences_needed": Spec(
+            Sy.sequences_needed,
+            lambda: dict(sizes=[10, 100, 1000], errors=[0.5, 0.1, 0.01], target=0.05),
+            {"target": "positive"},
+            extra=[
+                (
+                    "sizes and errors differ",
+                    lambda a: a | dict(errors=[0.5, 0.1]),
+                    INVALID,
+                    "errors",
+                ),
+                (
+                    "negative error",
+                    lambda a: a | dict(errors=[0.5, -0.1, 0.01]),
+                    INVALID,
+                    "errors",
+                ),
+                (
+                    "NaN size",
+                    lambda a: a | dict(sizes=[10, math.nan, 1000]),
+                    INVALID,
+                    "sizes",
+                ),
+                (
+                    "target never reached",
+                    lambda a: a | dict(target=1e-5),
+                    VALID,
+                    "target",
+                ),
+            ],
+            # NaN is the documented answer for a target the curve never reaches.
+            overflow={"target": ("1e-30", "1e30", "target never reached")},
+        ),
+    }
+
+
 #: One line per module: the battery covers every public callable of these modules.
 SPEC_FACTORIES = {
     "attention": _specs_attention,
@@ -1882,6 +2558,16 @@ SPEC_FACTORIES = {
     "mux": _specs_mux,
     "subspace": _specs_subspace,
     "lasso": _specs_lasso,
+    "experiments.routing": _specs_experiments_routing,
+    "experiments.manifolds": _specs_experiments_manifolds,
+    "experiments.denoising": _specs_experiments_denoising,
+    "experiments.readout_cost": _specs_experiments_readout_cost,
+    "experiments.digits": _specs_experiments_digits,
+    "experiments.documents": _specs_experiments_documents,
+    "experiments.alignment": _specs_experiments_alignment,
+    "experiments.classify": _specs_experiments_classify,
+    "experiments.self_expression": _specs_experiments_self_expression,
+    "experiments.symmetry": _specs_experiments_symmetry,
 }
 SPECS = {
     name: spec
@@ -2006,6 +2692,12 @@ NOT_ATTACKED = {
     # host_array: a converter in front of scikit-learn's validation, which checks its
     # output; glue: records any value whatever for the book's prose.
     "utils": {"host_array", "glue"},
+    # Timing sweeps and grids of training runs: their arguments meet check_int and
+    # check_positive as the specced callables' do; one call costs seconds to minutes.
+    "experiments.readout_cost": {"read_out_times"},
+    "experiments.symmetry": {"sample_efficiency"},
+    # Scores a trained model's outputs against a batch of the sparse-combination task.
+    "experiments.self_expression": {"combination_report"},
 }
 
 

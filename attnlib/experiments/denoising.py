@@ -13,13 +13,15 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..utils import check_int
+from ..utils import _module_input, check_int
 
 __all__ = ["SmallCNNDenoiser", "cnn_matching", "count_parameters"]
 
 
 def count_parameters(model: nn.Module) -> int:
     """Number of trainable scalars of ``model``."""
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
@@ -62,16 +64,11 @@ class SmallCNNDenoiser(nn.Module):
 
     def forward(self, image) -> torch.Tensor:
         """Denoise a grey ``image`` ``(H, W)``; returns a float32 tensor ``(H, W)``."""
-        x = torch.as_tensor(
-            np.asarray(image) if not isinstance(image, torch.Tensor) else image
-        )
+        x = _module_input(image, "image", self.convs[0].weight)
         if x.ndim != 2:
             raise ValueError(
                 f"image must be a grey (H, W) array, got shape {tuple(x.shape)}"
             )
-        if not torch.isfinite(x).all():
-            raise ValueError("image must be finite")
-        x = x.to(self.convs[0].weight.dtype)
         r = self.kernel_size // 2
         if min(x.shape) <= r:
             raise ValueError(

@@ -17,7 +17,7 @@ from torch import nn
 from ..continuous.basis import GaussianRBF
 from ..continuous.densities import _alpha
 from ..continuous.modules import ContinuousAttention2D, ContinuousAttentionOutput
-from ..utils import as_tensor, check_int
+from ..utils import _module_input, check_int, check_positive
 
 __all__ = ["ClutteredDigits", "cluttered_digits", "DigitClassifier"]
 
@@ -38,7 +38,9 @@ def cluttered_digits(
     from sklearn.datasets import load_digits
 
     n, size = check_int(n, "n"), check_int(size, "size", minimum=8)
-    rng = np.random.default_rng(seed)
+    n_clutter = check_int(n_clutter, "n_clutter", minimum=0)
+    noise = check_positive(noise, "noise", allow_zero=True)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     digits = load_digits()
     glyphs, targets = digits.images / 16.0, digits.target
     pick = rng.integers(len(glyphs), size=n)
@@ -131,7 +133,7 @@ class DigitClassifier(nn.Module):
         """Logits ``(batch, n_classes)``, discrete weights over the cells ``(batch, h·w)``, continuous read-out or None."""
         from ..attention import attention
 
-        images = as_tensor(images, "images", ndim=4)
+        images = _module_input(images, "images", self.key.weight, ndim=4)
         F = self.features(images).permute(0, 2, 3, 1)  # (batch, h, w, channels)
         cells = F.flatten(1, 2)
         normalizer = "softmax" if self.alpha == 1 else "sparsemax"

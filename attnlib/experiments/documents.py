@@ -18,7 +18,7 @@ from torch import nn
 from ..continuous.basis import GaussianRBF
 from ..continuous.densities import _alpha
 from ..continuous.modules import ContinuousAttention1D, ContinuousAttentionOutput
-from ..utils import as_tensor, check_int, check_positive
+from ..utils import as_tensor, check_in_range, check_int, check_positive
 
 __all__ = [
     "SpanDocuments",
@@ -93,7 +93,10 @@ def span_documents(
     )
     if span > length:
         raise ValueError(f"span must be at most length ({length}), got {span}")
-    g = torch.Generator().manual_seed(seed)
+    vocab = check_int(vocab, "vocab")
+    cue = check_in_range(cue, "cue", 0.0, 1.0)
+    decoys = check_in_range(decoys, "decoys", 0.0, 1.0)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     tokens = torch.randint(vocab, (n, length), generator=g)
     labels = torch.randint(2, (n,), generator=g)
     decoy = torch.rand(n, length, generator=g) < decoys
@@ -168,6 +171,7 @@ class DocumentClassifier(nn.Module):
             raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
         self.kind, self.alpha = kind, _alpha(alpha)
         self.span = check_int(span, "span")
+        dim, n_basis = check_int(dim, "dim"), check_int(n_basis, "n_basis", minimum=2)
         self.embed = nn.Embedding(check_int(vocab, "vocab"), dim)
         self.conv = nn.Conv1d(dim, dim, 5, padding=2)
         # Only the models that attend discretely own a query: a parameter nothing reads would
@@ -188,6 +192,25 @@ class DocumentClassifier(nn.Module):
                 self.cont.head.bias[1] = math.log(math.expm1(init_var))
         self.out = nn.Linear(dim, check_int(n_classes, "n_classes", minimum=2))
 
+    def _check_tokens(self, tokens) -> torch.Tensor:
+        try:
+            tokens = torch.as_tensor(tokens, device=self.embed.weight.device)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise ValueError(
+                f"tokens must be integer token ids, got {type(tokens).__name__}"
+            ) from err
+        vocab = self.embed.num_embeddings
+        if tokens.is_floating_point() or tokens.dtype == torch.bool or tokens.ndim != 2:
+            raise ValueError(
+                f"tokens must be a (batch, length) integer tensor, got {tokens.dtype} "
+                f"of shape {tuple(tokens.shape)}"
+            )
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab):
+            raise ValueError(
+                f"tokens must lie in [0, vocab = {vocab}), got values outside"
+            )
+        return tokens
+
     def _span_weights(self, start, length: int, like: torch.Tensor) -> torch.Tensor:
         start = as_tensor(start, "start", ndim=1, device=like.device)
         pos = torch.arange(length, device=like.device)
@@ -205,6 +228,7 @@ class DocumentClassifier(nn.Module):
 
         if (start is None) == (self.kind == "oracle"):
             raise ValueError("start must be given if and only if kind is 'oracle'")
+        tokens = self._check_tokens(tokens)
         emb = self.embed(tokens).transpose(1, 2)
         H = torch.relu(self.conv(emb)).transpose(1, 2)  # (batch, L, dim)
         weights = cont = None
@@ -245,6 +269,11 @@ def table1(rows: list[dict]):
     import numpy as np
     import pandas as pd
 
+    keys = {"attention", "alpha", "N", "accs"}
+    if not isinstance(rows, (list, tuple)) or not all(
+        isinstance(r, dict) and keys <= r.keys() for r in rows
+    ):
+        raise ValueError(f"rows must be a list of dicts with the keys {sorted(keys)}")
     ours = {}
     for r in rows:
         name = f"{r['attention']} {'softmax' if r['alpha'] == 1 else 'sparsemax'}"

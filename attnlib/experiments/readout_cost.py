@@ -24,6 +24,8 @@ __all__ = ["cpu_ms", "read_out_times"]
 
 def cpu_ms(fn, repeats: int = 5) -> float:
     """Median CPU time of ``fn()`` in milliseconds (``time.process_time``: other processes' load is not charged)."""
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {type(fn).__name__}")
     repeats = check_int(repeats, "repeats")
     times = []
     for _ in range(repeats):

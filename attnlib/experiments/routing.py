@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..utils import check_int
+from ..utils import as_float_array, check_int
 
 __all__ = [
     "PointerTask",
@@ -94,7 +94,7 @@ def pointer_task(
     n_labels = length if n_labels is None else check_int(n_labels, "n_labels")
     if n_labels < length:
         raise ValueError(f"n_labels must be at least length = {length}, got {n_labels}")
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     labels = torch.argsort(torch.rand(n, n_labels, generator=g), dim=1)[:, :length]
     values = torch.randint(n_values, (n, length), generator=g)
     source = torch.randint(length, (n, length), generator=g)
@@ -112,8 +112,18 @@ def pointer_task(
     )
 
 
+def _check_model_task(model, task) -> None:
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not isinstance(task, PointerTask):
+        raise ValueError(
+            f"task must be a PointerTask (see pointer_task), got {type(task).__name__}"
+        )
+
+
 def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
     """Mean cross-entropy over every position of every sequence."""
+    _check_model_task(model, task)
     logits = model(task.x)
     return F.cross_entropy(logits.flatten(0, 1), task.target.flatten())
 
@@ -124,6 +134,7 @@ def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
 
     Returns an array of length ``length`` (NaN where no position has that distance).
     """
+    _check_model_task(model, task)
     was_training = model.training
     model.eval()
     pred = model(task.x).argmax(-1).cpu()
@@ -209,8 +220,8 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
     The single-convolution half of the test of the note's (seed 004) suggestion that a few
     convolution layers come close to the inverse of a differential operator.
     """
-    target = np.asarray(target, dtype=float)
-    if target.ndim != 2 or target.shape[0] != target.shape[1]:
+    target = as_float_array(target, "target")
+    if target.shape[0] != target.shape[1]:
         raise ValueError(f"target must be a square matrix, got shape {target.shape}")
     width = check_int(width, "width")
     if width % 2 == 0:
@@ -258,7 +269,8 @@ def fit_linear_stack(
     convolution layers come close to the inverse of a differential operator. Departs from a
     trained CNN in being linear, single-channel and fitted to the matrix directly.
     """
-    target = torch.as_tensor(np.asarray(target, dtype=float))
+    target = torch.as_tensor(as_float_array(target, "target"))
+    max_iter = check_int(max_iter, "max_iter")
     if target.ndim != 2 or target.shape[0] != target.shape[1]:
         raise ValueError(
             f"target must be a square matrix, got shape {tuple(target.shape)}"

@@ -21,7 +21,14 @@ from torch import nn
 from ..attention import MultiHeadAttention
 from ..lasso import soft_threshold
 from ..subspace import UnrolledISTAAttention
-from ..utils import as_float_array, check_int, check_positive
+from ..training import TrainingDivergedError
+from ..utils import (
+    _module_input,
+    as_float_array,
+    as_tensor,
+    check_int,
+    check_positive,
+)
 
 __all__ = [
     "motion",
@@ -49,7 +56,8 @@ def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 
     -------
     X : ndarray (n_bodies * n_points, 2 * frames);  labels : ndarray (n_bodies * n_points,)
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    n_points, frames = check_int(n_points, "n_points"), check_int(frames, "frames")
     bodies = []
     for _ in range(check_int(n_bodies, "n_bodies")):
         P = np.vstack([rng.standard_normal((3, n_points)), np.ones(n_points)])
@@ -70,7 +78,8 @@ def faces(n_faces: int = 3, n_images: int = 40, pixels: int = 100, seed: int = 0
     -------
     X : ndarray (n_faces * n_images, pixels);  labels : ndarray (n_faces * n_images,)
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    n_images, pixels = check_int(n_images, "n_images"), check_int(pixels, "pixels")
     images = []
     for _ in range(check_int(n_faces, "n_faces")):
         normals = rng.standard_normal((pixels, 3))
@@ -95,6 +104,9 @@ def sparse_combination_batch(
     queries (size, n_queries, dim), keys (size, n_keys, dim), values (size, n_keys, dim),
     targets (size, n_queries, dim), right (size, n_queries, n_keys) bool: the two right keys
     """
+    step, size = check_int(step, "step", minimum=0), check_int(size, "size")
+    n_keys = check_int(n_keys, "n_keys", minimum=2)  # two right keys per query
+    n_queries, dim = check_int(n_queries, "n_queries"), check_int(dim, "dim")
     g = torch.Generator().manual_seed(10_000 + step)
     k = nn.functional.normalize(torch.randn(size, n_keys, dim, generator=g), dim=-1)
     v = torch.randn(size, n_keys, dim, generator=g)
@@ -169,6 +181,17 @@ class AttentionStack(nn.Module):
         The first block codes the queries themselves over the keys, so its weights are the
         ones to compare with the task's true sparse codes.
         """
+        like = self.ff[0][0].weight
+        queries, keys, values = (
+            _module_input(x, name, like, min_ndim=2)
+            for x, name in ((queries, "queries"), (keys, "keys"), (values, "values"))
+        )
+        for x, name in ((queries, "queries"), (keys, "keys"), (values, "values")):
+            if x.shape[-1] != like.shape[1]:
+                raise ValueError(
+                    f"{name} must have dim = {like.shape[1]} features, "
+                    f"got shape {tuple(x.shape)}"
+                )
         h, first = queries, None
         for attn, ff in zip(self.attn, self.ff):
             out, weights = attn(h, keys, values)
@@ -207,6 +230,17 @@ class SelfExpressiveNet(nn.Module):
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
         """Coefficients ``(n_q, n_k)`` of the queries over the keys (diagonal 0 if asked)."""
+        like = self.query[0].weight
+        queries, keys = (
+            _module_input(x, name, like, ndim=2)
+            for x, name in ((queries, "queries"), (keys, "keys"))
+        )
+        for x, name in ((queries, "queries"), (keys, "keys")):
+            if x.shape[1] != like.shape[1]:
+                raise ValueError(
+                    f"{name} must have dim = {like.shape[1]} features, "
+                    f"got shape {tuple(x.shape)}"
+                )
         C = soft_threshold(
             self.scale * self.query(queries) @ self.key(keys).T,
             nn.functional.softplus(self.raw_b),
@@ -230,7 +264,7 @@ def fit_self_expressive_net(
     Full-batch Adam; returns the model in eval mode and the loss per step.
     """
     X = torch.as_tensor(as_float_array(X, "X"), dtype=torch.float32)
-    torch.manual_seed(seed)
+    torch.manual_seed(check_int(seed, "seed", minimum=0))
     return _fit_self_expression(
         SelfExpressiveNet(X.shape[1], hidden), X, lam, n_steps, lr
     )
@@ -240,11 +274,20 @@ def _fit_self_expression(
     model: nn.Module, X: torch.Tensor, lam: float, n_steps: int, lr: float
 ):
     """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n`` with ``C = model(X, X)``, diag(C) = 0."""
+    lam, lr = check_positive(lam, "lam"), check_positive(lr, "lr")
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
-    for _ in range(check_int(n_steps, "n_steps")):
+    for step in range(check_int(n_steps, "n_steps")):
         C = model(X, X, exclude_self=True)
         loss = (0.5 * ((X - C @ X) ** 2).sum() + lam * C.abs().sum()) / len(X)
+        if not torch.isfinite(loss):
+            if step == 0:
+                raise ValueError(
+                    f"X is too large for {X.dtype}: the loss overflows; rescale X"
+                )
+            raise TrainingDivergedError(
+                f"lr = {lr} made the loss diverge at step {step}; try a smaller lr"
+            )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -264,15 +307,34 @@ class LearnedISTACodes(nn.Module):
         super().__init__()
         self.n_iter = check_int(n_iter, "n_iter")
         self.raw_step = nn.Parameter(torch.zeros(self.n_iter))
+        lam = check_positive(lam, "lam")
+        # softplus⁻¹(λ) = λ + log(1 - e^{-λ}), finite for every positive λ
+        # (log(expm1(λ)) overflows above λ ≈ 700).
         self.raw_lam = nn.Parameter(
-            torch.full(
-                (self.n_iter,), float(np.log(np.expm1(check_positive(lam, "lam"))))
-            )
+            torch.full((self.n_iter,), lam + float(np.log(-np.expm1(-lam))))
         )
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
         """Codes ``(n_q, n_k)``; with ``exclude_self`` the diagonal is held at 0 (queries = keys)."""
+        keys = as_tensor(keys, "keys", ndim=2, device=self.raw_step.device)
+        queries = as_tensor(queries, "queries", ndim=2, device=keys.device)
+        if queries.shape[1] != keys.shape[1]:
+            raise ValueError(
+                f"queries must have the keys' {keys.shape[1]} features, "
+                f"got shape {tuple(queries.shape)}"
+            )
+        # The common dtype, at least the parameters' (float32 for half inputs: the
+        # spectral norm has no half kernel).
+        dtype = torch.promote_types(
+            torch.promote_types(queries.dtype, keys.dtype), self.raw_step.dtype
+        )
+        queries, keys = queries.to(dtype), keys.to(dtype)
         base = 1.0 / torch.linalg.matrix_norm(keys, ord=2) ** 2
+        if not torch.isfinite(base):
+            raise ValueError(
+                f"keys are too small for {dtype} (or all zero): their squared norm "
+                "underflows; rescale them"
+            )
         keep = (
             1.0 - torch.eye(len(queries), len(keys), dtype=keys.dtype)
             if exclude_self
@@ -302,7 +364,7 @@ def fit_learned_ista(
 ):
     """Train :class:`LearnedISTACodes` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0)."""
     X = torch.as_tensor(as_float_array(X, "X"))
-    torch.manual_seed(seed)
+    torch.manual_seed(check_int(seed, "seed", minimum=0))
     return _fit_self_expression(
         LearnedISTACodes(n_iter, lam).to(X.dtype), X, lam, n_steps, lr
     )
@@ -316,10 +378,20 @@ def assign_by_coefficients(C, train_labels, n_clusters: int) -> np.ndarray:
     C : array (n_queries, n_train), coefficients of new points over the training points
     train_labels : array (n_train,), the clusters found on the training points
     """
-    C = np.abs(np.asarray(C, dtype=np.float64))
-    mass = np.stack(
-        [C[:, np.asarray(train_labels) == k].sum(1) for k in range(n_clusters)], 1
-    )
+    C = np.abs(as_float_array(C, "C"))
+    n_clusters = check_int(n_clusters, "n_clusters")
+    labels = np.asarray(train_labels)
+    if (
+        labels.shape != (C.shape[1],)
+        or not np.issubdtype(labels.dtype, np.integer)
+        or labels.min() < 0
+        or labels.max() >= n_clusters
+    ):
+        raise ValueError(
+            f"train_labels must be {C.shape[1]} integers (one per column of C) in "
+            f"[0, {n_clusters}), got {labels.dtype} of shape {labels.shape}"
+        )
+    mass = np.stack([C[:, labels == k].sum(1) for k in range(n_clusters)], 1)
     return mass.argmax(1)
 
 
@@ -348,7 +420,8 @@ def normalized_self_expression(
             f"normalizer must be 'softmax' or 'sparsemax', got {normalizer!r}"
         )
     X = torch.as_tensor(as_float_array(X, "X"))
-    torch.manual_seed(seed)
+    lr = check_positive(lr, "lr")
+    torch.manual_seed(check_int(seed, "seed", minimum=0))
     Z = (0.01 * torch.randn(len(X), len(X), dtype=X.dtype)).requires_grad_()
     mask = torch.eye(len(X), dtype=torch.bool)
     opt = torch.optim.Adam([Z], lr=lr)

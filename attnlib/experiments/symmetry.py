@@ -32,7 +32,7 @@ from tqdm import tqdm
 from ..attention import MultiHeadAttention
 from ..symmetry import KnowledgeAttention, _as_output
 from ..training import train
-from ..utils import as_tensor, check_int, check_positive
+from ..utils import _module_input, as_tensor, check_int, check_positive
 
 __all__ = [
     "TEACHERS",
@@ -82,7 +82,7 @@ class SequenceMLP(nn.Module):
 
     def forward(self, x) -> torch.Tensor:
         """Map ``x`` ``(..., length, embed_dim)`` to a sequence of the same shape."""
-        x = as_tensor(x, "x", min_ndim=2)
+        x = _module_input(x, "x", self.net[0].weight, min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
                 f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}"
@@ -106,13 +106,25 @@ class MeanBaseline(nn.Module):
     def fit(self, x, y) -> MeanBaseline:
         """Set the mean from targets ``y`` ``(n_sequences, length, embed_dim)``."""
         y = as_tensor(y, "y", min_ndim=3)
-        self.mean.data = y.reshape(-1, y.shape[-1]).mean(0).to(self.mean)
+        if y.shape[-1] != self.mean.shape[0]:
+            raise ValueError(
+                f"y must have embed_dim = {self.mean.shape[0]} features, "
+                f"got shape {tuple(y.shape)}"
+            )
+        # Kept in y's dtype: a float64 target's mean is not rounded to float32.
+        self.mean.data = y.reshape(-1, y.shape[-1]).mean(0).to(self.mean.device)
         return self
 
     def forward(self, x) -> torch.Tensor:
         """The mean token, broadcast to the shape of ``x`` ``(..., n, embed_dim)``."""
         x = as_tensor(x, "x", min_ndim=2)
-        return self.mean.to(x).expand_as(x)
+        if x.shape[-1] != self.mean.shape[0]:
+            raise ValueError(
+                f"x must have embed_dim = {self.mean.shape[0]} features, "
+                f"got shape {tuple(x.shape)}"
+            )
+        dtype = torch.promote_types(x.dtype, self.mean.dtype)
+        return self.mean.to(dtype).expand(x.shape)
 
 
 class RidgeBaseline(nn.Module):
@@ -134,10 +146,17 @@ class RidgeBaseline(nn.Module):
 
     def fit(self, x, y) -> RidgeBaseline:
         """Solve the ridge problem for ``x``, ``y`` ``(n_sequences, length, embed_dim)``."""
-        x, y = (
-            as_tensor(x, "x", min_ndim=3).flatten(-2).double(),
-            as_tensor(y, "y", min_ndim=3).flatten(-2).double(),
-        )
+        x, y = as_tensor(x, "x", ndim=3), as_tensor(y, "y", ndim=3)
+        shape = (self.length, self.embed_dim)
+        for t, name in ((x, "x"), (y, "y")):
+            if t.shape[1:] != shape or len(t) != len(x):
+                raise ValueError(
+                    f"{name} must have shape ({len(x)}, {shape[0]}, {shape[1]}), "
+                    f"got {tuple(t.shape)}"
+                )
+        # The fit keeps the data's common dtype (float64 data gives a float64 map).
+        self.linear.to(torch.promote_types(x.dtype, y.dtype))
+        x, y = x.flatten(-2).double(), y.flatten(-2).double()
         xm, ym = x.mean(0), y.mean(0)
         xc, yc = x - xm, y - ym
         gram = xc.T @ xc + self.ridge * len(x) * torch.eye(x.shape[1], dtype=x.dtype)
@@ -153,7 +172,10 @@ class RidgeBaseline(nn.Module):
             raise ValueError(
                 f"x must end in shape ({self.length}, {self.embed_dim}), got {tuple(x.shape)}"
             )
-        return self.linear(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
+        w, b = self.linear.weight, self.linear.bias
+        dtype = torch.promote_types(x.dtype, w.dtype)
+        out = nn.functional.linear(x.flatten(-2).to(dtype), w.to(dtype), b.to(dtype))
+        return out.unflatten(-1, (self.length, self.embed_dim))
 
 
 # name -> (factory(length, embed_dim, n_knowledge), weight decay of the training loop)
@@ -194,10 +216,17 @@ def make_teacher(
     if kernel not in TEACHERS:
         raise ValueError(f"kernel must be one of {TEACHERS}, got {kernel!r}")
     check_positive(sharpness, "sharpness")
-    torch.manual_seed(seed)
+    torch.manual_seed(check_int(seed, "seed", minimum=0))
     teacher = KnowledgeAttention(embed_dim, n_knowledge, kernel=kernel)
     with torch.no_grad():
         teacher.knowledge.mul_(sharpness)
+        try:  # a unit-scale probe: its scores must not overflow
+            teacher(torch.randn(1, 2, embed_dim))
+        except ValueError as err:
+            raise ValueError(
+                f"sharpness = {sharpness} makes the teacher's scores overflow; "
+                "use a smaller one"
+            ) from err
     return teacher.requires_grad_(False)
 
 
@@ -220,7 +249,12 @@ def knowledge_task(
         check_int(length, "length"),
     )
     noise = check_positive(noise, "noise", allow_zero=True)
-    g = torch.Generator().manual_seed(seed)
+    if not (isinstance(teacher, nn.Module) and hasattr(teacher, "embed_dim")):
+        raise ValueError(
+            "teacher must be a module with an embed_dim, such as make_teacher's, "
+            f"got {type(teacher).__name__}"
+        )
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     p = next(teacher.parameters())
     x = torch.randn(n_sequences, length, teacher.embed_dim, generator=g).to(p)
     eps = noise * torch.randn(x.shape, generator=g).to(p)
@@ -230,15 +264,22 @@ def knowledge_task(
 
 def relative_error(model: Callable, x, y) -> float:
     """``‖model(x) − y‖² / ‖y‖²`` without gradients: 0 is perfect, 1 is as bad as predicting zero."""
+    if not callable(model):
+        raise ValueError(f"model must be callable, got {type(model).__name__}")
     x = as_tensor(x, "x", min_ndim=2)
-    y = as_tensor(y, "y", min_ndim=2, dtype=x.dtype, device=x.device)
+    y = as_tensor(y, "y", min_ndim=2, device=x.device)
     with torch.no_grad():
         pred = _as_output(model(x))
         if pred.shape != y.shape:
             raise ValueError(
                 f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}"
             )
-        return float(((pred - y) ** 2).sum() / (y**2).sum())
+        # In float64: squared norms of float32 data under- or overflow at 1e±20.
+        pred, y = pred.double(), y.double()
+        scale = (y**2).sum()
+        if scale == 0:
+            raise ValueError("y is zero: the relative error is undefined")
+        return float(((pred - y) ** 2).sum() / scale)
 
 
 def fit_and_score(
@@ -260,6 +301,7 @@ def fit_and_score(
     the target power and each test name to :func:`relative_error`, or NaN where the model
     cannot take that input (a fixed-length model on another sequence length).
     """
+    seed = check_int(seed, "seed", minimum=0)
     x, y = train_data
     if hasattr(model, "fit"):
         model.fit(x, y)
@@ -395,6 +437,9 @@ def sequences_needed(sizes, errors, target: float) -> float:
     sizes, errors = np.asarray(sizes, dtype=float), np.asarray(errors, dtype=float)
     if sizes.ndim != 1 or sizes.shape != errors.shape or len(sizes) < 2:
         raise ValueError("sizes and errors must be 1-D of the same length >= 2")
+    for values, name in ((sizes, "sizes"), (errors, "errors")):
+        if not (np.all(np.isfinite(values)) and np.all(values > 0)):
+            raise ValueError(f"{name} must be finite and positive (a log-log curve)")
     if np.any(np.diff(errors) >= 0):
         raise ValueError("errors must decrease with the size")
     target = check_positive(target, "target")
