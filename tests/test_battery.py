@@ -2335,6 +2335,7 @@ def _specs_experiments_self_expression():
                 "n_queries": "int",
                 "dim": "int",
             },
+            allow={"step": ("-1",)},  # negative steps seed held-out batches
         ),
         "experiments.self_expression.AttentionStack": Spec(
             lambda kind, dim, n_layers, queries, keys, values: Se.AttentionStack(

@@ -53,6 +53,7 @@ def monotone_alignment(
     vocab : int
         Token ids ``0..vocab-1``.
     seed : int
+        The same seed gives the same data.
 
     Returns
     -------
@@ -85,8 +86,12 @@ class AlignmentModel(nn.Module):
     Parameters
     ----------
     vocab, source_len, target_len : int
+        Vocabulary size, source length S (the learned positions of the discrete model)
+        and target length T.
     kind : {"discrete", "continuous"}
+        The read-out (above).
     alpha : {1, 2}
+        Softmax / Gaussian or sparsemax / truncated parabola.
     dim : int
         Embedding size.
     n_basis : int
@@ -157,10 +162,22 @@ class AlignmentModel(nn.Module):
         return source
 
     def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(batch, T, vocab)`` and the attention over source positions ``(batch, T, S)``.
+        """Logits for each target step and the attention over source positions.
 
-        For the continuous model the second output is the density at the source positions,
-        ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display only).
+        Parameters
+        ----------
+        source : tensor, shape (batch, S)
+            Integer token ids in ``[0, vocab)``; ``S = source_len`` for the discrete
+            model.
+
+        Returns
+        -------
+        logits : torch.Tensor, shape (batch, T, vocab)
+            Scores of the copied token at each target step.
+        attention : torch.Tensor, shape (batch, T, S)
+            The weights over source positions; for the continuous model the density at
+            the source positions, ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display
+            only).
         """
         from ..attention import attention
         from ..continuous.densities import gaussian_pdf, truncated_parabola_pdf
@@ -211,8 +228,10 @@ def fit_alignment(
     Parameters
     ----------
     model : AlignmentModel
+        The model to train (in place).
     task : AlignmentTask
-    n_steps, batch, lr, seed, progress, desc
+        Source and target sequences (:func:`monotone_alignment`).
+    n_steps, batch, lr, seed, progress, desc : int, int, float, int, bool, str
         As in :func:`attnlib.training.train`; ``seed`` also draws the mini-batches.
 
     Returns
@@ -260,7 +279,20 @@ def fit_alignment(
 
 
 def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
-    """Fraction of target tokens (all steps of all sequences) that ``model`` copies right, in eval mode."""
+    """Fraction of target tokens (all steps of all sequences) that ``model`` gets right.
+
+    Parameters
+    ----------
+    model : AlignmentModel
+        Evaluated in eval mode; its mode is restored after.
+    task : AlignmentTask
+        Source and target sequences (:func:`monotone_alignment`).
+
+    Returns
+    -------
+    float
+        The accuracy, in [0, 1].
+    """
     _check_model_task(model, task)
     was_training = model.training
     model.eval()
@@ -271,7 +303,18 @@ def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
 
 
 def alignment_means(model: AlignmentModel) -> tuple[torch.Tensor, torch.Tensor]:
-    """The continuous model's density means μ_i and variances σ_i², one per target step ``(T,)`` each."""
+    """The continuous model's density means μ_i and variances σ_i², one per target step.
+
+    Parameters
+    ----------
+    model : AlignmentModel
+        A model with ``kind="continuous"``.
+
+    Returns
+    -------
+    mu, sigma2 : torch.Tensor, shape (T,)
+        The means in [0, 1] and the variances (with their floor).
+    """
     if not isinstance(model, AlignmentModel) or model.kind != "continuous":
         raise ValueError(
             "model must be a continuous AlignmentModel (kind='continuous')"

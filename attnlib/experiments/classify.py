@@ -92,15 +92,17 @@ def accuracy(model: nn.Module, inputs, labels: torch.Tensor, batch: int = 512) -
     ----------
     model : nn.Module
         Returns logits ``(batch, n_classes)`` first (a tuple's first entry).
-    inputs : tensor or tuple of tensors
+    inputs : tensor or tuple of tensors, each of shape (n, ...)
         The model's arguments, each with one row per example.
     labels : tensor, shape (n,)
+        Integer classes, below the model's number of classes.
     batch : int
         Examples per forward pass.
 
     Returns
     -------
-    float in [0, 1]
+    float
+        The accuracy, in [0, 1]; the model's mode is restored after.
     """
     inputs, labels = _checked(model, inputs, labels)
     batch = check_int(batch, "batch")
@@ -135,10 +137,11 @@ def fit_classifier(
     ----------
     model : nn.Module
         Returns logits first.
-    inputs : tensor or tuple of tensors
+    inputs : tensor or tuple of tensors, each of shape (n, ...)
         The model's arguments, one row per example.
     labels : tensor, shape (n,)
-    n_steps, batch, lr, seed, progress, desc
+        Integer classes, below the model's number of classes.
+    n_steps, batch, lr, seed, progress, desc : int, int, float, int, bool, str
         As in :func:`attnlib.training.train`; ``seed`` also draws the mini-batches.
 
     Returns

@@ -19,7 +19,18 @@ __all__ = ["SmallCNNDenoiser", "cnn_matching", "count_parameters"]
 
 
 def count_parameters(model: nn.Module) -> int:
-    """Number of trainable scalars of ``model``."""
+    """Number of trainable scalars of ``model``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Any module.
+
+    Returns
+    -------
+    int
+        The number of entries of its parameters that require a gradient.
+    """
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
@@ -63,7 +74,18 @@ class SmallCNNDenoiser(nn.Module):
         nn.init.zeros_(self.convs[-1].bias)
 
     def forward(self, image) -> torch.Tensor:
-        """Denoise a grey ``image`` ``(H, W)``; returns a float32 tensor ``(H, W)``."""
+        """Denoise a grey image.
+
+        Parameters
+        ----------
+        image : tensor or array-like, shape (H, W)
+            A tensor must have the module's dtype; an array-like is converted to it.
+
+        Returns
+        -------
+        torch.Tensor, shape (H, W)
+            The denoised image, in the module's dtype.
+        """
         x = _module_input(image, "image", self.convs[0].weight)
         if x.ndim != 2:
             raise ValueError(
@@ -83,7 +105,20 @@ class SmallCNNDenoiser(nn.Module):
 
 
 def cnn_matching(n_params: int, kernel_size: int = 3) -> SmallCNNDenoiser:
-    """The :class:`SmallCNNDenoiser` whose parameter count is closest to ``n_params``."""
+    """The :class:`SmallCNNDenoiser` whose parameter count is closest to ``n_params``.
+
+    Parameters
+    ----------
+    n_params : int
+        The parameter count to match (e.g. an attention denoiser's).
+    kernel_size : int
+        Odd width of the convolutions.
+
+    Returns
+    -------
+    SmallCNNDenoiser
+        A fresh model of the best width.
+    """
     n_params = check_int(n_params, "n_params")
     k2 = check_int(kernel_size, "kernel_size") ** 2
 

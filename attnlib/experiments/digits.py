@@ -33,8 +33,30 @@ class ClutteredDigits(NamedTuple):
 def cluttered_digits(
     n: int, size: int = 32, *, n_clutter: int = 4, noise: float = 0.1, seed: int = 0
 ) -> ClutteredDigits:
-    """Each canvas holds one 8 × 8 ``load_digits`` digit (the label) at a random place, ``n_clutter``
-    random 3 × 3 crops of other digits as clutter, and Gaussian noise."""
+    """Canvases, each with one 8 × 8 ``load_digits`` digit (the label) placed at random.
+
+    ``n_clutter`` random 3 × 3 crops of other digits are scattered as clutter, and
+    Gaussian noise is added.
+
+    Parameters
+    ----------
+    n : int
+        Canvases.
+    size : int
+        Side of each canvas, at least 8.
+    n_clutter : int
+        Clutter crops per canvas.
+    noise : float
+        Standard deviation of the Gaussian noise.
+    seed : int
+        The same seed gives the same data.
+
+    Returns
+    -------
+    ClutteredDigits
+        ``images`` ``(n, 1, size, size)``, ``labels`` ``(n,)`` and each digit's
+        top-left ``corner`` ``(n, 2)``.
+    """
     from sklearn.datasets import load_digits
 
     n, size = check_int(n, "n"), check_int(size, "size", minimum=8)
@@ -77,6 +99,7 @@ class DigitClassifier(nn.Module):
     Parameters
     ----------
     kind : {"discrete", "continuous"}
+        The read-out (above).
     alpha : {1, 2}
         Softmax / Gaussian or sparsemax / truncated paraboloid.
     n_side : int
@@ -84,6 +107,7 @@ class DigitClassifier(nn.Module):
     channels : int
         Feature size.
     n_classes : int
+        Classes of the linear classifier.
 
     Implements
     ----------
@@ -130,7 +154,22 @@ class DigitClassifier(nn.Module):
     def forward(
         self, images: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, ContinuousAttentionOutput | None]:
-        """Logits ``(batch, n_classes)``, discrete weights over the cells ``(batch, h·w)``, continuous read-out or None."""
+        """Classify canvases through one attention read-out over the feature grid.
+
+        Parameters
+        ----------
+        images : tensor or array-like, shape (batch, 1, size, size)
+            Canvases (:func:`cluttered_digits`); a tensor must have the module's dtype.
+
+        Returns
+        -------
+        logits : torch.Tensor, shape (batch, n_classes)
+            Class scores.
+        weights : torch.Tensor, shape (batch, h·w)
+            The discrete attention over the grid cells.
+        continuous : ContinuousAttentionOutput or None
+            The continuous read-out (``kind="continuous"`` only).
+        """
         from ..attention import attention
 
         images = _module_input(images, "images", self.key.weight, ndim=4)

@@ -79,8 +79,9 @@ def span_documents(
     vocab : int
         Neutral words; the vocabulary has ``vocab + 8`` words.
     cue, decoys : float
-        Fractions of cue words inside the span and of decoys outside it.
+        Fractions of cue words inside the span and of decoys outside it, in [0, 1].
     seed : int
+        The same seed gives the same data.
 
     Returns
     -------
@@ -132,13 +133,16 @@ class DocumentClassifier(nn.Module):
     ----------
     vocab : int
         Vocabulary size.
-    kind : str
+    kind : {"discrete", "continuous", "combined", "oracle"}
+        The read-out (above).
     alpha : {1, 2}
+        Softmax / Gaussian or sparsemax / truncated parabola.
     n_basis : int
         RBFs of the continuous read-out (half of standard deviation 0.1, half 0.5).
     dim : int
         Token size.
     n_classes : int
+        Classes of the linear classifier.
     span : int
         Span length, for ``kind="oracle"``.
     init_var : float, optional
@@ -220,9 +224,23 @@ class DocumentClassifier(nn.Module):
     def forward(
         self, tokens: torch.Tensor, start: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None, ContinuousAttentionOutput | None]:
-        """Logits ``(batch, n_classes)``, the discrete weights (or None), the continuous read-out (or None).
+        """Classify documents through one attention read-out.
 
-        ``start`` ``(batch,)``: where each span begins (``kind="oracle"`` only).
+        Parameters
+        ----------
+        tokens : tensor, shape (batch, length)
+            Integer token ids in ``[0, vocab)``.
+        start : tensor, shape (batch,), optional
+            Where each span begins; required for, and only for, ``kind="oracle"``.
+
+        Returns
+        -------
+        logits : torch.Tensor, shape (batch, n_classes)
+            Class scores.
+        weights : torch.Tensor, shape (batch, length), or None
+            The discrete attention weights, for the kinds that attend discretely.
+        continuous : ContinuousAttentionOutput or None
+            The continuous read-out, for the kinds that have one.
         """
         from ..attention import attention
 

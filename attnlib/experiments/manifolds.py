@@ -28,6 +28,7 @@ def knn_softmax_weights(X, n_neighbors: int) -> np.ndarray:
     Parameters
     ----------
     X : array-like, shape (n, D)
+        The points, one per row.
     n_neighbors : int
         ``K``, the keys each query may see (itself excluded), as in :func:`attnlib.lle.lle_weights`.
 

@@ -122,7 +122,20 @@ def _check_model_task(model, task) -> None:
 
 
 def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
-    """Mean cross-entropy over every position of every sequence."""
+    """Mean cross-entropy over every position of every sequence.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Maps ``task.x`` ``(n, length, features)`` to logits ``(n, length, n_values)``.
+    task : PointerTask
+        The sequences and their targets (:func:`pointer_task`).
+
+    Returns
+    -------
+    torch.Tensor, shape ()
+        The loss, differentiable with respect to the model's parameters.
+    """
     _check_model_task(model, task)
     logits = model(task.x)
     return F.cross_entropy(logits.flatten(0, 1), task.target.flatten())
@@ -132,7 +145,18 @@ def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
 def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
     """Accuracy at position i as a function of ``|i - source[i]|``, the distance it must read.
 
-    Returns an array of length ``length`` (NaN where no position has that distance).
+    Parameters
+    ----------
+    model : nn.Module
+        Maps ``task.x`` ``(n, length, features)`` to logits ``(n, length, n_values)``.
+    task : PointerTask
+        The sequences and their targets (:func:`pointer_task`); evaluated in eval
+        mode, the model's mode restored after.
+
+    Returns
+    -------
+    ndarray, shape (length,)
+        Entry d is the accuracy at distance d (NaN where no position has that distance).
     """
     _check_model_task(model, task)
     was_training = model.training
@@ -155,6 +179,18 @@ def layers_to_see_everything(length: int, kernel_size: int) -> int:
     convolution, layer after layer, until it reaches position ``length - 1`` (the farthest
     pair). The closed form is ``ceil(2 (length - 1) / (kernel_size - 1))``.
 
+    Parameters
+    ----------
+    length : int
+        Tokens per sequence, at least 2.
+    kernel_size : int
+        Odd width of every convolution, at least 3.
+
+    Returns
+    -------
+    int
+        The number of layers.
+
     Implements
     ----------
     The receptive field ``1 + L (k - 1)`` of stacked convolutions (Luo et al. 2016), asked
@@ -176,7 +212,18 @@ def layers_to_see_everything(length: int, kernel_size: int) -> int:
 
 
 def dirichlet_laplacian(n: int) -> np.ndarray:
-    """The ``(n, n)`` negative second difference with zero boundary values: 2 on the diagonal, -1 beside it."""
+    """The ``(n, n)`` negative second difference with zero boundary values.
+
+    Parameters
+    ----------
+    n : int
+        Interior grid points, at least 2.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        2 on the diagonal, -1 beside it: the three-tap convolution ``[-1, 2, -1]``.
+    """
     n = check_int(n, "n", minimum=2)
     return 2 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
 
@@ -186,6 +233,16 @@ def green_function(n: int) -> np.ndarray:
 
     Indices are 1-based in the formula. Every entry is positive: each output of the inverse
     depends on every input.
+
+    Parameters
+    ----------
+    n : int
+        Interior grid points, at least 2.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        The discrete Green's function, dense.
 
     Implements
     ----------

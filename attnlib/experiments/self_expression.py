@@ -52,9 +52,23 @@ def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 
     ``(2, 4)`` to the homogeneous points, so a trajectory (``2 * frames`` numbers) lies in the
     at most 4-dimensional subspace of its body (Tomasi & Kanade 1992).
 
+    Parameters
+    ----------
+    n_bodies : int
+        Rigid bodies (the clusters).
+    n_points : int
+        Points per body.
+    frames : int
+        Camera frames.
+    seed : int
+        The same seed gives the same data.
+
     Returns
     -------
-    X : ndarray (n_bodies * n_points, 2 * frames);  labels : ndarray (n_bodies * n_points,)
+    X : ndarray, shape (n_bodies * n_points, 2 * frames)
+        The trajectories, one per row.
+    labels : ndarray, shape (n_bodies * n_points,)
+        The body of each trajectory.
     """
     rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     n_points, frames = check_int(n_points, "n_points"), check_int(frames, "frames")
@@ -74,9 +88,23 @@ def faces(n_faces: int = 3, n_images: int = 40, pixels: int = 100, seed: int = 0
     ``albedo * max(normal · l, 0)``, near a low-dimensional subspace per object (Basri &
     Jacobs 2003). Lights point mostly towards the object.
 
+    Parameters
+    ----------
+    n_faces : int
+        Objects (the clusters).
+    n_images : int
+        Images (lights) per object.
+    pixels : int
+        Pixels per image.
+    seed : int
+        The same seed gives the same data.
+
     Returns
     -------
-    X : ndarray (n_faces * n_images, pixels);  labels : ndarray (n_faces * n_images,)
+    X : ndarray, shape (n_faces * n_images, pixels)
+        The images, one per row.
+    labels : ndarray, shape (n_faces * n_images,)
+        The object of each image.
     """
     rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     n_images, pixels = check_int(n_images, "n_images"), check_int(pixels, "pixels")
@@ -99,12 +127,27 @@ def sparse_combination_batch(
     two random keys and signed weights ``|a|, |b| ∈ [0.5, 1.5]``, and its target is
     ``a v_j + b v_l``.
 
+    Parameters
+    ----------
+    step : int
+        Seeds the batch: a training step's index, or a negative one (at least -10 000)
+        for a held-out batch.
+    size : int
+        Tasks in the batch.
+    n_keys, n_queries, dim : int
+        Keys (at least 2) and queries per task, and their size.
+
     Returns
     -------
-    queries (size, n_queries, dim), keys (size, n_keys, dim), values (size, n_keys, dim),
-    targets (size, n_queries, dim), right (size, n_queries, n_keys) bool: the two right keys
+    queries, targets : torch.Tensor, shape (size, n_queries, dim)
+        The queries and their targets.
+    keys, values : torch.Tensor, shape (size, n_keys, dim)
+        The keys and values.
+    right : torch.Tensor of bool, shape (size, n_queries, n_keys)
+        The two right keys of each query.
     """
-    step, size = check_int(step, "step", minimum=0), check_int(size, "size")
+    # Negative steps seed held-out batches (the chapter's test set is step -1).
+    step, size = check_int(step, "step", minimum=-10_000), check_int(size, "size")
     n_keys = check_int(n_keys, "n_keys", minimum=2)  # two right keys per query
     n_queries, dim = check_int(n_queries, "n_queries"), check_int(dim, "dim")
     g = torch.Generator().manual_seed(10_000 + step)
@@ -120,7 +163,22 @@ def sparse_combination_batch(
 def combination_report(output, weights, test, n_params: int) -> dict:
     """Test error relative to the target variance, exact zeros, ``|weight|`` on the right keys.
 
-    ``weights`` may carry a head axis (it is reshaped to the shape of ``test[4]``).
+    Parameters
+    ----------
+    output : torch.Tensor, shape (size, n_queries, dim)
+        A model's outputs on ``test``.
+    weights : torch.Tensor, shape (size, n_queries, n_keys), or with a head axis
+        Its attention weights (reshaped to the shape of ``test[4]``).
+    test : tuple of torch.Tensor, the shapes sparse_combination_batch gives
+        A batch of :func:`sparse_combination_batch`.
+    n_params : int
+        The model's parameter count, reported alongside.
+
+    Returns
+    -------
+    dict
+        The relative test error, the fraction of exact zeros and the mean ``|weight|``
+        on the right keys, with ``n_params``.
     """
     W = weights.reshape(test[4].shape)
     return {
@@ -142,6 +200,19 @@ class AttentionStack(nn.Module):
     ``"softmax"`` or ``"sparsemax"`` (:class:`attnlib.attention.MultiHeadAttention`, one
     head) or ``"ista"`` (:class:`attnlib.subspace.UnrolledISTAAttention`, which adds two
     scalars per unrolled step). The parameter counts are otherwise equal.
+
+    Parameters
+    ----------
+    kind : {"softmax", "sparsemax", "ista"}
+        The attention of every block.
+    dim : int
+        Token size.
+    n_layers : int
+        Blocks.
+    n_iter, lam : int, float
+        Unrolled steps and threshold of ``"ista"``.
+    hidden : int
+        Width of the feed-forward layers.
 
     Implements
     ----------
@@ -176,10 +247,24 @@ class AttentionStack(nn.Module):
         )
 
     def forward(self, queries, keys, values):
-        """Return the output ``(..., n_q, dim)`` and the first block's weights.
+        """Return the output and the first block's weights.
 
         The first block codes the queries themselves over the keys, so its weights are the
         ones to compare with the task's true sparse codes.
+
+        Parameters
+        ----------
+        queries : tensor, shape (..., n_q, dim)
+            The starting tokens.
+        keys, values : tensor, shape (..., n_k, dim)
+            Fixed keys and values of every block; tensors have the module's dtype.
+
+        Returns
+        -------
+        output : torch.Tensor, shape (..., n_q, dim)
+            The tokens after the last block.
+        weights : torch.Tensor, shape (..., n_q, n_k)
+            The first block's attention weights.
         """
         like = self.ff[0][0].weight
         queries, keys, values = (
@@ -212,6 +297,15 @@ class SelfExpressiveNet(nn.Module):
     ----------
     The self-expressive network of Zhang, You, Vidal & Li (2021), simplified (one hidden
     layer per embedding, ℓ1 penalty only); §5.3, difference 3 of the self-expression paper.
+
+    Parameters
+    ----------
+    dim : int
+        Point size.
+    hidden : int
+        Width of the two embeddings.
+    scale : float
+        Multiplies the inner product (divided by ``hidden``).
     """
 
     def __init__(self, dim: int, hidden: int = 64, scale: float = 1.0):
@@ -229,7 +323,22 @@ class SelfExpressiveNet(nn.Module):
         self.scale = check_positive(scale, "scale") / hidden
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
-        """Coefficients ``(n_q, n_k)`` of the queries over the keys (diagonal 0 if asked)."""
+        """Coefficients of the queries over the keys.
+
+        Parameters
+        ----------
+        queries : tensor, shape (n_q, dim)
+            New or training points; a tensor must have the module's dtype.
+        keys : tensor, shape (n_k, dim)
+            The points they are written with.
+        exclude_self : bool
+            Zero the diagonal (queries = keys).
+
+        Returns
+        -------
+        torch.Tensor, shape (n_q, n_k)
+            The coefficients ``C``.
+        """
         like = self.query[0].weight
         queries, keys = (
             _module_input(x, name, like, ndim=2)
@@ -262,6 +371,28 @@ def fit_self_expressive_net(
     """Train :class:`SelfExpressiveNet` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0).
 
     Full-batch Adam; returns the model in eval mode and the loss per step.
+
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features)
+        The points, one per row (trained in float32).
+    hidden : int
+        Width of the embeddings.
+    lam : float
+        The ℓ1 weight λ.
+    n_steps : int
+        Adam steps (full batch).
+    lr : float
+        Adam's learning rate.
+    seed : int
+        Seeds the model's initialisation.
+
+    Returns
+    -------
+    model : nn.Module
+        The trained model, in eval mode.
+    losses : list of float
+        The loss at every step.
     """
     X = torch.as_tensor(as_float_array(X, "X"), dtype=torch.float32)
     torch.manual_seed(check_int(seed, "seed", minimum=0))
@@ -301,6 +432,13 @@ class LearnedISTACodes(nn.Module):
     ``C ← T_{ε_t λ_t}(C + ε_t (Q − C K) Kᵀ)`` from ``C = 0``, with ``ε_t = s_t / ‖K‖²``; ``s_t``
     and ``λ_t`` are learned (LISTA-style, Gregor & LeCun 2010, keeping the matrices of
     Eq. (15) fixed). A fixed-cost forward pass, so it gives codes for new points.
+
+    Parameters
+    ----------
+    n_iter : int
+        Unrolled ISTA steps.
+    lam : float
+        Initial threshold λ of every step.
     """
 
     def __init__(self, n_iter: int = 5, lam: float = 0.01):
@@ -315,7 +453,22 @@ class LearnedISTACodes(nn.Module):
         )
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
-        """Codes ``(n_q, n_k)``; with ``exclude_self`` the diagonal is held at 0 (queries = keys)."""
+        """Codes of the queries over the keys.
+
+        Parameters
+        ----------
+        queries : tensor or array-like, shape (n_q, d)
+            The points to code.
+        keys : tensor or array-like, shape (n_k, d)
+            The dictionary.
+        exclude_self : bool
+            Hold the diagonal at 0 (queries = keys).
+
+        Returns
+        -------
+        torch.Tensor, shape (n_q, n_k)
+            The codes, in the common dtype of the inputs and the parameters.
+        """
         keys = as_tensor(keys, "keys", ndim=2, device=self.raw_step.device)
         queries = as_tensor(queries, "queries", ndim=2, device=keys.device)
         if queries.shape[1] != keys.shape[1]:
@@ -362,7 +515,30 @@ def fit_learned_ista(
     lr: float = 0.05,
     seed: int = 0,
 ):
-    """Train :class:`LearnedISTACodes` on ``X`` with ``½‖X − C X‖² + λ‖C‖₁`` (diag(C) = 0)."""
+    """Train :class:`LearnedISTACodes` on ``X``: ``½‖X − C X‖² + λ‖C‖₁``, diag(C) = 0.
+
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features)
+        The points, one per row (float64).
+    n_iter : int
+        Unrolled ISTA steps.
+    lam : float
+        The ℓ1 weight λ.
+    n_steps : int
+        Adam steps (full batch).
+    lr : float
+        Adam's learning rate.
+    seed : int
+        Seeds the model's initialisation.
+
+    Returns
+    -------
+    model : nn.Module
+        The trained model, in eval mode.
+    losses : list of float
+        The loss at every step.
+    """
     X = torch.as_tensor(as_float_array(X, "X"))
     torch.manual_seed(check_int(seed, "seed", minimum=0))
     return _fit_self_expression(
@@ -375,8 +551,17 @@ def assign_by_coefficients(C, train_labels, n_clusters: int) -> np.ndarray:
 
     Parameters
     ----------
-    C : array (n_queries, n_train), coefficients of new points over the training points
-    train_labels : array (n_train,), the clusters found on the training points
+    C : array-like, shape (n_queries, n_train)
+        Coefficients of new points over the training points.
+    train_labels : array-like of int, shape (n_train,)
+        The clusters found on the training points, in ``[0, n_clusters)``.
+    n_clusters : int
+        The number of clusters.
+
+    Returns
+    -------
+    ndarray of int, shape (n_queries,)
+        The cluster of each query.
     """
     C = np.abs(as_float_array(C, "C"))
     n_clusters = check_int(n_clusters, "n_clusters")
@@ -408,9 +593,23 @@ def normalized_self_expression(
     Each row of ``C`` is the softmax or sparsemax of free logits (the diagonal masked), so
     each point is written as a convex combination of the others; Adam on the logits.
 
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features)
+        The points, one per row.
+    normalizer : {"softmax", "sparsemax"}
+        Maps each row of logits to the simplex.
+    n_steps : int
+        Adam steps.
+    lr : float
+        Adam's learning rate.
+    seed : int
+        Seeds the initial logits.
+
     Returns
     -------
-    C : ndarray (n_samples, n_samples), rows on the probability simplex, zero diagonal
+    C : ndarray, shape (n_samples, n_samples)
+        Rows on the probability simplex, zero diagonal.
     """
     from ..normalizers import softmax, sparsemax
 

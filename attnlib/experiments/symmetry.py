@@ -81,7 +81,18 @@ class SequenceMLP(nn.Module):
         )
 
     def forward(self, x) -> torch.Tensor:
-        """Map ``x`` ``(..., length, embed_dim)`` to a sequence of the same shape."""
+        """Map ``x`` to a sequence of the same shape.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., length, embed_dim)
+            Token sequences; a tensor must have the module's dtype.
+
+        Returns
+        -------
+        torch.Tensor, shape of ``x``
+            The predicted sequences.
+        """
         x = _module_input(x, "x", self.net[0].weight, min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
@@ -95,6 +106,11 @@ class MeanBaseline(nn.Module):
 
     Fitted in closed form by :meth:`fit`; takes sequences of any length. Its relative error
     is the floor that any learner must beat to have learned something from the inputs.
+
+    Parameters
+    ----------
+    embed_dim : int
+        Token size.
     """
 
     def __init__(self, embed_dim: int):
@@ -104,7 +120,20 @@ class MeanBaseline(nn.Module):
         )
 
     def fit(self, x, y) -> MeanBaseline:
-        """Set the mean from targets ``y`` ``(n_sequences, length, embed_dim)``."""
+        """Set the mean from the targets.
+
+        Parameters
+        ----------
+        x : tensor or array-like, any shape
+            The inputs (unused: the mean ignores them).
+        y : tensor or array-like, shape (n_sequences, length, embed_dim)
+            The targets.
+
+        Returns
+        -------
+        MeanBaseline
+            ``self``, fitted (the mean in ``y``'s dtype).
+        """
         y = as_tensor(y, "y", min_ndim=3)
         if y.shape[-1] != self.mean.shape[0]:
             raise ValueError(
@@ -116,7 +145,18 @@ class MeanBaseline(nn.Module):
         return self
 
     def forward(self, x) -> torch.Tensor:
-        """The mean token, broadcast to the shape of ``x`` ``(..., n, embed_dim)``."""
+        """The mean token, broadcast to the shape of ``x``.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, embed_dim)
+            Token sequences of any length.
+
+        Returns
+        -------
+        torch.Tensor, shape of ``x``
+            The mean token at every position.
+        """
         x = as_tensor(x, "x", min_ndim=2)
         if x.shape[-1] != self.mean.shape[0]:
             raise ValueError(
@@ -132,6 +172,15 @@ class RidgeBaseline(nn.Module):
 
     The linear counterpart of :class:`~attnlib.experiments.symmetry.SequenceMLP` (same inputs, same fixed length), fitted in
     closed form by :meth:`fit` with penalty ``ridge`` times the number of training sequences.
+
+    Parameters
+    ----------
+    length : int
+        The one sequence length it accepts.
+    embed_dim : int
+        Token size.
+    ridge : float
+        The penalty per training sequence.
     """
 
     def __init__(self, length: int, embed_dim: int, ridge: float = 1.0):
@@ -145,7 +194,18 @@ class RidgeBaseline(nn.Module):
         self.linear = nn.Linear(size, size).requires_grad_(False)
 
     def fit(self, x, y) -> RidgeBaseline:
-        """Solve the ridge problem for ``x``, ``y`` ``(n_sequences, length, embed_dim)``."""
+        """Solve the ridge problem in float64.
+
+        Parameters
+        ----------
+        x, y : tensor or array-like, shape (n_sequences, length, embed_dim)
+            Inputs and targets.
+
+        Returns
+        -------
+        RidgeBaseline
+            ``self``, fitted (the map in the data's common dtype).
+        """
         x, y = as_tensor(x, "x", ndim=3), as_tensor(y, "y", ndim=3)
         shape = (self.length, self.embed_dim)
         for t, name in ((x, "x"), (y, "y")):
@@ -166,7 +226,18 @@ class RidgeBaseline(nn.Module):
         return self
 
     def forward(self, x) -> torch.Tensor:
-        """Map ``x`` ``(..., length, embed_dim)`` to a sequence of the same shape."""
+        """Map ``x`` to a sequence of the same shape.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., length, embed_dim)
+            Token sequences.
+
+        Returns
+        -------
+        torch.Tensor, shape of ``x``
+            The predicted sequences.
+        """
         x = as_tensor(x, "x", min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
@@ -208,6 +279,22 @@ def make_teacher(
     ``sharpness`` scales the knowledge vectors, hence the scores by its square: larger
     values give peakier attention and a harder task.
 
+    Parameters
+    ----------
+    embed_dim, n_knowledge : int
+        Token size and knowledge vectors.
+    kernel : str
+        One of ``TEACHERS``.
+    sharpness : float
+        Scales the knowledge vectors.
+    seed : int
+        Seeds the teacher's parameters.
+
+    Returns
+    -------
+    KnowledgeAttention
+        The teacher, without gradients.
+
     Implements
     ----------
     A target that is orthogonal equivariant with knowledge (Definition 2 of the symmetry
@@ -243,6 +330,22 @@ def knowledge_task(
     The clean targets are equivariant with the teacher's knowledge whenever the teacher is
     (a :class:`~attnlib.symmetry.KnowledgeAttention` with ``value="scalar"``); ``noise`` is the standard
     deviation of the Gaussian noise added to every target entry.
+
+    Parameters
+    ----------
+    teacher : nn.Module
+        A module with an ``embed_dim`` (:func:`make_teacher`).
+    n_sequences, length : int
+        Sequences and tokens per sequence.
+    noise : float
+        Standard deviation of the label noise.
+    seed : int
+        The same seed gives the same data.
+
+    Returns
+    -------
+    x, y : torch.Tensor, shape (n_sequences, length, embed_dim)
+        Inputs and noisy targets, in the teacher's dtype.
     """
     n_sequences, length = (
         check_int(n_sequences, "n_sequences"),
@@ -263,7 +366,22 @@ def knowledge_task(
 
 
 def relative_error(model: Callable, x, y) -> float:
-    """``‖model(x) − y‖² / ‖y‖²`` without gradients: 0 is perfect, 1 is as bad as predicting zero."""
+    """``‖model(x) − y‖² / ‖y‖²`` without gradients: 0 is perfect, 1 is predicting zero.
+
+    Parameters
+    ----------
+    model : callable
+        Maps ``x`` to a tensor (or an attention result) of ``y``'s shape.
+    x : tensor or array-like, shape (..., n, d)
+        Inputs.
+    y : tensor or array-like, shape of ``model(x)``
+        Targets, not all zero.
+
+    Returns
+    -------
+    float
+        The relative squared error, computed in float64.
+    """
     if not callable(model):
         raise ValueError(f"model must be callable, got {type(model).__name__}")
     x = as_tensor(x, "x", min_ndim=2)
@@ -300,6 +418,26 @@ def fit_and_score(
     a name to ``(X, Y)``; the result maps ``"train"`` to the final training error relative to
     the target power and each test name to :func:`relative_error`, or NaN where the model
     cannot take that input (a fixed-length model on another sequence length).
+
+    Parameters
+    ----------
+    model : nn.Module
+        A learner (see ``LEARNERS``).
+    train_data : tuple of tensor, each of shape (n_sequences, length, embed_dim)
+        ``(X, Y)``.
+    test_data : dict
+        Name to ``(X, Y)``.
+    n_steps, lr, weight_decay : int, float, float
+        The training loop's (:func:`attnlib.training.train`).
+    seed : int
+        Seeds the training.
+    progress : bool
+        Show the training's progress bar.
+
+    Returns
+    -------
+    dict
+        ``"train"`` and each test name to a relative error.
     """
     seed = check_int(seed, "seed", minimum=0)
     x, y = train_data
@@ -356,6 +494,29 @@ def sample_efficiency(
     and each seed, every learner named in ``learners`` (keys of ``LEARNERS``) is fitted
     (:func:`fit_and_score`) and scored on clean test sequences of every length in
     ``test_lengths``.
+
+    Parameters
+    ----------
+    sizes, seeds : sequence of int
+        Training-set sizes and seeds.
+    teacher : str
+        The teacher's kernel (one of ``TEACHERS``).
+    learners : sequence of str
+        Keys of ``LEARNERS``.
+    embed_dim, length, n_knowledge : int
+        Token size, training sequence length and the teacher's knowledge vectors.
+    noise : float
+        Label noise of the training targets.
+    test_lengths : sequence of int
+        Lengths of the clean test sequences.
+    n_test : int
+        Test sequences per length.
+    n_steps, lr : int, float
+        The training loop's.
+    teacher_seed : int
+        Seeds the teacher.
+    progress : bool
+        Show a progress bar over the fits.
 
     Returns
     -------
@@ -432,7 +593,13 @@ def sequences_needed(sizes, errors, target: float) -> float:
     errors : array-like, shape (m,)
         The (median) error at each size, decreasing.
     target : float
-        The error to reach; NaN if the curve never reaches it (or starts below it).
+        The error to reach.
+
+    Returns
+    -------
+    float
+        The interpolated size; NaN if the curve never reaches ``target`` (or starts
+        below it).
     """
     sizes, errors = np.asarray(sizes, dtype=float), np.asarray(errors, dtype=float)
     if sizes.ndim != 1 or sizes.shape != errors.shape or len(sizes) < 2:
