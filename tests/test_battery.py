@@ -6,8 +6,10 @@ must raise a ``ValueError`` naming the argument), ``valid`` (the call must retur
 without NaN or inf, or raise a ``ValueError`` naming the argument: a clear refusal is fine),
 or ``f64`` (valid, and a float64 tensor must not come back as float32).
 
-Run ``python tests/test_battery.py`` for the counts (calls, clear errors, silent NaN, silent wrong,
-cryptic); ``PYTHONPATH=<another checkout>`` counts that checkout instead.
+Run ``python tests/test_battery.py`` for the counts (calls, clear errors, silent NaN,
+silent wrong, cryptic); ``--by-module`` adds a table per module family, ``-v`` lists the
+failures, and names (``mux continuous``) restrict the run to callables so prefixed.
+``PYTHONPATH=<another checkout's root>`` counts that checkout's attnlib, same specs.
 """
 
 from __future__ import annotations
@@ -2743,6 +2745,34 @@ def test_extremes_return_their_limits():
     torch.testing.assert_close(half.double(), w, atol=2e-2, rtol=0)
 
 
+def test_modules_refuse_other_dtypes_but_run_in_float64_after_double():
+    """A module refuses a float64 tensor while float32 (no silent cast), and takes it
+    once converted with ``.double()``: the PyTorch way, output in float64."""
+    M = importlib.import_module("attnlib.mux")
+    C = importlib.import_module("attnlib.continuous.modules")
+    Dn = importlib.import_module("attnlib.experiments.denoising")
+    Se = importlib.import_module("attnlib.experiments.self_expression")
+    Sy = importlib.import_module("attnlib.experiments.symmetry")
+    x = _randn(2, 5, 3).double()
+    task = M.weekday_task(2, 4, 3)
+    cases = [
+        (M.ConvRouter(3, 2), (x,)),
+        (M.AttentionRouter(3, 2, 4), (x,)),
+        (M.WeekdayMux(4, 3, 5), (task.friends.double(), task.day.double())),
+        (C.ContinuousAttention1D(_rbf1(), 3), (x,)),
+        (Dn.SmallCNNDenoiser(3), (_rand(6, 7).double(),)),
+        (Sy.SequenceMLP(5, 3, 4), (x,)),
+        (Se.SelfExpressiveNet(3, 4), (x[0], x[1])),
+        (Se.AttentionStack("softmax", 3, 1), (x, x, x)),
+    ]
+    for model, args in cases:
+        with pytest.raises(ValueError, match="dtype"):
+            model(*args)
+        out = model.double()(*args)
+        leaves = list(_leaves(out))
+        assert leaves and all(t.dtype == torch.float64 for t in leaves), model
+
+
 def test_battery_can_fail():
     """A callable that returns NaN silently, accepts a bad argument or raises cryptically is caught."""
     nan = Spec(lambda x: x * math.nan, lambda: dict(x=torch.ones(2)), {"x": "array"})
@@ -2770,6 +2800,15 @@ def _main():
     }
     outcomes = run(chosen)
     print(dict(counts(outcomes)))
+    if "--by-module" in sys.argv:
+        keys = ["calls", "ok-output", "clear", "silent-nan", "silent-wrong", "cryptic"]
+        print("module".ljust(18) + "".join(k.rjust(13) for k in keys))
+        families = dict.fromkeys(o.callable.split(".")[0] for o in outcomes)
+        for family in [*families, None]:
+            mine = [o for o in outcomes if family in (None, o.callable.split(".")[0])]
+            c = counts(mine)
+            row = "".join(str(c[k]).rjust(13) for k in keys)
+            print((family or "total").ljust(18) + row)
     if "-v" in sys.argv:
         for o in outcomes:
             if failed(o):
