@@ -34,7 +34,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from .attention import SCORES, attention
-from .kernel_sums import nadaraya_watson_sums
+from .kernel_sums import _nadaraya_watson_sums
 from .training import train
 from .utils import as_tensor, check_int, check_positive, host_array
 
@@ -254,13 +254,13 @@ def nadaraya_watson(
         and xq.dtype in (torch.float32, torch.float64)
     )
     if fused and not grad:
-        out = nadaraya_watson_sums(
+        out = _nadaraya_watson_sums(  # the inputs are checked above
             xq.detach().numpy(),
             xt.detach().numpy(),
             y.detach().numpy(),
             bandwidth,
-            l1=kernel == "laplace",
-            threads=torch.get_num_threads(),
+            kernel == "laplace",
+            torch.get_num_threads(),
         )
         prediction = torch.from_numpy(out)
         if not torch.isfinite(

@@ -2542,6 +2542,45 @@ def _specs_experiments_symmetry():
     }
 
 
+def _specs_kernel_sums():
+    Ks = importlib.import_module("attnlib.kernel_sums")
+
+    return {
+        "kernel_sums.exp_nonpositive": Spec(
+            Ks.exp_nonpositive,
+            lambda: dict(x=-_rand(8).double().numpy() * 5),
+            {"x": "array"},
+        ),
+        "kernel_sums.nadaraya_watson_sums": Spec(
+            Ks.nadaraya_watson_sums,
+            lambda: dict(
+                x_query=_randn(4, 2).double().numpy(),
+                x_train=_randn(6, 2, seed=1).double().numpy(),
+                y_train=_randn(6, 1, seed=2).double().numpy(),
+                bandwidth=1.0,
+                threads=1,
+            ),
+            {
+                "x_query": "array",
+                "x_train": "array",
+                "y_train": "array",
+                "bandwidth": "positive",
+                "threads": "int",
+            },
+            group=("x_query", "x_train", "y_train"),
+        ),
+    }
+
+
+def _specs_results():
+    Rs = importlib.import_module("attnlib.results")
+
+    return {
+        "results.load": Spec(Rs.load, lambda: dict(name="denoise"), {"name": "choice"}),
+        "results.names": Spec(Rs.names, dict, {}),
+    }
+
+
 #: One line per module: the battery covers every public callable of these modules.
 SPEC_FACTORIES = {
     "attention": _specs_attention,
@@ -2559,6 +2598,8 @@ SPEC_FACTORIES = {
     "continuous.modules": _specs_continuous_modules,
     "symmetry": _specs_symmetry,
     "mux": _specs_mux,
+    "kernel_sums": _specs_kernel_sums,
+    "results": _specs_results,
     "subspace": _specs_subspace,
     "lasso": _specs_lasso,
     "experiments.routing": _specs_experiments_routing,

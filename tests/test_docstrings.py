@@ -30,6 +30,8 @@ DOCUMENTED = {
     "continuous.modules": "all",
     "symmetry": "all",
     "mux": "all",
+    "kernel_sums": "all",
+    "results": "all",
     **{
         f"experiments.{m}": "all"
         for m in (
@@ -63,6 +65,7 @@ NO_EQUATION = {
     },
     "plotting": "all",
     "symmetry": {"random_permutation"},
+    "results": "all",
     # Data for the experiments and their training/evaluation helpers.
     "mux": {"translation_sequences", "routing_loss", "accuracy_by_distance"},
 }
