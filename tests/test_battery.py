@@ -2339,6 +2339,27 @@ def _specs_experiments_self_expression():
             },
             allow={"step": ("-1",)},  # negative steps seed held-out batches
         ),
+        "experiments.self_expression.combination_report": Spec(
+            Se.combination_report,
+            lambda: (
+                lambda t: dict(
+                    output=t[3] + 0.1, weights=t[4].float() * 0.5, test=t, n_params=10
+                )
+            )(Se.sparse_combination_batch(-1, size=2, n_keys=5, n_queries=3, dim=4)),
+            {"output": "array", "weights": "array", "n_params": "int0"},
+            # integer weights round 0.5 to 0: with no weight, the share on the right
+            # keys is the documented NaN
+            overflow={"weights": ("integer",)},
+            extra=[
+                (
+                    "test a tuple of 2",
+                    lambda a: a | dict(test=a["test"][:2]),
+                    INVALID,
+                    "test",
+                ),
+                ("test None", lambda a: a | dict(test=None), INVALID, "test"),
+            ],
+        ),
         "experiments.self_expression.AttentionStack": Spec(
             lambda kind, dim, n_layers, queries, keys, values: Se.AttentionStack(
                 kind, dim, n_layers
@@ -2740,8 +2761,6 @@ NOT_ATTACKED = {
     # check_positive as the specced callables' do; one call costs seconds to minutes.
     "experiments.readout_cost": {"read_out_times"},
     "experiments.symmetry": {"sample_efficiency"},
-    # Scores a trained model's outputs against a batch of the sparse-combination task.
-    "experiments.self_expression": {"combination_report"},
 }
 
 

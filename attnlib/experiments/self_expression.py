@@ -177,14 +177,36 @@ def combination_report(output, weights, test, n_params: int) -> dict:
     Returns
     -------
     dict
-        The relative test error, the fraction of exact zeros and the mean ``|weight|``
-        on the right keys, with ``n_params``.
+        The relative test error, the fraction of exact zeros and the share of
+        ``|weight|`` on the right keys (NaN if every weight is zero), with ``n_params``.
     """
+    if not (
+        isinstance(test, (tuple, list))
+        and len(test) == 5
+        and all(isinstance(t, torch.Tensor) for t in test)
+    ):
+        raise ValueError("test must be the 5 tensors of sparse_combination_batch")
+    output = as_tensor(output, "output", device=test[3].device)
+    weights = as_tensor(weights, "weights", device=test[3].device)
+    if output.shape != test[3].shape:
+        raise ValueError(
+            f"output must have the targets' shape {tuple(test[3].shape)}, "
+            f"got {tuple(output.shape)}"
+        )
+    if weights.numel() != test[4].numel():
+        raise ValueError(
+            f"weights must hold {test[4].numel()} entries (shape "
+            f"{tuple(test[4].shape)}), got {tuple(weights.shape)}"
+        )
+    n_params = check_int(n_params, "n_params", minimum=0)
     W = weights.reshape(test[4].shape)
     return {
         "params": n_params,
-        "test error / variance": ((output - test[3]) ** 2).mean().item()
-        / test[3].var().item(),
+        # in float64: squared errors of float32 outputs overflow near 1e19
+        "test error / variance": ((output.double() - test[3].double()) ** 2)
+        .mean()
+        .item()
+        / test[3].double().var().item(),
         "zero weights": (W == 0).float().mean().item(),
         "|weight| on the right keys": (
             (W.abs() * test[4]).sum() / W.abs().sum()
