@@ -123,6 +123,7 @@ def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image; tensors keep their dtype and device.
     sigma : float
         Width of the Gaussian, in pixels.
     truncate : float
@@ -130,7 +131,8 @@ def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
 
     Returns
     -------
-    Same type and shape as ``image``: the filtered image.
+    ndarray or torch.Tensor, shape of ``image``
+        The filtered image, of ``image``'s type.
 
     Implements
     ----------
@@ -172,12 +174,14 @@ def pixel_nlm(image, h: float):
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image; tensors keep their dtype and device.
     h : float
         Width of the intensity kernel, in grey levels.
 
     Returns
     -------
-    Same type and shape as ``image``: the denoised image.
+    ndarray or torch.Tensor, shape of ``image``
+        The denoised image, of ``image``'s type.
 
     Implements
     ----------
@@ -204,6 +208,7 @@ def extract_patches(image, patch_size: int = 7) -> torch.Tensor:
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image; tensors keep their dtype and device.
     patch_size : int
         Side of the square patch; an even size is rounded up to the next odd one.
 
@@ -245,6 +250,25 @@ def patch_kernel(
 
     The 2-D weight of patch offset ``(t, u)`` is the outer product; this is scikit-image's
     kernel, which gives the patch border about ``e^{-2}`` of the centre's weight.
+
+    Parameters
+    ----------
+    patch_size : int
+        Side ``s`` of the patch; an even size is rounded up to the next odd one.
+    dtype : torch.dtype
+        The result's dtype.
+    device : torch.device or str, optional
+        The result's device.
+
+    Returns
+    -------
+    torch.Tensor, shape (s,)
+        The unnormalised weights, 1 at the centre.
+
+    Implements
+    ----------
+    The Gaussian-weighted patch distance of non-local means (Buades et al. 2005), §3.2
+    of the self-expression paper, with scikit-image's width.
     """
     s = _odd_patch_size(patch_size)
     t = torch.arange(s, dtype=dtype, device=device) - s // 2
@@ -261,9 +285,24 @@ def patch_tokens(image, patch_size: int = 7, h: float = 0.1) -> torch.Tensor:
     ``sqrt(g(t) g(u) / (C h² Σ g))``, so ``||p_i - p_j||²`` is the Gaussian-weighted mean
     squared difference of the two patches, over ``h²``.
 
+    Parameters
+    ----------
+    image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image.
+    patch_size : int
+        Side of the patches (rounded up to odd).
+    h : float
+        The NLM bandwidth, in grey levels.
+
     Returns
     -------
     torch.Tensor, shape (H·W, patch_size² · C)
+        One token per pixel, row-major.
+
+    Implements
+    ----------
+    The patch distance of Eq. (7) of the self-expression paper (Gaussian-weighted, as
+    scikit-image computes it) written as a Euclidean distance between tokens.
     """
     chw, _ = _as_image(image)
     h = check_positive(h, "h")
@@ -288,9 +327,23 @@ def nlm_attention(
     radius ``patch_distance`` (``None``: global). Memory grows with the number of pixels, so
     this is for small images; :func:`nonlocal_means` computes the same thing fast.
 
+    Parameters
+    ----------
+    image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image.
+    patch_size : int
+        Side of the patches (rounded up to odd).
+    patch_distance : int, optional
+        Radius of the square search window; ``None`` for the whole image.
+    h : float
+        The NLM bandwidth, in grey levels.
+    sigma : float
+        The noise's standard deviation, subtracted from the patch distances.
+
     Returns
     -------
-    Same type and shape as ``image``.
+    ndarray or torch.Tensor, shape of ``image``
+        The denoised image, of ``image``'s type.
 
     Implements
     ----------
@@ -335,15 +388,22 @@ def patch_attention(
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image; tensors keep their dtype and device.
     pixel : (int, int)
         ``(row, col)`` of the query pixel.
-    patch_size, h, sigma : as in :func:`nonlocal_means`.
+    patch_size, h, sigma : int, float, float
+        As in :func:`nonlocal_means`.
     patch_distance : int, optional
         Search radius; ``None`` (default) lets the pixel attend to the whole image.
 
     Returns
     -------
     torch.Tensor, shape (H, W)
+        The pixel's attention weights over the image, summing to one.
+
+    Implements
+    ----------
+    One row of the NLM weights, Eq. (8) of the self-expression paper, as an image.
     """
     chw, _ = _as_image(image)
     _, hh, ww = chw.shape
@@ -565,6 +625,7 @@ def nonlocal_means(
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image; tensors keep their dtype and device.
         Grey or channels-last colour image. The computation runs in its dtype, float32 or
         float64, at nearly the same speed (float64 agrees with a float64 NumPy restatement to
         about 1e-15); other dtypes are computed in float32 and cast back, and array-likes of

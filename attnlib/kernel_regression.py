@@ -343,9 +343,11 @@ def loo_predictions(
     Parameters
     ----------
     x_train : tensor or array-like, shape (n_train, d) or (n_train,)
+        Training inputs, at least two.
     y_train : tensor or array-like, shape (n_train,) or (n_train, d_v)
-        At least two samples.
-    kernel, bandwidth : see :func:`nadaraya_watson`.
+        Training targets.
+    kernel, bandwidth : str or callable, float
+        As in :func:`nadaraya_watson`.
 
     Returns
     -------
@@ -381,6 +383,27 @@ def nadaraya_watson_streaming(
     """Deprecated: :func:`nadaraya_watson` now streams itself; this is ``nadaraya_watson(...)``.
 
     ``chunk_size`` and ``query_chunk_size`` are checked and otherwise ignored.
+
+    .. deprecated:: 0.1.0
+       Call :func:`nadaraya_watson`; this alias warns (``DeprecationWarning``).
+
+    Parameters
+    ----------
+    x_query, x_train, y_train : tensor or array-like, shapes as in nadaraya_watson
+        Queries, training inputs and targets.
+    kernel, bandwidth : str or callable, float
+        As in :func:`nadaraya_watson`.
+    chunk_size, query_chunk_size : int
+        Ignored (checked).
+
+    Returns
+    -------
+    torch.Tensor, shape of ``y_train`` with ``n_query`` rows
+        The predictions of :func:`nadaraya_watson`.
+
+    Implements
+    ----------
+    Eq. (5) of the self-expression paper, as :func:`nadaraya_watson`.
     """
     warnings.warn(
         "nadaraya_watson_streaming is deprecated: nadaraya_watson never forms the weight matrix "

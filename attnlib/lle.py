@@ -254,7 +254,8 @@ def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
     ----------
     X : tensor or array-like, shape (n, d)
         The points (float32 by default; tensors keep their dtype and device).
-    n_neighbors, reg : see :func:`lle_weights`.
+    n_neighbors, reg : int, float
+        As in :func:`lle_weights`.
 
     Returns
     -------

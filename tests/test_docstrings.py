@@ -21,9 +21,9 @@ DOCUMENTED = {
     "training": "all",
     "data": "all",
     "plotting": "all",
-    "kernel_regression": ("NadarayaWatson", "MetricNadarayaWatson"),
-    "lle": ("LocallyLinearEmbedding",),
-    "denoise": ("PatchAttentionDenoiser",),
+    "kernel_regression": "all",
+    "lle": "all",
+    "denoise": "all",
     "continuous.densities": "all",
     "continuous.basis": "all",
     "continuous.attention": "all",
@@ -66,6 +66,8 @@ NO_EQUATION = {
     "plotting": "all",
     "symmetry": {"random_permutation"},
     "results": "all",
+    # Training pairs and a metric for the denoising experiment.
+    "denoise": {"crop_batches", "psnr"},
     # Data for the experiments and their training/evaluation helpers.
     "mux": {"translation_sequences", "routing_loss", "accuracy_by_distance"},
 }
