@@ -301,8 +301,9 @@ def patch_tokens(image, patch_size: int = 7, h: float = 0.1) -> torch.Tensor:
 
     Implements
     ----------
-    The patch distance of Eq. (7) of the self-expression paper (Gaussian-weighted, as
-    scikit-image computes it) written as a Euclidean distance between tokens.
+    The patch form of non-local means in §3.2 of the self-expression paper (its Gaussian
+    kernel on the patches around two pixels), with scikit-image's Gaussian-weighted patch
+    distance, written as a Euclidean distance between tokens.
     """
     chw, _ = _as_image(image)
     h = check_positive(h, "h")
@@ -403,7 +404,8 @@ def patch_attention(
 
     Implements
     ----------
-    One row of the NLM weights, Eq. (8) of the self-expression paper, as an image.
+    One row of the patch NLM weights of §3.2 of the self-expression paper (Eq. 8 on
+    patches), as an image.
     """
     chw, _ = _as_image(image)
     _, hh, ww = chw.shape
