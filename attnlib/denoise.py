@@ -302,8 +302,8 @@ def patch_tokens(image, patch_size: int = 7, h: float = 0.1) -> torch.Tensor:
     Implements
     ----------
     The patch form of non-local means in §3.2 of the self-expression paper (its Gaussian
-    kernel on the patches around two pixels), with scikit-image's Gaussian-weighted patch
-    distance, written as a Euclidean distance between tokens.
+    kernel on the patches around two pixels), with scikit-image's Gaussian-weighted
+    patch distance, written as a Euclidean distance between tokens.
     """
     chw, _ = _as_image(image)
     h = check_positive(h, "h")
