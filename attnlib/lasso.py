@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from .utils import check_int, check_positive
+from .utils import as_float_array, check_int, check_positive, host_array
 
 __all__ = ["soft_threshold", "SolverInfo", "ssc_rows", "lasso_codes", "SOLVERS"]
 
@@ -28,7 +28,52 @@ def soft_threshold(x, threshold):
     """The proximal map of ``threshold * |x|``: ``sign(x) * max(|x| - threshold, 0)``.
 
     Works on NumPy arrays and (differentiably) on PyTorch tensors.
+
+    Parameters
+    ----------
+    x : tensor or array-like, any shape
+        The points, finite.
+    threshold : float or array-like, shape broadcastable with ``x``
+        Non-negative and finite.
+
+    Returns
+    -------
+    tensor or ndarray, the broadcast shape
+        A tensor for a tensor ``x``, else a NumPy array.
+
+    Implements
+    ----------
+    The shrinkage of ISTA, Eq. (15) of the self-expression paper (two-sided).
     """
+    if isinstance(x, torch.Tensor):
+        bad = not torch.isfinite(x).all() if x.is_floating_point() else False
+    else:
+        try:
+            x = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise ValueError(
+                f"x must be array-like of numbers, got {type(x).__name__}"
+            ) from err
+        bad = not np.all(np.isfinite(x))
+    if bad:
+        raise ValueError("x contains NaN or infinite values")
+    if isinstance(threshold, torch.Tensor):
+        ok = bool(torch.isfinite(threshold).all() and (threshold >= 0).all())
+    else:
+        try:
+            t = np.asarray(threshold, dtype=np.float64)
+        except (TypeError, ValueError):
+            t = np.array(np.nan)
+        ok = bool(np.all(np.isfinite(t)) and np.all(t >= 0))
+    if not ok:
+        raise ValueError(
+            f"threshold must be finite and non-negative, got {threshold!r}"
+        )
+    return _soft_threshold(x, threshold)
+
+
+def _soft_threshold(x, threshold):
+    """:func:`soft_threshold` without the checks, for the solvers' inner loops."""
     if isinstance(x, torch.Tensor):
         return torch.sign(x) * torch.relu(x.abs() - threshold)
     return np.sign(x) * np.maximum(np.abs(x) - threshold, 0.0)
@@ -220,14 +265,14 @@ class _RowIterations:
             target = keys.correlate(self.Y)
             for _ in range(n_steps):
                 A = solve(target + rho * self.C - self.dual)
-                self.C = keys.restrict(soft_threshold(A + self.dual / rho, lam / rho))
+                self.C = keys.restrict(_soft_threshold(A + self.dual / rho, lam / rho))
                 self.dual += rho * (A - self.C)
             return
         for _ in range(n_steps):
             point = self.Z if self.solver == "fista" else self.C
             grad = keys.correlate(keys.reconstruct(point) - self.Y)
             C_new = keys.restrict(
-                soft_threshold(point - self.step * grad, self.step * lam)
+                _soft_threshold(point - self.step * grad, self.step * lam)
             )
             if self.solver == "fista":
                 # Restart the momentum of rows whose last step went uphill (O'Donoghue & Candès).
@@ -559,14 +604,17 @@ def ssc_rows(
 
     Parameters
     ----------
-    X : ndarray, shape (n_samples, n_features), validated by the caller
-    lam, solver, max_iter, tol, rho, working_set, polish : see
-        :func:`attnlib.subspace.self_expressive`
+    X : array-like, shape (n_samples, n_features)
+        The samples, one per row, at least two.
+    lam, solver, max_iter, tol, rho, working_set, polish : object
+        As in :func:`attnlib.subspace.self_expressive`.
 
     Returns
     -------
     C : ndarray or CSR of shape (n_samples, n_samples)
+        The coefficients.
     info : SolverInfo
+        Iterations, duality gap and convergence.
 
     Implements
     ----------
@@ -577,6 +625,7 @@ def ssc_rows(
     """
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    X = as_float_array(host_array(X), "X", min_samples=2)
     lam = _lam_column(lam, X.shape[0])
     max_iter = check_int(max_iter, "max_iter")
     tol = check_positive(tol, "tol")
@@ -620,18 +669,26 @@ def lasso_codes(Y, K, lam: float, max_steps: int = 1000) -> np.ndarray:
 
     Parameters
     ----------
-    Y : ndarray (n_queries, n_features);  K : ndarray (n_keys, n_features);  lam : float
+    Y : array-like, shape (n_queries, n_features)
+        The rows to code.
+    K : array-like, shape (n_keys, n_features)
+        The dictionary.
+    lam : float
+        The ℓ1 weight λ.
+    max_steps : int
+        Homotopy path segments at most.
 
     Returns
     -------
-    C : ndarray (n_queries, n_keys)
+    C : ndarray, shape (n_queries, n_keys)
+        The Lasso codes.
 
     Implements
     ----------
     Eqs. (16)-(17) of the self-expression paper (rows as tokens), solved exactly by the
     homotopy path (Osborne, Presnell & Turlach 2000) for all queries at once.
     """
-    Y, K = np.asarray(Y, dtype=np.float64), np.asarray(K, dtype=np.float64)
+    Y, K = as_float_array(host_array(Y), "Y"), as_float_array(host_array(K), "K")
     if Y.ndim != 2 or K.ndim != 2 or Y.shape[1] != K.shape[1]:
         raise ValueError(
             f"Y and K must be 2-D with the same number of features, got {Y.shape} and {K.shape}"

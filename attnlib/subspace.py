@@ -26,8 +26,17 @@ from sklearn.cluster import SpectralClustering
 from torch import nn
 
 from .attention import AttentionResult, attention
-from .lasso import SolverInfo, _lam_column, soft_threshold, ssc_rows
-from .utils import as_float_array, as_tensor, check_int, check_positive
+from .lasso import SolverInfo, _lam_column, _soft_threshold, ssc_rows
+from .lasso import soft_threshold as soft_threshold  # re-exported (see below)
+from .utils import (
+    _module_input,
+    _names_input,
+    as_float_array,
+    as_tensor,
+    check_int,
+    check_positive,
+    host_array,
+)
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data
@@ -71,11 +80,31 @@ def ssc_objective(X, C, lam) -> float:
     Row ``i`` is the Lasso ``½‖xᵢ − Σⱼ C[i, j] xⱼ‖² + λᵢ‖C[i]‖₁``; scikit-learn's ``Lasso``
     minimises the same problem divided by ``n_features`` with ``alpha = λ / n_features``.
 
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features)
+        The samples, one per row.
+    C : array-like or scipy.sparse matrix, shape (n_samples, n_samples)
+        The coefficients, ``C[query, key]``.
+    lam : float or array-like of shape (n_samples,)
+        The ℓ1 weight λ (one per sample allowed).
+
+    Returns
+    -------
+    float
+        The objective.
+
     Implements
     ----------
     Eq. (12) of the self-expression paper, transposed.
     """
-    X = as_float_array(X, "X")
+    X = as_float_array(host_array(X), "X")
+    C = _as_coefficients(host_array(C))
+    if C.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"C must be ({X.shape[0]}, {X.shape[0]}), one row per sample of X, "
+            f"got {C.shape}"
+        )
     lam = _lam_column(lam, X.shape[0])
     R = X - C @ X
     l1 = np.asarray(abs(C).sum(axis=1)).reshape(-1, 1)
@@ -255,6 +284,7 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
     Parameters
     ----------
     C : array or scipy.sparse matrix, shape (n_samples, n_samples)
+        Self-expressive coefficients, ``C[query, key]``.
     normalize : {None, "l1", "l2", "max"}
         Scale each row of ``|C|`` to unit ℓ1 norm, ℓ2 norm or maximum before symmetrising
         (Elhamifar & Vidal normalise every sample's coefficients).
@@ -320,8 +350,11 @@ def spectral_clustering(
     Parameters
     ----------
     A : array or scipy.sparse matrix, shape (n_samples, n_samples)
+        A symmetric non-negative affinity.
     n_clusters : int
+        Clusters, at most ``n_samples``.
     random_state : int
+        Seeds scikit-learn's eigensolver and k-means.
     assign_labels : {"kmeans", "discretize", "cluster_qr"}
         How scikit-learn turns the spectral embedding into labels.
     eigen_solver : {"auto", "arpack", "lobpcg"}
@@ -363,15 +396,36 @@ def spectral_clustering(
         return model.fit_predict(A)
 
 
+def _labels(y, name: str) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:  # a column, as scikit-learn accepts
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D labels, got shape {y.shape}")
+    if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} contains NaN or infinite labels")
+    return y
+
+
 def clustering_accuracy(y_true, y_pred) -> float:
     """The fraction of samples whose cluster is right, under the best matching of cluster names.
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like, shape (n_samples,)
+        True and predicted cluster labels (any hashable values; no NaN).
+
+    Returns
+    -------
+    float
+        The accuracy, in [0, 1].
 
     Implements
     ----------
     The accuracy of the subspace-clustering literature (1 − the clustering error of
     Elhamifar & Vidal 2013), with the matching found by ``scipy.optimize.linear_sum_assignment``.
     """
-    y_true, y_pred = np.asarray(y_true).ravel(), np.asarray(y_pred).ravel()
+    y_true, y_pred = _labels(y_true, "y_true"), _labels(y_pred, "y_pred")
     if y_true.size == 0 or y_true.shape != y_pred.shape:
         raise ValueError(
             f"y_true and y_pred must be non-empty and of the same length, got {y_true.size} and {y_pred.size}"
@@ -393,9 +447,13 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_clusters : int
-    method, lam, solver, form, zero_diagonal, working_set, tol, max_iter : see :func:`self_expressive`
-    normalize, keep : see :func:`affinity`
+        Clusters.
+    method, lam, solver, form, zero_diagonal, working_set, tol, max_iter : object
+        As in :func:`self_expressive`.
+    normalize, keep : str or None, int or None
+        As in :func:`affinity`.
     random_state : int
+        Seeds the spectral clustering.
 
     Attributes
     ----------
@@ -442,7 +500,20 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
         self.random_state = random_state
 
     def fit(self, X, y=None):
-        """Compute ``coef_``, ``affinity_matrix_`` and ``labels_`` for ``X`` (n_samples, n_features)."""
+        """Compute ``coef_``, ``affinity_matrix_`` and ``labels_``.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            The samples, one per row.
+        y : None
+            Ignored (scikit-learn's API).
+
+        Returns
+        -------
+        SubspaceClustering
+            The fitted estimator.
+        """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n_clusters = check_int(self.n_clusters, "n_clusters")
         if n_clusters > X.shape[0]:
@@ -489,7 +560,7 @@ def _ista_codes(q, k, lam, n_iter, step, nonnegative, kk=None):
             .square()
             .clamp_min(1e-12)[..., None, None]
         )
-    shrink = (lambda z, t: torch.relu(z - t)) if nonnegative else soft_threshold
+    shrink = (lambda z, t: torch.relu(z - t)) if nonnegative else _soft_threshold
     C = torch.zeros_like(qk)
     for t in range(n_iter):
         s_t = step[t] if isinstance(step, (list, tuple)) else step
@@ -517,8 +588,11 @@ def sparse_coding_attention(
     Parameters
     ----------
     q : tensor, shape (..., n_q, d)
+        Queries, one per row.
     k : tensor, shape (..., n_k, d)
+        Keys (the dictionary).
     v : tensor, shape (..., n_k, d_v)
+        Values.
     lam : float
         The ℓ1 weight λ.
     n_iter : int
@@ -539,8 +613,12 @@ def sparse_coding_attention(
     Eqs. (17)-(18) of the self-expression paper (rows as tokens, so its C is our Cᵀ).
     """
     q = as_tensor(q, "q", min_ndim=2)
-    k = as_tensor(k, "k", min_ndim=2, dtype=q.dtype, device=q.device)
-    v = as_tensor(v, "v", min_ndim=2, dtype=q.dtype, device=q.device)
+    k = as_tensor(k, "k", min_ndim=2, device=q.device)
+    v = as_tensor(v, "v", min_ndim=2, device=q.device)
+    # The common dtype; half precisions iterate in float32 (no half spectral norm).
+    dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
+    work = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    q, k, v = q.to(work), k.to(work), v.to(work)
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"q, k, v have incompatible shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
@@ -549,7 +627,13 @@ def sparse_coding_attention(
     n_iter = check_int(n_iter, "n_iter")
     step = None if step is None else check_positive(step, "step")
     C = _ista_codes(q, k, lam, n_iter, step, nonnegative)
-    return AttentionResult(C @ v, C)
+    out = C @ v
+    if not (torch.isfinite(C).all() and torch.isfinite(out).all()):
+        raise ValueError(
+            "step is too large for these keys (ISTA diverged; above 2 / ‖K‖₂² it "
+            "need not converge), or q, k are too large for their dtype"
+        )
+    return AttentionResult(out.to(dtype), C.to(dtype))
 
 
 class UnrolledISTAAttention(nn.Module):
@@ -564,6 +648,7 @@ class UnrolledISTAAttention(nn.Module):
     Parameters
     ----------
     embed_dim : int
+        Token size.
     n_iter : int
         Unrolled iterations.
     lam : float
@@ -572,6 +657,8 @@ class UnrolledISTAAttention(nn.Module):
         Learn a separate key map for the ``K Kᵀ`` term (adds ``embed_dim²`` parameters).
     nonnegative : bool
         One-sided threshold as in the paper's Eq. (18).
+    bias : bool
+        Give the four projections a bias.
 
     Implements
     ----------
@@ -601,20 +688,42 @@ class UnrolledISTAAttention(nn.Module):
         self.s_proj = nn.Linear(embed_dim, embed_dim, bias=bias) if lista else None
         # softplus⁻¹ of the initial values: unit relative step, threshold λ.
         self.raw_step = nn.Parameter(torch.full((n_iter,), math.log(math.e - 1)))
-        self.raw_lam = nn.Parameter(torch.full((n_iter,), math.log(math.expm1(lam))))
+        # softplus⁻¹(λ) = λ + log(1 - e^{-λ}): finite for every positive λ.
+        self.raw_lam = nn.Parameter(
+            torch.full((n_iter,), lam + math.log(-math.expm1(-lam)))
+        )
 
     def forward(self, x, key=None, value=None) -> AttentionResult:
-        """Attend from ``x`` ``(..., n_q, embed_dim)`` to ``key``/``value`` (default ``x``); returns output and C."""
-        x = as_tensor(x, "x", min_ndim=2)
-        key = x if key is None else as_tensor(key, "key", min_ndim=2)
-        value = key if value is None else as_tensor(value, "value", min_ndim=2)
+        """Attend from ``x`` to ``key``/``value`` (default ``x``).
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n_q, embed_dim)
+            The queries' tokens; a tensor must have the module's dtype.
+        key : tensor or array-like, shape (..., n_k, embed_dim), optional
+            The keys' tokens (default ``x``).
+        value : tensor or array-like, shape (..., n_k, embed_dim), optional
+            The values' tokens (default ``key``).
+
+        Returns
+        -------
+        AttentionResult
+            ``output`` ``(..., n_q, embed_dim)``, the codes ``C`` ``(..., n_q, n_k)``.
+        """
+        like = self.q_proj.weight
+        x = _module_input(x, "x", like, min_ndim=2)
+        key = x if key is None else _module_input(key, "key", like, min_ndim=2)
+        value = (
+            key if value is None else _module_input(value, "value", like, min_ndim=2)
+        )
         if x.shape[-1] != self.embed_dim:
             raise ValueError(
                 f"x must have {self.embed_dim} features, got {x.shape[-1]}"
             )
         q, k, v = self.q_proj(x), self.k_proj(key), self.v_proj(value)
         s = k if self.s_proj is None else self.s_proj(key)
-        kk = attention(s, s, s, score="dot", normalizer="none").weights
+        with _names_input("x"):
+            kk = attention(s, s, s, score="dot", normalizer="none").weights
         base = (
             1.0
             / torch.linalg.matrix_norm(s, ord=2)
@@ -623,5 +732,8 @@ class UnrolledISTAAttention(nn.Module):
         )
         steps = [base * torch.nn.functional.softplus(r) for r in self.raw_step]
         lams = list(torch.nn.functional.softplus(self.raw_lam))
-        C = _ista_codes(q, k, lams, self.n_iter, steps, self.nonnegative, kk=kk)
+        with _names_input("x"):
+            C = _ista_codes(q, k, lams, self.n_iter, steps, self.nonnegative, kk=kk)
+        if not torch.isfinite(C).all():
+            raise ValueError(f"x is too large for {x.dtype}: the codes overflow")
         return AttentionResult(self.out_proj(C @ v), C)

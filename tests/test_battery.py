@@ -2643,71 +2643,8 @@ SPECS = {
 
 # --------------------------------------------------------------------------- the test
 #: Cases known to fail, as ``"module.callable(arg=label)"``: each is a strict xfail (the
-#: test fails once it passes, so that the entry is then removed).
-#: subspace and lasso: being split into smaller modules this round; their validation is
-#: fixed once that lands (ssc_objective's C, ssc_rows' X and lasso_codes' Y, K unchecked,
-#: soft_threshold unvalidated, NaN labels counted as a cluster, half and float64 inputs).
-KNOWN: set[str] = {
-    "subspace.ssc_objective(C=nan)",
-    "subspace.ssc_objective(C=+inf)",
-    "subspace.ssc_objective(C=-inf)",
-    "subspace.ssc_objective(C=empty)",
-    "subspace.ssc_objective(C=ndim-1)",
-    "subspace.ssc_objective(C=scalar)",
-    "subspace.ssc_objective(C=float16)",
-    "subspace.ssc_objective(C=bfloat16)",
-    "subspace.ssc_objective(C=float64)",
-    "subspace.ssc_objective(C=numpy<->tensor)",
-    "subspace.ssc_objective(C=string)",
-    "subspace.ssc_objective(C=None)",
-    "subspace.clustering_accuracy(y_true=nan)",
-    "subspace.clustering_accuracy(y_pred=nan)",
-    "subspace.sparse_coding_attention(q=float16)",
-    "subspace.sparse_coding_attention(q=bfloat16)",
-    "subspace.sparse_coding_attention(k=float64)",
-    "subspace.sparse_coding_attention(v=float64)",
-    "subspace.sparse_coding_attention(step=1e30)",
-    "subspace.UnrolledISTAAttention(lam=1e30)",
-    "subspace.UnrolledISTAAttention(x=float16)",
-    "subspace.UnrolledISTAAttention(x=bfloat16)",
-    "subspace.UnrolledISTAAttention(x=float64)",
-    "subspace.UnrolledISTAAttention(x=x1e30)",
-    "lasso.soft_threshold(x=nan)",
-    "lasso.soft_threshold(x=+inf)",
-    "lasso.soft_threshold(x=-inf)",
-    "lasso.soft_threshold(x=string)",
-    "lasso.soft_threshold(x=None)",
-    "lasso.soft_threshold(threshold=-1)",
-    "lasso.soft_threshold(threshold=nan)",
-    "lasso.soft_threshold(threshold=inf)",
-    "lasso.soft_threshold(threshold=string)",
-    "lasso.soft_threshold(threshold=None)",
-    "lasso.ssc_rows(X=nan)",
-    "lasso.ssc_rows(X=+inf)",
-    "lasso.ssc_rows(X=-inf)",
-    "lasso.ssc_rows(X=empty)",
-    "lasso.ssc_rows(X=ndim+1)",
-    "lasso.ssc_rows(X=ndim-1)",
-    "lasso.ssc_rows(X=scalar)",
-    "lasso.ssc_rows(X=float16)",
-    "lasso.ssc_rows(X=bfloat16)",
-    "lasso.ssc_rows(X=float64)",
-    "lasso.ssc_rows(X=numpy<->tensor)",
-    "lasso.ssc_rows(X=string)",
-    "lasso.ssc_rows(X=None)",
-    "lasso.lasso_codes(Y=nan)",
-    "lasso.lasso_codes(Y=+inf)",
-    "lasso.lasso_codes(Y=-inf)",
-    "lasso.lasso_codes(Y=empty)",
-    "lasso.lasso_codes(Y=bfloat16)",
-    "lasso.lasso_codes(Y=string)",
-    "lasso.lasso_codes(K=nan)",
-    "lasso.lasso_codes(K=+inf)",
-    "lasso.lasso_codes(K=-inf)",
-    "lasso.lasso_codes(K=empty)",
-    "lasso.lasso_codes(K=bfloat16)",
-    "lasso.lasso_codes(K=string)",
-}
+#: test fails once it passes, so that the entry is then removed). Empty: all pass.
+KNOWN: set[str] = set()
 
 
 def _case_id(case) -> str:

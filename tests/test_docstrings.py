@@ -31,6 +31,8 @@ DOCUMENTED = {
     "symmetry": "all",
     "mux": "all",
     "kernel_sums": "all",
+    "subspace": "all",
+    "lasso": "all",
     "results": "all",
     **{
         f"experiments.{m}": "all"

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from ..lasso import soft_threshold
+from ..lasso import _soft_threshold as soft_threshold  # unchecked: inner loops
 from ..subspace import UnrolledISTAAttention
 from ..training import TrainingDivergedError
 from ..utils import (
