@@ -18,6 +18,7 @@ the offsets are computed.
 from __future__ import annotations
 
 import math
+import numbers
 from concurrent.futures import ThreadPoolExecutor
 
 import numba
@@ -127,6 +128,7 @@ def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image; tensors keep their dtype and device.
     sigma : float
         Width of the Gaussian, in pixels.
     truncate : float
@@ -134,7 +136,8 @@ def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
 
     Returns
     -------
-    Same type and shape as ``image``: the filtered image.
+    ndarray or torch.Tensor, shape of ``image``
+        The filtered image, of ``image``'s type.
 
     Implements
     ----------
@@ -146,7 +149,9 @@ def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
     c, h, w = chw.shape
     pos = _pixel_grid(h, w, dtype=chw.dtype, device=chw.device)
     values = chw.reshape(c, -1).T
-    radius = int(truncate * sigma + 0.5)
+    # A support wider than the image is the whole image: cap it (a huge sigma or
+    # truncate gives the plain mean, the filter's limit, not an integer overflow).
+    radius = int(min(truncate * sigma + 0.5, max(h, w)))
     out = _chunked_attention(
         pos,
         pos,
@@ -176,12 +181,14 @@ def pixel_nlm(image, h: float):
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image; tensors keep their dtype and device.
     h : float
         Width of the intensity kernel, in grey levels.
 
     Returns
     -------
-    Same type and shape as ``image``: the denoised image.
+    ndarray or torch.Tensor, shape of ``image``
+        The denoised image, of ``image``'s type.
 
     Implements
     ----------
@@ -209,6 +216,7 @@ def extract_patches(image, patch_size: int = 7) -> torch.Tensor:
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image; tensors keep their dtype and device.
     patch_size : int
         Side of the square patch; an even size is rounded up to the next odd one.
 
@@ -251,11 +259,28 @@ def patch_kernel(
 ) -> torch.Tensor:
     """The 1-D Gaussian weights of the patch distance.
 
-    ``exp(-t² / (2a²))`` with ``a = (s-1)/4``.
-
     The 2-D weight of patch offset ``(t, u)`` is the outer product; this is
     scikit-image's kernel, which gives the patch border about ``e^{-2}`` of the centre's
     weight.
+
+    Parameters
+    ----------
+    patch_size : int
+        Side ``s`` of the patch; an even size is rounded up to the next odd one.
+    dtype : torch.dtype
+        The result's dtype.
+    device : torch.device or str, optional
+        The result's device.
+
+    Returns
+    -------
+    torch.Tensor, shape (s,)
+        The unnormalised weights, 1 at the centre.
+
+    Implements
+    ----------
+    The Gaussian-weighted patch distance of non-local means (Buades et al. 2005), §3.2
+    of the self-expression paper, with scikit-image's width.
     """
     s = _odd_patch_size(patch_size)
     t = torch.arange(s, dtype=dtype, device=device) - s // 2
@@ -272,9 +297,25 @@ def patch_tokens(image, patch_size: int = 7, h: float = 0.1) -> torch.Tensor:
     ``sqrt(g(t) g(u) / (C h² Σ g))``, so ``||p_i - p_j||²`` is the Gaussian-weighted
     mean squared difference of the two patches, over ``h²``.
 
+    Parameters
+    ----------
+    image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image.
+    patch_size : int
+        Side of the patches (rounded up to odd).
+    h : float
+        The NLM bandwidth, in grey levels.
+
     Returns
     -------
     torch.Tensor, shape (H·W, patch_size² · C)
+        One token per pixel, row-major.
+
+    Implements
+    ----------
+    The patch form of non-local means in §3.2 of the self-expression paper (its Gaussian
+    kernel on the patches around two pixels), with scikit-image's Gaussian-weighted
+    patch distance, written as a Euclidean distance between tokens.
     """
     chw, _ = _as_image(image)
     h = check_positive(h, "h")
@@ -302,9 +343,23 @@ def nlm_attention(
     global). Memory grows with the number of pixels, so this is for small images;
     :func:`nonlocal_means` computes the same thing fast.
 
+    Parameters
+    ----------
+    image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image.
+    patch_size : int
+        Side of the patches (rounded up to odd).
+    patch_distance : int, optional
+        Radius of the square search window; ``None`` for the whole image.
+    h : float
+        The NLM bandwidth, in grey levels.
+    sigma : float
+        The noise's standard deviation, subtracted from the patch distances.
+
     Returns
     -------
-    Same type and shape as ``image``.
+    ndarray or torch.Tensor, shape of ``image``
+        The denoised image, of ``image``'s type.
 
     Implements
     ----------
@@ -351,22 +406,37 @@ def patch_attention(
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
+        Grey or channels-last colour image; tensors keep their dtype and device.
     pixel : (int, int)
         ``(row, col)`` of the query pixel.
-    patch_size, h, sigma : as in :func:`nonlocal_means`.
+    patch_size, h, sigma : int, float, float
+        As in :func:`nonlocal_means`.
     patch_distance : int, optional
         Search radius; ``None`` (default) lets the pixel attend to the whole image.
 
     Returns
     -------
     torch.Tensor, shape (H, W)
+        The pixel's attention weights over the image, summing to one.
+
+    Implements
+    ----------
+    One row of the patch NLM weights of §3.2 of the self-expression paper (Eq. 8 on
+    patches), as an image.
     """
     chw, _ = _as_image(image)
     _, hh, ww = chw.shape
     if not (isinstance(pixel, (tuple, list)) and len(pixel) == 2):
         raise ValueError(f"pixel must be a (row, col) pair, got {pixel!r}")
-    row = check_int(pixel[0], "pixel[0]", minimum=0, maximum=hh - 1)
-    col = check_int(pixel[1], "pixel[1]", minimum=0, maximum=ww - 1)
+    inside = all(
+        isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in pixel
+    ) and (0 <= pixel[0] < hh and 0 <= pixel[1] < ww)
+    if not inside:
+        raise ValueError(
+            f"pixel must be a (row, col) pair of integers inside the image, whose "
+            f"(H, W) is {(hh, ww)}, got {pixel!r}"
+        )
+    row, col = int(pixel[0]), int(pixel[1])
     sigma = check_positive(sigma, "sigma", allow_zero=True)
     tokens = patch_tokens(chw.permute(1, 2, 0), patch_size, h)
     query = tokens[row * ww + col][None]
@@ -584,8 +654,9 @@ def nonlocal_means(
     Parameters
     ----------
     image : array-like or tensor, shape (H, W) or (H, W, C)
-        Grey or channels-last colour image. The computation runs in its dtype, float32
-        or float64, at nearly the same speed (float64 agrees with a float64 NumPy
+        Grey or channels-last colour image; tensors keep their dtype and device. Grey or
+        channels-last colour image. The computation runs in its dtype, float32 or
+        float64, at nearly the same speed (float64 agrees with a float64 NumPy
         restatement to about 1e-15); other dtypes are computed in float32 and cast back,
         and array-likes of non-float types become float32. Tensors on other devices are
         computed on the CPU.
@@ -852,16 +923,47 @@ class PatchAttentionDenoiser(nn.Module):
 def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
     """Training pairs for :class:`PatchAttentionDenoiser`.
 
-    ``batches(step)`` gives ``(noisy, clean)``.
-
     Each call cuts a random ``crop × crop`` window from a random image of ``images``
     (grey, values in [0, 1]) and adds fresh Gaussian noise of standard deviation
     ``noise``.
+
+    Parameters
+    ----------
+    images : sequence of array-like or tensor, each of shape (H, W) or (H, W, C)
+        The clean training images (at least one), each at least ``crop`` pixels high and
+        wide.
+    crop : int, default=16
+        Side of the square crops.
+    noise : float, default=0.1
+        Standard deviation of the added Gaussian noise (0 gives clean pairs).
+    seed : int, default=0
+        Seed of the generator that picks images, windows and noise.
+
+    Returns
+    -------
+    callable
+        ``batches(step) -> (noisy, clean)``, two float32 tensors (the dtype of a fresh
+        denoiser) of shape ``(crop, crop)`` or ``(crop, crop, C)``; ``step`` is
+        ignored (each call draws anew).
     """
-    images = [torch.as_tensor(np.asarray(im, dtype=np.float32)) for im in images]
+    if isinstance(images, (str, bytes)) or not hasattr(images, "__len__"):
+        raise ValueError(
+            f"images must be a sequence of images, got {type(images).__name__}"
+        )
+    if len(images) == 0:
+        raise ValueError("images must hold at least one image, got none")
+    images = [
+        as_tensor(im, f"images[{i}]", dtype=torch.float32).detach()
+        for i, im in enumerate(images)
+    ]
+    for i, im in enumerate(images):
+        if im.ndim not in (2, 3):
+            raise ValueError(
+                f"images[{i}] must be (H, W) or (H, W, C), got shape {tuple(im.shape)}"
+            )
     crop = check_int(crop, "crop", maximum=min(min(im.shape[:2]) for im in images))
-    noise = check_positive(noise, "noise")
-    g = torch.Generator().manual_seed(seed)
+    noise = check_positive(noise, "noise", allow_zero=True)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
 
     def batches(step: int):
         im = images[int(torch.randint(len(images), (1,), generator=g))]
@@ -875,17 +977,38 @@ def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
 
 
 def psnr(clean, estimate, data_range: float = 1.0) -> float:
-    """Peak signal-to-noise ratio in dB.
+    """Peak signal-to-noise ratio in dB, ``10 log10(data_range² / MSE)``.
 
-    As ``skimage.metrics.peak_signal_noise_ratio``.
+    The same number as ``skimage.metrics.peak_signal_noise_ratio`` (computed in float64
+    whatever the inputs' dtype); ``inf`` when ``estimate`` equals ``clean``, its limit.
+
+    Parameters
+    ----------
+    clean : array-like or tensor, shape (H, W), (H, W, C) or any shape
+        The reference image.
+    estimate : array-like or tensor, same shape as ``clean``
+        The image to score.
+    data_range : float, default=1.0
+        The range of the pixel values (1 for images in [0, 1], 255 for 8-bit ones).
+
+    Returns
+    -------
+    float
+        The PSNR in decibels.
     """
-    from skimage.metrics import peak_signal_noise_ratio
-
-    def arr(x):
-        return (
-            x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    data_range = check_positive(data_range, "data_range")
+    c = as_tensor(clean, "clean", dtype=torch.float64).detach().cpu()
+    e = as_tensor(estimate, "estimate", dtype=torch.float64).detach().cpu()
+    if c.shape != e.shape:
+        raise ValueError(
+            f"estimate must have clean's shape {tuple(c.shape)}, got {tuple(e.shape)}"
         )
-
-    return float(
-        peak_signal_noise_ratio(arr(clean), arr(estimate), data_range=data_range)
+    # Halves and a scale keep differences and squares near float64's limit finite.
+    diff = c / 2 - e / 2
+    scale = float(diff.abs().max())
+    if scale == 0:
+        return math.inf
+    log_mse = math.log10(4 * float(((diff / scale) ** 2).mean())) + 2 * math.log10(
+        scale
     )
+    return 20 * math.log10(data_range) - 10 * log_mse

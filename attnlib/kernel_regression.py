@@ -36,7 +36,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from .attention import SCORES, attention
-from .kernel_sums import nadaraya_watson_sums
+from .kernel_sums import _nadaraya_watson_sums
 from .training import train
 from .utils import as_tensor, check_int, check_positive, host_array
 
@@ -94,13 +94,16 @@ def _check_kernel(kernel) -> Kernel:
 
 
 def _check_data(x_query, x_train, y_train):
-    """Tensors ``(n_q, d)``, ``(n, d)``, ``(n, d_v)`` in x_query's dtype, and a flag.
+    """Tensors ``(n_q, d)``, ``(n, d)``, ``(n, d_v)`` and whether y was 1-D.
 
-    The flag says whether y was 1-D.
+    They have the inputs' common dtype (torch's promotion: float64 anywhere gives
+    float64) and x_query's device.
     """
     xq = as_tensor(x_query, "x_query")
-    xt = as_tensor(x_train, "x_train", dtype=xq.dtype, device=xq.device)
-    y = as_tensor(y_train, "y_train", dtype=xq.dtype, device=xq.device)
+    xt = as_tensor(x_train, "x_train", device=xq.device)
+    y = as_tensor(y_train, "y_train", device=xq.device)
+    dtype = torch.promote_types(torch.promote_types(xq.dtype, xt.dtype), y.dtype)
+    xq, xt, y = (t.to(dtype) for t in (xq, xt, y))
     xq, xt = (t[:, None] if t.ndim == 1 else t for t in (xq, xt))
     for t, name in ((xq, "x_query"), (xt, "x_train"), (y, "y_train")):
         if t.ndim > 2:
@@ -235,7 +238,8 @@ def nadaraya_watson(
     Returns
     -------
     prediction : tensor, shape (n_query,) or (n_query, d_v)
-        Shaped like ``y_train``; dtype and device of ``x_query``.
+        Shaped like ``y_train``; device of ``x_query``, and the inputs' common
+        dtype (float64 if any of them is).
     weights : tensor, shape (n_query, n_train)
         Only with ``return_weights=True``: the attention matrix; each row sums to one.
 
@@ -265,13 +269,13 @@ def nadaraya_watson(
         and xq.dtype in (torch.float32, torch.float64)
     )
     if fused and not grad:
-        out = nadaraya_watson_sums(
+        out = _nadaraya_watson_sums(  # the inputs are checked above
             xq.detach().numpy(),
             xt.detach().numpy(),
             y.detach().numpy(),
             bandwidth,
-            l1=kernel == "laplace",
-            threads=torch.get_num_threads(),
+            kernel == "laplace",
+            torch.get_num_threads(),
         )
         prediction = torch.from_numpy(out)
         if not torch.isfinite(
@@ -362,9 +366,11 @@ def loo_predictions(
     Parameters
     ----------
     x_train : tensor or array-like, shape (n_train, d) or (n_train,)
+        Training inputs, at least two.
     y_train : tensor or array-like, shape (n_train,) or (n_train, d_v)
-        At least two samples.
-    kernel, bandwidth : see :func:`nadaraya_watson`.
+        Training targets.
+    kernel, bandwidth : str or callable, float
+        As in :func:`nadaraya_watson`.
 
     Returns
     -------
@@ -402,6 +408,27 @@ def nadaraya_watson_streaming(
     This is ``nadaraya_watson(...)``.
 
     ``chunk_size`` and ``query_chunk_size`` are checked and otherwise ignored.
+
+    .. deprecated:: 0.1.0
+       Call :func:`nadaraya_watson`; this alias warns (``DeprecationWarning``).
+
+    Parameters
+    ----------
+    x_query, x_train, y_train : tensor or array-like, shapes as in nadaraya_watson
+        Queries, training inputs and targets.
+    kernel, bandwidth : str or callable, float
+        As in :func:`nadaraya_watson`.
+    chunk_size, query_chunk_size : int
+        Ignored (checked).
+
+    Returns
+    -------
+    torch.Tensor, shape of ``y_train`` with ``n_query`` rows
+        The predictions of :func:`nadaraya_watson`.
+
+    Implements
+    ----------
+    Eq. (5) of the self-expression paper, as :func:`nadaraya_watson`.
     """
     warnings.warn(
         "nadaraya_watson_streaming is deprecated: nadaraya_watson never forms the "
@@ -441,9 +468,13 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
     bandwidths : array-like of float, optional
         Candidates for ``"loo"``; default: 30 values geometrically spaced from 0.01 to 3
         times the median pairwise distance.
-    chunk_size : int
+    chunk_size : int, default="deprecated"
         Unused: :meth:`predict` calls :func:`nadaraya_watson`, whose memory is bounded
-        without it (kept so that existing code and pickles keep working).
+        without it.
+
+        .. deprecated:: 0.1.0
+           ``chunk_size`` has no effect; setting it warns (``FutureWarning``) and it
+           will be removed in 0.3.0. Leave it out.
 
     Attributes
     ----------
@@ -468,7 +499,7 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         kernel: Kernel = "gaussian",
         bandwidth="loo",
         bandwidths=None,
-        chunk_size: int = 4096,
+        chunk_size="deprecated",
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
@@ -512,7 +543,15 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             np.require(y, np.float64, requirements="W"),
         )  # torch wants writable
         _check_kernel(self.kernel)
-        check_int(self.chunk_size, "chunk_size")
+        if not (isinstance(self.chunk_size, str) and self.chunk_size == "deprecated"):
+            warnings.warn(
+                "chunk_size was deprecated in version 0.1.0 and will be removed in "
+                "0.3.0; it has no effect (predict's memory is bounded without it): "
+                "leave it out",
+                FutureWarning,
+                stacklevel=2,
+            )
+            check_int(self.chunk_size, "chunk_size")
         if loo:
             grid = (
                 _default_bandwidths(X)
@@ -628,8 +667,12 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         0 (default) trains silently, as inside cross-validation; 1 or more shows the
         tqdm progress bar of :func:`attnlib.training.train`.
     progress : bool, optional
-        Older spelling of ``verbose`` (``True`` is ``verbose=1``); ``None`` follows
-        ``verbose``.
+        Older spelling of ``verbose`` (``True`` is ``verbose=1``); ``None`` (default)
+        follows ``verbose``.
+
+        .. deprecated:: 0.1.0
+           Use ``verbose`` instead; setting ``progress`` warns (``FutureWarning``)
+           and it will be removed in 0.3.0.
     random_state : int, RandomState or None
         Seeds the mini-batches and PyTorch's generator; an int gives the same fit every
         time.
@@ -720,7 +763,19 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         check_positive(self.lr, "lr")
         check_positive(self.weight_decay, "weight_decay", allow_zero=True)
         verbose = check_int(self.verbose, "verbose", minimum=0)
-        progress = verbose > 0 if self.progress is None else bool(self.progress)
+        progress = verbose > 0
+        if self.progress is not None:
+            warnings.warn(
+                "progress was deprecated in version 0.1.0 and will be removed in "
+                "0.3.0; use verbose instead (verbose=1 for progress=True, 0 for False)",
+                FutureWarning,
+                stacklevel=2,
+            )
+            if not isinstance(self.progress, (bool, np.bool_, numbers.Integral)):
+                raise ValueError(
+                    f"progress must be True or False, got {self.progress!r}"
+                )
+            progress = bool(self.progress)
         batch = (
             n
             if self.batch_size is None

@@ -28,6 +28,8 @@ import numba
 import numpy as np
 from numba.extending import overload
 
+from .utils import check_int, check_positive
+
 __all__ = ["exp_nonpositive", "nadaraya_watson_sums"]
 
 # No "reassoc" in the exponential: it would let LLVM fold the two-part reduction
@@ -169,11 +171,19 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
     Range reduction ``e^x = 2^k e^f`` (Cody and Waite's two-part ``ln 2``) and a Taylor
     polynomial for ``e^f``: a textbook construction, written so that LLVM vectorises it.
     """
-    x = np.ascontiguousarray(x)
+    try:
+        x = np.asarray(x)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(
+            f"x must be a 1-D float array, got {type(x).__name__}"
+        ) from err
     if x.ndim != 1 or x.dtype not in (np.float32, np.float64):
         raise ValueError(
             f"x must be a 1-D float32 or float64 array, got {x.dtype} {x.shape}"
         )
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x contains NaN or infinite values")
+    x = np.ascontiguousarray(x)
     out = np.empty_like(x)
     _exp_array(x, out)
     return out
@@ -361,12 +371,16 @@ def nadaraya_watson_sums(
     Parameters
     ----------
     x_query : ndarray, shape (n_query, d)
+        Queries.
     x_train : ndarray, shape (n_train, d)
+        Keys.
     y_train : ndarray, shape (n_train, d_v)
-        All three float32 or all float64 (the computation's dtype).
+        Values. All three float32 or all float64 (the computation's dtype), finite.
     bandwidth : float
         ``σ`` of the Gaussian ``exp(-||x - x_j||² / (2σ²))``; with ``l1`` the scale
         ``h`` of the Laplace kernel ``exp(-||x - x_j||₁ / h)``.
+    l1 : bool
+        The Laplace kernel instead of the Gaussian.
     threads : int
         Worker threads; each takes a contiguous share of the queries.
 
@@ -382,6 +396,26 @@ def nadaraya_watson_sums(
     evaluated with an online softmax (Milakov & Gimelshein, 2018) in blocks that stay in
     cache.
     """
+    for a, name in ((x_query, "x_query"), (x_train, "x_train"), (y_train, "y_train")):
+        if not isinstance(a, np.ndarray) or a.ndim != 2 or a.size == 0:
+            raise ValueError(
+                f"{name} must be a non-empty 2-D ndarray, got "
+                f"{getattr(a, 'shape', type(a).__name__)}"
+            )
+        if a.dtype in (np.float32, np.float64) and not np.all(np.isfinite(a)):
+            raise ValueError(f"{name} contains NaN or infinite values")
+    if x_query.shape[1] != x_train.shape[1] or y_train.shape[0] != x_train.shape[0]:
+        raise ValueError(
+            f"x_train must be (n_train, {x_query.shape[1]}) and y_train (n_train, "
+            f"d_v), got {x_train.shape} and {y_train.shape}"
+        )
+    bandwidth = check_positive(bandwidth, "bandwidth")
+    threads = check_int(threads, "threads")
+    return _nadaraya_watson_sums(x_query, x_train, y_train, bandwidth, l1, threads)
+
+
+def _nadaraya_watson_sums(x_query, x_train, y_train, bandwidth, l1, threads):
+    """:func:`nadaraya_watson_sums` on inputs its caller has checked."""
     dtype = x_query.dtype
     if (
         dtype not in (np.float32, np.float64)

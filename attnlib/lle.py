@@ -86,13 +86,15 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     reg : float
         Regulariser: ``reg · trace(G)`` (``reg`` if the trace is zero) is added to the
         diagonal of each local Gram matrix ``G``, as scikit-learn does, so that ``G`` is
-        invertible when ``K > d``. With ``reg=0`` the constrained least-squares problem
-        is solved through its KKT system, which needs no inverse of ``G``.
+        invertible when ``K > d``. With ``reg=0`` (or one below the dtype's resolution)
+        the constrained least-squares problem is solved through its KKT system, which
+        needs no inverse of ``G`` and gives the limit ``reg -> 0``.
 
     Returns
     -------
     tensor, shape (n, K)
-        ``c = G⁻¹1 / 1ᵀG⁻¹1`` for each query; each row sums to one. Differentiable.
+        ``c = G⁻¹1 / 1ᵀG⁻¹1`` for each query; each row sums to one. Differentiable. Its
+        dtype is the inputs' common one (float16 and bfloat16 are solved in float32).
 
     Implements
     ----------
@@ -100,27 +102,39 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     for one query), with the regularisation of Roweis & Saul (2000).
     """
     queries = as_tensor(queries, "queries", ndim=2)
-    neighbors = as_tensor(
-        neighbors, "neighbors", ndim=3, dtype=queries.dtype, device=queries.device
-    )
+    neighbors = as_tensor(neighbors, "neighbors", ndim=3, device=queries.device)
     if neighbors.shape[0] != queries.shape[0] or neighbors.shape[2] != queries.shape[1]:
         raise ValueError(
-            f"neighbors must have shape (n, K, d) = ({queries.shape[0]}, K, "
-            f"{queries.shape[1]}), got {tuple(neighbors.shape)}"
+            f"neighbors must have shape (n, K, d) = "
+            f"({queries.shape[0]}, K, {queries.shape[1]}), got {tuple(neighbors.shape)}"
         )
     reg = check_positive(reg, "reg", allow_zero=True)
-    diff = neighbors - queries.unsqueeze(1)
+    # The result has the inputs' common dtype; half precisions are solved in float32
+    # (LAPACK has no half solvers) and rounded back.
+    dtype = torch.promote_types(queries.dtype, neighbors.dtype)
+    work = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    diff = neighbors.to(work) - queries.to(work).unsqueeze(1)
+    # The weights do not change when a query's differences are scaled (the ridge scales
+    # with the trace): scaling each by its largest entry keeps the Gram matrix finite.
+    scale = diff.detach().abs().amax(dim=(1, 2), keepdim=True)
+    diff = diff / torch.where(scale > 0, scale, torch.ones_like(scale))
     gram = diff @ diff.transpose(1, 2)
     trace = gram.diagonal(dim1=1, dim2=2).sum(-1)
     ridge = torch.where(trace > 0, reg * trace, torch.full_like(trace, reg))
     gram = gram + ridge[:, None, None] * torch.eye(
         gram.shape[-1], dtype=gram.dtype, device=gram.device
     )
-    if reg == 0:
-        return _constrained_least_squares(gram)
+    # A ridge below the rounding of the diagonal is no ridge: solve the unregularised
+    # problem, whose minimiser is the limit reg -> 0, rather than a singular system.
+    if reg < torch.finfo(work).eps:
+        return _constrained_least_squares(gram).to(dtype)
     ones = torch.ones(*gram.shape[:2], 1, dtype=gram.dtype, device=gram.device)
-    w = torch.linalg.solve(gram, ones).squeeze(-1)
-    return w / w.sum(-1, keepdim=True)
+    w, info = torch.linalg.solve_ex(gram, ones)
+    w = w.squeeze(-1)
+    w = w / w.sum(-1, keepdim=True)
+    if (failed := info != 0).any():  # singular despite the ridge: its limit, as above
+        w = torch.where(failed[:, None], _constrained_least_squares(gram), w)
+    return w.to(dtype)
 
 
 def _constrained_least_squares(gram: torch.Tensor) -> torch.Tensor:
@@ -254,7 +268,8 @@ def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
     ----------
     X : tensor or array-like, shape (n, d)
         The points (float32 by default; tensors keep their dtype and device).
-    n_neighbors, reg : see :func:`lle_weights`.
+    n_neighbors, reg : int, float
+        As in :func:`lle_weights`.
 
     Returns
     -------

@@ -22,7 +22,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import AttentionResult, attention
-from .utils import as_tensor, check_int
+from .utils import (
+    _module_input,
+    _names_input,
+    as_tensor,
+    check_int,
+    check_positive,
+)
 
 __all__ = [
     "RoutingTask",
@@ -92,7 +98,7 @@ def routing_task(
     """
     n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
     n_values = check_int(n_values, "n_values", minimum=2)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     values = torch.randint(n_values, (n, length), generator=g)
     marker = torch.randint(length, (n,), generator=g)
     x = torch.cat(
@@ -152,10 +158,16 @@ def weekday_task(
         check_int(n_friends, "n_friends", minimum=2),
         check_int(n_restaurants, "n_restaurants", minimum=2),
     )
+    seed = check_int(seed, "seed", minimum=0)
     g = torch.Generator().manual_seed(seed)
     if rota is None:
         rota = torch.randperm(n_friends, generator=torch.Generator().manual_seed(seed))
-    rota = torch.as_tensor(rota, dtype=torch.long)
+    try:
+        rota = torch.as_tensor(rota, dtype=torch.long)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(
+            f"rota must be a sequence of friend indices, got {rota!r}"
+        ) from err
     if rota.shape != (n_friends,) or rota.min() < 0 or rota.max() >= n_friends:
         raise ValueError(
             f"rota must hold {n_friends} friends from range({n_friends}), got "
@@ -178,12 +190,28 @@ def weekday_task(
 def translation_sequences(
     n: int, length: int = 32, dim: int = 4, *, margin: int = 8, seed: int = 0
 ) -> torch.Tensor:
-    """Random sequences ``(n, length, dim)``, zero on the first and last tokens.
-
-    ``margin`` tokens at each end are zero.
+    """Random sequences that are zero on their first and last ``margin`` tokens.
 
     With zero margins, shifting by fewer than ``margin`` tokens loses nothing, so a
     zero-padded convolution commutes with the shift exactly (see :func:`shift_tokens`).
+
+    Parameters
+    ----------
+    n : int
+        Number of sequences.
+    length : int
+        Tokens per sequence, more than ``2 * margin``.
+    dim : int
+        Features per token.
+    margin : int
+        Zero tokens at each end.
+    seed : int
+        The same seed gives the same sequences.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, length, dim)
+        Standard normal tokens between the zero margins.
     """
     n, length, dim = (
         check_int(n, "n"),
@@ -195,7 +223,7 @@ def translation_sequences(
         raise ValueError(
             f"margin must be less than length / 2 = {length / 2}, got {margin}"
         )
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     x = torch.randn(n, length, dim, generator=g)
     x[:, :margin] = 0
     x[:, length - margin :] = 0
@@ -205,7 +233,22 @@ def translation_sequences(
 def shift_tokens(x, shift: int) -> torch.Tensor:
     """Move every token ``shift`` places right (left if negative), filling with zeros.
 
-    ``x`` is ``(..., length, features)``; the result has the same shape.
+    Parameters
+    ----------
+    x : tensor or array-like, shape (..., length, features)
+        Sequences, one token per row.
+    shift : int
+        Places to move, smaller than ``length`` in absolute value.
+
+    Returns
+    -------
+    torch.Tensor, shape of ``x``
+        The shifted sequences.
+
+    Implements
+    ----------
+    The translations of the attention note (seed 004), which a convolution commutes with
+    (translation equivariance).
     """
     x = as_tensor(x, "x", min_ndim=2)
     if isinstance(shift, bool) or not isinstance(shift, (int, np.integer)):
@@ -232,6 +275,18 @@ def conv_matrix(kernel, length: int) -> torch.Tensor:
     Row j is the kernel, as a row vector, placed around position j: ``y = M @ x`` equals
     ``torch.nn.functional.conv1d`` (a cross-correlation) with
     ``padding=len(kernel) // 2``.
+
+    Parameters
+    ----------
+    kernel : tensor or array-like, shape (2n + 1,)
+        The convolution's weights, of odd length.
+    length : int
+        Tokens per sequence.
+
+    Returns
+    -------
+    torch.Tensor, shape (length, length)
+        The banded matrix ``M``, indexed ``[output, input]``.
 
     Implements
     ----------
@@ -269,10 +324,21 @@ def hard_mux(inputs, control) -> torch.Tensor:
 
     Returns
     -------
-    tensor, shape (..., d)
+    torch.Tensor, shape (..., d)
+        The selected rows.
+
+    Implements
+    ----------
+    The multiplexer of the attention note (seed 004): a control signal lets exactly one
+    of the inputs through.
     """
     inputs = as_tensor(inputs, "inputs", min_ndim=2)
-    control = torch.as_tensor(control, device=inputs.device)
+    try:
+        control = torch.as_tensor(control, device=inputs.device)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(
+            f"control must be integer indices, got {type(control).__name__}"
+        ) from err
     if control.is_floating_point() or control.dtype == torch.bool:
         raise ValueError(
             f"control must hold integer indices, got dtype {control.dtype}"
@@ -293,21 +359,56 @@ def hard_mux(inputs, control) -> torch.Tensor:
 def hardmax(scores: torch.Tensor) -> torch.Tensor:
     """One-hot weights at each row's largest score (first on ties); no gradient flows.
 
-    Masked keys (``-inf``) are never chosen unless the whole row is masked.
+    Parameters
+    ----------
+    scores : tensor or array-like, shape (..., n)
+        Scores; ``-inf`` marks a masked key, never chosen. A row with every key masked,
+        or a ``+inf`` score, raises ``ValueError``.
+
+    Returns
+    -------
+    torch.Tensor, shape of ``scores``
+        One-hot rows in ``scores``' dtype.
+
+    Implements
+    ----------
+    The argmax that the attention note replaces by a softmax (seed 004):
+    ``⟨argmax(a), h⟩`` picks the most important input.
     """
-    scores = as_tensor(scores, "scores", allow_inf=True)
+    scores = _check_scores(scores)
     return F.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
+
+
+def _check_scores(scores) -> torch.Tensor:
+    """Scores, ``-inf`` allowed (masked keys), but no ``+inf``, no row all masked."""
+    scores = as_tensor(scores, "scores", allow_inf=True)
+    top = scores.amax(-1)
+    if torch.isposinf(top).any():
+        raise ValueError("scores contains +inf values")
+    if torch.isneginf(top).any():
+        raise ValueError("scores has a row that is entirely -inf (every key masked)")
+    return scores
 
 
 def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
     """Hard one-hot weights forward, the softmax's gradient backward (straight-through).
+
+    Parameters
+    ----------
+    scores : tensor or array-like, shape (..., n)
+        Scores, as in :func:`hardmax`.
+
+    Returns
+    -------
+    torch.Tensor, shape of ``scores``
+        The one-hot rows of :func:`hardmax`, with the softmax's gradient.
 
     Implements
     ----------
     The straight-through estimator of Bengio, Léonard and Courville (2013), applied to
     the argmax the attention note replaces by a softmax (seed 004).
     """
-    soft = torch.softmax(as_tensor(scores, "scores", allow_inf=True), -1)
+    soft = torch.softmax(_check_scores(scores), -1)
     return hardmax(scores) + soft - soft.detach()
 
 
@@ -354,9 +455,10 @@ def soft_mux(
     whose scores against the keys are the importances.
     """
     inputs = as_tensor(inputs, "inputs", min_ndim=2)
-    importance = as_tensor(
-        importance, "importance", dtype=inputs.dtype, device=inputs.device
-    )
+    importance = as_tensor(importance, "importance", device=inputs.device)
+    dtype = torch.promote_types(inputs.dtype, importance.dtype)
+    inputs, importance = inputs.to(dtype), importance.to(dtype)
+    temperature = check_positive(temperature, "temperature")
     if importance.shape != inputs.shape[:-1]:
         raise ValueError(
             f"importance must have shape {tuple(inputs.shape[:-1])}, got "
@@ -439,17 +541,19 @@ class ConvRouter(nn.Module):
         self.receptive_field = 1 + depth * (kernel_size - 1)
 
     def forward(self, x) -> torch.Tensor:
-        """Logits ``(batch, length, n_out)`` for tokens ``x``.
+        """Logits for every token.
 
-        ``x`` is ``(batch, length, n_in)``.
+        Parameters
+        ----------
+        x : tensor or array-like, shape (batch, length, n_in)
+            Tokens, one per row; a tensor must have the module's dtype.
+
+        Returns
+        -------
+        torch.Tensor, shape (batch, length, n_out)
+            The logits.
         """
-        x = as_tensor(
-            x,
-            "x",
-            ndim=3,
-            dtype=self.readout.weight.dtype,
-            device=self.readout.weight.device,
-        )
+        x = _module_input(x, "x", self.readout.weight, ndim=3)
         h = x.transpose(1, 2)  # Conv1d wants channels before positions
         h = torch.relu(self.convs[0](h))
         for conv in self.convs[1:]:
@@ -508,17 +612,8 @@ class AttentionRouter(nn.Module):
         self.readout = nn.Linear(d_model, n_out)
 
     def attend(self, x):
-        """The attention result: averaged values and weights.
-
-        Values ``(batch, length, d_model)``, weights ``[query, key]``.
-        """
-        x = as_tensor(
-            x,
-            "x",
-            ndim=3,
-            dtype=self.readout.weight.dtype,
-            device=self.readout.weight.device,
-        )
+        """The attention result (averaged values ``(batch, length, d_model)``, weights ``[query, key]``)."""
+        x = _module_input(x, "x", self.readout.weight, ndim=3)
         q, k, v = self.q(x), self.k(x), self.v(x)
         if self.pos is not None:
             if x.shape[1] > self.pos.shape[0]:
@@ -527,12 +622,21 @@ class AttentionRouter(nn.Module):
                     f"{self.pos.shape[0]}"
                 )
             q, k = q + self.pos[: x.shape[1]], k + self.pos[: x.shape[1]]
-        return attention(q, k, v, normalizer=self.normalize)
+        with _names_input("x"):
+            return attention(q, k, v, normalizer=self.normalize)
 
     def forward(self, x) -> torch.Tensor:
-        """Logits ``(batch, length, n_out)`` for tokens ``x``.
+        """Logits for every token.
 
-        ``x`` is ``(batch, length, n_in)``.
+        Parameters
+        ----------
+        x : tensor or array-like, shape (batch, length, n_in)
+            Tokens, one per row; a tensor must have the module's dtype.
+
+        Returns
+        -------
+        torch.Tensor, shape (batch, length, n_out)
+            The logits.
         """
         return self.readout(self.attend(x).output)
 
@@ -588,8 +692,8 @@ class WeekdayMux(nn.Module):
     def attend(self, friends, day):
         """The chosen tokens ``(batch, features)``, weights ``(batch, n_friends)``."""
         w = self.readout.weight
-        friends = as_tensor(friends, "friends", ndim=3, dtype=w.dtype, device=w.device)
-        day = as_tensor(day, "day", ndim=2, dtype=w.dtype, device=w.device)
+        friends = _module_input(friends, "friends", w, ndim=3)
+        day = _module_input(day, "day", w, ndim=2)
         if day.shape[0] != friends.shape[0]:
             raise ValueError(
                 f"day and friends must have the same batch size, got {day.shape[0]} "
@@ -605,18 +709,53 @@ class WeekdayMux(nn.Module):
         return _squeeze_query(out, weights)
 
     def forward(self, friends, day) -> torch.Tensor:
-        """Restaurant logits ``(batch, n_restaurants)``."""
+        """Restaurant logits for each example.
+
+        Parameters
+        ----------
+        friends : tensor or array-like, shape (batch, n_friends, features)
+            The friends' tokens (:func:`weekday_task`); a tensor must have the module's
+            dtype.
+        day : tensor or array-like, shape (batch, n_friends)
+            The one-hot weekday (the control signal).
+
+        Returns
+        -------
+        torch.Tensor, shape (batch, n_restaurants)
+            The logits.
+        """
         return self.readout(self.attend(friends, day).output)
 
 
 # --------------------------------------------------------------------- training helpers
 
 
-def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
-    """Mean cross-entropy over every position of every sequence.
+def _check_model_task(model, task) -> None:
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not isinstance(task, RoutingTask):
+        raise ValueError(
+            f"task must be a RoutingTask (see routing_task), got {type(task).__name__}"
+        )
 
-    Each position must name the marked value.
+
+def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
+    """Mean cross-entropy at every position (each must name the marked value).
+
+    Parameters
+    ----------
+    model : nn.Module
+        Maps ``task.x``, ``(n, length, n_values + 1)``, to logits
+        ``(n, length, n_values)``.
+    task : RoutingTask
+        The sequences and their targets (:func:`routing_task`).
+
+    Returns
+    -------
+    torch.Tensor, shape ()
+        The loss, differentiable with respect to the model's parameters.
     """
+    _check_model_task(model, task)
     logits = model(task.x)
     target = task.target[:, None].expand(logits.shape[:2])
     return F.cross_entropy(logits.flatten(0, 1), target.flatten())
@@ -626,9 +765,20 @@ def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
 def accuracy_by_distance(model: nn.Module, task: RoutingTask) -> np.ndarray:
     """Accuracy of the prediction at position j as a function of ``|j - marker|``.
 
-    Returns an array of length ``length``; entry d is the accuracy over all (sequence,
-    position) pairs at distance d from the marked position (NaN if there are none).
+    Parameters
+    ----------
+    model : nn.Module
+        As in :func:`routing_loss`; evaluated in eval mode, its mode restored after.
+    task : RoutingTask
+        The sequences and their targets (:func:`routing_task`).
+
+    Returns
+    -------
+    ndarray, shape (length,)
+        Entry d is the accuracy over all (sequence, position) pairs at distance d from
+        the marked position (NaN if there are none).
     """
+    _check_model_task(model, task)
     was_training = model.training
     model.eval()
     pred = model(task.x).argmax(-1).cpu()

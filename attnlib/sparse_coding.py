@@ -16,8 +16,8 @@ import torch
 from torch import nn
 
 from .attention import AttentionResult, attention
-from .lasso import soft_threshold
-from .utils import as_tensor, check_int, check_positive
+from .lasso.common import _soft_threshold
+from .utils import _module_input, _names_input, as_tensor, check_int, check_positive
 
 __all__ = ["sparse_coding_attention", "UnrolledISTAAttention"]
 
@@ -36,7 +36,7 @@ def _ista_codes(q, k, lam, n_iter, step, nonnegative, kk=None):
             .square()
             .clamp_min(1e-12)[..., None, None]
         )
-    shrink = (lambda z, t: torch.relu(z - t)) if nonnegative else soft_threshold
+    shrink = (lambda z, t: torch.relu(z - t)) if nonnegative else _soft_threshold
     C = torch.zeros_like(qk)
     for t in range(n_iter):
         s_t = step[t] if isinstance(step, (list, tuple)) else step
@@ -65,8 +65,11 @@ def sparse_coding_attention(
     Parameters
     ----------
     q : tensor, shape (..., n_q, d)
+        Queries, one per row.
     k : tensor, shape (..., n_k, d)
+        Keys (the dictionary).
     v : tensor, shape (..., n_k, d_v)
+        Values.
     lam : float
         The ℓ1 weight λ.
     n_iter : int
@@ -87,8 +90,12 @@ def sparse_coding_attention(
     Eqs. (17)-(18) of the self-expression paper (rows as tokens, so its C is our Cᵀ).
     """
     q = as_tensor(q, "q", min_ndim=2)
-    k = as_tensor(k, "k", min_ndim=2, dtype=q.dtype, device=q.device)
-    v = as_tensor(v, "v", min_ndim=2, dtype=q.dtype, device=q.device)
+    k = as_tensor(k, "k", min_ndim=2, device=q.device)
+    v = as_tensor(v, "v", min_ndim=2, device=q.device)
+    # The common dtype; half precisions iterate in float32 (no half spectral norm).
+    dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
+    work = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    q, k, v = q.to(work), k.to(work), v.to(work)
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"q, k, v have incompatible shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
@@ -97,7 +104,13 @@ def sparse_coding_attention(
     n_iter = check_int(n_iter, "n_iter")
     step = None if step is None else check_positive(step, "step")
     C = _ista_codes(q, k, lam, n_iter, step, nonnegative)
-    return AttentionResult(C @ v, C)
+    out = C @ v
+    if not (torch.isfinite(C).all() and torch.isfinite(out).all()):
+        raise ValueError(
+            "step is too large for these keys (ISTA diverged; above 2 / ‖K‖₂² it "
+            "need not converge), or q, k are too large for their dtype"
+        )
+    return AttentionResult(out.to(dtype), C.to(dtype))
 
 
 class UnrolledISTAAttention(nn.Module):
@@ -112,6 +125,7 @@ class UnrolledISTAAttention(nn.Module):
     Parameters
     ----------
     embed_dim : int
+        Token size.
     n_iter : int
         Unrolled iterations.
     lam : float
@@ -120,6 +134,8 @@ class UnrolledISTAAttention(nn.Module):
         Learn a separate key map for the ``K Kᵀ`` term (adds ``embed_dim²`` parameters).
     nonnegative : bool
         One-sided threshold as in the paper's Eq. (18).
+    bias : bool
+        Give the four projections a bias.
 
     Implements
     ----------
@@ -149,20 +165,42 @@ class UnrolledISTAAttention(nn.Module):
         self.s_proj = nn.Linear(embed_dim, embed_dim, bias=bias) if lista else None
         # softplus⁻¹ of the initial values: unit relative step, threshold λ.
         self.raw_step = nn.Parameter(torch.full((n_iter,), math.log(math.e - 1)))
-        self.raw_lam = nn.Parameter(torch.full((n_iter,), math.log(math.expm1(lam))))
+        # softplus⁻¹(λ) = λ + log(1 - e^{-λ}): finite for every positive λ.
+        self.raw_lam = nn.Parameter(
+            torch.full((n_iter,), lam + math.log(-math.expm1(-lam)))
+        )
 
     def forward(self, x, key=None, value=None) -> AttentionResult:
-        """Attend from ``x`` ``(..., n_q, embed_dim)`` to ``key``/``value`` (default ``x``); returns output and C."""
-        x = as_tensor(x, "x", min_ndim=2)
-        key = x if key is None else as_tensor(key, "key", min_ndim=2)
-        value = key if value is None else as_tensor(value, "value", min_ndim=2)
+        """Attend from ``x`` to ``key``/``value`` (default ``x``).
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n_q, embed_dim)
+            The queries' tokens; a tensor must have the module's dtype.
+        key : tensor or array-like, shape (..., n_k, embed_dim), optional
+            The keys' tokens (default ``x``).
+        value : tensor or array-like, shape (..., n_k, embed_dim), optional
+            The values' tokens (default ``key``).
+
+        Returns
+        -------
+        AttentionResult
+            ``output`` ``(..., n_q, embed_dim)``, the codes ``C`` ``(..., n_q, n_k)``.
+        """
+        like = self.q_proj.weight
+        x = _module_input(x, "x", like, min_ndim=2)
+        key = x if key is None else _module_input(key, "key", like, min_ndim=2)
+        value = (
+            key if value is None else _module_input(value, "value", like, min_ndim=2)
+        )
         if x.shape[-1] != self.embed_dim:
             raise ValueError(
                 f"x must have {self.embed_dim} features, got {x.shape[-1]}"
             )
         q, k, v = self.q_proj(x), self.k_proj(key), self.v_proj(value)
         s = k if self.s_proj is None else self.s_proj(key)
-        kk = attention(s, s, s, score="dot", normalizer="none").weights
+        with _names_input("x"):
+            kk = attention(s, s, s, score="dot", normalizer="none").weights
         base = (
             1.0
             / torch.linalg.matrix_norm(s, ord=2)
@@ -171,5 +209,8 @@ class UnrolledISTAAttention(nn.Module):
         )
         steps = [base * torch.nn.functional.softplus(r) for r in self.raw_step]
         lams = list(torch.nn.functional.softplus(self.raw_lam))
-        C = _ista_codes(q, k, lams, self.n_iter, steps, self.nonnegative, kk=kk)
+        with _names_input("x"):
+            C = _ista_codes(q, k, lams, self.n_iter, steps, self.nonnegative, kk=kk)
+        if not torch.isfinite(C).all():
+            raise ValueError(f"x is too large for {x.dtype}: the codes overflow")
         return AttentionResult(self.out_proj(C @ v), C)

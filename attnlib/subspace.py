@@ -36,7 +36,7 @@ from .sparse_coding import (  # noqa: F401 (re-exported)
     UnrolledISTAAttention,
     sparse_coding_attention,
 )
-from .utils import as_float_array, check_int, check_positive
+from .utils import as_float_array, check_int, check_positive, host_array
 
 METHODS = ("lsr", "lrsc", "ssc")
 # λ per method when none is given, chosen by the sweep of benchmarks/subspace.py (5
@@ -72,11 +72,31 @@ def ssc_objective(X, C, lam) -> float:
     ``Lasso`` minimises the same problem divided by ``n_features`` with
     ``alpha = λ / n_features``.
 
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features)
+        The samples, one per row.
+    C : array-like or scipy.sparse matrix, shape (n_samples, n_samples)
+        The coefficients, ``C[query, key]``.
+    lam : float or array-like of shape (n_samples,)
+        The ℓ1 weight λ (one per sample allowed).
+
+    Returns
+    -------
+    float
+        The objective.
+
     Implements
     ----------
     Eq. (12) of the self-expression paper, transposed.
     """
-    X = as_float_array(X, "X")
+    X = as_float_array(host_array(X), "X")
+    C = _as_coefficients(host_array(C))
+    if C.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"C must be ({X.shape[0]}, {X.shape[0]}), one row per sample of X, "
+            f"got {C.shape}"
+        )
     lam = _lam_column(lam, X.shape[0])
     R = X - C @ X
     l1 = np.asarray(abs(C).sum(axis=1)).reshape(-1, 1)
@@ -261,6 +281,7 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
     Parameters
     ----------
     C : array or scipy.sparse matrix, shape (n_samples, n_samples)
+        Self-expressive coefficients, ``C[query, key]``.
     normalize : {None, "l1", "l2", "max"}
         Scale each row of ``|C|`` to unit ℓ1 norm, ℓ2 norm or maximum before
         symmetrising (Elhamifar & Vidal normalise every sample's coefficients).
@@ -327,8 +348,11 @@ def spectral_clustering(
     Parameters
     ----------
     A : array or scipy.sparse matrix, shape (n_samples, n_samples)
+        A symmetric non-negative affinity.
     n_clusters : int
+        Clusters, at most ``n_samples``.
     random_state : int
+        Seeds scikit-learn's eigensolver and k-means.
     assign_labels : {"kmeans", "discretize", "cluster_qr"}
         How scikit-learn turns the spectral embedding into labels.
     eigen_solver : {"auto", "arpack", "lobpcg"}
@@ -372,10 +396,29 @@ def spectral_clustering(
         return model.fit_predict(A)
 
 
-def clustering_accuracy(y_true, y_pred) -> float:
-    """The fraction of samples whose cluster is right, under the best matching.
+def _labels(y, name: str) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:  # a column, as scikit-learn accepts
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D labels, got shape {y.shape}")
+    if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} contains NaN or infinite labels")
+    return y
 
-    The best matching of cluster names.
+
+def clustering_accuracy(y_true, y_pred) -> float:
+    """The fraction of samples whose cluster is right, under the best matching of names.
+
+    Parameters
+    ----------
+    y_true, y_pred : array-like, shape (n_samples,)
+        True and predicted cluster labels (any hashable values; no NaN).
+
+    Returns
+    -------
+    float
+        The accuracy, in [0, 1].
 
     Implements
     ----------
@@ -383,7 +426,7 @@ def clustering_accuracy(y_true, y_pred) -> float:
     Elhamifar & Vidal 2013), with the matching found by
     ``scipy.optimize.linear_sum_assignment``.
     """
-    y_true, y_pred = np.asarray(y_true).ravel(), np.asarray(y_pred).ravel()
+    y_true, y_pred = _labels(y_true, "y_true"), _labels(y_pred, "y_pred")
     if y_true.size == 0 or y_true.shape != y_pred.shape:
         raise ValueError(
             "y_true and y_pred must be non-empty and of the same length, got "
@@ -415,10 +458,13 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
     Parameters
     ----------
     n_clusters : int
-    method, lam, solver, form, zero_diagonal, working_set, tol, max_iter
-        See :func:`self_expressive`.
-    normalize, keep : see :func:`affinity`
+        Clusters.
+    method, lam, solver, form, zero_diagonal, working_set, tol, max_iter : object
+        As in :func:`self_expressive`.
+    normalize, keep : str or None, int or None
+        As in :func:`affinity`.
     random_state : int
+        Seeds the spectral clustering.
     refine : bool
         Refine the spectral labels by K-subspaces (default True).
     subspace_dim : int, optional
@@ -480,9 +526,19 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
         self.subspace_dim = subspace_dim
 
     def fit(self, X, y=None):
-        """Compute ``coef_``, ``affinity_matrix_`` and ``labels_`` for ``X``.
+        """Compute ``coef_``, ``affinity_matrix_`` and ``labels_``.
 
-        ``X`` is ``(n_samples, n_features)``.
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            The samples, one per row.
+        y : None
+            Ignored (scikit-learn's API).
+
+        Returns
+        -------
+        SubspaceClustering
+            The fitted estimator.
         """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         n_clusters = check_int(self.n_clusters, "n_clusters")

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from .attention import AttentionResult, attention
-from .utils import as_tensor, check_int, check_positive
+from .utils import _names_input, as_tensor, check_int, check_positive
 
 __all__ = [
     "random_orthogonal",
@@ -47,24 +47,67 @@ def random_orthogonal(
 
     The QR factors of a Gaussian matrix, with the signs of ``R``'s diagonal moved into
     ``Q`` so that the distribution is exactly uniform (Mezzadri, 2007).
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    generator : torch.Generator, optional
+        Source of randomness; PyTorch's global generator by default.
+    dtype : torch.dtype, optional
+        The result's dtype; ``torch.get_default_dtype()`` by default.
+
+    Returns
+    -------
+    torch.Tensor, shape (d, d)
+        ``Q`` with ``Q Qᵀ = I`` (to the dtype's rounding).
+
+    Implements
+    ----------
+    The Haar sampling of Mezzadri (2007), the random group elements with which the
+    symmetry paper's equivariance (Definitions 1-3) is tested.
     """
     d = check_int(d, "d")
-    g = torch.randn(d, d, generator=generator, dtype=dtype or torch.get_default_dtype())
+    dtype = dtype or torch.get_default_dtype()
+    # LAPACK has no half-precision QR: factor in float32 and round the result.
+    work = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    g = torch.randn(d, d, generator=_check_generator(generator), dtype=work)
     q, r = torch.linalg.qr(g)
     signs = torch.sign(torch.diagonal(r))
-    return q * torch.where(signs == 0, torch.ones_like(signs), signs)
+    return (q * torch.where(signs == 0, torch.ones_like(signs), signs)).to(dtype)
+
+
+def _check_generator(generator):
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(
+            "generator must be a torch.Generator or None, "
+            f"got {type(generator).__name__}"
+        )
+    return generator
 
 
 def random_permutation(
     n: int, generator: torch.Generator | None = None, *, dtype=None
 ) -> torch.Tensor:
-    """A uniformly random ``(n, n)`` permutation matrix ``P``.
+    """A uniformly random ``(n, n)`` permutation matrix ``P``; ``P @ X`` reorders rows.
 
-    ``P @ X`` reorders the rows of ``X``.
+    Parameters
+    ----------
+    n : int
+        The number of rows permuted.
+    generator : torch.Generator, optional
+        Source of randomness; PyTorch's global generator by default.
+    dtype : torch.dtype, optional
+        The result's dtype; ``torch.get_default_dtype()`` by default.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, n)
+        A permutation matrix.
     """
     n = check_int(n, "n")
     eye = torch.eye(n, dtype=dtype or torch.get_default_dtype())
-    return eye[torch.randperm(n, generator=generator)]
+    return eye[torch.randperm(n, generator=_check_generator(generator))]
 
 
 def householder(u) -> torch.Tensor:
@@ -86,9 +129,13 @@ def householder(u) -> torch.Tensor:
     The reflection ``Q_u`` of Appendix A of the symmetry paper.
     """
     u = as_tensor(u, "u", ndim=1)
-    norm2 = u @ u
-    if norm2 == 0:
+    # The reflection depends on u's direction only: scaling by its largest entry keeps
+    # ‖u‖² finite for any finite u.
+    top = u.abs().max()
+    if top == 0:
         raise ValueError("u must be a non-zero vector")
+    u = u / top
+    norm2 = u @ u
     return (
         torch.eye(u.shape[0], dtype=u.dtype, device=u.device)
         - 2 * torch.outer(u, u) / norm2
@@ -158,7 +205,7 @@ def equivariance_error(
 
 
 def _worst_error(call, X, Z, group, n_trials, generator) -> float:
-    reference = _as_output(call(X, Z))
+    reference = _finite_output(call(X, Z))
     scale = torch.linalg.norm(reference)
     if scale == 0:
         raise ValueError(
@@ -168,11 +215,11 @@ def _worst_error(call, X, Z, group, n_trials, generator) -> float:
     for _ in range(n_trials):
         if group == "orthogonal":
             Q = random_orthogonal(X.shape[-1], generator, dtype=X.dtype).to(X.device)
-            moved = _as_output(call(X @ Q.T, None if Z is None else Z @ Q.T))
+            moved = _finite_output(call(X @ Q.T, None if Z is None else Z @ Q.T))
             expected = reference @ Q.T
         else:
             P = random_permutation(X.shape[-2], generator, dtype=X.dtype).to(X.device)
-            moved = _as_output(call(P @ X, Z))
+            moved = _finite_output(call(P @ X, Z))
             expected = P @ reference
         worst = max(worst, float(torch.linalg.norm(moved - expected) / scale))
     return worst
@@ -180,6 +227,16 @@ def _worst_error(call, X, Z, group, n_trials, generator) -> float:
 
 def _as_output(y) -> torch.Tensor:
     return y.output if isinstance(y, AttentionResult) else torch.as_tensor(y)
+
+
+def _finite_output(y) -> torch.Tensor:
+    # A NaN output would compare as "no error": an undefined answer must not read as 0.
+    y = _as_output(y)
+    if not torch.isfinite(y).all():
+        raise ValueError(
+            "f returned NaN or infinite values; its equivariance is undefined"
+        )
+    return y
 
 
 def knowledge_attention(
@@ -216,9 +273,11 @@ def knowledge_attention(
     a : tensor or array-like, shape (..., k, k), optional
         The quadratic form (the identity by default).
     kernel : {"quadratic", "rbf", "higher_order"}
+        The score (above).
     c : tensor or array-like, shape (..., k, k)
         The fourth-order coefficients; required for ``"higher_order"``.
-    normalizer : see :func:`attnlib.attention.attention`.
+    normalizer : str or callable
+        As in :func:`attnlib.attention.attention`.
     temperature : float, optional
         Divides the scores; ``sqrt(k)`` for the two polynomial kernels and 1 for
         ``"rbf"``.
@@ -235,7 +294,18 @@ def knowledge_attention(
     symmetry paper.
     """
     x = as_tensor(x, "x", min_ndim=2)
-    z = as_tensor(z, "z", min_ndim=2, dtype=x.dtype, device=x.device)
+    z = as_tensor(z, "z", min_ndim=2, device=x.device)
+    a, c = (
+        None if m is None else as_tensor(m, name, min_ndim=2, device=x.device)
+        for m, name in ((a, "a"), (c, "c"))
+    )
+    # The common dtype of the inputs: a float64 argument is never rounded to float32.
+    dtype = x.dtype
+    for m in (z, a, c):
+        dtype = dtype if m is None else torch.promote_types(dtype, m.dtype)
+    x, z = x.to(dtype), z.to(dtype)
+    if temperature is not None:
+        temperature = check_positive(temperature, "temperature")
     if z.shape[-1] != x.shape[-1]:
         raise ValueError(
             f"z must have x's feature size {x.shape[-1]}, got {z.shape[-1]}"
@@ -306,11 +376,15 @@ class KnowledgeAttention(nn.Module):
     n_knowledge : int
         Knowledge vectors per head ``k``.
     num_heads, num_layers : int
+        Heads per layer and layers.
     kernel : {"quadratic", "rbf", "higher_order"}
+        The score of every head (see :func:`knowledge_attention`).
     value : {"scalar", "linear"}
+        Each head's value map: a learned multiple of the identity, or a learned matrix.
     residual : bool
         Add each layer's input to its output.
-    normalizer, temperature : see :func:`knowledge_attention`.
+    normalizer, temperature : str or callable, float or None
+        As in :func:`knowledge_attention`.
 
     Implements
     ----------
@@ -362,11 +436,20 @@ class KnowledgeAttention(nn.Module):
             self.head_weight = nn.Parameter(torch.eye(d).repeat(n_layers, h, 1, 1) / h)
 
     def forward(self, x, knowledge=None) -> torch.Tensor:
-        """Transform tokens ``x`` ``(..., n, embed_dim)``.
+        """Transform tokens ``x``, with the learned knowledge or ``knowledge``.
 
-        ``knowledge`` overrides the learned ``Z``.
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, embed_dim)
+            Tokens, one per row.
+        knowledge : tensor or array-like, shape of the ``knowledge`` parameter, optional
+            Replaces the learned ``Z``, ``(num_layers, num_heads, n_knowledge,
+            embed_dim)``.
 
-        Returns the new tokens, shape ``(..., n, embed_dim)``.
+        Returns
+        -------
+        torch.Tensor, shape (..., n, embed_dim)
+            The new tokens.
         """
         h = as_tensor(x, "x", min_ndim=2)
         if h.shape[-1] != self.embed_dim:
@@ -385,15 +468,16 @@ class KnowledgeAttention(nn.Module):
             )
         for layer in range(z.shape[0]):
             c = None if self.c is None else self.c[layer]
-            heads = knowledge_attention(
-                h.unsqueeze(-3),
-                z[layer],
-                self.a[layer],
-                kernel=self.kernel,
-                c=c,
-                normalizer=self.normalizer,
-                temperature=self.temperature,
-            ).output  # (..., heads, n, d)
+            with _names_input("x"):
+                heads = knowledge_attention(
+                    h.unsqueeze(-3),
+                    z[layer],
+                    self.a[layer],
+                    kernel=self.kernel,
+                    c=c,
+                    normalizer=self.normalizer,
+                    temperature=self.temperature,
+                ).output  # (..., heads, n, d)
             w = self.head_weight[layer]
             mixed = (
                 (heads * w[:, None, None]).sum(-3)

@@ -146,7 +146,8 @@ def as_tensor(
     if isinstance(x, torch.Tensor):
         t = x
     elif isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
-        t = torch.from_numpy(x)
+        # torch cannot view negative strides (a reversed view): copy those.
+        t = torch.from_numpy(x if min(x.strides, default=0) >= 0 else x.copy())
     else:
         try:
             # Straight to the requested dtype: a detour through float32 would cost
@@ -328,3 +329,37 @@ def host_array(X):
         X = X.detach().cpu()
         return (X.double() if X.is_floating_point() else X).numpy()
     return X
+
+
+def _module_input(x, name: str, like: torch.Tensor, **kwargs) -> torch.Tensor:
+    """``x`` checked by :func:`as_tensor` in the dtype and on the device of ``like``.
+
+    ``like`` is a parameter of the module that reads ``x``. A floating tensor of another
+    dtype is refused (as ``nn.Linear`` does, but naming the argument) rather than cast:
+    casting float64 down would lose precision silently. Array-likes and integer tensors
+    are converted.
+    """
+    if isinstance(x, torch.Tensor) and x.is_floating_point() and x.dtype != like.dtype:
+        raise ValueError(
+            f"{name} must have the module's dtype {like.dtype} (call .to() on one of "
+            f"them), got {x.dtype}"
+        )
+    return as_tensor(x, name, dtype=like.dtype, device=like.device, **kwargs)
+
+
+class _names_input:
+    """Re-raise an overflow that :func:`attnlib.attention.attention` reports about its
+    internal queries and keys as an error about the caller's input ``name``."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, err, tb):
+        if kind is ValueError and str(err).startswith("score(q, k) gave"):
+            raise ValueError(
+                f"{self.name} is too large: its scores overflow ({err}); rescale it"
+            ) from err
+        return False

@@ -79,7 +79,8 @@ def test_callable_kernel_and_vector_targets():
     )
     K = 1 / (1 + (cdist(xq, xt) / 0.5) ** 2)
     np.testing.assert_allclose(pred.numpy(), K @ Y / K.sum(1, keepdims=True), rtol=1e-5)
-    assert pred.shape == (9, 2) and pred.dtype == torch.float32
+    # float32 queries, float64 training data: their common dtype, never a cast down
+    assert pred.shape == (9, 2) and pred.dtype == torch.float64
 
 
 def test_one_dimensional_inputs_are_points():
@@ -383,7 +384,7 @@ def refit_prediction(X, y, h, i):
 
 def test_estimator_predicts_like_the_function_and_works_with_sklearn():
     xq, X, y = make_data(n=80, d=2)
-    model = NadarayaWatson(bandwidth=0.3, chunk_size=7).fit(X, y)
+    model = NadarayaWatson(bandwidth=0.3).fit(X, y)
     np.testing.assert_allclose(
         model.predict(xq), nadaraya_watson(xq, X, y, bandwidth=0.3).numpy(), rtol=1e-10
     )

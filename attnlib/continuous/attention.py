@@ -20,7 +20,7 @@ from torch.special import ndtr
 
 from ..utils import as_tensor, check_int
 from .basis import GaussianRBF, _check_basis
-from .densities import _LOG_SQRT_2PI, _alpha, _positive, _spd
+from .densities import _LOG_SQRT_2PI, _alpha, _common, _positive, _spd
 
 __all__ = [
     "continuous_attention_1d",
@@ -88,12 +88,31 @@ def generalized_covariance_1d(
     interval. Centring ``φ = (t, t²)`` at μ changes the Jacobian by a fixed linear map
     only (see :func:`continuous_attention_1d`).
 
+    Parameters
+    ----------
+    mu : tensor or array-like, shape (batch,)
+        Means (locations).
+    sigma2 : tensor or array-like, shape (batch,)
+        Positive variances (scale parameters for α = 2).
+    basis : GaussianRBF
+        N one-dimensional basis functions ψ.
+    alpha : {1, 2}
+        1 for continuous softmax, 2 for continuous sparsemax.
+
+    Returns
+    -------
+    cov_x, cov_xx : torch.Tensor, shape (batch, N)
+        The two generalised covariances, computed in float64 and returned in the
+        inputs' common dtype.
+
     Implements
     ----------
     Eq. (17) of the sparse-and-continuous attention paper, for Eq. (18).
     """
     mu, sigma2, basis, alpha = _check_1d(mu, sigma2, basis, alpha)
-    return _cov_1d(mu, sigma2, *basis.params(mu), alpha)
+    # In float64, as the backward pass computes them (see _f64), whatever mu's dtype.
+    covs = _cov_1d(*_f64(mu, sigma2, *basis.params(mu)), alpha)
+    return tuple(c.to(mu.dtype) for c in covs)
 
 
 def _cov_1d(mu, sigma2, c_mu, c_s2, alpha: int):
@@ -139,7 +158,7 @@ class _ContinuousAttention1D(torch.autograd.Function):
 
 def _check_1d(mu, sigma2, basis, alpha):
     mu = as_tensor(mu, "mu", ndim=1)
-    sigma2 = _positive(sigma2, "sigma2", mu)
+    mu, sigma2 = _common(mu, _positive(sigma2, "sigma2", mu))
     if sigma2.shape != mu.shape:
         raise ValueError(
             f"sigma2 must have the shape of mu {tuple(mu.shape)}, got "
@@ -163,7 +182,7 @@ def continuous_attention_1d(
 
     Parameters
     ----------
-    mu : tensor, shape (batch,)
+    mu : tensor or array-like, shape (batch,)
         Means (locations).
     sigma2 : tensor, shape (batch,)
         Positive variances (scale parameters for α = 2).
@@ -174,7 +193,8 @@ def continuous_attention_1d(
 
     Returns
     -------
-    tensor, shape (batch, N)
+    torch.Tensor, shape (batch, N)
+        ``r``, the expectation of each basis function, in the inputs' common dtype.
 
     Implements
     ----------
@@ -371,7 +391,7 @@ def _check_2d(mu, Sigma, basis, alpha, n_angles):
     mu = as_tensor(mu, "mu", ndim=2)
     if mu.shape[1] != 2:
         raise ValueError(f"mu must have shape (batch, 2), got {tuple(mu.shape)}")
-    Sigma = _spd(Sigma, "Sigma", 2, mu)
+    mu, Sigma = _common(mu, _spd(Sigma, "Sigma", 2, mu))
     if Sigma.shape != (mu.shape[0], 2, 2):
         raise ValueError(
             f"Sigma must have shape ({mu.shape[0]}, 2, 2), got {tuple(Sigma.shape)}"
@@ -392,12 +412,36 @@ def generalized_covariance_2d(
 
     Of shapes ``(batch, N, 2)`` and ``(batch, N, 2, 2)``.
 
+    Parameters
+    ----------
+    mu : tensor or array-like, shape (batch, 2)
+        Centres.
+    Sigma : tensor or array-like, shape (batch, 2, 2)
+        Symmetric positive definite shape matrices (the symmetric part is used).
+    basis : GaussianRBF
+        N two-dimensional basis functions ψ.
+    alpha : {1, 2}
+        1 for continuous softmax, 2 for continuous sparsemax.
+    n_angles : int, default=48
+        Gauss–Legendre nodes in the angle for α = 2 (see
+        :func:`continuous_attention_2d`).
+
+    Returns
+    -------
+    cov_x : torch.Tensor, shape (batch, N, 2)
+        ``cov_{p,2-α}(x, ψ)``.
+    cov_xx : torch.Tensor, shape (batch, N, 2, 2)
+        ``cov_{p,2-α}(xxᵀ, ψ)``; both computed in float64, returned in the inputs'
+        common dtype.
+
     Implements
     ----------
     Eq. (17) of the sparse-and-continuous attention paper; Algorithm 1 for α = 1.
     """
     mu, Sigma, basis, alpha, n_angles = _check_2d(mu, Sigma, basis, alpha, n_angles)
-    return _cov_2d(mu, Sigma, *basis.params(mu), alpha, n_angles)
+    # In float64, as the backward pass computes them (see _f64), whatever mu's dtype.
+    covs = _cov_2d(*_f64(mu, Sigma, *basis.params(mu)), alpha, n_angles)
+    return tuple(c.to(mu.dtype) for c in covs)
 
 
 def continuous_attention_2d(
@@ -431,7 +475,8 @@ def continuous_attention_2d(
 
     Returns
     -------
-    tensor, shape (batch, N)
+    torch.Tensor, shape (batch, N)
+        ``r``, the expectation of each basis function, in the inputs' common dtype.
 
     Implements
     ----------

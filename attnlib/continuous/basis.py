@@ -13,7 +13,7 @@ import math
 import torch
 
 from ..utils import as_tensor, check_int, check_positive
-from .densities import _positive
+from .densities import _common, _positive, _work_dtype
 
 __all__ = ["GaussianRBF", "ridge_value_coefficients"]
 
@@ -26,7 +26,7 @@ class GaussianRBF:
     mu : array-like, shape (N,) or (N, d)
         Centres.
     sigma2 : float or array-like of shape (N,)
-        Positive variances.
+        Positive variances (one number is shared by every function).
 
     Attributes
     ----------
@@ -34,6 +34,12 @@ class GaussianRBF:
     sigma2 : tensor, shape (N,)
     dim : int
         1 or 2.
+
+    Implements
+    ----------
+    The Gaussian RBFs ``ψ_j(t) = N(t; μ_j, Σ_j)`` of the value function
+    ``V_B(t) = Bψ(t)`` of the sparse-and-continuous attention paper (Algorithm 1,
+    §3.2), with ``Σ_j = σ_j² I``.
     """
 
     def __init__(self, mu, sigma2):
@@ -45,7 +51,14 @@ class GaussianRBF:
             )
         if mu.ndim == 2 and mu.shape[1] == 1:
             mu = mu[:, 0]
-        sigma2 = _positive(sigma2, "sigma2", mu).expand(mu.shape[0]).clone()
+        sigma2 = _positive(sigma2, "sigma2", mu)
+        if sigma2.ndim > 1 or sigma2.numel() not in (1, mu.shape[0]):
+            raise ValueError(
+                f"sigma2 must be a number or have shape ({mu.shape[0]},), "
+                f"got {tuple(sigma2.shape)}"
+            )
+        mu, sigma2 = _common(mu, sigma2)
+        sigma2 = sigma2.expand(mu.shape[0]).clone()
         self.mu, self.sigma2 = mu, sigma2
         self.dim = 1 if mu.ndim == 1 else 2
 
@@ -97,6 +110,7 @@ class GaussianRBF:
         Returns the values ``(..., N)``.
         """
         t = as_tensor(t, "t", min_ndim=0 if self.dim == 1 else 1)
+        t = t.to(torch.promote_types(t.dtype, self.mu.dtype))
         mu, s2 = self.params(t)
         if self.dim == 1:
             sq, d = (t.unsqueeze(-1) - mu) ** 2, 1
@@ -142,7 +156,8 @@ def ridge_value_coefficients(
 
     Returns
     -------
-    tensor, shape (..., N, D)
+    torch.Tensor, shape (..., N, D)
+        The coefficients ``B``, one row per basis function.
 
     Implements
     ----------
@@ -151,16 +166,16 @@ def ridge_value_coefficients(
     H = as_tensor(H, "H", min_ndim=2)
     if not isinstance(basis, GaussianRBF):
         raise ValueError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
-    positions = as_tensor(
-        positions, "positions", ndim=basis.dim, dtype=H.dtype, device=H.device
-    )
+    positions = as_tensor(positions, "positions", ndim=basis.dim, device=H.device)
+    H, positions = _common(H, positions)
     if positions.shape[0] != H.shape[-2]:
         raise ValueError(
             f"positions must have one row per token ({H.shape[-2]}), got "
             f"{positions.shape[0]}"
         )
     lam = check_positive(lam, "lam")
-    F = basis(positions)
-    gram = F.T @ F + lam * torch.eye(F.shape[1], dtype=H.dtype, device=H.device)
+    work = _work_dtype(H.dtype)
+    F = basis(positions.to(work)).to(work)
+    gram = F.T @ F + lam * torch.eye(F.shape[1], dtype=work, device=H.device)
     G = torch.linalg.solve(gram, F.T)  # (N, L): depends on the positions only
-    return G @ H
+    return (G @ H.to(work)).to(torch.promote_types(H.dtype, F.dtype))

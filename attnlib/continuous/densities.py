@@ -36,9 +36,10 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 
 def _like(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
-    """``x`` as a tensor of ``like``'s dtype and device.
+    """``x`` as a tensor on ``like``'s device; a Python number takes ``like``'s dtype.
 
-    Python floats are converted directly, without a float32 detour.
+    Numbers are converted directly, without a float32 detour; arrays and tensors keep
+    their own floating dtype, for :func:`_common` to promote.
     """
     if (
         not isinstance(x, torch.Tensor)
@@ -46,7 +47,20 @@ def _like(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
         and isinstance(x, (int, float, np.number))
     ):
         x = torch.tensor(float(x), dtype=like.dtype, device=like.device)
-    return as_tensor(x, name, min_ndim=min_ndim, dtype=like.dtype, device=like.device)
+    return as_tensor(x, name, min_ndim=min_ndim, device=like.device)
+
+
+def _common(*xs: torch.Tensor) -> list[torch.Tensor]:
+    """The tensors in their common dtype (torch's promotion): float64 is never cast."""
+    dtype = xs[0].dtype
+    for x in xs[1:]:
+        dtype = torch.promote_types(dtype, x.dtype)
+    return [x.to(dtype) for x in xs]
+
+
+def _work_dtype(dtype: torch.dtype) -> torch.dtype:
+    # LAPACK has no half-precision factorisations: solve in float32, round the result.
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def _positive(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
@@ -68,14 +82,18 @@ def _alpha(alpha) -> int:
 
 
 def _spd(Sigma, name: str, d: int, like: torch.Tensor) -> torch.Tensor:
-    """Check a batch of ``d × d`` covariances; return their symmetric part."""
-    Sigma = as_tensor(Sigma, name, min_ndim=2, dtype=like.dtype, device=like.device)
+    """Check a batch of ``d × d`` covariances; return their symmetric part.
+
+    The result keeps its own floating dtype (on ``like``'s device): callers promote.
+    """
+    Sigma = as_tensor(Sigma, name, min_ndim=2, device=like.device)
     if Sigma.shape[-2:] != (d, d):
         raise ValueError(
             f"{name} must have shape (..., {d}, {d}), got {tuple(Sigma.shape)}"
         )
     Sigma = 0.5 * (Sigma + Sigma.transpose(-1, -2))
-    if (torch.linalg.cholesky_ex(Sigma).info != 0).any():
+    work = Sigma.to(_work_dtype(Sigma.dtype))
+    if (torch.linalg.cholesky_ex(work).info != 0).any():
         raise ValueError(f"{name} must be symmetric positive definite")
     return Sigma
 
@@ -88,20 +106,24 @@ def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
 
     Parameters
     ----------
-    t, mu, sigma2 : tensors or array-likes, broadcastable
-        Points, means and (positive) variances.
+    t : tensor or array-like, any shape
+        Points; tensors keep their dtype and device.
+    mu : float, tensor or array-like, shape broadcastable with ``t``
+        Means.
+    sigma2 : float, tensor or array-like, shape broadcastable with ``t``
+        Positive variances.
 
     Returns
     -------
-    tensor of the broadcast shape
+    torch.Tensor, the broadcast shape of the inputs
+        The density at ``t``, in the inputs' common dtype.
 
     Implements
     ----------
     Eq. (2) of the sparse-and-continuous attention paper with ``f(t) = -(t-μ)²/(2σ²)``.
     """
     t = as_tensor(t, "t", min_ndim=0)
-    mu = _like(mu, "mu", t)
-    sigma2 = _positive(sigma2, "sigma2", t)
+    t, mu, sigma2 = _common(t, _like(mu, "mu", t), _positive(sigma2, "sigma2", t))
     return torch.exp(
         -0.5 * (t - mu) ** 2 / sigma2 - 0.5 * torch.log(sigma2) - _LOG_SQRT_2PI
     )
@@ -117,20 +139,24 @@ def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
 
     Parameters
     ----------
-    t, mu, sigma2 : tensors or array-likes, broadcastable
-        Points, means and (positive) scale parameters σ².
+    t : tensor or array-like, any shape
+        Points; tensors keep their dtype and device.
+    mu : float, tensor or array-like, shape broadcastable with ``t``
+        Centres.
+    sigma2 : float, tensor or array-like, shape broadcastable with ``t``
+        Positive scale parameters σ².
 
     Returns
     -------
-    tensor of the broadcast shape
+    torch.Tensor, the broadcast shape of the inputs
+        The density at ``t``, in the inputs' common dtype.
 
     Implements
     ----------
     Eq. (10) of the sparse-and-continuous attention paper.
     """
     t = as_tensor(t, "t", min_ndim=0)
-    mu = _like(mu, "mu", t)
-    sigma2 = _positive(sigma2, "sigma2", t)
+    t, mu, sigma2 = _common(t, _like(mu, "mu", t), _positive(sigma2, "sigma2", t))
     lam = -0.5 * (1.5 / torch.sqrt(sigma2)) ** (2 / 3)
     return torch.clamp(-((t - mu) ** 2) / (2 * sigma2) - lam, min=0)
 
@@ -142,20 +168,24 @@ def triangular_pdf(t, mu, b) -> torch.Tensor:
 
     Parameters
     ----------
-    t, mu, b : tensors or array-likes, broadcastable
-        Points, locations and (positive) scales.
+    t : tensor or array-like, any shape
+        Points; tensors keep their dtype and device.
+    mu : float, tensor or array-like, shape broadcastable with ``t``
+        Locations.
+    b : float, tensor or array-like, shape broadcastable with ``t``
+        Positive scales.
 
     Returns
     -------
-    tensor of the broadcast shape
+    torch.Tensor, the broadcast shape of the inputs
+        The density at ``t``, in the inputs' common dtype.
 
     Implements
     ----------
     Eq. (12) of the sparse-and-continuous attention paper.
     """
     t = as_tensor(t, "t", min_ndim=0)
-    mu = _like(mu, "mu", t)
-    b = _positive(b, "b", t)
+    t, mu, b = _common(t, _like(mu, "mu", t), _positive(b, "b", t))
     return torch.clamp(1 / torch.sqrt(b) - (t - mu).abs() / b, min=0)
 
 
@@ -171,8 +201,10 @@ def location_scale_pdf(
 
     Parameters
     ----------
-    t, mu : tensors or array-likes, broadcastable
-        Points and locations.
+    t : tensor or array-like, any shape
+        Points; tensors keep their dtype and device.
+    mu : float, tensor or array-like, shape broadcastable with ``t``
+        Locations.
     sigma : float
         Positive scale.
     g : callable
@@ -182,7 +214,8 @@ def location_scale_pdf(
 
     Returns
     -------
-    tensor of the broadcast shape of ``t`` and ``mu``
+    torch.Tensor, the broadcast shape of ``t`` and ``mu``
+        The density at ``t``.
 
     Implements
     ----------
@@ -194,7 +227,7 @@ def location_scale_pdf(
         )
     sigma = check_positive(sigma, "sigma")
     t = as_tensor(t, "t", min_ndim=0)
-    mu = _like(mu, "mu", t)
+    t, mu = _common(t, _like(mu, "mu", t))
     if dg is None:
 
         def dg(u):
@@ -210,7 +243,7 @@ def location_scale_pdf(
                 "a g'(a) - g(a) + g(0) = 1/2 has no solution: is g strongly convex?"
             )
     a = brentq(gap, 0.0, hi, xtol=1e-14)
-    u = ((t - mu).abs() / sigma).detach().cpu().numpy()
+    u = ((t - mu).abs() / sigma).detach().cpu().double().numpy()
     score = torch.as_tensor(
         np.vectorize(dg, otypes=[float])(u), dtype=t.dtype, device=t.device
     )
@@ -218,9 +251,17 @@ def location_scale_pdf(
 
 
 def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
-    """The threshold λ of an N-dimensional truncated paraboloid.
+    """The threshold ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))``, Eq. (11)'s threshold.
 
-    ``λ = -(Γ(N/2 + 2) / √det(2πΣ))^(2/(N+2))``.
+    Parameters
+    ----------
+    Sigma : tensor or array-like, shape (..., N, N)
+        Symmetric positive definite shape matrices (the symmetric part is used).
+
+    Returns
+    -------
+    torch.Tensor, shape (...)
+        The thresholds, negative, in ``Sigma``'s dtype.
 
     Implements
     ----------
@@ -229,8 +270,10 @@ def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
     Sigma = as_tensor(Sigma, "Sigma", min_ndim=2)
     d = Sigma.shape[-1]
     Sigma = _spd(Sigma, "Sigma", d, Sigma)
-    log_det = torch.linalg.slogdet(2 * math.pi * Sigma).logabsdet
-    return -torch.exp((2 / (d + 2)) * (math.lgamma(d / 2 + 2) - 0.5 * log_det))
+    work = Sigma.to(_work_dtype(Sigma.dtype))
+    log_det = torch.linalg.slogdet(2 * math.pi * work).logabsdet
+    lam = -torch.exp((2 / (d + 2)) * (math.lgamma(d / 2 + 2) - 0.5 * log_det))
+    return lam.to(Sigma.dtype)
 
 
 def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
@@ -249,23 +292,26 @@ def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
 
     Returns
     -------
-    tensor of shape ``t.shape[:-1]`` (broadcast)
+    torch.Tensor, shape ``t.shape[:-1]`` (broadcast)
+        The density at each point.
 
     Implements
     ----------
     Eq. (11) of the sparse-and-continuous attention paper.
     """
     t = as_tensor(t, "t", min_ndim=1)
-    mu = as_tensor(mu, "mu", min_ndim=1, dtype=t.dtype, device=t.device)
+    mu = as_tensor(mu, "mu", min_ndim=1, device=t.device)
     d = t.shape[-1]
     if mu.shape[-1] != d:
         raise ValueError(
             f"mu must have {d} coordinates like t, got shape {tuple(mu.shape)}"
         )
-    Sigma = _spd(Sigma, "Sigma", d, t)
-    x = (t - mu).unsqueeze(-1)
-    quad = (x * torch.linalg.solve(Sigma, x)).sum((-2, -1))
-    return torch.clamp(-truncated_paraboloid_lambda(Sigma) - 0.5 * quad, min=0)
+    t, mu, Sigma = _common(t, mu, _spd(Sigma, "Sigma", d, t))
+    work = _work_dtype(t.dtype)
+    x = (t - mu).unsqueeze(-1).to(work)
+    quad = (x * torch.linalg.solve(Sigma.to(work), x)).sum((-2, -1))
+    lam = truncated_paraboloid_lambda(Sigma.to(work))
+    return torch.clamp(-lam - 0.5 * quad, min=0).to(t.dtype)
 
 
 def truncated_parabola_radius(sigma2) -> torch.Tensor:
@@ -275,12 +321,13 @@ def truncated_parabola_radius(sigma2) -> torch.Tensor:
 
     Parameters
     ----------
-    sigma2 : tensor or array-like
+    sigma2 : float, tensor or array-like, any shape
         Positive scale parameters σ².
 
     Returns
     -------
-    tensor of the shape of ``sigma2``
+    torch.Tensor, the shape of ``sigma2``
+        The half-widths.
 
     Implements
     ----------
@@ -305,13 +352,16 @@ def support_ellipse(
     Parameters
     ----------
     mu : array-like, shape (2,)
+        The density's centre.
     Sigma : array-like, shape (2, 2)
-        Symmetric positive definite.
+        Symmetric positive definite shape matrix.
     scale : float, optional
+        The radius ``R`` in units of ``Sigma``; ``None`` for the exact support.
 
     Returns
     -------
     centre : ndarray, shape (2,)
+        ``mu``, as a float64 array.
     width, height : float
         Full lengths of the axes along the first and second coordinate after rotating by
         ``angle``.
@@ -323,10 +373,13 @@ def support_ellipse(
     ----------
     The support of Eq. (11) of the sparse-and-continuous attention paper for N = 2.
     """
-    mu = np.array(mu, dtype=float).reshape(
-        2
-    )  # copies: reversed views have negative strides
-    Sigma64 = torch.tensor(np.array(Sigma, dtype=float))
+    mu = as_tensor(mu, "mu", ndim=1, dtype=torch.float64)
+    if mu.shape != (2,):
+        raise ValueError(f"mu must have shape (2,), got {tuple(mu.shape)}")
+    mu = (
+        mu.detach().cpu().numpy().copy()
+    )  # a copy: reversed views have negative strides
+    Sigma64 = as_tensor(Sigma, "Sigma", ndim=2, dtype=torch.float64).detach().cpu()
     S = _spd(Sigma64, "Sigma", 2, Sigma64).numpy()
     if scale is None:
         R = math.sqrt(-2 * truncated_paraboloid_lambda(torch.as_tensor(S)).item())

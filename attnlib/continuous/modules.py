@@ -12,10 +12,10 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ..utils import as_tensor, check_int, check_positive
+from ..utils import _module_input, as_tensor, check_int, check_positive
 from .attention import continuous_attention_1d, continuous_attention_2d
 from .basis import GaussianRBF, _check_basis, ridge_value_coefficients
-from .densities import _alpha
+from .densities import _alpha, _common
 
 __all__ = [
     "ContinuousAttention1D",
@@ -51,6 +51,12 @@ class _ContinuousAttention(nn.Module):
             else nn.Linear(check_int(in_features, "in_features"), n_params)
         )
 
+    def _tokens(self, H, ndim: int) -> torch.Tensor:
+        # With an encoder head, H feeds its Linear: it must have the head's dtype.
+        if self.head is None:
+            return as_tensor(H, "H", ndim=ndim)
+        return _module_input(H, "H", self.head.weight, ndim=ndim)
+
     def _inputs(self, H, positions, weights):
         H = as_tensor(H, "H", ndim=3)
         if (weights is None) == (self.head is None):
@@ -59,9 +65,8 @@ class _ContinuousAttention(nn.Module):
                 "without in_features"
             )
         if weights is not None:
-            weights = as_tensor(
-                weights, "weights", ndim=2, dtype=H.dtype, device=H.device
-            )
+            weights = as_tensor(weights, "weights", ndim=2, device=H.device)
+            H, weights = _common(H, weights)
             if weights.shape != H.shape[:2]:
                 raise ValueError(
                     f"weights must have shape {tuple(H.shape[:2])}, got "
@@ -129,12 +134,23 @@ class ContinuousAttention1D(_ContinuousAttention):
         super().__init__(basis, 1, in_features, alpha, lam, min_var, 2)
 
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
-        """Attend over tokens ``H`` ``(batch, L, D)`` at even positions of ``[0, 1]``.
+        """Attend over tokens ``H`` at evenly spaced positions of ``[0, 1]``.
 
-        ``weights`` ``(batch, L)``: discrete attention to moment-match (combined
-        variant).
+        Parameters
+        ----------
+        H : tensor or array-like, shape (batch, L, D)
+            The tokens, one per row; with an encoder head, a tensor must have the
+            module's dtype.
+        weights : tensor or array-like, shape (batch, L), optional
+            Discrete attention to moment-match (combined variant); required exactly
+            when the module was built without ``in_features``.
+
+        Returns
+        -------
+        ContinuousAttentionOutput
+            ``context`` ``(batch, D)``, the density's parameters, ``r`` ``(batch, N)``.
         """
-        H = as_tensor(H, "H", ndim=3)
+        H = self._tokens(H, 3)
         positions = torch.linspace(0, 1, H.shape[1], dtype=H.dtype, device=H.device)
         H, positions, weights = self._inputs(H, positions, weights)
         if weights is None:
@@ -160,7 +176,8 @@ class ContinuousAttention2D(_ContinuousAttention):
     ----------
     basis : GaussianRBF
         2-D basis of N functions.
-    in_features, alpha, lam, min_var : as in :class:`ContinuousAttention1D`.
+    in_features, alpha, lam, min_var : int or None, int, float, float
+        As in :class:`ContinuousAttention1D`.
     n_angles : int
         Gauss–Legendre nodes for α = 2 (see :func:`continuous_attention_2d`).
 
@@ -196,12 +213,24 @@ class ContinuousAttention2D(_ContinuousAttention):
         return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(-1, 2)
 
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
-        """Attend over a feature map ``H`` ``(batch, height, width, D)``.
+        """Attend over a feature map ``H`` placed on ``[0, 1]²``.
 
-        ``weights`` ``(batch, height·width)``: discrete attention to moment-match
-        (combined variant).
+        Parameters
+        ----------
+        H : tensor or array-like, shape (batch, height, width, D)
+            The feature vectors of the grid's cells; with an encoder head, a tensor must
+            have the module's dtype.
+        weights : tensor or array-like, shape (batch, height·width), optional
+            Discrete attention over the cells (row-major) to moment-match (combined
+            variant); required exactly when the module was built without
+            ``in_features``.
+
+        Returns
+        -------
+        ContinuousAttentionOutput
+            ``context`` ``(batch, D)``, ``mu``, ``Sigma`` and ``r`` ``(batch, N)``.
         """
-        H = as_tensor(H, "H", ndim=4)
+        H = self._tokens(H, 4)
         positions = self.grid_positions(H.shape[1], H.shape[2], H.dtype, H.device)
         H, positions, weights = self._inputs(H.flatten(1, 2), positions, weights)
         eye = torch.eye(2, dtype=H.dtype, device=H.device)
@@ -222,5 +251,10 @@ class ContinuousAttention2D(_ContinuousAttention):
             centred = positions - mu.unsqueeze(-2)
             cov = torch.einsum("bl,bli,blj->bij", weights, centred, centred)
         Sigma = cov + self.min_var * eye
+        if not (torch.isfinite(mu).all() and torch.isfinite(Sigma).all()):
+            raise ValueError(
+                f"H is too large for {H.dtype}: the density's covariance overflows; "
+                "rescale H"
+            )
         r = continuous_attention_2d(mu, Sigma, self.basis, self.alpha, self.n_angles)
         return ContinuousAttentionOutput(self._context(H, positions, r), mu, Sigma, r)

@@ -21,6 +21,7 @@ from torch import nn
 from ..continuous.attention import continuous_attention_1d
 from ..continuous.basis import GaussianRBF, ridge_value_coefficients
 from ..continuous.densities import _alpha
+from ..training import TrainingDivergedError
 from ..utils import check_int
 
 __all__ = [
@@ -58,6 +59,7 @@ def monotone_alignment(
     vocab : int
         Token ids ``0..vocab-1``.
     seed : int
+        The same seed gives the same data.
 
     Returns
     -------
@@ -70,7 +72,7 @@ def monotone_alignment(
     )
     if T > S:
         raise ValueError(f"target_len must be at most source_len ({S}), got {T}")
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     source = torch.randint(check_int(vocab, "vocab", minimum=2), (n, S), generator=g)
     aligned = torch.round(
         torch.arange(T, dtype=torch.float64) * (S - 1) / (T - 1)
@@ -91,8 +93,12 @@ class AlignmentModel(nn.Module):
     Parameters
     ----------
     vocab, source_len, target_len : int
+        Vocabulary size, source length S (the learned positions of the discrete model)
+        and target length T.
     kind : {"discrete", "continuous"}
+        The read-out (above).
     alpha : {1, 2}
+        Softmax / Gaussian or sparsemax / truncated parabola.
     dim : int
         Embedding size.
     n_basis : int
@@ -119,6 +125,10 @@ class AlignmentModel(nn.Module):
         if kind not in ("discrete", "continuous"):
             raise ValueError(f"kind must be 'discrete' or 'continuous', got {kind!r}")
         self.kind, self.alpha = kind, _alpha(alpha)
+        dim, self.source_len = (
+            check_int(dim, "dim"),
+            check_int(source_len, "source_len"),
+        )
         self.embed = nn.Embedding(check_int(vocab, "vocab"), dim)
         self.query = nn.Parameter(
             torch.randn(check_int(target_len, "target_len"), dim) / dim**0.5
@@ -134,16 +144,52 @@ class AlignmentModel(nn.Module):
             )
         self.out = nn.Linear(dim, vocab)
 
-    def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``(batch, T, vocab)`` and attention over the source ``(batch, T, S)``.
+    def _check_source(self, source) -> torch.Tensor:
+        try:
+            source = torch.as_tensor(source, device=self.query.device)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise ValueError(
+                f"source must be integer token ids, got {type(source).__name__}"
+            ) from err
+        vocab = self.embed.num_embeddings
+        if source.is_floating_point() or source.dtype == torch.bool or source.ndim != 2:
+            raise ValueError(
+                f"source must be a (batch, S) integer tensor, got {source.dtype} of "
+                f"shape {tuple(source.shape)}"
+            )
+        if self.kind == "discrete" and source.shape[1] != self.source_len:
+            raise ValueError(
+                f"source must have source_len = {self.source_len} tokens (the learned "
+                f"positions), got {source.shape[1]}"
+            )
+        if source.numel() and (source.min() < 0 or source.max() >= vocab):
+            raise ValueError(
+                f"source must lie in [0, vocab = {vocab}), got values outside"
+            )
+        return source
 
-        For the continuous model the second output is the density at the source
-        positions, ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display only).
+    def forward(self, source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits for each target step and the attention over source positions.
+
+        Parameters
+        ----------
+        source : tensor, shape (batch, S)
+            Integer token ids in ``[0, vocab)``; ``S = source_len`` for the discrete
+            model.
+
+        Returns
+        -------
+        logits : torch.Tensor, shape (batch, T, vocab)
+            Scores of the copied token at each target step.
+        attention : torch.Tensor, shape (batch, T, S)
+            The weights over source positions; for the continuous model the density at
+            the source positions, ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display
+            only).
         """
         from ..attention import attention
         from ..continuous.densities import gaussian_pdf, truncated_parabola_pdf
 
-        H = self.embed(source)  # (batch, S, dim)
+        H = self.embed(self._check_source(source))  # (batch, S, dim)
         b, S, _ = H.shape
         q = self.query.expand(b, -1, -1)
         if self.kind == "discrete":
@@ -161,6 +207,16 @@ class AlignmentModel(nn.Module):
         dens = pdf(pos, mu[:, None], sigma2[:, None]).detach()
         dens = dens / dens.sum(-1, keepdim=True).clamp_min(1e-30)
         return self.out(context), dens.expand(b, -1, -1)
+
+
+def _check_model_task(model, task) -> None:
+    if not isinstance(model, AlignmentModel):
+        raise ValueError(f"model must be an AlignmentModel, got {type(model).__name__}")
+    if not isinstance(task, AlignmentTask):
+        raise ValueError(
+            "task must be an AlignmentTask (see monotone_alignment), "
+            f"got {type(task).__name__}"
+        )
 
 
 def fit_alignment(
@@ -181,8 +237,10 @@ def fit_alignment(
     Parameters
     ----------
     model : AlignmentModel
+        The model to train (in place).
     task : AlignmentTask
-    n_steps, batch, lr, seed, progress, desc
+        Source and target sequences (:func:`monotone_alignment`).
+    n_steps, batch, lr, seed, progress, desc : int, int, float, int, bool, str
         As in :func:`attnlib.training.train`; ``seed`` also draws the mini-batches.
 
     Returns
@@ -192,14 +250,30 @@ def fit_alignment(
     """
     from ..training import train
 
-    g = torch.Generator().manual_seed(seed)
+    _check_model_task(model, task)
+    batch = check_int(batch, "batch")
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
 
     def batches(step):
         idx = torch.randint(len(task.source), (batch,), generator=g)
         return task.source[idx], task.target[idx]
 
+    calls = 0
+
     def loss(m, b):
-        return nn.functional.cross_entropy(m(b[0])[0].flatten(0, 1), b[1].flatten())
+        nonlocal calls
+        calls += 1
+        try:
+            logits = m(b[0])[0]
+        except ValueError as err:
+            # After a step, a non-finite density comes from the parameters the step
+            # made: the run diverged (the first call sees the initial model only).
+            if calls == 1 or "NaN or infinite" not in str(err):
+                raise
+            raise TrainingDivergedError(
+                f"lr = {lr} made the model's outputs NaN or infinite; try a smaller lr"
+            ) from err
+        return nn.functional.cross_entropy(logits.flatten(0, 1), b[1].flatten())
 
     return train(
         model,
@@ -214,23 +288,43 @@ def fit_alignment(
 
 
 def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
-    """Fraction of target tokens that ``model`` copies right, in eval mode.
+    """Fraction of target tokens (all steps of all sequences) that ``model`` gets right.
 
-    Over all steps of all sequences.
+    Parameters
+    ----------
+    model : AlignmentModel
+        Evaluated in eval mode; its mode is restored after.
+    task : AlignmentTask
+        Source and target sequences (:func:`monotone_alignment`).
+
+    Returns
+    -------
+    float
+        The accuracy, in [0, 1].
     """
+    _check_model_task(model, task)
+    was_training = model.training
     model.eval()
     with torch.no_grad():
         logits, _ = model(task.source)
-    model.train()
+    model.train(was_training)
     return (logits.argmax(-1) == task.target).double().mean().item()
 
 
 def alignment_means(model: AlignmentModel) -> tuple[torch.Tensor, torch.Tensor]:
-    """The continuous model's density means μ_i and variances σ_i², each ``(T,)``.
+    """The continuous model's density means μ_i and variances σ_i², one per target step.
 
-    One of each per target step.
+    Parameters
+    ----------
+    model : AlignmentModel
+        A model with ``kind="continuous"``.
+
+    Returns
+    -------
+    mu, sigma2 : torch.Tensor, shape (T,)
+        The means in [0, 1] and the variances (with their floor).
     """
-    if model.kind != "continuous":
+    if not isinstance(model, AlignmentModel) or model.kind != "continuous":
         raise ValueError(
             "model must be a continuous AlignmentModel (kind='continuous')"
         )

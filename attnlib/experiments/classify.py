@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..utils import check_int
+
 __all__ = ["accuracy", "fit_classifier"]
 
 
@@ -27,6 +29,66 @@ def _length(inputs) -> int:
     return len(inputs[0]) if isinstance(inputs, tuple) else len(inputs)
 
 
+def _checked(model, inputs, labels):
+    """``inputs`` as tensors (a tuple stays a tuple) and ``labels`` as a long tensor.
+
+    Floating inputs must have the model's dtype (as the model's layers require, but with
+    an error naming ``inputs``); integer inputs (token ids) pass as they are.
+    """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
+    param = next(model.parameters(), None)
+    tensors = []
+    for x in inputs if isinstance(inputs, tuple) else (inputs,):
+        try:
+            x = torch.as_tensor(x)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise ValueError(
+                f"inputs must be a tensor or a tuple of tensors, got {type(x).__name__}"
+            ) from err
+        if x.ndim == 0 or len(x) == 0:
+            raise ValueError(f"inputs must hold at least one row, got {tuple(x.shape)}")
+        if x.is_floating_point():
+            if not torch.isfinite(x).all():
+                raise ValueError("inputs contains NaN or infinite values")
+            if param is not None and x.dtype != param.dtype:
+                raise ValueError(
+                    f"inputs must have the model's dtype {param.dtype}, got {x.dtype}"
+                )
+        elif not any(isinstance(m, nn.Embedding) for m in model.modules()):
+            raise ValueError(
+                f"inputs holds integers ({x.dtype}) but the model has no embedding "
+                "to read token ids; pass floating features"
+            )
+        tensors.append(x)
+    n = len(tensors[0])
+    if any(len(x) != n for x in tensors):
+        raise ValueError("inputs must all have the same number of rows")
+    try:
+        labels = torch.as_tensor(labels)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(f"labels must be class indices, got {labels!r}") from err
+    if (
+        labels.is_floating_point()
+        or labels.dtype == torch.bool
+        or labels.shape != (n,)
+        or (labels < 0).any()
+    ):
+        raise ValueError(
+            f"labels must be {n} non-negative integer class indices, one per row of "
+            f"inputs, got {labels.dtype} of shape {tuple(labels.shape)}"
+        )
+    return (tuple(tensors) if isinstance(inputs, tuple) else tensors[0]), labels
+
+
+def _check_classes(logits: torch.Tensor, labels: torch.Tensor) -> None:
+    if labels.numel() and labels.max() >= logits.shape[-1]:
+        raise ValueError(
+            f"labels must be below the model's {logits.shape[-1]} classes, "
+            f"got {int(labels.max())}"
+        )
+
+
 def accuracy(model: nn.Module, inputs, labels: torch.Tensor, batch: int = 512) -> float:
     """Fraction of ``inputs`` that ``model`` classifies right, in eval mode.
 
@@ -34,25 +96,30 @@ def accuracy(model: nn.Module, inputs, labels: torch.Tensor, batch: int = 512) -
     ----------
     model : nn.Module
         Returns logits ``(batch, n_classes)`` first (a tuple's first entry).
-    inputs : tensor or tuple of tensors
+    inputs : tensor or tuple of tensors, each of shape (n, ...)
         The model's arguments, each with one row per example.
     labels : tensor, shape (n,)
+        Integer classes, below the model's number of classes.
     batch : int
         Examples per forward pass.
 
     Returns
     -------
-    float in [0, 1]
+    float
+        The accuracy, in [0, 1]; the model's mode is restored after.
     """
+    inputs, labels = _checked(model, inputs, labels)
+    batch = check_int(batch, "batch")
+    was_training = model.training
     model.eval()
     n, hits = _length(inputs), 0
     with torch.no_grad():
         for i in range(0, n, batch):
             idx = slice(i, i + batch)
-            hits += (
-                (model(*_rows(inputs, idx))[0].argmax(-1) == labels[idx]).sum().item()
-            )
-    model.train()
+            logits = model(*_rows(inputs, idx))[0]
+            _check_classes(logits, labels)
+            hits += (logits.argmax(-1) == labels[idx]).sum().item()
+    model.train(was_training)
     return hits / n
 
 
@@ -76,10 +143,11 @@ def fit_classifier(
     ----------
     model : nn.Module
         Returns logits first.
-    inputs : tensor or tuple of tensors
+    inputs : tensor or tuple of tensors, each of shape (n, ...)
         The model's arguments, one row per example.
     labels : tensor, shape (n,)
-    n_steps, batch, lr, seed, progress, desc
+        Integer classes, below the model's number of classes.
+    n_steps, batch, lr, seed, progress, desc : int, int, float, int, bool, str
         As in :func:`attnlib.training.train`; ``seed`` also draws the mini-batches.
 
     Returns
@@ -89,7 +157,9 @@ def fit_classifier(
     """
     from ..training import train
 
-    g = torch.Generator().manual_seed(seed)
+    inputs, labels = _checked(model, inputs, labels)
+    batch = check_int(batch, "batch")
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     n = _length(inputs)
 
     def batches(step):
@@ -97,7 +167,9 @@ def fit_classifier(
         return _rows(inputs, idx), labels[idx]
 
     def loss(m, b):
-        return nn.functional.cross_entropy(m(*b[0])[0], b[1])
+        logits = m(*b[0])[0]
+        _check_classes(logits, labels)  # all of them: a batch may miss the largest
+        return nn.functional.cross_entropy(logits, b[1])
 
     return train(
         model,

@@ -16,13 +16,26 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..utils import check_int
+from ..utils import _module_input, check_int
 
 __all__ = ["SmallCNNDenoiser", "cnn_matching", "count_parameters"]
 
 
 def count_parameters(model: nn.Module) -> int:
-    """Number of trainable scalars of ``model``."""
+    """Number of trainable scalars of ``model``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Any module.
+
+    Returns
+    -------
+    int
+        The number of entries of its parameters that require a gradient.
+    """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
@@ -64,17 +77,23 @@ class SmallCNNDenoiser(nn.Module):
         nn.init.zeros_(self.convs[-1].bias)
 
     def forward(self, image) -> torch.Tensor:
-        """Denoise a grey ``image`` ``(H, W)``; returns a float32 tensor ``(H, W)``."""
-        x = torch.as_tensor(
-            np.asarray(image) if not isinstance(image, torch.Tensor) else image
-        )
+        """Denoise a grey image.
+
+        Parameters
+        ----------
+        image : tensor or array-like, shape (H, W)
+            A tensor must have the module's dtype; an array-like is converted to it.
+
+        Returns
+        -------
+        torch.Tensor, shape (H, W)
+            The denoised image, in the module's dtype.
+        """
+        x = _module_input(image, "image", self.convs[0].weight)
         if x.ndim != 2:
             raise ValueError(
                 f"image must be a grey (H, W) array, got shape {tuple(x.shape)}"
             )
-        if not torch.isfinite(x).all():
-            raise ValueError("image must be finite")
-        x = x.to(self.convs[0].weight.dtype)
         r = self.kernel_size // 2
         if min(x.shape) <= r:
             raise ValueError(
@@ -89,7 +108,20 @@ class SmallCNNDenoiser(nn.Module):
 
 
 def cnn_matching(n_params: int, kernel_size: int = 3) -> SmallCNNDenoiser:
-    """The :class:`SmallCNNDenoiser` whose parameter count is nearest ``n_params``."""
+    """The :class:`SmallCNNDenoiser` whose parameter count is closest to ``n_params``.
+
+    Parameters
+    ----------
+    n_params : int
+        The parameter count to match (e.g. an attention denoiser's).
+    kernel_size : int
+        Odd width of the convolutions.
+
+    Returns
+    -------
+    SmallCNNDenoiser
+        A fresh model of the best width.
+    """
     n_params = check_int(n_params, "n_params")
     k2 = check_int(kernel_size, "kernel_size") ** 2
 

@@ -19,7 +19,7 @@ from torch import nn
 from ..continuous.basis import GaussianRBF
 from ..continuous.densities import _alpha
 from ..continuous.modules import ContinuousAttention2D, ContinuousAttentionOutput
-from ..utils import as_tensor, check_int
+from ..utils import _module_input, check_int, check_positive
 
 __all__ = ["ClutteredDigits", "cluttered_digits", "DigitClassifier"]
 
@@ -35,15 +35,36 @@ class ClutteredDigits(NamedTuple):
 def cluttered_digits(
     n: int, size: int = 32, *, n_clutter: int = 4, noise: float = 0.1, seed: int = 0
 ) -> ClutteredDigits:
-    """Canvases with one digit (the label), clutter and noise.
+    """Canvases, each with one 8 × 8 ``load_digits`` digit (the label) placed at random.
 
-    Each canvas holds one 8 × 8 ``load_digits`` digit (the label) at a random place,
-    ``n_clutter`` random 3 × 3 crops of other digits as clutter, and Gaussian noise.
+    ``n_clutter`` random 3 × 3 crops of other digits are scattered as clutter, and
+    Gaussian noise is added.
+
+    Parameters
+    ----------
+    n : int
+        Canvases.
+    size : int
+        Side of each canvas, at least 8.
+    n_clutter : int
+        Clutter crops per canvas.
+    noise : float
+        Standard deviation of the Gaussian noise.
+    seed : int
+        The same seed gives the same data.
+
+    Returns
+    -------
+    ClutteredDigits
+        ``images`` ``(n, 1, size, size)``, ``labels`` ``(n,)`` and each digit's
+        top-left ``corner`` ``(n, 2)``.
     """
     from sklearn.datasets import load_digits
 
     n, size = check_int(n, "n"), check_int(size, "size", minimum=8)
-    rng = np.random.default_rng(seed)
+    n_clutter = check_int(n_clutter, "n_clutter", minimum=0)
+    noise = check_positive(noise, "noise", allow_zero=True)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     digits = load_digits()
     glyphs, targets = digits.images / 16.0, digits.target
     pick = rng.integers(len(glyphs), size=n)
@@ -83,6 +104,7 @@ class DigitClassifier(nn.Module):
     Parameters
     ----------
     kind : {"discrete", "continuous"}
+        The read-out (above).
     alpha : {1, 2}
         Softmax / Gaussian or sparsemax / truncated paraboloid.
     n_side : int
@@ -91,6 +113,7 @@ class DigitClassifier(nn.Module):
     channels : int
         Feature size.
     n_classes : int
+        Classes of the linear classifier.
 
     Implements
     ----------
@@ -138,13 +161,25 @@ class DigitClassifier(nn.Module):
     def forward(
         self, images: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, ContinuousAttentionOutput | None]:
-        """Logits, discrete weights over the cells, continuous read-out or None.
+        """Classify canvases through one attention read-out over the feature grid.
 
-        Logits ``(batch, n_classes)``, discrete weights ``(batch, h·w)``.
+        Parameters
+        ----------
+        images : tensor or array-like, shape (batch, 1, size, size)
+            Canvases (:func:`cluttered_digits`); a tensor must have the module's dtype.
+
+        Returns
+        -------
+        logits : torch.Tensor, shape (batch, n_classes)
+            Class scores.
+        weights : torch.Tensor, shape (batch, h·w)
+            The discrete attention over the grid cells.
+        continuous : ContinuousAttentionOutput or None
+            The continuous read-out (``kind="continuous"`` only).
         """
         from ..attention import attention
 
-        images = as_tensor(images, "images", ndim=4)
+        images = _module_input(images, "images", self.key.weight, ndim=4)
         F = self.features(images).permute(0, 2, 3, 1)  # (batch, h, w, channels)
         cells = F.flatten(1, 2)
         normalizer = "softmax" if self.alpha == 1 else "sparsemax"

@@ -20,7 +20,7 @@ from torch import nn
 from ..continuous.basis import GaussianRBF
 from ..continuous.densities import _alpha
 from ..continuous.modules import ContinuousAttention1D, ContinuousAttentionOutput
-from ..utils import as_tensor, check_int, check_positive
+from ..utils import as_tensor, check_in_range, check_int, check_positive
 
 __all__ = [
     "SpanDocuments",
@@ -88,8 +88,9 @@ def span_documents(
     vocab : int
         Neutral words; the vocabulary has ``vocab + 8`` words.
     cue, decoys : float
-        Fractions of cue words inside the span and of decoys outside it.
+        Fractions of cue words inside the span and of decoys outside it, in [0, 1].
     seed : int
+        The same seed gives the same data.
 
     Returns
     -------
@@ -102,7 +103,10 @@ def span_documents(
     )
     if span > length:
         raise ValueError(f"span must be at most length ({length}), got {span}")
-    g = torch.Generator().manual_seed(seed)
+    vocab = check_int(vocab, "vocab")
+    cue = check_in_range(cue, "cue", 0.0, 1.0)
+    decoys = check_in_range(decoys, "decoys", 0.0, 1.0)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     tokens = torch.randint(vocab, (n, length), generator=g)
     labels = torch.randint(2, (n,), generator=g)
     decoy = torch.rand(n, length, generator=g) < decoys
@@ -138,13 +142,16 @@ class DocumentClassifier(nn.Module):
     ----------
     vocab : int
         Vocabulary size.
-    kind : str
+    kind : {"discrete", "continuous", "combined", "oracle"}
+        The read-out (above).
     alpha : {1, 2}
+        Softmax / Gaussian or sparsemax / truncated parabola.
     n_basis : int
         RBFs of the continuous read-out (half of standard deviation 0.1, half 0.5).
     dim : int
         Token size.
     n_classes : int
+        Classes of the linear classifier.
     span : int
         Span length, for ``kind="oracle"``.
     init_var : float, optional
@@ -177,6 +184,7 @@ class DocumentClassifier(nn.Module):
             raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
         self.kind, self.alpha = kind, _alpha(alpha)
         self.span = check_int(span, "span")
+        dim, n_basis = check_int(dim, "dim"), check_int(n_basis, "n_basis", minimum=2)
         self.embed = nn.Embedding(check_int(vocab, "vocab"), dim)
         self.conv = nn.Conv1d(dim, dim, 5, padding=2)
         # Only the models that attend discretely own a query: a parameter nothing reads
@@ -197,6 +205,25 @@ class DocumentClassifier(nn.Module):
                 self.cont.head.bias[1] = math.log(math.expm1(init_var))
         self.out = nn.Linear(dim, check_int(n_classes, "n_classes", minimum=2))
 
+    def _check_tokens(self, tokens) -> torch.Tensor:
+        try:
+            tokens = torch.as_tensor(tokens, device=self.embed.weight.device)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise ValueError(
+                f"tokens must be integer token ids, got {type(tokens).__name__}"
+            ) from err
+        vocab = self.embed.num_embeddings
+        if tokens.is_floating_point() or tokens.dtype == torch.bool or tokens.ndim != 2:
+            raise ValueError(
+                f"tokens must be a (batch, length) integer tensor, got {tokens.dtype} "
+                f"of shape {tuple(tokens.shape)}"
+            )
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab):
+            raise ValueError(
+                f"tokens must lie in [0, vocab = {vocab}), got values outside"
+            )
+        return tokens
+
     def _span_weights(self, start, length: int, like: torch.Tensor) -> torch.Tensor:
         start = as_tensor(start, "start", ndim=1, device=like.device)
         pos = torch.arange(length, device=like.device)
@@ -206,16 +233,29 @@ class DocumentClassifier(nn.Module):
     def forward(
         self, tokens: torch.Tensor, start: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None, ContinuousAttentionOutput | None]:
-        """Logits ``(batch, n_classes)``, discrete weights, continuous read-out.
+        """Classify documents through one attention read-out.
 
-        The discrete weights or the continuous read-out are None where not used.
+        Parameters
+        ----------
+        tokens : tensor, shape (batch, length)
+            Integer token ids in ``[0, vocab)``.
+        start : tensor, shape (batch,), optional
+            Where each span begins; required for, and only for, ``kind="oracle"``.
 
-        ``start`` ``(batch,)``: where each span begins (``kind="oracle"`` only).
+        Returns
+        -------
+        logits : torch.Tensor, shape (batch, n_classes)
+            Class scores.
+        weights : torch.Tensor, shape (batch, length), or None
+            The discrete attention weights, for the kinds that attend discretely.
+        continuous : ContinuousAttentionOutput or None
+            The continuous read-out, for the kinds that have one.
         """
         from ..attention import attention
 
         if (start is None) == (self.kind == "oracle"):
             raise ValueError("start must be given if and only if kind is 'oracle'")
+        tokens = self._check_tokens(tokens)
         emb = self.embed(tokens).transpose(1, 2)
         H = torch.relu(self.conv(emb)).transpose(1, 2)  # (batch, L, dim)
         weights = cont = None
@@ -256,6 +296,11 @@ def table1(rows: list[dict]):
     import numpy as np
     import pandas as pd
 
+    keys = {"attention", "alpha", "N", "accs"}
+    if not isinstance(rows, (list, tuple)) or not all(
+        isinstance(r, dict) and keys <= r.keys() for r in rows
+    ):
+        raise ValueError(f"rows must be a list of dicts with the keys {sorted(keys)}")
     ours = {}
     for r in rows:
         name = f"{r['attention']} {'softmax' if r['alpha'] == 1 else 'sparsemax'}"

@@ -14,7 +14,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..attention import attention
 from ..lle import lle_weights
-from ..utils import check_int
+from ..utils import as_float_array, check_int, host_array
 
 __all__ = ["closed_groups", "knn_softmax_weights"]
 
@@ -29,6 +29,7 @@ def knn_softmax_weights(X, n_neighbors: int) -> np.ndarray:
     Parameters
     ----------
     X : array-like, shape (n, D)
+        The points, one per row.
     n_neighbors : int
         ``K``, the keys each query may see (itself excluded), as in
         :func:`attnlib.lle.lle_weights`.
@@ -43,9 +44,7 @@ def knn_softmax_weights(X, n_neighbors: int) -> np.ndarray:
     Not in the self-expression paper: kernel regression (Eq. 6) restricted to LLE's mask
     of §4, the convex counterpart of LLE's affine weights.
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D (n, D) array, got shape {X.shape}")
+    X = as_float_array(host_array(X), "X")
     n_neighbors = check_int(n_neighbors, "n_neighbors")
     _, mask, nbr = lle_weights(X, n_neighbors, dense=True)
     tau = float(np.median(((X[:, None] - X[nbr]) ** 2).sum(-1)))
@@ -73,7 +72,12 @@ def closed_groups(mask) -> tuple[np.ndarray, int]:
         Index of the closed group of each point, ``-1`` for points in none.
     n_groups : int
     """
-    mask = sp.csr_matrix(mask) if not sp.issparse(mask) else mask.tocsr()
+    try:
+        mask = sp.csr_matrix(mask) if not sp.issparse(mask) else mask.tocsr()
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"mask must be a square (n, n) boolean matrix, got {type(mask).__name__}"
+        ) from err
     if mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
         raise ValueError(f"mask must be a square (n, n) matrix, got shape {mask.shape}")
     _, piece = connected_components(mask, connection="strong")

@@ -25,8 +25,22 @@ __all__ = ["cpu_ms", "read_out_times"]
 def cpu_ms(fn, repeats: int = 5) -> float:
     """Median CPU time of ``fn()`` in milliseconds.
 
-    By ``time.process_time``: other processes' load is not charged.
+    ``time.process_time`` is used, so other processes' load is not charged.
+
+    Parameters
+    ----------
+    fn : callable
+        Called with no arguments.
+    repeats : int
+        Timings; the median is kept.
+
+    Returns
+    -------
+    float
+        The median, in milliseconds.
     """
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {type(fn).__name__}")
     repeats = check_int(repeats, "repeats")
     times = []
     for _ in range(repeats):
@@ -68,6 +82,7 @@ def read_out_times(
     repeats : int
         Timings per cost; the median is kept.
     seed : int
+        Seeds the random tokens and densities.
 
     Returns
     -------

@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..utils import check_int
+from ..utils import as_float_array, check_int
 
 __all__ = [
     "PointerTask",
@@ -97,7 +97,7 @@ def pointer_task(
     n_labels = length if n_labels is None else check_int(n_labels, "n_labels")
     if n_labels < length:
         raise ValueError(f"n_labels must be at least length = {length}, got {n_labels}")
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     labels = torch.argsort(torch.rand(n, n_labels, generator=g), dim=1)[:, :length]
     values = torch.randint(n_values, (n, length), generator=g)
     source = torch.randint(length, (n, length), generator=g)
@@ -115,8 +115,31 @@ def pointer_task(
     )
 
 
+def _check_model_task(model, task) -> None:
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
+    if not isinstance(task, PointerTask):
+        raise ValueError(
+            f"task must be a PointerTask (see pointer_task), got {type(task).__name__}"
+        )
+
+
 def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
-    """Mean cross-entropy over every position of every sequence."""
+    """Mean cross-entropy over every position of every sequence.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Maps ``task.x`` ``(n, length, features)`` to logits ``(n, length, n_values)``.
+    task : PointerTask
+        The sequences and their targets (:func:`pointer_task`).
+
+    Returns
+    -------
+    torch.Tensor, shape ()
+        The loss, differentiable with respect to the model's parameters.
+    """
+    _check_model_task(model, task)
     logits = model(task.x)
     return F.cross_entropy(logits.flatten(0, 1), task.target.flatten())
 
@@ -125,8 +148,20 @@ def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
 def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
     """Accuracy at position i as a function of the reading distance ``|i - source[i]|``.
 
-    Returns an array of length ``length`` (NaN where no position has that distance).
+    Parameters
+    ----------
+    model : nn.Module
+        Maps ``task.x`` ``(n, length, features)`` to logits ``(n, length, n_values)``.
+    task : PointerTask
+        The sequences and their targets (:func:`pointer_task`); evaluated in eval
+        mode, the model's mode restored after.
+
+    Returns
+    -------
+    ndarray, shape (length,)
+        Entry d is the accuracy at distance d (NaN where no position has that distance).
     """
+    _check_model_task(model, task)
     was_training = model.training
     model.eval()
     pred = model(task.x).argmax(-1).cpu()
@@ -148,6 +183,18 @@ def layers_to_see_everything(length: int, kernel_size: int) -> int:
     Computed directly: a one-hot at position 0 is spread through the band of one
     convolution, layer after layer, until it reaches position ``length - 1`` (the
     farthest pair). The closed form is ``ceil(2 (length - 1) / (kernel_size - 1))``.
+
+    Parameters
+    ----------
+    length : int
+        Tokens per sequence, at least 2.
+    kernel_size : int
+        Odd width of every convolution, at least 3.
+
+    Returns
+    -------
+    int
+        The number of layers.
 
     Implements
     ----------
@@ -172,7 +219,15 @@ def layers_to_see_everything(length: int, kernel_size: int) -> int:
 def dirichlet_laplacian(n: int) -> np.ndarray:
     """The ``(n, n)`` negative second difference with zero boundary values.
 
-    2 on the diagonal, -1 beside it.
+    Parameters
+    ----------
+    n : int
+        Interior grid points, at least 2.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        2 on the diagonal, -1 beside it: the three-tap convolution ``[-1, 2, -1]``.
     """
     n = check_int(n, "n", minimum=2)
     return 2 * np.eye(n) - np.eye(n, k=1) - np.eye(n, k=-1)
@@ -185,6 +240,16 @@ def green_function(n: int) -> np.ndarray:
 
     Indices are 1-based in the formula. Every entry is positive: each output of the
     inverse depends on every input.
+
+    Parameters
+    ----------
+    n : int
+        Interior grid points, at least 2.
+
+    Returns
+    -------
+    ndarray, shape (n, n)
+        The discrete Green's function, dense.
 
     Implements
     ----------
@@ -220,8 +285,8 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
     The single-convolution half of the test of the note's (seed 004) suggestion that a
     few convolution layers come close to the inverse of a differential operator.
     """
-    target = np.asarray(target, dtype=float)
-    if target.ndim != 2 or target.shape[0] != target.shape[1]:
+    target = as_float_array(target, "target")
+    if target.shape[0] != target.shape[1]:
         raise ValueError(f"target must be a square matrix, got shape {target.shape}")
     width = check_int(width, "width")
     if width % 2 == 0:
@@ -271,7 +336,8 @@ def fit_linear_stack(
     from a trained CNN in being linear, single-channel and fitted to the matrix
     directly.
     """
-    target = torch.as_tensor(np.asarray(target, dtype=float))
+    target = torch.as_tensor(as_float_array(target, "target"))
+    max_iter = check_int(max_iter, "max_iter")
     if target.ndim != 2 or target.shape[0] != target.shape[1]:
         raise ValueError(
             f"target must be a square matrix, got shape {tuple(target.shape)}"

@@ -21,9 +21,16 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from ..lasso import soft_threshold
-from ..sparse_coding import UnrolledISTAAttention
-from ..utils import as_float_array, check_int, check_positive
+from ..lasso.common import _soft_threshold as soft_threshold  # unchecked: inner loops
+from ..subspace import UnrolledISTAAttention
+from ..training import TrainingDivergedError
+from ..utils import (
+    _module_input,
+    as_float_array,
+    as_tensor,
+    check_int,
+    check_positive,
+)
 
 __all__ = [
     "motion",
@@ -48,12 +55,26 @@ def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 
     numbers) lies in the at most 4-dimensional subspace of its body (Tomasi & Kanade
     1992).
 
+    Parameters
+    ----------
+    n_bodies : int
+        Rigid bodies (the clusters).
+    n_points : int
+        Points per body.
+    frames : int
+        Camera frames.
+    seed : int
+        The same seed gives the same data.
+
     Returns
     -------
-    X : ndarray (n_bodies * n_points, 2 * frames)
-    labels : ndarray (n_bodies * n_points,)
+    X : ndarray, shape (n_bodies * n_points, 2 * frames)
+        The trajectories, one per row.
+    labels : ndarray, shape (n_bodies * n_points,)
+        The body of each trajectory.
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    n_points, frames = check_int(n_points, "n_points"), check_int(frames, "frames")
     bodies = []
     for _ in range(check_int(n_bodies, "n_bodies")):
         P = np.vstack([rng.standard_normal((3, n_points)), np.ones(n_points)])
@@ -70,11 +91,26 @@ def faces(n_faces: int = 3, n_images: int = 40, pixels: int = 100, seed: int = 0
     ``l`` is ``albedo * max(normal · l, 0)``, near a low-dimensional subspace per object
     (Basri & Jacobs 2003). Lights point mostly towards the object.
 
+    Parameters
+    ----------
+    n_faces : int
+        Objects (the clusters).
+    n_images : int
+        Images (lights) per object.
+    pixels : int
+        Pixels per image.
+    seed : int
+        The same seed gives the same data.
+
     Returns
     -------
-    X : ndarray (n_faces * n_images, pixels);  labels : ndarray (n_faces * n_images,)
+    X : ndarray, shape (n_faces * n_images, pixels)
+        The images, one per row.
+    labels : ndarray, shape (n_faces * n_images,)
+        The object of each image.
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    n_images, pixels = check_int(n_images, "n_images"), check_int(pixels, "pixels")
     images = []
     for _ in range(check_int(n_faces, "n_faces")):
         normals = rng.standard_normal((pixels, 3))
@@ -94,12 +130,29 @@ def sparse_combination_batch(
     for two random keys and signed weights ``|a|, |b| ∈ [0.5, 1.5]``, and its target is
     ``a v_j + b v_l``.
 
+    Parameters
+    ----------
+    step : int
+        Seeds the batch: a training step's index, or a negative one (at least -10 000)
+        for a held-out batch.
+    size : int
+        Tasks in the batch.
+    n_keys, n_queries, dim : int
+        Keys (at least 2) and queries per task, and their size.
+
     Returns
     -------
-    queries (size, n_queries, dim), keys (size, n_keys, dim), values (size, n_keys,
-    dim), targets (size, n_queries, dim), right (size, n_queries, n_keys) bool: the two
-    right keys
+    queries, targets : torch.Tensor, shape (size, n_queries, dim)
+        The queries and their targets.
+    keys, values : torch.Tensor, shape (size, n_keys, dim)
+        The keys and values.
+    right : torch.Tensor of bool, shape (size, n_queries, n_keys)
+        The two right keys of each query.
     """
+    # Negative steps seed held-out batches (the chapter's test set is step -1).
+    step, size = check_int(step, "step", minimum=-10_000), check_int(size, "size")
+    n_keys = check_int(n_keys, "n_keys", minimum=2)  # two right keys per query
+    n_queries, dim = check_int(n_queries, "n_queries"), check_int(dim, "dim")
     g = torch.Generator().manual_seed(10_000 + step)
     k = nn.functional.normalize(torch.randn(size, n_keys, dim, generator=g), dim=-1)
     v = torch.randn(size, n_keys, dim, generator=g)
@@ -113,13 +166,50 @@ def sparse_combination_batch(
 def combination_report(output, weights, test, n_params: int) -> dict:
     """Test error relative to target variance, exact zeros, ``|weight|`` on right keys.
 
-    ``weights`` may carry a head axis (it is reshaped to the shape of ``test[4]``).
+    Parameters
+    ----------
+    output : torch.Tensor, shape (size, n_queries, dim)
+        A model's outputs on ``test``.
+    weights : torch.Tensor, shape (size, n_queries, n_keys), or with a head axis
+        Its attention weights (reshaped to the shape of ``test[4]``).
+    test : tuple of torch.Tensor, the shapes sparse_combination_batch gives
+        A batch of :func:`sparse_combination_batch`.
+    n_params : int
+        The model's parameter count, reported alongside.
+
+    Returns
+    -------
+    dict
+        The relative test error, the fraction of exact zeros and the share of
+        ``|weight|`` on the right keys (NaN if every weight is zero), with ``n_params``.
     """
+    if not (
+        isinstance(test, (tuple, list))
+        and len(test) == 5
+        and all(isinstance(t, torch.Tensor) for t in test)
+    ):
+        raise ValueError("test must be the 5 tensors of sparse_combination_batch")
+    output = as_tensor(output, "output", device=test[3].device)
+    weights = as_tensor(weights, "weights", device=test[3].device)
+    if output.shape != test[3].shape:
+        raise ValueError(
+            f"output must have the targets' shape {tuple(test[3].shape)}, "
+            f"got {tuple(output.shape)}"
+        )
+    if weights.numel() != test[4].numel():
+        raise ValueError(
+            f"weights must hold {test[4].numel()} entries (shape "
+            f"{tuple(test[4].shape)}), got {tuple(weights.shape)}"
+        )
+    n_params = check_int(n_params, "n_params", minimum=0)
     W = weights.reshape(test[4].shape)
     return {
         "params": n_params,
-        "test error / variance": ((output - test[3]) ** 2).mean().item()
-        / test[3].var().item(),
+        # in float64: squared errors of float32 outputs overflow near 1e19
+        "test error / variance": ((output.double() - test[3].double()) ** 2)
+        .mean()
+        .item()
+        / test[3].double().var().item(),
         "zero weights": (W == 0).float().mean().item(),
         "|weight| on the right keys": (
             (W.abs() * test[4]).sum() / W.abs().sum()
@@ -136,6 +226,19 @@ class AttentionStack(nn.Module):
     (:class:`attnlib.attention.MultiHeadAttention`, one head) or ``"ista"``
     (:class:`attnlib.sparse_coding.UnrolledISTAAttention`, which adds two scalars per
     unrolled step). The parameter counts are otherwise equal.
+
+    Parameters
+    ----------
+    kind : {"softmax", "sparsemax", "ista"}
+        The attention of every block.
+    dim : int
+        Token size.
+    n_layers : int
+        Blocks.
+    n_iter, lam : int, float
+        Unrolled steps and threshold of ``"ista"``.
+    hidden : int
+        Width of the feed-forward layers.
 
     Implements
     ----------
@@ -170,11 +273,36 @@ class AttentionStack(nn.Module):
         )
 
     def forward(self, queries, keys, values):
-        """Return the output ``(..., n_q, dim)`` and the first block's weights.
+        """Return the output and the first block's weights.
 
         The first block codes the queries themselves over the keys, so its weights are
         the ones to compare with the task's true sparse codes.
+
+        Parameters
+        ----------
+        queries : tensor, shape (..., n_q, dim)
+            The starting tokens.
+        keys, values : tensor, shape (..., n_k, dim)
+            Fixed keys and values of every block; tensors have the module's dtype.
+
+        Returns
+        -------
+        output : torch.Tensor, shape (..., n_q, dim)
+            The tokens after the last block.
+        weights : torch.Tensor, shape (..., n_q, n_k)
+            The first block's attention weights.
         """
+        like = self.ff[0][0].weight
+        queries, keys, values = (
+            _module_input(x, name, like, min_ndim=2)
+            for x, name in ((queries, "queries"), (keys, "keys"), (values, "values"))
+        )
+        for x, name in ((queries, "queries"), (keys, "keys"), (values, "values")):
+            if x.shape[-1] != like.shape[1]:
+                raise ValueError(
+                    f"{name} must have dim = {like.shape[1]} features, "
+                    f"got shape {tuple(x.shape)}"
+                )
         h, first = queries, None
         for attn, ff in zip(self.attn, self.ff):
             out, weights = attn(h, keys, values)
@@ -196,8 +324,16 @@ class SelfExpressiveNet(nn.Module):
     Implements
     ----------
     The self-expressive network of Zhang, You, Vidal & Li (2021), simplified (one hidden
-    layer per embedding, ℓ1 penalty only); §5.3, difference 3 of the self-expression
-    paper.
+    layer per embedding, ℓ1 penalty only); §5.3, difference 3 of the self-expression paper.
+
+    Parameters
+    ----------
+    dim : int
+        Point size.
+    hidden : int
+        Width of the two embeddings.
+    scale : float
+        Multiplies the inner product (divided by ``hidden``).
     """
 
     def __init__(self, dim: int, hidden: int = 64, scale: float = 1.0):
@@ -215,7 +351,33 @@ class SelfExpressiveNet(nn.Module):
         self.scale = check_positive(scale, "scale") / hidden
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
-        """Coefficients ``(n_q, n_k)`` of queries over keys (diagonal 0 if asked)."""
+        """Coefficients of the queries over the keys.
+
+        Parameters
+        ----------
+        queries : tensor, shape (n_q, dim)
+            New or training points; a tensor must have the module's dtype.
+        keys : tensor, shape (n_k, dim)
+            The points they are written with.
+        exclude_self : bool
+            Zero the diagonal (queries = keys).
+
+        Returns
+        -------
+        torch.Tensor, shape (n_q, n_k)
+            The coefficients ``C``.
+        """
+        like = self.query[0].weight
+        queries, keys = (
+            _module_input(x, name, like, ndim=2)
+            for x, name in ((queries, "queries"), (keys, "keys"))
+        )
+        for x, name in ((queries, "queries"), (keys, "keys")):
+            if x.shape[1] != like.shape[1]:
+                raise ValueError(
+                    f"{name} must have dim = {like.shape[1]} features, "
+                    f"got shape {tuple(x.shape)}"
+                )
         C = soft_threshold(
             self.scale * self.query(queries) @ self.key(keys).T,
             nn.functional.softplus(self.raw_b),
@@ -239,9 +401,31 @@ def fit_self_expressive_net(
     The loss is ``½‖X − C X‖² + λ‖C‖₁`` with diag(C) = 0.
 
     Full-batch Adam; returns the model in eval mode and the loss per step.
+
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features)
+        The points, one per row (trained in float32).
+    hidden : int
+        Width of the embeddings.
+    lam : float
+        The ℓ1 weight λ.
+    n_steps : int
+        Adam steps (full batch).
+    lr : float
+        Adam's learning rate.
+    seed : int
+        Seeds the model's initialisation.
+
+    Returns
+    -------
+    model : nn.Module
+        The trained model, in eval mode.
+    losses : list of float
+        The loss at every step.
     """
     X = torch.as_tensor(as_float_array(X, "X"), dtype=torch.float32)
-    torch.manual_seed(seed)
+    torch.manual_seed(check_int(seed, "seed", minimum=0))
     return _fit_self_expression(
         SelfExpressiveNet(X.shape[1], hidden), X, lam, n_steps, lr
     )
@@ -250,15 +434,21 @@ def fit_self_expressive_net(
 def _fit_self_expression(
     model: nn.Module, X: torch.Tensor, lam: float, n_steps: int, lr: float
 ):
-    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n``.
-
-    With ``C = model(X, X)`` and diag(C) = 0.
-    """
+    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n`` with ``C = model(X, X)``, diag(C) = 0."""
+    lam, lr = check_positive(lam, "lam"), check_positive(lr, "lr")
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
-    for _ in range(check_int(n_steps, "n_steps")):
+    for step in range(check_int(n_steps, "n_steps")):
         C = model(X, X, exclude_self=True)
         loss = (0.5 * ((X - C @ X) ** 2).sum() + lam * C.abs().sum()) / len(X)
+        if not torch.isfinite(loss):
+            if step == 0:
+                raise ValueError(
+                    f"X is too large for {X.dtype}: the loss overflows; rescale X"
+                )
+            raise TrainingDivergedError(
+                f"lr = {lr} made the loss diverge at step {step}; try a smaller lr"
+            )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -269,30 +459,66 @@ def _fit_self_expression(
 class LearnedISTACodes(nn.Module):
     """Self-expressive codes of queries over keys by ``n_iter`` learned ISTA steps.
 
-    Both the steps and the thresholds are learned.
-
     ``C ← T_{ε_t λ_t}(C + ε_t (Q − C K) Kᵀ)`` from ``C = 0``, with ``ε_t = s_t / ‖K‖²``;
     ``s_t`` and ``λ_t`` are learned (LISTA-style, Gregor & LeCun 2010, keeping the
     matrices of Eq. (15) fixed). A fixed-cost forward pass, so it gives codes for new
     points.
+
+    Parameters
+    ----------
+    n_iter : int
+        Unrolled ISTA steps.
+    lam : float
+        Initial threshold λ of every step.
     """
 
     def __init__(self, n_iter: int = 5, lam: float = 0.01):
         super().__init__()
         self.n_iter = check_int(n_iter, "n_iter")
         self.raw_step = nn.Parameter(torch.zeros(self.n_iter))
+        lam = check_positive(lam, "lam")
+        # softplus⁻¹(λ) = λ + log(1 - e^{-λ}), finite for every positive λ
+        # (log(expm1(λ)) overflows above λ ≈ 700).
         self.raw_lam = nn.Parameter(
-            torch.full(
-                (self.n_iter,), float(np.log(np.expm1(check_positive(lam, "lam"))))
-            )
+            torch.full((self.n_iter,), lam + float(np.log(-np.expm1(-lam))))
         )
 
     def forward(self, queries, keys, *, exclude_self: bool = False):
-        """Codes ``(n_q, n_k)``; ``exclude_self`` holds the diagonal at 0.
+        """Codes of the queries over the keys.
 
-        ``exclude_self`` is for queries that are the keys.
+        Parameters
+        ----------
+        queries : tensor or array-like, shape (n_q, d)
+            The points to code.
+        keys : tensor or array-like, shape (n_k, d)
+            The dictionary.
+        exclude_self : bool
+            Hold the diagonal at 0 (queries = keys).
+
+        Returns
+        -------
+        torch.Tensor, shape (n_q, n_k)
+            The codes, in the common dtype of the inputs and the parameters.
         """
+        keys = as_tensor(keys, "keys", ndim=2, device=self.raw_step.device)
+        queries = as_tensor(queries, "queries", ndim=2, device=keys.device)
+        if queries.shape[1] != keys.shape[1]:
+            raise ValueError(
+                f"queries must have the keys' {keys.shape[1]} features, "
+                f"got shape {tuple(queries.shape)}"
+            )
+        # The common dtype, at least the parameters' (float32 for half inputs: the
+        # spectral norm has no half kernel).
+        dtype = torch.promote_types(
+            torch.promote_types(queries.dtype, keys.dtype), self.raw_step.dtype
+        )
+        queries, keys = queries.to(dtype), keys.to(dtype)
         base = 1.0 / torch.linalg.matrix_norm(keys, ord=2) ** 2
+        if not torch.isfinite(base):
+            raise ValueError(
+                f"keys are too small for {dtype} (or all zero): their squared norm "
+                "underflows; rescale them"
+            )
         keep = (
             1.0 - torch.eye(len(queries), len(keys), dtype=keys.dtype)
             if exclude_self
@@ -320,12 +546,32 @@ def fit_learned_ista(
     lr: float = 0.05,
     seed: int = 0,
 ):
-    """Train :class:`LearnedISTACodes` on ``X``.
+    """Train :class:`LearnedISTACodes` on ``X``: ``½‖X − C X‖² + λ‖C‖₁``, diag(C) = 0.
 
-    The loss is ``½‖X − C X‖² + λ‖C‖₁`` with diag(C) = 0.
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features)
+        The points, one per row (float64).
+    n_iter : int
+        Unrolled ISTA steps.
+    lam : float
+        The ℓ1 weight λ.
+    n_steps : int
+        Adam steps (full batch).
+    lr : float
+        Adam's learning rate.
+    seed : int
+        Seeds the model's initialisation.
+
+    Returns
+    -------
+    model : nn.Module
+        The trained model, in eval mode.
+    losses : list of float
+        The loss at every step.
     """
     X = torch.as_tensor(as_float_array(X, "X"))
-    torch.manual_seed(seed)
+    torch.manual_seed(check_int(seed, "seed", minimum=0))
     return _fit_self_expression(
         LearnedISTACodes(n_iter, lam).to(X.dtype), X, lam, n_steps, lr
     )
@@ -336,13 +582,32 @@ def assign_by_coefficients(C, train_labels, n_clusters: int) -> np.ndarray:
 
     Parameters
     ----------
-    C : array (n_queries, n_train), coefficients of new points over the training points
-    train_labels : array (n_train,), the clusters found on the training points
+    C : array-like, shape (n_queries, n_train)
+        Coefficients of new points over the training points.
+    train_labels : array-like of int, shape (n_train,)
+        The clusters found on the training points, in ``[0, n_clusters)``.
+    n_clusters : int
+        The number of clusters.
+
+    Returns
+    -------
+    ndarray of int, shape (n_queries,)
+        The cluster of each query.
     """
-    C = np.abs(np.asarray(C, dtype=np.float64))
-    mass = np.stack(
-        [C[:, np.asarray(train_labels) == k].sum(1) for k in range(n_clusters)], 1
-    )
+    C = np.abs(as_float_array(C, "C"))
+    n_clusters = check_int(n_clusters, "n_clusters")
+    labels = np.asarray(train_labels)
+    if (
+        labels.shape != (C.shape[1],)
+        or not np.issubdtype(labels.dtype, np.integer)
+        or labels.min() < 0
+        or labels.max() >= n_clusters
+    ):
+        raise ValueError(
+            f"train_labels must be {C.shape[1]} integers (one per column of C) in "
+            f"[0, {n_clusters}), got {labels.dtype} of shape {labels.shape}"
+        )
+    mass = np.stack([C[:, labels == k].sum(1) for k in range(n_clusters)], 1)
     return mass.argmax(1)
 
 
@@ -361,9 +626,23 @@ def normalized_self_expression(
     Each row of ``C`` is the softmax or sparsemax of free logits (the diagonal masked),
     so each point is written as a convex combination of the others; Adam on the logits.
 
+    Parameters
+    ----------
+    X : array-like, shape (n_samples, n_features)
+        The points, one per row.
+    normalizer : {"softmax", "sparsemax"}
+        Maps each row of logits to the simplex.
+    n_steps : int
+        Adam steps.
+    lr : float
+        Adam's learning rate.
+    seed : int
+        Seeds the initial logits.
+
     Returns
     -------
-    C : ndarray (n_samples, n_samples), rows on the probability simplex, zero diagonal
+    C : ndarray, shape (n_samples, n_samples)
+        Rows on the probability simplex, zero diagonal.
     """
     from ..normalizers import softmax, sparsemax
 
@@ -373,7 +652,8 @@ def normalized_self_expression(
             f"normalizer must be 'softmax' or 'sparsemax', got {normalizer!r}"
         )
     X = torch.as_tensor(as_float_array(X, "X"))
-    torch.manual_seed(seed)
+    lr = check_positive(lr, "lr")
+    torch.manual_seed(check_int(seed, "seed", minimum=0))
     Z = (0.01 * torch.randn(len(X), len(X), dtype=X.dtype)).requires_grad_()
     mask = torch.eye(len(X), dtype=torch.bool)
     opt = torch.optim.Adam([Z], lr=lr)

@@ -34,7 +34,7 @@ from tqdm import tqdm
 from ..attention import MultiHeadAttention
 from ..symmetry import KnowledgeAttention, _as_output
 from ..training import train
-from ..utils import as_tensor, check_int, check_positive
+from ..utils import _module_input, as_tensor, check_int, check_positive
 
 __all__ = [
     "TEACHERS",
@@ -83,8 +83,19 @@ class SequenceMLP(nn.Module):
         )
 
     def forward(self, x) -> torch.Tensor:
-        """Map ``x`` ``(..., length, embed_dim)`` to a sequence of the same shape."""
-        x = as_tensor(x, "x", min_ndim=2)
+        """Map ``x`` to a sequence of the same shape.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., length, embed_dim)
+            Token sequences; a tensor must have the module's dtype.
+
+        Returns
+        -------
+        torch.Tensor, shape of ``x``
+            The predicted sequences.
+        """
+        x = _module_input(x, "x", self.net[0].weight, min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
                 f"x must end in shape ({self.length}, {self.embed_dim}), got "
@@ -99,6 +110,11 @@ class MeanBaseline(nn.Module):
     Fitted in closed form by :meth:`fit`; takes sequences of any length. Its relative
     error is the floor that any learner must beat to have learned something from the
     inputs.
+
+    Parameters
+    ----------
+    embed_dim : int
+        Token size.
     """
 
     def __init__(self, embed_dim: int):
@@ -108,15 +124,51 @@ class MeanBaseline(nn.Module):
         )
 
     def fit(self, x, y) -> MeanBaseline:
-        """Set the mean from targets ``y`` ``(n_sequences, length, embed_dim)``."""
+        """Set the mean from the targets.
+
+        Parameters
+        ----------
+        x : tensor or array-like, any shape
+            The inputs (unused: the mean ignores them).
+        y : tensor or array-like, shape (n_sequences, length, embed_dim)
+            The targets.
+
+        Returns
+        -------
+        MeanBaseline
+            ``self``, fitted (the mean in ``y``'s dtype).
+        """
         y = as_tensor(y, "y", min_ndim=3)
-        self.mean.data = y.reshape(-1, y.shape[-1]).mean(0).to(self.mean)
+        if y.shape[-1] != self.mean.shape[0]:
+            raise ValueError(
+                f"y must have embed_dim = {self.mean.shape[0]} features, "
+                f"got shape {tuple(y.shape)}"
+            )
+        # Kept in y's dtype: a float64 target's mean is not rounded to float32.
+        self.mean.data = y.reshape(-1, y.shape[-1]).mean(0).to(self.mean.device)
         return self
 
     def forward(self, x) -> torch.Tensor:
-        """The mean token, broadcast to the shape of ``x`` ``(..., n, embed_dim)``."""
+        """The mean token, broadcast to the shape of ``x``.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, embed_dim)
+            Token sequences of any length.
+
+        Returns
+        -------
+        torch.Tensor, shape of ``x``
+            The mean token at every position.
+        """
         x = as_tensor(x, "x", min_ndim=2)
-        return self.mean.to(x).expand_as(x)
+        if x.shape[-1] != self.mean.shape[0]:
+            raise ValueError(
+                f"x must have embed_dim = {self.mean.shape[0]} features, "
+                f"got shape {tuple(x.shape)}"
+            )
+        dtype = torch.promote_types(x.dtype, self.mean.dtype)
+        return self.mean.to(dtype).expand(x.shape)
 
 
 class RidgeBaseline(nn.Module):
@@ -125,6 +177,15 @@ class RidgeBaseline(nn.Module):
     The linear counterpart of :class:`~attnlib.experiments.symmetry.SequenceMLP` (same
     inputs, same fixed length), fitted in closed form by :meth:`fit` with penalty
     ``ridge`` times the number of training sequences.
+
+    Parameters
+    ----------
+    length : int
+        The one sequence length it accepts.
+    embed_dim : int
+        Token size.
+    ridge : float
+        The penalty per training sequence.
     """
 
     def __init__(self, length: int, embed_dim: int, ridge: float = 1.0):
@@ -138,14 +199,29 @@ class RidgeBaseline(nn.Module):
         self.linear = nn.Linear(size, size).requires_grad_(False)
 
     def fit(self, x, y) -> RidgeBaseline:
-        """Solve the ridge problem for ``x`` and ``y``.
+        """Solve the ridge problem in float64.
 
-        Both of shape ``(n_sequences, length, embed_dim)``.
+        Parameters
+        ----------
+        x, y : tensor or array-like, shape (n_sequences, length, embed_dim)
+            Inputs and targets.
+
+        Returns
+        -------
+        RidgeBaseline
+            ``self``, fitted (the map in the data's common dtype).
         """
-        x, y = (
-            as_tensor(x, "x", min_ndim=3).flatten(-2).double(),
-            as_tensor(y, "y", min_ndim=3).flatten(-2).double(),
-        )
+        x, y = as_tensor(x, "x", ndim=3), as_tensor(y, "y", ndim=3)
+        shape = (self.length, self.embed_dim)
+        for t, name in ((x, "x"), (y, "y")):
+            if t.shape[1:] != shape or len(t) != len(x):
+                raise ValueError(
+                    f"{name} must have shape ({len(x)}, {shape[0]}, {shape[1]}), "
+                    f"got {tuple(t.shape)}"
+                )
+        # The fit keeps the data's common dtype (float64 data gives a float64 map).
+        self.linear.to(torch.promote_types(x.dtype, y.dtype))
+        x, y = x.flatten(-2).double(), y.flatten(-2).double()
         xm, ym = x.mean(0), y.mean(0)
         xc, yc = x - xm, y - ym
         gram = xc.T @ xc + self.ridge * len(x) * torch.eye(x.shape[1], dtype=x.dtype)
@@ -155,14 +231,28 @@ class RidgeBaseline(nn.Module):
         return self
 
     def forward(self, x) -> torch.Tensor:
-        """Map ``x`` ``(..., length, embed_dim)`` to a sequence of the same shape."""
+        """Map ``x`` to a sequence of the same shape.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., length, embed_dim)
+            Token sequences.
+
+        Returns
+        -------
+        torch.Tensor, shape of ``x``
+            The predicted sequences.
+        """
         x = as_tensor(x, "x", min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
                 f"x must end in shape ({self.length}, {self.embed_dim}), got "
                 f"{tuple(x.shape)}"
             )
-        return self.linear(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
+        w, b = self.linear.weight, self.linear.bias
+        dtype = torch.promote_types(x.dtype, w.dtype)
+        out = nn.functional.linear(x.flatten(-2).to(dtype), w.to(dtype), b.to(dtype))
+        return out.unflatten(-1, (self.length, self.embed_dim))
 
 
 # name -> (factory(length, embed_dim, n_knowledge), weight decay of the training loop)
@@ -197,6 +287,22 @@ def make_teacher(
     it. ``sharpness`` scales the knowledge vectors, hence the scores by its square:
     larger values give peakier attention and a harder task.
 
+    Parameters
+    ----------
+    embed_dim, n_knowledge : int
+        Token size and knowledge vectors.
+    kernel : str
+        One of ``TEACHERS``.
+    sharpness : float
+        Scales the knowledge vectors.
+    seed : int
+        Seeds the teacher's parameters.
+
+    Returns
+    -------
+    KnowledgeAttention
+        The teacher, without gradients.
+
     Implements
     ----------
     A target that is orthogonal equivariant with knowledge (Definition 2 of the symmetry
@@ -206,10 +312,17 @@ def make_teacher(
     if kernel not in TEACHERS:
         raise ValueError(f"kernel must be one of {TEACHERS}, got {kernel!r}")
     check_positive(sharpness, "sharpness")
-    torch.manual_seed(seed)
+    torch.manual_seed(check_int(seed, "seed", minimum=0))
     teacher = KnowledgeAttention(embed_dim, n_knowledge, kernel=kernel)
     with torch.no_grad():
         teacher.knowledge.mul_(sharpness)
+        try:  # a unit-scale probe: its scores must not overflow
+            teacher(torch.randn(1, 2, embed_dim))
+        except ValueError as err:
+            raise ValueError(
+                f"sharpness = {sharpness} makes the teacher's scores overflow; "
+                "use a smaller one"
+            ) from err
     return teacher.requires_grad_(False)
 
 
@@ -223,19 +336,38 @@ def knowledge_task(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gaussian token sequences ``X`` ``(n_sequences, length, d)``, noisy targets.
 
-    The targets are ``teacher(X) + noise``.
-
     The clean targets are equivariant with the teacher's knowledge whenever the teacher
     is (a :class:`~attnlib.symmetry.KnowledgeAttention` with ``value="scalar"``);
     ``noise`` is the standard deviation of the Gaussian noise added to every target
     entry.
+
+    Parameters
+    ----------
+    teacher : nn.Module
+        A module with an ``embed_dim`` (:func:`make_teacher`).
+    n_sequences, length : int
+        Sequences and tokens per sequence.
+    noise : float
+        Standard deviation of the label noise.
+    seed : int
+        The same seed gives the same data.
+
+    Returns
+    -------
+    x, y : torch.Tensor, shape (n_sequences, length, embed_dim)
+        Inputs and noisy targets, in the teacher's dtype.
     """
     n_sequences, length = (
         check_int(n_sequences, "n_sequences"),
         check_int(length, "length"),
     )
     noise = check_positive(noise, "noise", allow_zero=True)
-    g = torch.Generator().manual_seed(seed)
+    if not (isinstance(teacher, nn.Module) and hasattr(teacher, "embed_dim")):
+        raise ValueError(
+            "teacher must be a module with an embed_dim, such as make_teacher's, "
+            f"got {type(teacher).__name__}"
+        )
+    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
     p = next(teacher.parameters())
     x = torch.randn(n_sequences, length, teacher.embed_dim, generator=g).to(p)
     eps = noise * torch.randn(x.shape, generator=g).to(p)
@@ -244,19 +376,38 @@ def knowledge_task(
 
 
 def relative_error(model: Callable, x, y) -> float:
-    """``‖model(x) − y‖² / ‖y‖²`` without gradients.
+    """``‖model(x) − y‖² / ‖y‖²`` without gradients: 0 is perfect, 1 is predicting zero.
 
-    0 is perfect, 1 is as bad as predicting zero.
+    Parameters
+    ----------
+    model : callable
+        Maps ``x`` to a tensor (or an attention result) of ``y``'s shape.
+    x : tensor or array-like, shape (..., n, d)
+        Inputs.
+    y : tensor or array-like, shape of ``model(x)``
+        Targets, not all zero.
+
+    Returns
+    -------
+    float
+        The relative squared error, computed in float64.
     """
+    if not callable(model):
+        raise ValueError(f"model must be callable, got {type(model).__name__}")
     x = as_tensor(x, "x", min_ndim=2)
-    y = as_tensor(y, "y", min_ndim=2, dtype=x.dtype, device=x.device)
+    y = as_tensor(y, "y", min_ndim=2, device=x.device)
     with torch.no_grad():
         pred = _as_output(model(x))
         if pred.shape != y.shape:
             raise ValueError(
                 f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}"
             )
-        return float(((pred - y) ** 2).sum() / (y**2).sum())
+        # In float64: squared norms of float32 data under- or overflow at 1e±20.
+        pred, y = pred.double(), y.double()
+        scale = (y**2).sum()
+        if scale == 0:
+            raise ValueError("y is zero: the relative error is undefined")
+        return float(((pred - y) ** 2).sum() / scale)
 
 
 def fit_and_score(
@@ -278,7 +429,28 @@ def fit_and_score(
     relative to the target power and each test name to :func:`relative_error`, or NaN
     where the model cannot take that input (a fixed-length model on another sequence
     length).
+
+    Parameters
+    ----------
+    model : nn.Module
+        A learner (see ``LEARNERS``).
+    train_data : tuple of tensor, each of shape (n_sequences, length, embed_dim)
+        ``(X, Y)``.
+    test_data : dict
+        Name to ``(X, Y)``.
+    n_steps, lr, weight_decay : int, float, float
+        The training loop's (:func:`attnlib.training.train`).
+    seed : int
+        Seeds the training.
+    progress : bool
+        Show the training's progress bar.
+
+    Returns
+    -------
+    dict
+        ``"train"`` and each test name to a relative error.
     """
+    seed = check_int(seed, "seed", minimum=0)
     x, y = train_data
     if hasattr(model, "fit"):
         model.fit(x, y)
@@ -333,6 +505,29 @@ def sample_efficiency(
     size in ``sizes`` and each seed, every learner named in ``learners`` (keys of
     ``LEARNERS``) is fitted (:func:`fit_and_score`) and scored on clean test sequences
     of every length in ``test_lengths``.
+
+    Parameters
+    ----------
+    sizes, seeds : sequence of int
+        Training-set sizes and seeds.
+    teacher : str
+        The teacher's kernel (one of ``TEACHERS``).
+    learners : sequence of str
+        Keys of ``LEARNERS``.
+    embed_dim, length, n_knowledge : int
+        Token size, training sequence length and the teacher's knowledge vectors.
+    noise : float
+        Label noise of the training targets.
+    test_lengths : sequence of int
+        Lengths of the clean test sequences.
+    n_test : int
+        Test sequences per length.
+    n_steps, lr : int, float
+        The training loop's.
+    teacher_seed : int
+        Seeds the teacher.
+    progress : bool
+        Show a progress bar over the fits.
 
     Returns
     -------
@@ -411,11 +606,20 @@ def sequences_needed(sizes, errors, target: float) -> float:
     errors : array-like, shape (m,)
         The (median) error at each size, decreasing.
     target : float
-        The error to reach; NaN if the curve never reaches it (or starts below it).
+        The error to reach.
+
+    Returns
+    -------
+    float
+        The interpolated size; NaN if the curve never reaches ``target`` (or starts
+        below it).
     """
     sizes, errors = np.asarray(sizes, dtype=float), np.asarray(errors, dtype=float)
     if sizes.ndim != 1 or sizes.shape != errors.shape or len(sizes) < 2:
         raise ValueError("sizes and errors must be 1-D of the same length >= 2")
+    for values, name in ((sizes, "sizes"), (errors, "errors")):
+        if not (np.all(np.isfinite(values)) and np.all(values > 0)):
+            raise ValueError(f"{name} must be finite and positive (a log-log curve)")
     if np.any(np.diff(errors) >= 0):
         raise ValueError("errors must decrease with the size")
     target = check_positive(target, "target")

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from ..utils import check_int, check_positive
+from ..utils import as_float_array, check_int, check_positive, host_array
 from .common import SolverInfo, _lam_column, soft_threshold
 from .homotopy import _ssc_active_set, lasso_codes
 from .iterative import _DenseKeys, _lasso_rows, _ssc_working_set
@@ -45,14 +45,17 @@ def ssc_rows(
 
     Parameters
     ----------
-    X : ndarray, shape (n_samples, n_features), validated by the caller
-    lam, solver, max_iter, tol, rho, working_set, polish : see
-        :func:`attnlib.subspace.self_expressive`
+    X : array-like, shape (n_samples, n_features)
+        The samples, one per row, at least two.
+    lam, solver, max_iter, tol, rho, working_set, polish : object
+        As in :func:`attnlib.subspace.self_expressive`.
 
     Returns
     -------
     C : ndarray or CSR of shape (n_samples, n_samples)
+        The coefficients.
     info : SolverInfo
+        Iterations, duality gap and convergence.
 
     Implements
     ----------
@@ -63,6 +66,7 @@ def ssc_rows(
     """
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
+    X = as_float_array(host_array(X), "X", min_samples=2)
     lam = _lam_column(lam, X.shape[0])
     max_iter = check_int(max_iter, "max_iter")
     tol = check_positive(tol, "tol")

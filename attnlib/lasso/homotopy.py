@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..utils import check_int, check_positive
+from ..utils import as_float_array, check_int, check_positive, host_array
 from .common import SolverInfo, _sparse_gap, _top_k_per_row
 
 __all__ = ["lasso_codes"]
@@ -181,18 +181,26 @@ def lasso_codes(Y, K, lam: float, max_steps: int = 1000) -> np.ndarray:
 
     Parameters
     ----------
-    Y : ndarray (n_queries, n_features);  K : ndarray (n_keys, n_features);  lam : float
+    Y : array-like, shape (n_queries, n_features)
+        The rows to code.
+    K : array-like, shape (n_keys, n_features)
+        The dictionary.
+    lam : float
+        The ℓ1 weight λ.
+    max_steps : int
+        Homotopy path segments at most.
 
     Returns
     -------
-    C : ndarray (n_queries, n_keys)
+    C : ndarray, shape (n_queries, n_keys)
+        The Lasso codes.
 
     Implements
     ----------
     Eqs. (16)-(17) of the self-expression paper (rows as tokens), solved exactly by the
     homotopy path (Osborne, Presnell & Turlach 2000) for all queries at once.
     """
-    Y, K = np.asarray(Y, dtype=np.float64), np.asarray(K, dtype=np.float64)
+    Y, K = as_float_array(host_array(Y), "Y"), as_float_array(host_array(K), "K")
     if Y.ndim != 2 or K.ndim != 2 or Y.shape[1] != K.shape[1]:
         raise ValueError(
             f"Y and K must be 2-D with the same number of features, got {Y.shape} and {K.shape}"

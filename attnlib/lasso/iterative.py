@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .common import SolverInfo, _sparse_gap, _top_k_per_row, soft_threshold
+from .common import SolverInfo, _soft_threshold, _sparse_gap, _top_k_per_row
 
 # ---------------------------------------------------------------------------------------
 # The dictionaries the solvers see. Row i of the problem expresses the target y_i with the
@@ -175,14 +175,14 @@ class _RowIterations:
             target = keys.correlate(self.Y)
             for _ in range(n_steps):
                 A = solve(target + rho * self.C - self.dual)
-                self.C = keys.restrict(soft_threshold(A + self.dual / rho, lam / rho))
+                self.C = keys.restrict(_soft_threshold(A + self.dual / rho, lam / rho))
                 self.dual += rho * (A - self.C)
             return
         for _ in range(n_steps):
             point = self.Z if self.solver == "fista" else self.C
             grad = keys.correlate(keys.reconstruct(point) - self.Y)
             C_new = keys.restrict(
-                soft_threshold(point - self.step * grad, self.step * lam)
+                _soft_threshold(point - self.step * grad, self.step * lam)
             )
             if self.solver == "fista":
                 # Restart the momentum of rows whose last step went uphill (O'Donoghue &
