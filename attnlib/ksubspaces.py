@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .utils import as_float_array, check_int
+from .utils import as_float_array, check_int, check_positive
 
 __all__ = ["subspace_dimension", "k_subspaces"]
 
@@ -47,7 +47,7 @@ def subspace_dimension(X, *, energy: float = 0.95) -> int:
     *Principal Component Analysis*, 2002, §6.1.1), uncentred.
     """
     X = as_float_array(X, "X")
-    if not 0 < energy <= 1:
+    if check_positive(energy, "energy") > 1:
         raise ValueError(f"energy must be in (0, 1], got {energy!r}")
     kept = np.cumsum(np.linalg.svd(X, compute_uv=False) ** 2)
     d = int(np.searchsorted(kept, energy * kept[-1] * (1 - 1e-12))) + 1
@@ -115,6 +115,8 @@ def k_subspaces(X, labels, *, dim: int | None = None, max_iter: int = 30):
     """
     X = as_float_array(X, "X")
     labels = np.asarray(labels).ravel()
+    if np.issubdtype(labels.dtype, np.floating) and not np.isfinite(labels).all():
+        raise ValueError("labels contains NaN or infinite values")
     if labels.shape != (X.shape[0],):
         raise ValueError(
             f"labels must have one entry per sample ({X.shape[0]}), got {labels.shape}"
