@@ -251,6 +251,26 @@ def main(argv=None) -> int:
         print(f"{len(chosen)} mutants, every snippet found exactly once")
         return 0
 
+    started = dt.datetime.now()
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "attnlib", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    header = (
+        f"Run {started:%Y-%m-%d %H:%M} on commit {commit}"
+        f"{' plus uncommitted changes' if dirty else ''}, Python"
+        f" {sys.version.split()[0]}, one process,"
+        f" per-mutant timeout {args.timeout:.0f} s; the tree as copied when the run"
+        " started."
+    )
     with tempfile.TemporaryDirectory(prefix="attnlib-mutate-") as tmp:
         copy, shared_cache = Path(tmp) / "tree", Path(tmp) / "numba-shared"
         copy_tree(copy)
@@ -285,24 +305,6 @@ def main(argv=None) -> int:
             print(
                 f"[{i}/{len(chosen)}] {m.name}: {outcome} ({seconds:.0f} s)", flush=True
             )
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--", "attnlib", "tests"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    header = (
-        f"Run {dt.datetime.now():%Y-%m-%d %H:%M} on commit {commit}"
-        f"{' plus uncommitted changes' if dirty else ''}, Python"
-        f" {sys.version.split()[0]}, one process,"
-        f" per-mutant timeout {args.timeout:.0f} s."
-    )
     if carried:
         fresh = {r["name"]: r for r in results}
         results = [fresh.get(m.name) or carried[m.name] for m in MUTANTS]
