@@ -432,3 +432,12 @@ def test_denoiser_positional_score_is_minus_the_scaled_squared_distance(rng):
     expected = (weights @ pix / weights.sum(1)).reshape(4, 5)
     out = model(torch.tensor(img)).detach().numpy()
     np.testing.assert_allclose(out, expected, atol=1e-12)
+
+
+def test_gaussian_filter_window_rounds_like_scipy(rng):
+    """The window's radius is round(truncate · σ), as in SciPy: σ = 0.9 gives 4, not 3
+    (the weight at distance 4, e^-9.9 of the centre's, is visible at atol 1e-7)."""
+    img = rng.random((20, 21))
+    out = dn.gaussian_filter_attention(img, 0.9)
+    ref = ndimage.gaussian_filter(img, 0.9)
+    np.testing.assert_allclose(out[4:-4, 4:-4], ref[4:-4, 4:-4], atol=1e-7)
