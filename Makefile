@@ -23,7 +23,7 @@ export OMP_NUM_THREADS := 1
 export OPENBLAS_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: book test serve setup browser stamp strip bench clean pdf lab test-latest
+.PHONY: book test serve setup browser stamp strip bench clean pdf lab test-latest mutate
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' || \
@@ -96,6 +96,12 @@ bench: setup
 	@for script in benchmarks/[a-z]*.py; do \
 		echo "== $$script"; $(PY) $$script $(if $(QUICK),--quick) || exit 1; \
 	done
+
+# The mutation campaign (on demand, not part of `make test`): each named bug of
+# tools/mutants.py applied in turn to a copy of the tree, its tests run; writes
+# tools/MUTATION.md. `make mutate MUTANTS=name1,name2` runs a subset (report printed).
+mutate: $(VENV)/.installed
+	$(PY) tools/mutate.py $(if $(MUTANTS),--mutants $(MUTANTS))
 
 # Re-stamp every chapter's setup cell from _config.yml, and strip outputs before committing.
 stamp: $(VENV)/.installed

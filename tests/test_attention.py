@@ -371,3 +371,33 @@ def test_huge_temperature_with_a_mask_gives_uniform_weights_not_nan():
     torch.testing.assert_close(w, expected)
     _, w = attention(q, k, v, mask=mask, normalizer="none", temperature=1e60)
     assert torch.isfinite(w).all() and (w[~mask] == 0).all()
+
+
+# ------------------------------------------ wiring and defaults (the mutation campaign)
+@pytest.mark.usefixtures("float64")
+def test_multihead_with_distinct_kdim_and_vdim_equals_torch():
+    """Keys and values of different sizes: each projection is built from its size."""
+    ours = MultiHeadAttention(8, 2, kdim=5, vdim=3)
+    theirs = nn.MultiheadAttention(8, 2, kdim=5, vdim=3, batch_first=True)
+    with torch.no_grad():
+        theirs.q_proj_weight.copy_(ours.q_proj.weight)
+        theirs.k_proj_weight.copy_(ours.k_proj.weight)
+        theirs.v_proj_weight.copy_(ours.v_proj.weight)
+        theirs.in_proj_bias.copy_(
+            torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias])
+        )
+        theirs.out_proj.load_state_dict(ours.out_proj.state_dict())
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 4, 8, generator=g)
+    key, value = torch.randn(2, 6, 5, generator=g), torch.randn(2, 6, 3, generator=g)
+    out, w = ours(x, key, value)
+    ref_out, ref_w = theirs(x, key, value, average_attn_weights=False)
+    torch.testing.assert_close(out, ref_out, **TOL)
+    torch.testing.assert_close(w, ref_w, **TOL)
+
+
+def test_encoder_feedforward_width_defaults_to_four_times_d_model():
+    """Vaswani et al. (2017), §3.3: d_ff = 2048 = 4 · 512; the default keeps that."""
+    layer = TransformerEncoderLayer(8, num_heads=2)
+    assert (layer.linear1.in_features, layer.linear1.out_features) == (8, 32)
+    assert (layer.linear2.in_features, layer.linear2.out_features) == (32, 8)

@@ -535,3 +535,44 @@ def test_bad_inputs():
         cluttered_digits(3, size=4)
     with pytest.raises(ValueError, match="span"):
         span_documents(3, 10, span=20)
+
+
+# ----------------------------------------------- moment matching (mutation campaign)
+def test_1d_moment_matching_gives_the_weights_mean_and_variance():
+    """Combined variant: μ = E_w[t], σ² = E_w[t²] - μ² + min_var, t = linspace(0, 1)."""
+    w = torch.softmax(
+        torch.randn(3, 20, dtype=D64, generator=torch.Generator().manual_seed(9)), -1
+    )
+    H = torch.randn(3, 20, 5, dtype=D64)
+    out = ContinuousAttention1D(GaussianRBF.linspace(8), min_var=1e-3)(H, weights=w)
+    t, wn = np.linspace(0, 1, 20), w.numpy()
+    mu = wn @ t
+    var = (wn * (t[None] - mu[:, None]) ** 2).sum(1)  # centred: a NumPy restatement
+    np.testing.assert_allclose(out.mu.numpy(), mu, rtol=1e-12)
+    np.testing.assert_allclose(out.sigma2.numpy(), var + 1e-3, rtol=1e-10)
+
+
+def test_grid_positions_are_the_cell_centres_row_major():
+    """A 2 x 4 grid on [0, 1]²: row centres 1/4, 3/4 and column centres 1/8 ... 7/8."""
+    pos = ContinuousAttention2D.grid_positions(2, 4, dtype=D64).numpy()
+    rows, cols = [0.25, 0.75], [0.125, 0.375, 0.625, 0.875]
+    np.testing.assert_array_equal(pos, [[r, c] for r in rows for c in cols])
+
+
+def test_2d_moment_matching_gives_the_weights_mean_and_covariance():
+    """Combined variant: μ = E_w[p], Σ = E_w[(p - μ)(p - μ)ᵀ] + min_var I, cells p."""
+    w = torch.softmax(
+        torch.randn(2, 12, dtype=D64, generator=torch.Generator().manual_seed(10)), -1
+    )
+    img = torch.randn(2, 3, 4, 5, dtype=D64)
+    module = ContinuousAttention2D(GaussianRBF.grid(3, 0.05), min_var=1e-3)
+    out = module(img, weights=w)
+    r, c = np.meshgrid(
+        (np.arange(3) + 0.5) / 3, (np.arange(4) + 0.5) / 4, indexing="ij"
+    )
+    p, wn = np.stack([r.ravel(), c.ravel()], 1), w.numpy()
+    mu = wn @ p
+    d = p[None] - mu[:, None]
+    cov = np.einsum("bl,bli,blj->bij", wn, d, d) + 1e-3 * np.eye(2)
+    np.testing.assert_allclose(out.mu.numpy(), mu, rtol=1e-12)
+    np.testing.assert_allclose(out.sigma2.numpy(), cov, rtol=1e-10, atol=1e-14)

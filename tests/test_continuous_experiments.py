@@ -290,3 +290,29 @@ def test_paper_table1_is_the_seeds_table_digit_by_digit():
         )
     assert PAPER_TABLE1 == expected
     assert list(PAPER_TABLE1) == list(expected)  # the paper's row order
+
+
+# ---------------------------------------- wiring of the experiments (mutation campaign)
+def test_accuracy_counts_every_example_including_a_last_short_batch():
+    """10 examples in batches of 4: the last batch of 2, both right, counts too."""
+
+    class Fixed(torch.nn.Module):
+        def forward(self, x):
+            return (torch.stack([x, -x], -1),)  # class 0 where x > 0
+
+    x = torch.tensor([1.0, -1, 1, -1, 1, -1, 1, -1, 1, 1])
+    labels = torch.zeros(10, dtype=torch.long)
+    assert accuracy(Fixed(), x, labels, batch=4) == 0.6  # 6 of 10 have x > 0
+
+
+def test_combined_model_adds_the_discrete_and_continuous_contexts():
+    """kind="combined": logits = out(Σ_l w_l h_l + E_p[V]), h the encoder's tokens."""
+    torch.manual_seed(1)
+    model = DocumentClassifier(20, "combined", n_basis=8, dim=6).double()
+    tokens = torch.randint(20, (3, 16), generator=torch.Generator().manual_seed(2))
+    logits, weights, cont = model(tokens)
+    emb = model.embed(tokens).transpose(1, 2)
+    H = torch.relu(model.conv(emb)).transpose(1, 2)
+    discrete = (weights.unsqueeze(1) @ H).squeeze(1)
+    expected = model.out(discrete + cont.context)
+    torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnlib.data import captioned_images, shuffled_translation
+from attnlib.data import COLOURS, captioned_images, shuffled_translation
 
 
 def test_shuffled_translation_aligns_through_the_hidden_rotation():
@@ -60,3 +60,15 @@ def test_captioned_images_target_names_the_right_box():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_captioned_images_colour_words_name_a_box_of_that_colour():
+    """Word j's target box holds the colour word j names (the centre pixel of every
+    shape is inside it): an independent read of the rendered pixels."""
+    d = captioned_images(5, n_objects=3, seed=2)
+    for b in range(5):
+        for j in range(0, 6, 2):  # colour words sit at even positions
+            r0, c0, r1, c1 = d.boxes[b, d.target[b, j]]
+            centre = d.images[b, (r0 + r1) // 2, (c0 + c1) // 2]
+            colour = COLOURS[d.vocabulary[d.word_ids[b, j]]]
+            np.testing.assert_allclose(centre, colour)

@@ -391,3 +391,47 @@ def test_denoiser_takes_batches_and_keeps_dtype():
         == torch.float64
     )
     assert "patch_size=3, h=0.2, num_heads=2" in repr(model)
+
+
+# --------------------------------------- learned parameters in use (mutation campaign)
+def test_denoiser_heads_use_their_learned_bandwidth_and_mixture(rng):
+    """Head i is NLM with bandwidth h·exp(log_h_scale[i]); heads mix by softmax(mix)."""
+    img = rng.random((7, 8))
+    model = dn.PatchAttentionDenoiser(3, 0.2, 2, patch_distance=2).double()
+    scales, mix = np.array([np.log(2.0), -0.3]), np.array([0.4, -0.5])
+    with torch.no_grad():
+        model.log_h_scale.copy_(torch.from_numpy(scales))
+        model.mix.copy_(torch.from_numpy(mix))
+    weights = np.exp(mix) / np.exp(mix).sum()
+    expected = sum(
+        w * nlm_reference(img, 3, 2, 0.2 * np.exp(s)) for w, s in zip(weights, scales)
+    )
+    out = model(torch.tensor(img)).detach().numpy()
+    # Head 1 starts at a float32-rounded rotation, exact to about 1e-7.
+    np.testing.assert_allclose(out, expected, atol=1e-5)
+
+
+def test_denoiser_positional_score_is_minus_the_scaled_squared_distance(rng):
+    """With one-pixel patches the score is -(I_i - I_j)²/h² - w |x_i - x_j|² / (H W)."""
+    img = rng.random((4, 5))
+    model = dn.PatchAttentionDenoiser(1, 0.3, positional=True, patch_distance=None)
+    model = model.double()
+    with torch.no_grad():
+        model.pos_weight.fill_(7.0)
+    rows, cols = np.divmod(np.arange(20), 5)
+    pos_sq = (rows[:, None] - rows) ** 2 + (cols[:, None] - cols) ** 2
+    pix = img.ravel()
+    scores = -((pix[:, None] - pix) ** 2) / 0.09 - 7.0 * pos_sq / 20
+    weights = np.exp(scores - scores.max(1, keepdims=True))
+    expected = (weights @ pix / weights.sum(1)).reshape(4, 5)
+    out = model(torch.tensor(img)).detach().numpy()
+    np.testing.assert_allclose(out, expected, atol=1e-12)
+
+
+def test_gaussian_filter_window_rounds_like_scipy(rng):
+    """The window's radius is round(truncate · σ), as in SciPy: σ = 0.9 gives 4, not 3
+    (the weight at distance 4, e^-9.9 of the centre's, is visible at atol 1e-7)."""
+    img = rng.random((20, 21))
+    out = dn.gaussian_filter_attention(img, 0.9)
+    ref = ndimage.gaussian_filter(img, 0.9)
+    np.testing.assert_allclose(out[4:-4, 4:-4], ref[4:-4, 4:-4], atol=1e-7)

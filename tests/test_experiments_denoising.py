@@ -65,3 +65,12 @@ def test_bad_images_are_refused(image):
 def test_bad_n_params():
     with pytest.raises(ValueError, match="n_params"):
         cnn_matching(0)
+
+
+def test_cnn_matching_picks_the_closest_width_for_every_budget():
+    """Against the parameters PyTorch counts, for budgets between two widths' counts."""
+    counts = {w: sum(p.numel() for p in SmallCNNDenoiser(w).parameters())
+              for w in range(1, 40)}  # fmt: skip
+    for n in range(40, 8000, 53):
+        best = min(counts, key=lambda w: abs(counts[w] - n))
+        assert cnn_matching(n).width == best, n

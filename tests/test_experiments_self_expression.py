@@ -88,3 +88,19 @@ def test_normalized_self_expression_rows_on_the_simplex():
 def test_assign_by_coefficients():
     C = np.array([[0.0, -2.0, 0.5], [1.0, 0.1, 0.2]])
     assert se.assign_by_coefficients(C, [0, 1, 0], 2).tolist() == [1, 0]
+
+
+def test_self_expressive_net_excludes_only_the_diagonal():
+    """exclude_self=True zeroes c(x_i, x_i) and keeps every other coefficient."""
+    torch.manual_seed(0)
+    net = se.SelfExpressiveNet(4, hidden=8).double()
+    with torch.no_grad():
+        net.raw_b.fill_(-20.0)  # a negligible threshold: every coefficient non-zero
+    X = torch.randn(
+        6, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
+    )
+    full = net(X, X).detach().numpy()
+    excluded = net(X, X, exclude_self=True).detach().numpy()
+    assert (np.diag(full) != 0).all() and (np.diag(excluded) == 0).all()
+    off = ~np.eye(6, dtype=bool)
+    np.testing.assert_array_equal(excluded[off], full[off])

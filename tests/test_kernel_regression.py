@@ -520,3 +520,40 @@ def test_overflowing_inputs_raise_naming_them(return_weights):
         loo_predictions(xt * 1e30, y)
     out = nadaraya_watson(xq.double() * 1e30, xt.double(), y.double())  # fits float64
     assert torch.isfinite(out).all()
+
+
+# ------------------------------------------- boundaries and initial values (mutation)
+def test_boxcar_includes_points_exactly_at_the_bandwidth():
+    """The boxcar kernel is 1{|x - x_j| <= h}: a point at distance exactly h counts."""
+    xt, y = np.array([0.0, 1.0, 2.5, -3.0]), np.array([1.0, 2.0, 3.0, 4.0])
+    xq = np.array([0.0, 2.0])
+    inside = np.abs(xq[:, None] - xt[None]) <= 1.0  # NumPy restatement
+    expected = (inside * y).sum(1) / inside.sum(1)
+    pred = nadaraya_watson(xq, xt, y, kernel="boxcar", bandwidth=1.0)
+    np.testing.assert_allclose(pred.numpy(), expected, rtol=1e-12)
+    assert expected.tolist() == [1.5, 2.5]
+
+
+def test_metric_nadaraya_watson_starts_at_the_loo_bandwidth():
+    """W starts at I / h with h the isotropic leave-one-out choice over the documented
+    grid (0.01 to 3 times the median pairwise distance), checked by a NumPy restatement;
+    one step of lr 1e-12 leaves the start in place."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 2))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=40)
+    model = MetricNadarayaWatson(n_steps=1, lr=1e-12).fit(X, y)
+    sq = cdist(X, X, "sqeuclidean")
+    grid = np.median(np.sqrt(sq[np.triu_indices(40, 1)])) * np.geomspace(1e-2, 3.0, 30)
+    off = sq + np.diag(np.full(40, np.inf))  # leave-one-out: no point sees itself
+    gaps = off - off.min(1, keepdims=True)  # shifted rows: no underflow at small h
+
+    def loo_mse(h):
+        K = np.exp(-gaps / (2 * h * h))
+        return np.mean((K @ y / K.sum(1) - y) ** 2)
+
+    h = grid[np.argmin([loo_mse(h) for h in grid])]
+    assert model.init_bandwidth_ == pytest.approx(h, rel=1e-12)
+    np.testing.assert_allclose(model.W_, np.eye(2) / h, atol=1e-8)
+    Xq = rng.normal(size=(7, 2))
+    K = rbf_kernel(Xq, X, gamma=1 / (2 * h * h))
+    np.testing.assert_allclose(model.predict(Xq), K @ y / K.sum(1), rtol=1e-6)

@@ -269,3 +269,21 @@ def test_transform_before_fit_raises():
 
     with pytest.raises(NotFittedError, match="instance is not fitted yet"):
         LocallyLinearEmbedding().transform(np.zeros((3, 3)))
+
+
+# -------------------------------------------------- sign convention (mutation campaign)
+def test_embedding_columns_follow_the_sign_convention_exactly():
+    """Eigenvectors are defined up to sign; lle_embedding makes each column's largest
+    entry (in absolute value) positive, so that a fit is reproducible. Checked against
+    SciPy's eigh of M = (I - W)ᵀ(I - W) with that convention applied, signs included."""
+    import scipy.linalg
+
+    X = swiss_roll(150, seed=3)
+    W = naive_weights(X, 8, 1e-3)
+    Y, values = lle_embedding(W, 2, eigen_solver="dense")
+    A = np.eye(150) - W
+    ref_values, ref = scipy.linalg.eigh(A.T @ A, subset_by_index=(1, 2))
+    ref = ref * np.sign(ref[np.abs(ref).argmax(0), [0, 1]])
+    np.testing.assert_allclose(Y, ref, atol=1e-6)
+    np.testing.assert_allclose(values, ref_values, atol=1e-10)
+    assert (Y[np.abs(Y).argmax(0), [0, 1]] > 0).all()

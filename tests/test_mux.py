@@ -388,3 +388,35 @@ def test_to_device_keeps_named_tuples():
 def test_bad_inputs_raise_value_errors_naming_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# --------------------------------------------------- wiring (the mutation campaign)
+def test_attention_router_adds_positions_to_queries_and_keys():
+    """With max_len the encoding P enters both sides: softmax((q + P)(k + P)ᵀ / √d)."""
+    torch.manual_seed(2)
+    m = AttentionRouter(4, 2, 6, max_len=9).double()
+    x = torch.randn(3, 7, 4, dtype=torch.float64)
+    res = m.attend(x)
+    P = m.pos.detach().numpy()[:7]
+    q, k, v = (
+        x.numpy() @ getattr(m, n).weight.detach().numpy().T
+        + getattr(m, n).bias.detach().numpy()
+        for n in "qkv"
+    )
+    w = _np_softmax((q + P) @ (k + P).transpose(0, 2, 1) / np.sqrt(6))
+    np.testing.assert_allclose(res.weights.detach().numpy(), w, atol=1e-12)
+    np.testing.assert_allclose(res.output.detach().numpy(), w @ v, atol=1e-12)
+
+
+def test_conv_router_layers_after_the_first_are_residual():
+    """h₁ = relu(conv₁ x), h_l = h_{l-1} + relu(conv_l h_{l-1}), logits = readout h_L,
+    restated with torch.nn.functional.conv1d and the module's weights."""
+    torch.manual_seed(3)
+    m = ConvRouter(4, 3, kernel_size=3, depth=3, width=5).double()
+    x = torch.randn(2, 10, 4, dtype=torch.float64)
+    h = x.transpose(1, 2)
+    for i, conv in enumerate(m.convs):
+        step = torch.relu(F.conv1d(h, conv.weight, conv.bias, padding=1))
+        h = step if i == 0 else h + step
+    ref = F.conv1d(h, m.readout.weight, m.readout.bias).transpose(1, 2)
+    torch.testing.assert_close(m(x), ref, rtol=0, atol=1e-12)

@@ -647,3 +647,25 @@ def test_loops_reject_mismatched_tensors():
         K.backward(x, x, am1.float(), torch.empty_like(x), 2)
     with pytest.raises(ValueError, match="do not match"):
         K.forward(x, x.amax(-1)[:2], am1, torch.empty_like(x), 2)
+
+
+# ------------------------------------------------- masked scores (mutation campaign)
+@pytest.mark.parametrize(
+    "alpha,ref",
+    [
+        (1.0, lambda x, y: torch.nn.functional.cross_entropy(x, y, reduction="none")),
+        (1.5, E.entmax15_loss),
+        (2.0, E.sparsemax_loss),
+    ],
+)
+def test_fenchel_young_loss_ignores_masked_scores(alpha, ref):
+    """Keys masked with -inf take no part: the loss is the package's on the other keys
+    (finite, not NaN from 0 · inf)."""
+    x = torch.randn(4, 5, dtype=F64, generator=torch.Generator().manual_seed(8))
+    kept = [0, 2, 4]
+    masked = x.clone()
+    masked[:, [1, 3]] = float("-inf")
+    y = torch.tensor([0, 2, 4, 2])
+    loss = fenchel_young_loss(masked, y, alpha, reduction="none")
+    expected = ref(x[:, kept], torch.tensor([0, 1, 2, 1]))
+    torch.testing.assert_close(loss, expected, atol=1e-10, rtol=1e-10)

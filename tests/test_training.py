@@ -95,3 +95,15 @@ def test_summary_mode_prints_one_final_line(monkeypatch, capsys):
         len(lines) == 1 and lines[0].startswith("fitting: 100%") and "25/25" in lines[0]
     )
     assert f"loss={history[-1]:.4g}" in lines[0] and out.err == ""
+
+
+def test_to_device_moves_every_tensor_in_nested_batches():
+    """On the "meta" device (present without a GPU), every tensor moves: in dicts,
+    tuples, lists and named tuples alike; other values are left alone."""
+    Pair = namedtuple("Pair", "x y")
+    batch = {"x": torch.ones(2), "pair": (torch.zeros(1), [torch.ones(1)])}
+    batch["nt"] = Pair(torch.ones(1), 2)
+    moved = to_device(batch, "meta")
+    tensors = [moved["x"], moved["pair"][0], moved["pair"][1][0], moved["nt"].x]
+    assert all(t.device.type == "meta" for t in tensors)
+    assert isinstance(moved["nt"], Pair) and moved["nt"].y == 2

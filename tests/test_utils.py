@@ -114,3 +114,18 @@ def test_scalar_checks():
     ):
         with pytest.raises(ValueError, match=match):
             call()
+
+
+def test_set_seed_seeds_each_generator_with_the_seed_given():
+    """set_seed(s) draws what seeding random, NumPy and torch with s by hand draws."""
+    import random
+
+    set_seed(7)
+    # The legacy global generators are what set_seed seeds.
+    ours = (random.random(), np.random.rand(), torch.rand(1).item())  # noqa: NPY002
+    random.seed(7)
+    np.random.seed(7)  # noqa: NPY002
+    torch.manual_seed(7)
+    assert ours == (random.random(), np.random.rand(), torch.rand(1).item())  # noqa: NPY002
+    set_seed(8)
+    assert torch.rand(1).item() != ours[2]

@@ -1,0 +1,698 @@
+"""The named mutants of the mutation campaign (``make mutate``, ``tools/mutate.py``).
+
+Each mutant is one plausible bug a developer could write: a sign, a factor of two, an
+off-by-one, a dropped term, a wrong default, a swapped argument, a missing residual, a
+wrong axis. It is given as an exact snippet of a library file and its replacement, and
+names the test files that should notice it. A snippet that is not found exactly once
+makes the campaign refuse to run (STALE), so that a mutant cannot silently stop testing
+anything after the code around it changes: update the snippet with the code.
+
+Mutants sit on core lines (the mathematics, the wiring, the defaults and initial
+values), not on argument validation or docstrings. ``accepted`` explains a mutant that
+the tests are known not to kill and why that is acceptable (an equivalent mutant, or a
+property the library does not promise); the report prints it next to the survivor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str  # unique, kebab-case: what the bug is
+    file: str  # path from the repository root
+    original: str  # exact snippet, found exactly once in the file
+    replacement: str
+    tests: tuple[str, ...]  # test files (or node ids) that should kill it
+    accepted: str = ""  # why surviving is acceptable, if it is
+
+
+def M(name, file, original, replacement, *tests, accepted=""):
+    return Mutant(name, file, original, replacement, tuple(tests), accepted)
+
+
+T_ATT = "tests/test_attention.py"
+T_KR = "tests/test_kernel_regression.py"
+T_KS = "tests/test_kernel_sums.py"
+T_DEN = "tests/test_denoise.py"
+T_LLE = "tests/test_lle.py"
+T_LLE_E = "tests/test_lle_embedding.py"
+T_SUB = "tests/test_subspace.py"
+T_LASSO = "tests/test_lasso.py"
+T_NORM = "tests/test_normalizers.py"
+T_CONT = "tests/test_continuous.py"
+T_CONT_X = "tests/test_continuous_experiments.py"
+T_SYM = "tests/test_symmetry.py"
+T_SYM_X = "tests/test_experiments_symmetry.py"
+T_MUX = "tests/test_mux.py"
+T_UTILS = "tests/test_utils.py"
+T_TRAIN = "tests/test_training.py"
+T_DATA = "tests/test_data.py"
+T_PLOT = "tests/test_plotting.py"
+T_ROUTE = "tests/test_experiments_routing.py"
+T_MANI = "tests/test_experiments_manifolds.py"
+T_DENX = "tests/test_experiments_denoising.py"
+T_SEX = "tests/test_experiments_self_expression.py"
+
+A = "attnlib/"
+MUTANTS: list[Mutant] = [
+    # ------------------------------------------------------------------ attention
+    M(
+        "mha-value-projection-from-kdim",
+        A + "attention.py",
+        "self.v_proj = nn.Linear(vdim, embed_dim, bias=bias)",
+        "self.v_proj = nn.Linear(kdim, embed_dim, bias=bias)",
+        T_ATT,
+    ),
+    M(
+        "encoder-feedforward-width-2d",
+        A + "attention.py",
+        "4 * d_model\n            if dim_feedforward is None",
+        "2 * d_model\n            if dim_feedforward is None",
+        T_ATT,
+    ),
+    M(
+        "encoder-first-residual-dropped",
+        A + "attention.py",
+        "x = self.norm1(x + attended)",
+        "x = self.norm1(attended)",
+        T_ATT,
+    ),
+    M(
+        "mha-value-defaults-to-query",
+        A + "attention.py",
+        "value = key if value is None else",
+        "value = query if value is None else",
+        T_ATT,
+    ),
+    M(
+        "scaled-dot-temperature-d-not-sqrt-d",
+        A + "attention.py",
+        "temperature = math.sqrt(q.shape[-1]) if score",
+        "temperature = q.shape[-1] if score",
+        T_ATT,
+    ),
+    M(
+        "neg-sq-dist-without-half",
+        A + "attention.py",
+        "return -0.5 * sq.clamp_min(0)",
+        "return -sq.clamp_min(0)",
+        T_ATT,
+    ),
+    M(
+        "neg-l1-is-euclidean",
+        A + "attention.py",
+        "return -torch.cdist(q, k, p=1)",
+        "return -torch.cdist(q, k, p=2)",
+        T_ATT,
+    ),
+    # ------------------------------------------------------------ kernel regression
+    M(
+        "boxcar-open-boundary",
+        A + "kernel_regression.py",
+        '(SCORES["neg_sq_dist"](q, k) >= -0.5)',
+        '(SCORES["neg_sq_dist"](q, k) > -0.5)',
+        T_KR,
+    ),
+    M(
+        "epanechnikov-half-width",
+        A + "kernel_regression.py",
+        'return (1 + 2 * SCORES["neg_sq_dist"](q, k)).clamp_min(0)',
+        'return (1 + SCORES["neg_sq_dist"](q, k)).clamp_min(0)',
+        T_KR,
+    ),
+    M(
+        "metric-nw-initial-metric-not-scaled",
+        A + "kernel_regression.py",
+        "torch.from_numpy(directions[:p] / self.init_bandwidth_)",
+        "torch.from_numpy(directions[:p] * 1.0)",
+        T_KR,
+    ),
+    M(
+        "metric-nw-loss-keeps-self",
+        A + "kernel_regression.py",
+        "model(X[idx], X, y, mask=not_self)",
+        "model(X[idx], X, y)",
+        T_KR,
+    ),
+    M(
+        "loo-predictions-without-mask",
+        A + "kernel_regression.py",
+        "_kernel_attention(xt, xt, y, kernel, bandwidth, mask=not_self)",
+        "_kernel_attention(xt, xt, y, kernel, bandwidth)",
+        T_KR,
+    ),
+    M(
+        "gaussian-scale-not-squared",
+        A + "kernel_regression.py",
+        '1 / bandwidth / bandwidth if kernel == "gaussian"',
+        '1 / bandwidth if kernel == "gaussian"',
+        T_KR,
+    ),
+    M(
+        "kernel-sums-gaussian-without-half",
+        A + "kernel_sums.py",
+        "1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth",
+        "1 / bandwidth if l1 else 1 / bandwidth / bandwidth",
+        T_KS,
+        T_KR,
+    ),
+    M(
+        "kernel-sums-exp64-coefficient",
+        A + "kernel_sums.py",
+        "p = p * f + 1 / 720\n",
+        "p = p * f + 1 / 700\n",
+        T_KS,
+    ),
+    M(
+        "kernel-sums-rescale-sign",
+        A + "kernel_sums.py",
+        "old_scale = math.exp(-c * (low - new))",
+        "old_scale = math.exp(c * (low - new))",
+        T_KS,
+        T_KR,
+    ),
+    # -------------------------------------------------------------------- denoise
+    M(
+        "denoiser-learned-bandwidth-scale-halved",
+        A + "denoise.py",
+        "torch.exp(2 * self.log_h_scale.double())",
+        "torch.exp(self.log_h_scale.double())",
+        T_DEN,
+    ),
+    M(
+        "denoiser-positional-score-halved",
+        A + "denoise.py",
+        '2 * SCORES["neg_sq_dist"](pos, pos) / (hh * ww)',
+        'SCORES["neg_sq_dist"](pos, pos) / (hh * ww)',
+        T_DEN,
+    ),
+    M(
+        "denoiser-heads-averaged-twice",
+        A + "denoise.py",
+        "* out).sum(1)  # (B, n, C)",
+        "* out).mean(1)  # (B, n, C)",
+        T_DEN,
+    ),
+    M(
+        "denoiser-window-strict",
+        A + "denoise.py",
+        "mask = (pos[:, None] - pos[None]).abs().amax(-1) <= self.patch_distance",
+        "mask = (pos[:, None] - pos[None]).abs().amax(-1) < self.patch_distance",
+        T_DEN,
+    ),
+    M(
+        "patch-kernel-width",
+        A + "denoise.py",
+        "a = (s - 1) / 4",
+        "a = (s - 1) / 2",
+        T_DEN,
+    ),
+    M(
+        "patch-tokens-ignore-channels",
+        A + "denoise.py",
+        "scale = (g2 / (c * h * h * g2.sum())).sqrt()",
+        "scale = (g2 / (h * h * g2.sum())).sqrt()",
+        T_DEN,
+    ),
+    M(
+        "gaussian-filter-radius-truncated",
+        A + "denoise.py",
+        "radius = int(truncate * sigma + 0.5)",
+        "radius = int(truncate * sigma)",
+        T_DEN,
+    ),
+    M(
+        "nlm-compiled-symmetric-half-dropped",
+        A + "denoise.py",
+        "bwd[j] += w[j]",
+        "bwd[j] += 0.0 * w[j]",
+        T_DEN,
+    ),
+    # ------------------------------------------------------------------------ LLE
+    M(
+        "lle-sign-convention-flipped",
+        A + "lle.py",
+        "signs = np.sign(vectors[np.abs(vectors).argmax(0)",
+        "signs = -np.sign(vectors[np.abs(vectors).argmax(0)",
+        T_LLE,
+        T_LLE_E,
+    ),
+    M(
+        "lle-ridge-not-scaled-by-trace",
+        A + "lle.py",
+        "torch.where(trace > 0, reg * trace, ",
+        "torch.where(trace > 0, reg + 0 * trace, ",
+        T_LLE,
+    ),
+    M(
+        "lle-weights-not-normalised",
+        A + "lle.py",
+        "return w / w.sum(-1, keepdim=True)",
+        "return w",
+        T_LLE,
+    ),
+    M(
+        "lle-cost-matrix-transposed",
+        A + "lle.py",
+        "M = (A.T @ A).tocsc()",
+        "M = (A @ A.T).tocsc()",
+        T_LLE,
+        T_LLE_E,
+    ),
+    M(
+        "lle-transform-ignores-reg",
+        A + "lle.py",
+        "_weights_on_neighbors(X, self.X_fit_, ind, self.reg, dense=False)",
+        "_weights_on_neighbors(X, self.X_fit_, ind, 0.0, dense=False)",
+        T_LLE,
+        T_LLE_E,
+    ),
+    # ------------------------------------------------------------------- subspace
+    M(
+        "ssc-objective-without-half",
+        A + "subspace.py",
+        "return float(0.5 * (R * R).sum() + (lam * l1).sum())",
+        "return float((R * R).sum() + (lam * l1).sum())",
+        T_SUB,
+    ),
+    M(
+        "lsr-zero-diagonal-wrong-axis",
+        A + "subspace.py",
+        "return np.eye(N) - Z / np.diag(Z)[:, None]",
+        "return np.eye(N) - Z / np.diag(Z)[None, :]",
+        T_SUB,
+    ),
+    M(
+        "lrsc-shrinks-sigma-not-sigma-squared",
+        A + "subspace.py",
+        "weights = np.maximum(1.0 - lam / sigma**2, 0.0)",
+        "weights = np.maximum(1.0 - lam / sigma, 0.0)",
+        T_SUB,
+    ),
+    M(
+        "affinity-l2-without-sqrt",
+        A + "subspace.py",
+        'scale = np.sqrt(scale) if normalize == "l2" else scale',
+        "scale = scale",
+        T_SUB,
+    ),
+    M(
+        "affinity-keep-off-by-one",
+        A + "subspace.py",
+        "cut = -np.partition(-W, keep - 1, axis=1)[:, keep - 1 : keep]",
+        "cut = -np.partition(-W, keep, axis=1)[:, keep : keep + 1]",
+        T_SUB,
+    ),
+    M(
+        "ista-step-not-squared",
+        A + "subspace.py",
+        "/ torch.linalg.matrix_norm(k, ord=2)\n            .square()",
+        "/ torch.linalg.matrix_norm(k, ord=2)\n            .abs()",
+        T_SUB,
+    ),
+    M(
+        "ista-threshold-not-scaled-by-step",
+        A + "subspace.py",
+        "C = shrink(C - s_t * (C @ kk - qk), s_t * lam_t)",
+        "C = shrink(C - s_t * (C @ kk - qk), lam_t)",
+        T_SUB,
+    ),
+    M(
+        "clustering-accuracy-minimises",
+        A + "subspace.py",
+        "linear_sum_assignment(counts, maximize=True)",
+        "linear_sum_assignment(counts)",
+        T_SUB,
+    ),
+    M(
+        "unrolled-ista-initial-step",
+        A + "subspace.py",
+        "torch.full((n_iter,), math.log(math.e - 1))",
+        "torch.full((n_iter,), 0.0)",
+        T_SUB,
+        T_SEX,
+    ),
+    # ---------------------------------------------------------------------- lasso
+    M(
+        "soft-threshold-loses-sign",
+        A + "lasso.py",
+        "return torch.sign(x) * torch.relu(x.abs() - threshold)",
+        "return torch.relu(x.abs() - threshold)",
+        T_LASSO,
+        T_SUB,
+    ),
+    M(
+        "ista-lipschitz-not-squared",
+        A + "lasso.py",
+        "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2) ** 2)",
+        "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2))",
+        T_LASSO,
+        T_SUB,
+    ),
+    M(
+        "admm-ridge-without-rho",
+        A + "lasso.py",
+        "return lambda W: (W - ((W @ X) @ M) @ X.T) / rho",
+        "return lambda W: (W - ((W @ X) @ M) @ X.T)",
+        T_LASSO,
+        T_SUB,
+    ),
+    # ---------------------------------------------------------------- normalizers
+    M(
+        "fenchel-young-masked-scores-not-zeroed",
+        A + "normalizers.py",
+        "theta = scores.masked_fill(torch.isneginf(scores), 0.0)",
+        "theta = scores",
+        T_NORM,
+    ),
+    M(
+        "tsallis-entropy-without-alpha",
+        A + "normalizers.py",
+        "return (1 - p.pow(alpha).sum(dim)) / (alpha * (alpha - 1))",
+        "return (1 - p.pow(alpha).sum(dim)) / (alpha - 1)",
+        T_NORM,
+    ),
+    M(
+        "softmax-backward-drops-p",
+        A + "normalizers.py",
+        "return pg - p * pg.sum(-1, keepdim=True)",
+        "return pg - pg.sum(-1, keepdim=True)",
+        T_NORM,
+    ),
+    M(
+        "entmax-backward-exponent",
+        A + "normalizers.py",
+        "s = torch.where(support, p_in.pow(2 - alpha), 0)",
+        "s = torch.where(support, p_in.pow(alpha - 1), 0)",
+        T_NORM,
+    ),
+    M(
+        "entmax-bisection-too-few-steps",
+        A + "normalizers.py",
+        "for _ in range(64 if z.dtype == torch.float64 else 36):",
+        "for _ in range(16 if z.dtype == torch.float64 else 12):",
+        T_NORM,
+    ),
+    M(
+        "entmax-compiled-slope",
+        A + "normalizers.py",
+        "def _slope_2(p, am1, zero, one):\n    return np.sqrt(p)",
+        "def _slope_2(p, am1, zero, one):\n    return p",
+        T_NORM,
+    ),
+    M(
+        "exp-beta-not-clamped",
+        A + "normalizers.py",
+        "return (1 + (1 - beta) * u).clamp_min(0).pow(1 / (1 - beta))",
+        "return (1 + (1 - beta) * u).pow(1 / (1 - beta))",
+        T_NORM,
+    ),
+    M(
+        "log-beta-sign",
+        A + "normalizers.py",
+        "return (u.pow(1 - beta) - 1) / (1 - beta)",
+        "return (u.pow(1 - beta) - 1) / (beta - 1)",
+        T_NORM,
+    ),
+    # ----------------------------------------------------------------- continuous
+    M(
+        "moment-matched-variance-not-centred",
+        A + "continuous/modules.py",
+        "var = (weights @ positions**2 - mu**2).clamp_min(0)",
+        "var = (weights @ positions**2).clamp_min(0)",
+        T_CONT,
+        T_CONT_X,
+    ),
+    M(
+        "grid-cells-at-corners",
+        A + "continuous/modules.py",
+        "rows = (torch.arange(height, dtype=dtype, device=device) + 0.5) / height",
+        "rows = torch.arange(height, dtype=dtype, device=device) / height",
+        T_CONT,
+        T_CONT_X,
+    ),
+    M(
+        "moment-matched-covariance-not-centred",
+        A + "continuous/modules.py",
+        'torch.einsum("bl,bli,blj->bij", weights, centred, centred)',
+        'torch.einsum("bl,bli,blj->bij", weights, positions, positions)',
+        T_CONT,
+        T_CONT_X,
+    ),
+    M(
+        "ridge-penalty-dropped",
+        A + "continuous/basis.py",
+        "gram = F.T @ F + lam * torch.eye(",
+        "gram = F.T @ F + torch.eye(",
+        T_CONT,
+    ),
+    M(
+        "rbf-2d-normaliser-1d",
+        A + "continuous/basis.py",
+        "- 0.5 * d * torch.log(2 * math.pi * s2)",
+        "- 0.5 * torch.log(2 * math.pi * s2)",
+        T_CONT,
+    ),
+    M(
+        "truncated-parabola-threshold-exponent",
+        A + "continuous/densities.py",
+        "lam = -0.5 * (1.5 / torch.sqrt(sigma2)) ** (2 / 3)",
+        "lam = -0.5 * (1.5 / torch.sqrt(sigma2)) ** (1 / 3)",
+        T_CONT,
+    ),
+    M(
+        "truncated-parabola-radius",
+        A + "continuous/attention.py",
+        "return (1.5 * sigma2) ** (1 / 3)",
+        "return (3 * sigma2) ** (1 / 3)",
+        T_CONT,
+    ),
+    M(
+        "continuous-1d-backward-variance-factor",
+        A + "continuous/attention.py",
+        "grad_s2 = (grad_r * cov_xx).sum(-1) / (2 * sigma2 * sigma2)",
+        "grad_s2 = (grad_r * cov_xx).sum(-1) / (sigma2 * sigma2)",
+        T_CONT,
+    ),
+    M(
+        "gaussian-2d-normaliser-det",
+        A + "continuous/attention.py",
+        "/ (2 * math.pi * torch.sqrt(det))",
+        "/ (2 * math.pi * det)",
+        T_CONT,
+    ),
+    # ------------------------------------------------------------------- symmetry
+    M(
+        "rbf-kernel-ignores-a",
+        A + "symmetry.py",
+        "q = y @ a\n",
+        "q = y\n",
+        T_SYM,
+        T_SYM_X,
+    ),
+    M(
+        "linear-value-not-transposed",
+        A + "symmetry.py",
+        "else (heads @ w.transpose(-2, -1)).sum(-3)",
+        "else (heads @ w).sum(-3)",
+        T_SYM,
+        T_SYM_X,
+    ),
+    M(
+        "knowledge-attention-residual-dropped",
+        A + "symmetry.py",
+        "h = h + mixed if self.residual else mixed",
+        "h = mixed",
+        T_SYM,
+        T_SYM_X,
+    ),
+    M(
+        "higher-order-moment-wrong-count",
+        A + "symmetry.py",
+        "second_moment = y.transpose(-2, -1) @ y / y.shape[-2]",
+        "second_moment = y.transpose(-2, -1) @ y / y.shape[-1]",
+        T_SYM,
+        T_SYM_X,
+    ),
+    M(
+        "householder-projection-not-reflection",
+        A + "symmetry.py",
+        "- 2 * torch.outer(u, u) / norm2",
+        "- torch.outer(u, u) / norm2",
+        T_SYM,
+    ),
+    M(
+        "quadratic-kernel-default-temperature-one",
+        A + "symmetry.py",
+        "temperature=temperature or math.sqrt(k),",
+        "temperature=temperature or 1.0,",
+        T_SYM,
+        T_SYM_X,
+    ),
+    M(
+        "random-orthogonal-without-sign-fix",
+        A + "symmetry.py",
+        "return q * torch.where(signs == 0, torch.ones_like(signs), signs)",
+        "return q",
+        T_SYM,
+    ),
+    # ------------------------------------------------------------------------ mux
+    M(
+        "conv-router-residual-dropped",
+        A + "mux.py",
+        "h = h + torch.relu(\n                conv(h)\n            )",
+        "h = torch.relu(\n                conv(h)\n            )",
+        T_MUX,
+    ),
+    M(
+        "positions-added-to-queries-only",
+        A + "mux.py",
+        "q, k = q + self.pos[: x.shape[1]], k + self.pos[: x.shape[1]]",
+        "q, k = q + self.pos[: x.shape[1]], k",
+        T_MUX,
+    ),
+    M(
+        "conv-matrix-kernel-flipped",
+        A + "mux.py",
+        "kernel[(offsets + half).clamp(0, 2 * half)]",
+        "kernel[(half - offsets).clamp(0, 2 * half)]",
+        T_MUX,
+    ),
+    M(
+        "straight-through-gradient-sign",
+        A + "mux.py",
+        "return hardmax(scores) + soft - soft.detach()",
+        "return hardmax(scores) - soft + soft.detach()",
+        T_MUX,
+    ),
+    M(
+        "weekday-target-ignores-rota",
+        A + "mux.py",
+        "target = prefs.gather(1, rota[day][:, None]).squeeze(1)",
+        "target = prefs.gather(1, day[:, None]).squeeze(1)",
+        T_MUX,
+    ),
+    M(
+        "conv-router-receptive-field-off-by-one",
+        A + "mux.py",
+        "self.receptive_field = 1 + depth * (kernel_size - 1)",
+        "self.receptive_field = depth * (kernel_size - 1)",
+        T_MUX,
+    ),
+    # ----------------------------------------------------- utils, training, data
+    M(
+        "set-seed-ignores-seed-for-torch",
+        A + "utils.py",
+        "torch.manual_seed(seed)",
+        "torch.manual_seed(0)",
+        T_UTILS,
+    ),
+    M(
+        "to-device-skips-named-tuples",
+        A + "training.py",
+        "return type(batch)(*(_to_device(x, device) for x in batch))",
+        "return batch",
+        T_TRAIN,
+    ),
+    M(
+        "train-never-zeroes-gradients",
+        A + "training.py",
+        "opt.zero_grad(set_to_none=True)",
+        "pass",
+        T_TRAIN,
+    ),
+    M(
+        "translation-targets-inverse-permutation",
+        A + "data.py",
+        "tgt_words = torch.empty_like(words).scatter_(1, perm, words)",
+        "tgt_words = words.gather(1, perm)",
+        T_DATA,
+    ),
+    M(
+        "caption-target-is-word-slot",
+        A + "data.py",
+        "target[b, 2 * j : 2 * j + 2] = i",
+        "target[b, 2 * j : 2 * j + 2] = j",
+        T_DATA,
+    ),
+    # ---------------------------------------------------------------- experiments
+    M(
+        "green-function-scale",
+        A + "experiments/routing.py",
+        "(n + 1 - np.maximum.outer(i, i)) / (n + 1)",
+        "(n + 1 - np.maximum.outer(i, i)) / n",
+        T_ROUTE,
+    ),
+    M(
+        "span-weights-off-by-one",
+        A + "experiments/documents.py",
+        "(pos < start[:, None] + self.span)",
+        "(pos <= start[:, None] + self.span)",
+        T_CONT_X,
+    ),
+    M(
+        "combined-model-drops-discrete-context",
+        A + "experiments/documents.py",
+        "context = context + cont.context",
+        "context = cont.context",
+        T_CONT_X,
+    ),
+    M(
+        "monotone-alignment-scale",
+        A + "experiments/alignment.py",
+        "* (S - 1) / (T - 1)",
+        "* S / T",
+        T_CONT_X,
+    ),
+    M(
+        "closed-groups-weak-components",
+        A + "experiments/manifolds.py",
+        'connected_components(mask, connection="strong")',
+        'connected_components(mask, connection="weak")',
+        T_MANI,
+    ),
+    M(
+        "cnn-parameter-count-drops-a-bias",
+        A + "experiments/denoising.py",
+        "return k2 * w + w + k2 * w * w + w + k2 * w + 1",
+        "return k2 * w + w + k2 * w * w + k2 * w + 1",
+        T_DENX,
+    ),
+    M(
+        "heatmap-signed-colours-not-centred",
+        A + "plotting.py",
+        "vmin=-lim,",
+        "vmin=0,",
+        T_PLOT,
+    ),
+    M(
+        "self-expressive-net-keeps-diagonal",
+        A + "experiments/self_expression.py",
+        "C = C * (1 - torch.eye(C.shape[0], dtype=C.dtype, device=C.device))",
+        "C = C * torch.ones_like(C)",
+        T_SEX,
+    ),
+    M(
+        "learned-ista-step-range",
+        A + "experiments/self_expression.py",
+        "base * 2 * torch.sigmoid(self.raw_step[t])",
+        "base * torch.sigmoid(self.raw_step[t])",
+        T_SEX,
+    ),
+    M(
+        "sequences-needed-interpolates-linearly",
+        A + "experiments/symmetry.py",
+        "np.exp(np.interp(np.log(target), np.log(errors[::-1]), np.log(sizes[::-1])))",
+        "np.interp(target, errors[::-1], sizes[::-1])",
+        T_SYM_X,
+    ),
+    M(
+        "accuracy-last-batch-dropped",
+        A + "experiments/classify.py",
+        "for i in range(0, n, batch):",
+        "for i in range(0, n - batch + 1, batch):",
+        T_CONT_X,
+    ),
+]
