@@ -54,6 +54,7 @@ T_ROUTE = "tests/test_experiments_routing.py"
 T_MANI = "tests/test_experiments_manifolds.py"
 T_DENX = "tests/test_experiments_denoising.py"
 T_SEX = "tests/test_experiments_self_expression.py"
+T_SC = "tests/test_sparse_coding.py"
 
 A = "attnlib/"
 MUTANTS: list[Mutant] = [
@@ -219,8 +220,8 @@ MUTANTS: list[Mutant] = [
     M(
         "gaussian-filter-radius-truncated",
         A + "denoise.py",
-        "radius = int(truncate * sigma + 0.5)",
-        "radius = int(truncate * sigma)",
+        "radius = int(min(truncate * sigma + 0.5, max(h, w)))",
+        "radius = int(min(truncate * sigma, max(h, w)))",
         T_DEN,
     ),
     M(
@@ -249,8 +250,8 @@ MUTANTS: list[Mutant] = [
     M(
         "lle-weights-not-normalised",
         A + "lle.py",
-        "return w / w.sum(-1, keepdim=True)",
-        "return w",
+        "w = w / w.sum(-1, keepdim=True)",
+        "w = w",
         T_LLE,
     ),
     M(
@@ -307,17 +308,17 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "ista-step-not-squared",
-        A + "subspace.py",
+        A + "sparse_coding.py",
         "/ torch.linalg.matrix_norm(k, ord=2)\n            .square()",
         "/ torch.linalg.matrix_norm(k, ord=2)\n            .abs()",
-        T_SUB,
+        T_SC,
     ),
     M(
         "ista-threshold-not-scaled-by-step",
-        A + "subspace.py",
+        A + "sparse_coding.py",
         "C = shrink(C - s_t * (C @ kk - qk), s_t * lam_t)",
         "C = shrink(C - s_t * (C @ kk - qk), lam_t)",
-        T_SUB,
+        T_SC,
     ),
     M(
         "clustering-accuracy-minimises",
@@ -328,16 +329,16 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "unrolled-ista-initial-step",
-        A + "subspace.py",
+        A + "sparse_coding.py",
         "torch.full((n_iter,), math.log(math.e - 1))",
         "torch.full((n_iter,), 0.0)",
-        T_SUB,
+        T_SC,
         T_SEX,
     ),
     # ---------------------------------------------------------------------- lasso
     M(
         "soft-threshold-loses-sign",
-        A + "lasso.py",
+        A + "lasso/common.py",
         "return torch.sign(x) * torch.relu(x.abs() - threshold)",
         "return torch.relu(x.abs() - threshold)",
         T_LASSO,
@@ -345,7 +346,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "ista-lipschitz-not-squared",
-        A + "lasso.py",
+        A + "lasso/iterative.py",
         "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2) ** 2)",
         "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2))",
         T_LASSO,
@@ -353,7 +354,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "admm-ridge-without-rho",
-        A + "lasso.py",
+        A + "lasso/iterative.py",
         "return lambda W: (W - ((W @ X) @ M) @ X.T) / rho",
         "return lambda W: (W - ((W @ X) @ M) @ X.T)",
         T_LASSO,
@@ -397,9 +398,9 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "entmax-compiled-slope",
-        A + "normalizers.py",
-        "def _slope_2(p, am1, zero, one):\n    return np.sqrt(p)",
-        "def _slope_2(p, am1, zero, one):\n    return p",
+        A + "entmax_kernels.c",
+        "    case 2:\n        return SQRT(p);",
+        "    case 2:\n        return p;",
         T_NORM,
     ),
     M(
@@ -534,8 +535,8 @@ MUTANTS: list[Mutant] = [
     M(
         "random-orthogonal-without-sign-fix",
         A + "symmetry.py",
-        "return q * torch.where(signs == 0, torch.ones_like(signs), signs)",
-        "return q",
+        "return (q * torch.where(signs == 0, torch.ones_like(signs), signs)).to(dtype)",
+        "return q.to(dtype)",
         T_SYM,
     ),
     # ------------------------------------------------------------------------ mux
