@@ -612,7 +612,10 @@ class AttentionRouter(nn.Module):
         self.readout = nn.Linear(d_model, n_out)
 
     def attend(self, x):
-        """The attention result (averaged values ``(batch, length, d_model)``, weights ``[query, key]``)."""
+        """The attention result: averaged values and ``[query, key]`` weights.
+
+        The values are ``(batch, length, d_model)``.
+        """
         x = _module_input(x, "x", self.readout.weight, ndim=3)
         q, k, v = self.q(x), self.k(x), self.v(x)
         if self.pos is not None:

@@ -23,7 +23,7 @@ __all__ = ["sparse_coding_attention", "UnrolledISTAAttention"]
 
 
 def _ista_codes(q, k, lam, n_iter, step, nonnegative, kk=None):
-    """Unrolled ISTA on ``min_C ½‖Q − C K‖² + λ‖C‖₁`` (rows): returns C (..., n_q, n_k)."""
+    """Unrolled ISTA on ``min_C ½‖Q − C K‖² + λ‖C‖₁`` (rows): C (..., n_q, n_k)."""
     qk = attention(q, k, k, score="dot", normalizer="none").weights  # Q Kᵀ: attention
     if kk is None:
         kk = attention(
@@ -55,7 +55,7 @@ def sparse_coding_attention(
     *,
     nonnegative: bool = False,
 ) -> AttentionResult:
-    """Attention whose weights are sparse codes of the queries over the keys, by unrolled ISTA.
+    """Attention whose weights are sparse codes of the queries over the keys (ISTA).
 
     ``C_{t+1} = shrink_{ελ}(C_t (I − ε K Kᵀ) + ε Q Kᵀ)`` from ``C_0 = 0``: ``Q Kᵀ`` is
     dot-product attention and ``K Kᵀ`` dot-product self-attention of the keys; the
@@ -98,7 +98,8 @@ def sparse_coding_attention(
     q, k, v = q.to(work), k.to(work), v.to(work)
     if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
         raise ValueError(
-            f"q, k, v have incompatible shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+            f"q, k, v have incompatible shapes {tuple(q.shape)}, {tuple(k.shape)}, "
+            f"{tuple(v.shape)}"
         )
     lam = check_positive(lam, "lam")
     n_iter = check_int(n_iter, "n_iter")
@@ -114,13 +115,14 @@ def sparse_coding_attention(
 
 
 class UnrolledISTAAttention(nn.Module):
-    """A sparse attention layer: a few unrolled ISTA steps coding the queries over the keys.
+    """A sparse attention layer: unrolled ISTA steps coding the queries over the keys.
 
     Queries, keys and values are learned projections of the tokens, as in
     :class:`attnlib.attention.MultiHeadAttention` (same four ``d×d`` maps); each of the
-    ``n_iter`` layers has its own learned step ``ε_t`` (relative to ``1/‖K‖²``) and threshold
-    ``λ_t`` (LISTA, Gregor & LeCun 2010). With ``lista=True`` the self-attention map
-    ``I − ε K Kᵀ`` uses its own learned key projection, decoupled from the ``ε Q Kᵀ`` map.
+    ``n_iter`` layers has its own learned step ``ε_t`` (relative to ``1/‖K‖²``) and
+    threshold ``λ_t`` (LISTA, Gregor & LeCun 2010). With ``lista=True`` the
+    self-attention map ``I − ε K Kᵀ`` uses its own learned key projection, decoupled
+    from the ``ε Q Kᵀ`` map.
 
     Parameters
     ----------

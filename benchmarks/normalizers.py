@@ -216,9 +216,12 @@ def main(quick: bool = False) -> dict:
                     )
                 rows.append(row)
                 print(
-                    f"{name:22s} {str(shape):14s} scale {scale:4.0f}: attnlib {row['attnlib_ms']:8.2f} ms  "
-                    f"entmax {row['entmax_ms']:8.2f} ms  softmax {row['softmax_ms']:7.2f} ms  "
-                    f"ratio/entmax {row['ratio_to_entmax']:.2f}  ratio/softmax {row['ratio_to_softmax']:.2f}",
+                    f"{name:22s} {str(shape):14s} scale {scale:4.0f}: "
+                    f"attnlib {row['attnlib_ms']:8.2f} ms  "
+                    f"entmax {row['entmax_ms']:8.2f} ms  "
+                    f"softmax {row['softmax_ms']:7.2f} ms  "
+                    f"ratio/entmax {row['ratio_to_entmax']:.2f}  "
+                    f"ratio/softmax {row['ratio_to_softmax']:.2f}",
                     f" C/numba {row.get('ratio_to_numba_loops', float('nan')):.2f}",
                     flush=True,
                 )

@@ -2711,7 +2711,8 @@ def test_bad_input(case):
 #: Modules the battery does not walk, and why.
 NOT_WALKED = {
     # The raw C/numba loops behind sparsemax and entmax: reached through those maps,
-    # whose specs attack them; they check shape, dtype and layout before touching memory.
+    # whose specs attack them; they check shape, dtype and layout before touching
+    # memory.
     "entmax_kernels": "the loops behind normalizers",
     "entmax_numba": "the loops behind normalizers",
     # Tables of the committed denoise results: their one argument is results.load's

@@ -391,7 +391,7 @@ def test_bad_inputs_raise_value_errors_naming_the_argument(call, name):
 
 
 # --------------------------------------------------- wiring (the mutation campaign)
-def test_attention_router_adds_positions_to_queries_and_keys():
+def test_attention_router_adds_positions_to_queries_and_keys(np_softmax):
     """With max_len the encoding P enters both sides: softmax((q + P)(k + P)ᵀ / √d)."""
     torch.manual_seed(2)
     m = AttentionRouter(4, 2, 6, max_len=9).double()
@@ -403,7 +403,7 @@ def test_attention_router_adds_positions_to_queries_and_keys():
         + getattr(m, n).bias.detach().numpy()
         for n in "qkv"
     )
-    w = _np_softmax((q + P) @ (k + P).transpose(0, 2, 1) / np.sqrt(6))
+    w = np_softmax((q + P) @ (k + P).transpose(0, 2, 1) / np.sqrt(6))
     np.testing.assert_allclose(res.weights.detach().numpy(), w, atol=1e-12)
     np.testing.assert_allclose(res.output.detach().numpy(), w @ v, atol=1e-12)
 

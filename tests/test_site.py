@@ -131,7 +131,7 @@ TOO_WIDE = """() => {
 # type).
 CODE_SCROLLS = """() => [...document.querySelectorAll("div.cell_input pre")]
   .filter((el) => el.scrollWidth > el.clientWidth + 1)
-  .map((el) => `${el.scrollWidth} in ${el.clientWidth}px: ${el.textContent.slice(0, 60)}`)"""
+  .map((el) => `${el.scrollWidth}px: ${el.textContent.slice(0, 60)}`)"""
 
 
 def _open(browser, url, width=1280):

@@ -18,7 +18,7 @@ CONFIG = ROOT / "pyproject.toml"
 
 def _paths() -> list[str]:
     scripts = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("book/*.py"))
-    return ["attnlib", "tests", "benchmarks", "book/_ext", *scripts]
+    return ["attnlib", "tests", "benchmarks", "tools", "book/_ext", *scripts]
 
 
 def ruff_findings(paths, config: Path = CONFIG) -> str:

@@ -421,27 +421,3 @@ def test_affinity_l2_and_max_normalise_each_row():
         np.testing.assert_allclose(
             affinity(sp.csr_matrix(C), normalize=norm).toarray(), Wn + Wn.T, rtol=1e-12
         )
-
-
-def test_unrolled_ista_starts_as_plain_ista_with_step_one_over_the_lipschitz():
-    """At initialisation every step is 1 / ‖K‖₂² and every threshold λ: n_iter plain
-    ISTA iterations from zero on the projected tokens, restated in NumPy."""
-    torch.manual_seed(4)
-    layer = UnrolledISTAAttention(6, n_iter=3, lam=0.2).double()
-    x = torch.randn(
-        5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(5)
-    )
-    out, C = layer(x)
-    q, k, v = (
-        (x @ p.weight.T + p.bias).detach().numpy()
-        for p in (layer.q_proj, layer.k_proj, layer.v_proj)
-    )
-    step, ref = 1 / np.linalg.norm(k, 2) ** 2, np.zeros((5, 5))
-    for _ in range(3):
-        z = ref - step * (ref @ k @ k.T - q @ k.T)
-        ref = np.sign(z) * np.maximum(np.abs(z) - step * 0.2, 0)
-    # The raw parameters start in float32: softplus(raw) is 1 to about 1e-8.
-    np.testing.assert_allclose(C.detach().numpy(), ref, atol=1e-7)
-    expected = ref @ v @ layer.out_proj.weight.detach().numpy().T
-    expected += layer.out_proj.bias.detach().numpy()
-    np.testing.assert_allclose(out.detach().numpy(), expected, atol=1e-7)

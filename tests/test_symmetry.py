@@ -328,18 +328,13 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
 
 
 # ------------------------------------------- kernels and value maps (mutation campaign)
-def numpy_softmax_rows(S):
-    E = np.exp(S - S.max(1, keepdims=True))
-    return E / E.sum(1, keepdims=True)
-
-
-def numpy_quadratic_head(X, Z, A):
+def numpy_quadratic_head(X, Z, A, softmax):
     """softmax(Y A Yᵀ / √k) X with Y = X Zᵀ: Remark 3 in rows, restated in NumPy."""
     Y = X @ Z.T
-    return numpy_softmax_rows(Y @ A @ Y.T / np.sqrt(Z.shape[0])) @ X
+    return softmax(Y @ A @ Y.T / np.sqrt(Z.shape[0])) @ X
 
 
-def test_rbf_kernel_with_a_non_identity_form():
+def test_rbf_kernel_with_a_non_identity_form(np_softmax):
     """§3.3: the RBF kernel compares the rows of Y A: -‖(y_i - y_j) A‖² / (2t)."""
     g = gen(7)
     X, Z, A = (torch.randn(*s, dtype=torch.float64, generator=g) for s in
@@ -347,10 +342,10 @@ def test_rbf_kernel_with_a_non_identity_form():
     _, w = knowledge_attention(X, Z, A, kernel="rbf", temperature=1.5)
     YA = X.numpy() @ Z.numpy().T @ A.numpy()
     sq = ((YA[:, None, :] - YA[None, :, :]) ** 2).sum(-1)
-    np.testing.assert_allclose(w.numpy(), numpy_softmax_rows(-sq / 3.0), rtol=1e-10)
+    np.testing.assert_allclose(w.numpy(), np_softmax(-sq / 3.0), rtol=1e-10)
 
 
-def test_linear_value_maps_each_head_by_its_matrix():
+def test_linear_value_maps_each_head_by_its_matrix(np_softmax):
     """value="linear": the layer is Σ_i g_i(X Z_iᵀ) X W_iᵀ (Eq. 4), with a W_i that is
     not symmetric, so that W_i and W_iᵀ differ."""
     torch.manual_seed(5)
@@ -362,14 +357,14 @@ def test_linear_value_maps_each_head_by_its_matrix():
     X = torch.randn(6, 4, dtype=torch.float64, generator=gen(1))
     p = {k: v.detach().numpy()[0] for k, v in m.named_parameters()}
     ref = sum(
-        numpy_quadratic_head(X.numpy(), p["knowledge"][i], p["a"][i])
+        numpy_quadratic_head(X.numpy(), p["knowledge"][i], p["a"][i], np_softmax)
         @ p["head_weight"][i].T
         for i in range(2)
     )
     np.testing.assert_allclose(m(X).detach().numpy(), ref, rtol=1e-10)
 
 
-def test_residual_layers_add_their_input():
+def test_residual_layers_add_their_input(np_softmax):
     """residual=True: h ← h + Σ_i w_i g_i(h Z_iᵀ) h, layer after layer."""
     torch.manual_seed(6)
     m = KnowledgeAttention(4, 2, num_layers=2, residual=True).double()
@@ -378,5 +373,7 @@ def test_residual_layers_add_their_input():
     w = m.head_weight.detach().numpy()
     h = X.numpy()
     for layer in range(2):
-        h = h + w[layer, 0] * numpy_quadratic_head(h, Z[layer, 0], A[layer, 0])
+        h = h + w[layer, 0] * numpy_quadratic_head(
+            h, Z[layer, 0], A[layer, 0], np_softmax
+        )
     np.testing.assert_allclose(m(X).detach().numpy(), h, rtol=1e-10)

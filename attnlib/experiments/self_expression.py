@@ -324,7 +324,8 @@ class SelfExpressiveNet(nn.Module):
     Implements
     ----------
     The self-expressive network of Zhang, You, Vidal & Li (2021), simplified (one hidden
-    layer per embedding, ℓ1 penalty only); §5.3, difference 3 of the self-expression paper.
+    layer per embedding, ℓ1 penalty only); §5.3, difference 3 of the self-expression
+    paper.
 
     Parameters
     ----------
@@ -434,7 +435,7 @@ def fit_self_expressive_net(
 def _fit_self_expression(
     model: nn.Module, X: torch.Tensor, lam: float, n_steps: int, lr: float
 ):
-    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n`` with ``C = model(X, X)``, diag(C) = 0."""
+    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n``, ``C = model(X, X)``, diag 0."""
     lam, lr = check_positive(lam, "lam"), check_positive(lr, "lr")
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []

@@ -1,4 +1,4 @@
-"""Row-wise Lasso solvers for sparse self-expression: every sample's Lasso over the others.
+"""Row-wise Lasso solvers for sparse self-expression: each sample's Lasso over the rest.
 
 Row ``i`` of the SSC problem is the Lasso ``min_c ½‖xᵢ − Σⱼ cⱼ xⱼ‖² + λᵢ‖c‖₁`` (j ≠ i).
 This package solves all rows at once: by default with an active set (each row solved
@@ -6,7 +6,8 @@ exactly by its homotopy path on a few candidate keys, vectorised over rows, the 
 grown until the optimality conditions hold for *all* keys, certified by a duality gap);
 or by ISTA, FISTA or the ADMM of Elhamifar & Vidal, in matrix form on all samples or on
 working sets.
-:func:`attnlib.subspace.self_expressive` is the public entry; :func:`ssc_rows` the solver.
+:func:`attnlib.subspace.self_expressive` is the public entry; :func:`ssc_rows` the
+solver.
 
 The package holds one solver family per module: ``homotopy`` (the exact homotopy path
 and the default active-set solver), ``iterative`` (ISTA, FISTA, ADMM) and ``common``
@@ -61,8 +62,8 @@ def ssc_rows(
     ----------
     Eq. (12) of the self-expression paper (rows as samples, with a ½), by ISTA (Eq. 15,
     two-sided threshold), FISTA (Beck & Teboulle 2009), ADMM (Elhamifar & Vidal 2013,
-    Sec. 3.3) or an active set with the Lasso homotopy (Osborne, Presnell & Turlach 2000;
-    You, Li, Robinson & Vidal 2016).
+    Sec. 3.3) or an active set with the Lasso homotopy (Osborne, Presnell & Turlach
+    2000; You, Li, Robinson & Vidal 2016).
     """
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
@@ -100,7 +101,8 @@ def ssc_rows(
             C, info = _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish)
     if not info.converged:
         warnings.warn(
-            f"SSC stopped at max_iter={max_iter} with relative duality gap {info.rel_gap:.2g} > tol={tol:g}",
+            f"SSC stopped at max_iter={max_iter} with relative duality gap "
+            f"{info.rel_gap:.2g} > tol={tol:g}",
             stacklevel=3,
         )
     return C, info

@@ -72,19 +72,20 @@ def _soft_threshold(x, threshold):
 
 
 def _lam_column(lam, n: int) -> np.ndarray:
-    """``lam`` as an ``(n, 1)`` column: one regularisation weight per sample (row of C)."""
+    """``lam`` as an ``(n, 1)`` column: one weight per sample (row of C)."""
     if np.ndim(lam) == 0:
         return np.full((n, 1), check_positive(lam, "lam"))
     lam = np.asarray(lam, dtype=np.float64)
     if lam.shape != (n,) or not np.all(np.isfinite(lam)) or np.any(lam <= 0):
         raise ValueError(
-            f"lam must be a positive number or a positive array of shape ({n},), got shape {lam.shape}"
+            f"lam must be a positive number or a positive array of shape ({n},), "
+            f"got shape {lam.shape}"
         )
     return lam[:, None]
 
 
 class SolverInfo(NamedTuple):
-    """How a solve went: iterations used, whether the relative duality gap reached ``tol``."""
+    """How a solve went: iterations, and whether the relative gap reached ``tol``."""
 
     solver: str
     n_iter: int
@@ -98,7 +99,10 @@ class SolverInfo(NamedTuple):
 
 
 def _top_k_per_row(X, R, k, exclude_rows, block=1024):
-    """Indices of the k largest ``|R[i] · X[j]|`` per row, j ≠ exclude_rows[i], blockwise in memory."""
+    """Indices of the k largest ``|R[i] · X[j]|`` per row, j ≠ exclude_rows[i].
+
+    Computed blockwise, so that memory stays bounded.
+    """
     out = np.empty((R.shape[0], k), dtype=np.int64)
     for s in range(0, R.shape[0], block):
         S = np.abs(R[s : s + block] @ X.T)
@@ -111,7 +115,7 @@ def _top_k_per_row(X, R, k, exclude_rows, block=1024):
 
 
 def _sparse_gap(X, C, lam, block=1024, worst=None):
-    """``_duality_gap`` for a sparse C with every sample as a key, forming X Xᵀ blockwise.
+    """``_duality_gap`` for a sparse C with every sample as a key, X Xᵀ blockwise.
 
     ``worst`` (``max_{j≠i} |x_j · r_i|`` per row), if the caller already has it, saves
     that pass.

@@ -19,7 +19,7 @@ __all__ = ["lasso_codes"]
 
 
 def _solve_batch(G, b):
-    """Batched ``G⁻¹ b`` that survives the rare singular Gram (duplicated samples) via pinv."""
+    """Batched ``G⁻¹ b``; a singular Gram (duplicated samples) goes through pinv."""
     try:
         return np.linalg.solve(G, b[..., None])[..., 0]
     except np.linalg.LinAlgError:
@@ -27,7 +27,10 @@ def _solve_batch(G, b):
 
 
 def _active_system(B, active):
-    """The active keys of every row, packed first: positions (n, m), validity mask, keys (n, m, D)."""
+    """The active keys of every row, packed first.
+
+    Returns positions (n, m), the validity mask and the keys (n, m, D).
+    """
     m = max(int(active.sum(1).max()), 1)
     order = np.argsort(~active, axis=1, kind="stable")[:, :m]
     valid = np.take_along_axis(active, order, 1)
@@ -37,7 +40,7 @@ def _active_system(B, active):
 
 
 def _homotopy_rows(B, Y, lam, max_steps=1000):
-    """Exact Lasso ``min_c ½‖y − Σⱼ cⱼ bⱼ‖² + λ‖c‖₁`` for every row, by the homotopy path.
+    """Exact Lasso ``min_c ½‖y − Σⱼ cⱼ bⱼ‖² + λ‖c‖₁`` per row, by the homotopy path.
 
     Starting from ``c = 0`` at ``λ = max |B y|``, λ decreases; on each segment the
     active coefficients move along ``(K_A K_Aᵀ)⁻¹ s_A`` until a key's correlation
@@ -46,7 +49,8 @@ def _homotopy_rows(B, Y, lam, max_steps=1000):
 
     Parameters
     ----------
-    B : (n, k, D) the keys of each row;  Y : (n, D) the targets;  lam : (n,) the weights.
+    B : (n, k, D) the keys of each row;  Y : (n, D) the targets;
+    lam : (n,) the weights.
 
     Returns
     -------
@@ -106,8 +110,10 @@ def _homotopy_rows(B, Y, lam, max_steps=1000):
 
 
 def _exact_on_support(B, Y, lam, coef):
-    """Re-solve ``c_S = (K_S K_Sᵀ)⁻¹ (K_S y − λ s)`` on each row's support and signs, removing
-    the rounding the path accumulated; kept only where the signs agree."""
+    """Re-solve ``c_S = (K_S K_Sᵀ)⁻¹ (K_S y − λ s)`` on each row's support and signs.
+
+    This removes the rounding the path accumulated; kept only where the signs agree.
+    """
     order, valid, K, gram = _active_system(B, coef != 0)
     signs = np.sign(np.take_along_axis(coef, order, 1)) * valid
     exact = (
@@ -122,7 +128,10 @@ def _exact_on_support(B, Y, lam, coef):
 
 
 def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
-    """SSC by exact homotopy on working sets of k keys, grown by their violated optimality conditions."""
+    """SSC by exact homotopy on working sets of k keys.
+
+    The working sets grow by the keys whose optimality conditions are violated.
+    """
     N, D = X.shape
     k = min(max(k, D + 1), N - 1)
     rows = np.arange(N)
@@ -177,7 +186,7 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
 
 
 def lasso_codes(Y, K, lam: float, max_steps: int = 1000) -> np.ndarray:
-    """Exact Lasso codes ``min_c ½‖y − c K‖² + λ‖c‖₁`` of every row ``y`` of Y over the rows of K.
+    """Exact Lasso codes ``min_c ½‖y − c K‖² + λ‖c‖₁`` of each row of Y over K's rows.
 
     Parameters
     ----------
@@ -203,7 +212,8 @@ def lasso_codes(Y, K, lam: float, max_steps: int = 1000) -> np.ndarray:
     Y, K = as_float_array(host_array(Y), "Y"), as_float_array(host_array(K), "K")
     if Y.ndim != 2 or K.ndim != 2 or Y.shape[1] != K.shape[1]:
         raise ValueError(
-            f"Y and K must be 2-D with the same number of features, got {Y.shape} and {K.shape}"
+            "Y and K must be 2-D with the same number of features, got "
+            f"{Y.shape} and {K.shape}"
         )
     lam = check_positive(lam, "lam")
     B = np.broadcast_to(K, (len(Y),) + K.shape)

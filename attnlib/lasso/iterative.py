@@ -14,16 +14,16 @@ import scipy.sparse as sp
 
 from .common import SolverInfo, _soft_threshold, _sparse_gap, _top_k_per_row
 
-# ---------------------------------------------------------------------------------------
-# The dictionaries the solvers see. Row i of the problem expresses the target y_i with the
-# keys K_i: all samples but i (dense), or a working set of candidate samples (restricted).
-# The solvers only need the products below, so one implementation of ISTA/FISTA/ADMM
-# serves both.
-# ---------------------------------------------------------------------------------------
+# ----------------------------------------------------------------------------------
+# The dictionaries the solvers see. Row i of the problem expresses the target y_i with
+# the keys K_i: all samples but i (dense), or a working set of candidate samples
+# (restricted). The solvers only need the products below, so one implementation of
+# ISTA/FISTA/ADMM serves both.
+# ----------------------------------------------------------------------------------
 
 
 class _DenseKeys:
-    """Row r (sample ``rows[r]``) uses every sample as a key, with its own coefficient forced to 0."""
+    """Row r (sample ``rows[r]``) uses every sample as a key, its own coefficient 0."""
 
     def __init__(self, X: np.ndarray, rows: np.ndarray | None = None):
         self.X = X
@@ -56,7 +56,7 @@ class _DenseKeys:
 
 
 class _RestrictedKeys:
-    """Row r uses only the keys ``X[idx[r]]`` (which never include the row's own sample)."""
+    """Row r uses only the keys ``X[idx[r]]`` (never the row's own sample)."""
 
     def __init__(self, X: np.ndarray, idx: np.ndarray):
         self.B = X[idx]  # (n, k, D)
@@ -96,7 +96,7 @@ class _RestrictedKeys:
 
 
 def _duality_gap(keys, Y, C, lam):
-    """Per-row primal value and duality gap of the Lasso rows (gap ≥ 0, zero at the optimum)."""
+    """Per-row primal value and duality gap of the Lasso rows (gap ≥ 0, 0 at best)."""
     R = Y - keys.reconstruct(C)
     G = keys.restrict(keys.correlate(R))
     primal = 0.5 * (R * R).sum(1) + lam[:, 0] * np.abs(C).sum(1)
@@ -147,7 +147,7 @@ def _polish(keys, Y, C, lam, skip=None):
 
 
 class _RowIterations:
-    """ISTA, FISTA or ADMM iterates for a batch of Lasso rows; rows can be dropped when done."""
+    """ISTA, FISTA or ADMM iterates for a batch of Lasso rows (done rows dropped)."""
 
     def __init__(self, keys, Y, lam, solver, C, rho):
         self.keys, self.Y, self.lam, self.solver = keys, Y, lam, solver
@@ -244,7 +244,7 @@ def _lasso_rows(
 
 
 def _kkt_violations(X, R, idx, lam, slack, block=1024):
-    """Rows with a key outside their working set that breaks the optimality condition |xⱼ·rᵢ| ≤ λᵢ."""
+    """Rows with a key outside their working set that breaks |xⱼ·rᵢ| ≤ λᵢ."""
     bad = np.zeros(R.shape[0], dtype=bool)
     for s in range(0, R.shape[0], block):
         S = np.abs(R[s : s + block] @ X.T)
