@@ -37,7 +37,7 @@ def test_closed_groups_bad_mask():
 
 
 def test_knn_softmax_bad_input():
-    with pytest.raises(ValueError, match="X must be a 2-D"):
+    with pytest.raises(ValueError, match="X must have 2 dimensions"):
         knn_softmax_weights(np.zeros(5), 2)
     with pytest.raises(ValueError, match="n_neighbors"):
         knn_softmax_weights(np.zeros((5, 2)), 0)
