@@ -702,6 +702,11 @@ class WeekdayMux(nn.Module):
                 f"day and friends must have the same batch size, got {day.shape[0]} "
                 f"and {friends.shape[0]}"
             )
+        for x, name, proj in ((friends, "friends", self.K), (day, "day", self.Q)):
+            if x.shape[-1] != proj.in_features:
+                raise ValueError(
+                    f"{name} must have {proj.in_features} features, got {x.shape[-1]}"
+                )
         out, weights = attention(
             self.Q(day)[:, None],
             self.K(friends),
@@ -717,8 +722,8 @@ class WeekdayMux(nn.Module):
         Parameters
         ----------
         friends : tensor or array-like, shape (batch, n_friends, features)
-            The friends' tokens (:func:`weekday_task`); a tensor must have the module's
-            dtype.
+            The friends' tokens (:func:`weekday_task`), ``features = n_friends +
+            n_restaurants``; a tensor must have the module's dtype.
         day : tensor or array-like, shape (batch, n_friends)
             The one-hot weekday (the control signal).
 

@@ -383,6 +383,14 @@ def test_to_device_keeps_named_tuples():
             lambda: WeekdayMux()(torch.zeros(2, 7, 12), torch.zeros(7)),
             "day must have 2 dim",
         ),
+        (
+            lambda: WeekdayMux()(torch.zeros(2, 7, 5), torch.zeros(2, 7)),
+            "friends must have 12 features",
+        ),
+        (
+            lambda: WeekdayMux()(torch.zeros(2, 7, 12), torch.zeros(2, 5)),
+            "day must have 7 features",
+        ),
     ],
 )
 def test_bad_inputs_raise_value_errors_naming_the_argument(call, name):

@@ -1,0 +1,129 @@
+"""Every public module's gradient with respect to its inputs, by finite differences.
+
+``torch.autograd.gradcheck`` compares each module's backward pass (in float64, after
+``.double()``) with central differences of its forward pass, for the floating inputs a
+user passes, not only the parameters: a wrong gradient there trains whatever sits
+upstream of the module on wrong numbers. Every public ``nn.Module`` of attnlib is in
+:data:`CASES` or in :data:`NO_FLOAT_INPUT` with the reason; a test keeps it so.
+"""
+
+import importlib
+import inspect
+
+import pytest
+import torch
+
+from attnlib.attention import MultiHeadAttention, TransformerEncoderLayer
+from attnlib.continuous import (
+    ContinuousAttention1D,
+    ContinuousAttention2D,
+    DigitClassifier,
+    GaussianRBF,
+)
+from attnlib.denoise import PatchAttentionDenoiser
+from attnlib.mux import AttentionRouter, ConvRouter, WeekdayMux
+from attnlib.sparse_coding import UnrolledISTAAttention
+from attnlib.symmetry import KnowledgeAttention
+
+F64 = torch.float64
+
+
+def _x(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, dtype=F64, generator=g).requires_grad_()
+
+
+def _weights(*shape, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.softmax(
+        torch.randn(*shape, dtype=F64, generator=g), -1
+    ).requires_grad_()
+
+
+def _tensors(out):
+    """The floating tensors of a module's output (a tensor, a named tuple, a tuple)."""
+    items = out if isinstance(out, tuple) else (out,)
+    return tuple(t for t in items if torch.is_tensor(t) and t.is_floating_point())
+
+
+#: name -> (module factory, inputs factory); each module in float64.
+CASES = {
+    "MultiHeadAttention": (
+        lambda: MultiHeadAttention(6, 2, kdim=4, vdim=3),
+        lambda: (_x(3, 6), _x(5, 4, seed=1), _x(5, 3, seed=2)),
+    ),
+    "TransformerEncoderLayer": (
+        lambda: TransformerEncoderLayer(4, 2, dim_feedforward=8),
+        lambda: (_x(2, 3, 4),),
+    ),
+    "PatchAttentionDenoiser": (
+        lambda: PatchAttentionDenoiser(patch_size=3, patch_distance=2),
+        lambda: (torch.rand(6, 7, dtype=F64).requires_grad_(),),
+    ),
+    "UnrolledISTAAttention": (
+        lambda: UnrolledISTAAttention(4, n_iter=3, lam=0.05),
+        lambda: (_x(3, 4), _x(5, 4, seed=1), _x(5, 4, seed=2)),
+    ),
+    "KnowledgeAttention": (
+        lambda: KnowledgeAttention(4, 3, num_heads=2, num_layers=2, residual=True),
+        lambda: (_x(5, 4),),
+    ),
+    "ConvRouter": (
+        lambda: ConvRouter(3, 2, kernel_size=3, depth=2, width=4),
+        lambda: (_x(2, 6, 3),),
+    ),
+    "AttentionRouter": (
+        lambda: AttentionRouter(3, 2, d_model=4, max_len=8),
+        lambda: (_x(2, 6, 3),),
+    ),
+    "WeekdayMux": (
+        lambda: WeekdayMux(7, 5, 4),
+        lambda: (_x(2, 7, 12), _weights(2, 7)),
+    ),
+    "ContinuousAttention1D": (
+        lambda: ContinuousAttention1D(GaussianRBF.linspace(6), in_features=3, alpha=1),
+        lambda: (_x(2, 10, 3),),
+    ),
+    "ContinuousAttention2D": (
+        lambda: ContinuousAttention2D(GaussianRBF.grid(3, 0.02), alpha=1, n_angles=12),
+        lambda: (_x(2, 4, 4, 3), _weights(2, 16)),
+    ),
+    "DigitClassifier": (
+        lambda: DigitClassifier("discrete", channels=4, n_side=4),
+        lambda: (torch.rand(1, 1, 16, 16, dtype=F64).requires_grad_(),),
+    ),
+}
+
+#: Public modules whose inputs are not floating point, and so have no input gradient.
+NO_FLOAT_INPUT = {
+    "DocumentClassifier": "its inputs are token ids (integers)",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_module_gradient_with_respect_to_its_inputs(name):
+    make_module, make_inputs = CASES[name]
+    torch.manual_seed(0)
+    module = make_module().double()
+    inputs = make_inputs()
+    assert all(t.requires_grad for t in inputs)
+    assert torch.autograd.gradcheck(
+        lambda *a: _tensors(module(*a)), inputs, atol=1e-6, rtol=1e-4
+    )
+
+
+def test_every_public_module_is_gradchecked():
+    public = set()
+    for name in ("attention", "denoise", "sparse_coding", "symmetry", "mux"):
+        public |= _modules(importlib.import_module(f"attnlib.{name}"))
+    public |= _modules(importlib.import_module("attnlib.continuous"))
+    assert public == set(CASES) | set(NO_FLOAT_INPUT)
+
+
+def _modules(mod):
+    return {
+        n
+        for n in mod.__all__
+        if inspect.isclass(getattr(mod, n))
+        and issubclass(getattr(mod, n), torch.nn.Module)
+    }
