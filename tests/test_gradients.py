@@ -5,6 +5,9 @@
 user passes, not only the parameters: a wrong gradient there trains whatever sits
 upstream of the module on wrong numbers. Every public ``nn.Module`` of attnlib is in
 :data:`CASES` or in :data:`NO_FLOAT_INPUT` with the reason; a test keeps it so.
+:data:`FUNCTIONS` does the same for the differentiable functions that have no gradient
+check beside their own tests (attention, sparsemax/entmax, Nadaraya-Watson, the
+barycentre weights, sparse-coding attention and continuous attention have theirs).
 """
 
 import importlib
@@ -20,10 +23,17 @@ from attnlib.continuous import (
     DigitClassifier,
     GaussianRBF,
 )
-from attnlib.denoise import PatchAttentionDenoiser
+from attnlib.denoise import (
+    PatchAttentionDenoiser,
+    gaussian_filter_attention,
+    nlm_attention,
+    patch_tokens,
+    pixel_nlm,
+)
 from attnlib.mux import AttentionRouter, ConvRouter, WeekdayMux
+from attnlib.normalizers import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
 from attnlib.sparse_coding import UnrolledISTAAttention
-from attnlib.symmetry import KnowledgeAttention
+from attnlib.symmetry import KnowledgeAttention, knowledge_attention
 
 F64 = torch.float64
 
@@ -98,6 +108,46 @@ CASES = {
 NO_FLOAT_INPUT = {
     "DocumentClassifier": "its inputs are token ids (integers)",
 }
+
+
+def _image(seed=3):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(6, 7, dtype=F64, generator=g).requires_grad_()
+
+
+#: name -> (function of the inputs, inputs factory).
+FUNCTIONS = {
+    "knowledge_attention": (
+        lambda X, Z, A: knowledge_attention(X, Z, A)[0],
+        lambda: (_x(5, 4), _x(3, 4, seed=1), _x(3, 3, seed=2)),
+    ),
+    "fenchel_young_loss": (
+        lambda s: fenchel_young_loss(s, torch.tensor([0, 1, 2, 3]), 1.5),
+        lambda: (_x(4, 5),),
+    ),
+    "tsallis_entropy": (lambda p: tsallis_entropy(p, 1.5), lambda: (_weights(3, 4),)),
+    "exp_beta": (lambda u: exp_beta(u, 0.5), lambda: (_x(3, 4),)),
+    "log_beta": (lambda u: log_beta(u, 0.5), lambda: (_weights(3, 4),)),
+    "gaussian_filter_attention": (
+        lambda im: gaussian_filter_attention(im, 1.0),
+        lambda: (_image(),),
+    ),
+    "pixel_nlm": (lambda im: pixel_nlm(im, 0.3), lambda: (_image(),)),
+    "patch_tokens": (lambda im: patch_tokens(im, 3), lambda: (_image(),)),
+    "nlm_attention": (
+        lambda im: nlm_attention(im, 3, 2, h=0.5),
+        lambda: (_image(),),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_function_gradient_with_respect_to_its_inputs(name):
+    fn, make_inputs = FUNCTIONS[name]
+    inputs = make_inputs()
+    assert torch.autograd.gradcheck(
+        lambda *a: _tensors(fn(*a)), inputs, atol=1e-6, rtol=1e-4
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
