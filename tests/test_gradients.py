@@ -21,6 +21,7 @@ from attnlib.continuous import (
     ContinuousAttention1D,
     ContinuousAttention2D,
     DigitClassifier,
+    DocumentClassifier,
     GaussianRBF,
 )
 from attnlib.denoise import (
@@ -160,6 +161,27 @@ def test_module_gradient_with_respect_to_its_inputs(name):
     assert torch.autograd.gradcheck(
         lambda *a: _tensors(module(*a)), inputs, atol=1e-6, rtol=1e-4
     )
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_module_uses_every_parameter(name):
+    """No registered parameter is left out of the forward pass (it would never train)."""
+    make_module, make_inputs = CASES[name]
+    torch.manual_seed(0)
+    module = make_module().double()
+    sum(t.sum() for t in _tensors(module(*make_inputs()))).backward()
+    unused = [n for n, p in module.named_parameters() if p.grad is None]
+    assert unused == []
+
+
+@pytest.mark.parametrize("kind", ["discrete", "continuous", "combined"])
+def test_document_classifier_uses_every_parameter(kind):
+    """The module with integer inputs: every variant trains all it registers."""
+    torch.manual_seed(0)
+    module = DocumentClassifier(20, kind).double()
+    tokens = torch.randint(0, 20, (3, 30), generator=torch.Generator().manual_seed(1))
+    sum(t.sum() for t in _tensors(module(tokens))).backward()
+    assert [n for n, p in module.named_parameters() if p.grad is None] == []
 
 
 def test_every_public_module_is_gradchecked():
