@@ -165,7 +165,7 @@ def test_module_gradient_with_respect_to_its_inputs(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_module_uses_every_parameter(name):
-    """No registered parameter is left out of the forward pass (it would never train)."""
+    """No registered parameter is left out of the forward pass (it would not train)."""
     make_module, make_inputs = CASES[name]
     torch.manual_seed(0)
     module = make_module().double()
