@@ -45,7 +45,11 @@ from mutants import MUTANTS, Mutant  # noqa: E402
 REPORT = ROOT / "tools" / "MUTATION.md"
 RESULTS = ROOT / "tools" / "mutation_results.json"
 HISTORY_MARK = "<!-- history: date | mutants | killed | timeouts | survived | score -->"
-NUMBA_FILES = {"attnlib/normalizers.py", "attnlib/denoise.py", "attnlib/kernel_sums.py"}
+NUMBA_FILES = {
+    "attnlib/entmax_numba.py",
+    "attnlib/denoise/exact.py",
+    "attnlib/kernel_sums.py",
+}
 THREADS = {
     k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 }
