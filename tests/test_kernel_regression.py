@@ -178,7 +178,7 @@ def test_compact_kernel_without_neighbours_raises():
 def test_fused_and_blockwise_paths_equal_the_dense_weights(n, n_query, d, kernel, seed):
     # n up to 3000 crosses the fused kernel's key blocks (512 to 1024 keys here); a
     # budget of 64 elements makes the blockwise path take several blocks of queries.
-    with mock.patch.object(kr, "_BLOCK_ELEMENTS", 64):
+    with mock.patch.object(kr.core, "_BLOCK_ELEMENTS", 64):
         check_paths_agree(n, n_query, d, kernel, seed)
 
 
@@ -265,7 +265,7 @@ def test_memory_stays_bounded_without_weights(kernel, n_query):
 
 
 def test_weights_that_do_not_fit_raise_before_allocating(monkeypatch):
-    monkeypatch.setattr(kr, "_available_memory", lambda: 10**6)
+    monkeypatch.setattr(kr.core, "_available_memory", lambda: 10**6)
     xq, xt, y = make_data(n=1000, n_query=100)
     with pytest.raises(
         ValueError, match="return_weights=True needs the 100 x 1000 weight matrix"

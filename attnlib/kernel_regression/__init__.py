@@ -1,0 +1,33 @@
+"""Nadaraya–Watson kernel regression, written as attention.
+
+The estimator predicts at a query point a weighted average of the training targets, the
+weights being a kernel between the query and each training input, normalised to sum to
+one. That is attention with queries = the query points, keys = the training inputs and
+values = the training targets. For the Gaussian kernel the normalisation is a softmax of
+``-||x - x_j||² / (2σ²)``: :func:`~attnlib.attention.attention` with
+``score="neg_sq_dist"`` and ``temperature=σ²``. What attention adds is a learned
+projection ``q = W x, k = W x``;
+:class:`MetricNadarayaWatson` learns it.
+
+Two ways of normalising are used, both through :func:`attnlib.attention.attention`:
+
+* ``"gaussian"`` and ``"laplace"`` are exponentials of a score, so their weights are a
+  softmax of ``log κ`` (robust: a tiny bandwidth gives the nearest neighbour, not 0/0);
+* ``"epanechnikov"``, ``"boxcar"`` and callables return kernel values ``κ(x, x_j) >= 0``
+  as the score, and a row normaliser divides by their sum (Eq. (5) of the
+  self-expression paper as written). A query with no training point inside a compact
+  kernel's support has an all-zero row: that raises a ``ValueError`` rather than
+  returning NaN.
+"""
+
+from .core import KERNELS, loo_predictions, nadaraya_watson, nadaraya_watson_streaming
+from .estimators import MetricNadarayaWatson, NadarayaWatson
+
+__all__ = [
+    "KERNELS",
+    "nadaraya_watson",
+    "nadaraya_watson_streaming",
+    "loo_predictions",
+    "NadarayaWatson",
+    "MetricNadarayaWatson",
+]

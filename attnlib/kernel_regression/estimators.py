@@ -1,0 +1,433 @@
+"""Nadaraya–Watson as scikit-learn regressors: a chosen bandwidth, a learned metric.
+
+:class:`NadarayaWatson` picks the bandwidth by leave-one-out;
+:class:`MetricNadarayaWatson` learns the projection ``q = W x, k = W x`` that attention
+adds to the estimator.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+from torch import nn
+
+from ..attention import attention
+from ..training import train
+from ..utils import check_int, check_positive, host_array
+from .core import Kernel, _check_kernel, loo_predictions, nadaraya_watson
+
+
+def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
+    """A geometric grid around the median pairwise distance (of at most 1000 points)."""
+    from scipy.spatial.distance import pdist
+
+    sample = X[np.random.default_rng(0).permutation(len(X))[:1000]]
+    distances = pdist(sample)
+    scale = float(np.median(distances[distances > 0])) if (distances > 0).any() else 1.0
+    return scale * np.geomspace(1e-2, 3.0, n)
+
+
+class NadarayaWatson(RegressorMixin, BaseEstimator):
+    """Nadaraya–Watson regression as a scikit-learn regressor.
+
+    The bandwidth is chosen by leave-one-out.
+
+    Parameters
+    ----------
+    kernel : {"gaussian", "laplace", "epanechnikov", "boxcar"} or callable
+        See :func:`nadaraya_watson`.
+    bandwidth : float or "loo"
+        A fixed bandwidth, or ``"loo"`` to pick the candidate with the smallest
+        leave-one-out squared error (each candidate costs one masked attention call).
+    bandwidths : array-like of float, optional
+        Candidates for ``"loo"``; default: 30 values geometrically spaced from 0.01 to 3
+        times the median pairwise distance.
+    chunk_size : int, default="deprecated"
+        Unused: :meth:`predict` calls :func:`nadaraya_watson`, whose memory is bounded
+        without it.
+
+        .. deprecated:: 0.1.0
+           ``chunk_size`` has no effect; setting it warns (``FutureWarning``) and it
+           will be removed in 0.3.0. Leave it out.
+
+    Attributes
+    ----------
+    bandwidth_ : float
+        The bandwidth used.
+    bandwidths_, loo_mse_ : ndarray
+        Candidates and their leave-one-out mean squared errors (``inf`` where a compact
+        kernel left a point without neighbours); only with ``bandwidth="loo"``.
+    X_fit_, y_fit_ : ndarray
+        The training data (the keys and values).
+    n_features_in_ : int
+        The number of features seen by :meth:`fit`.
+
+    Implements
+    ----------
+    Eq. (5)-(6) of the self-expression paper; leave-one-out bandwidth choice (Silverman,
+    1986).
+    """
+
+    def __init__(
+        self,
+        kernel: Kernel = "gaussian",
+        bandwidth="loo",
+        bandwidths=None,
+        chunk_size="deprecated",
+    ):
+        self.kernel = kernel
+        self.bandwidth = bandwidth
+        self.bandwidths = bandwidths
+        self.chunk_size = chunk_size
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = (
+            True  # y of shape (n_samples, n_outputs) is averaged as a whole
+        )
+        return tags
+
+    def fit(self, X, y):
+        """Store the training data and choose the bandwidth.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            Training inputs (the keys).
+        y : array-like, shape (n_samples,) or (n_samples, n_outputs)
+            Training targets (the values).
+
+        Returns
+        -------
+        NadarayaWatson
+            The fitted estimator.
+        """
+        loo = isinstance(self.bandwidth, str) and self.bandwidth == "loo"
+        X, y = validate_data(
+            self,
+            host_array(X),
+            host_array(y),
+            dtype=np.float64,
+            y_numeric=True,
+            multi_output=True,
+            ensure_min_samples=2 if loo else 1,
+        )
+        X, y = (
+            np.require(X, requirements="W"),
+            np.require(y, np.float64, requirements="W"),
+        )  # torch wants writable
+        _check_kernel(self.kernel)
+        if not (isinstance(self.chunk_size, str) and self.chunk_size == "deprecated"):
+            warnings.warn(
+                "chunk_size was deprecated in version 0.1.0 and will be removed in "
+                "0.3.0; it has no effect (predict's memory is bounded without it): "
+                "leave it out",
+                FutureWarning,
+                stacklevel=2,
+            )
+            check_int(self.chunk_size, "chunk_size")
+        if loo:
+            grid = (
+                _default_bandwidths(X)
+                if self.bandwidths is None
+                else np.asarray(self.bandwidths, dtype=float).ravel()
+            )
+            if grid.size == 0:
+                raise ValueError("bandwidths must hold at least one candidate")
+            for h in grid:
+                check_positive(float(h), "bandwidths")
+            self.bandwidths_ = grid
+            self.loo_mse_ = np.array([self._loo_mse(X, y, float(h)) for h in grid])
+            if not np.isfinite(self.loo_mse_).any():
+                raise ValueError(
+                    "bandwidths: every candidate leaves some point without "
+                    "neighbours; try larger ones"
+                )
+            self.bandwidth_ = float(grid[np.argmin(self.loo_mse_)])
+        else:
+            self.bandwidth_ = check_positive(self.bandwidth, "bandwidth")
+        self.X_fit_, self.y_fit_ = X, y
+        return self
+
+    def _loo_mse(self, X, y, h: float) -> float:
+        try:
+            pred = loo_predictions(
+                torch.from_numpy(X),
+                torch.from_numpy(y),
+                kernel=self.kernel,
+                bandwidth=h,
+            )
+        except ValueError:
+            return float("inf")
+        return float(((pred.numpy() - y) ** 2).mean())
+
+    def predict(self, X) -> np.ndarray:
+        """Predict at new points, streamed over the training set.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            Query points.
+
+        Returns
+        -------
+        ndarray, shape (n_samples,) or (n_samples, n_outputs)
+            The kernel-weighted averages of the training targets.
+        """
+        check_is_fitted(self, "X_fit_")
+        X = np.require(
+            validate_data(self, host_array(X), dtype=np.float64, reset=False),
+            requirements="W",
+        )
+        pred = nadaraya_watson(
+            torch.from_numpy(X),
+            torch.from_numpy(self.X_fit_),
+            torch.from_numpy(self.y_fit_),
+            kernel=self.kernel,
+            bandwidth=self.bandwidth_,
+        )
+        return pred.numpy()
+
+
+class _LearnedMetric(nn.Module):
+    """``q = W x``, ``k = W x`` and Gaussian attention with unit temperature."""
+
+    def __init__(self, W0: torch.Tensor):
+        super().__init__()
+        self.W = nn.Parameter(W0.clone())
+
+    def extra_repr(self) -> str:
+        return f"n_components={self.W.shape[0]}, n_features={self.W.shape[1]}"
+
+    def forward(self, x_query, x_train, y_train, mask=None) -> torch.Tensor:
+        """Predictions ``(n_q, n_outputs)`` for ``x_query`` ``(n_q, d)``.
+
+        From ``x_train`` ``(n, d)``, ``y_train`` ``(n, n_outputs)``; ``mask``
+        ``(n_q, n)`` is True where a query may use a point.
+        """
+        return attention(
+            x_query @ self.W.T,
+            x_train @ self.W.T,
+            y_train,
+            score="neg_sq_dist",
+            mask=mask,
+        ).output
+
+
+class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
+    """Gaussian Nadaraya–Watson with a learned linear map ``W``.
+
+    Queries are ``W x``, keys ``W x_j``.
+
+    The kernel is ``exp(-(x - x_j)ᵀ WᵀW (x - x_j) / 2)``, a Gaussian with inverse
+    covariance ``WᵀW``. ``W`` starts at ``I / h`` with ``h`` the leave-one-out isotropic
+    bandwidth (so training starts from :class:`NadarayaWatson`) and is trained with
+    Adam, through :func:`attnlib.training.train`, on the leave-one-out squared error.
+
+    Parameters
+    ----------
+    n_components : int, optional
+        Rows of ``W`` (the rank of the metric); default ``n_features``. With fewer,
+        ``W`` starts at ``h⁻¹`` times the top principal directions of ``X``.
+    n_steps : int
+        Optimiser steps (full batch when ``batch_size`` is None).
+    lr : float
+        Adam's learning rate.
+    weight_decay : float
+        Decoupled weight decay on ``W`` (shrinks the metric towards wider kernels).
+    batch_size : int, optional
+        Queries per step, each attending to every other training point.
+    verbose : int
+        0 (default) trains silently, as inside cross-validation; 1 or more shows the
+        tqdm progress bar of :func:`attnlib.training.train`.
+    progress : bool, optional
+        Older spelling of ``verbose`` (``True`` is ``verbose=1``); ``None`` (default)
+        follows ``verbose``.
+
+        .. deprecated:: 0.1.0
+           Use ``verbose`` instead; setting ``progress`` warns (``FutureWarning``)
+           and it will be removed in 0.3.0.
+    random_state : int, RandomState or None
+        Seeds the mini-batches and PyTorch's generator; an int gives the same fit every
+        time.
+
+    Attributes
+    ----------
+    W_ : ndarray, shape (n_components, n_features)
+    metric_ : ndarray, shape (n_features, n_features)
+        ``W_ᵀ W_``, the learned inverse covariance.
+    init_bandwidth_ : float
+    loss_history_ : list of float
+        Leave-one-out loss at every step.
+    n_iter_ : int
+        Optimiser steps taken.
+    X_fit_, y_fit_ : ndarray
+        The training data (the keys and values).
+    n_features_in_ : int
+        The number of features seen by :meth:`fit`.
+
+    Implements
+    ----------
+    §3.1 of the self-expression paper (q = W x, k = W x_j gives the Gaussian kernel with
+    inverse covariance WᵀW); metric learning for kernel regression (Weinberger &
+    Tesauro, 2007).
+    """
+
+    def __init__(
+        self,
+        n_components: int | None = None,
+        *,
+        n_steps: int = 300,
+        lr: float = 0.02,
+        weight_decay: float = 0.0,
+        batch_size: int | None = None,
+        verbose: int = 0,
+        progress: bool | None = None,
+        random_state=0,
+    ):
+        self.n_components = n_components
+        self.n_steps = n_steps
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.verbose = verbose
+        self.progress = progress
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def fit(self, X, y):
+        """Learn ``W`` on the leave-one-out loss.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            Training inputs, at least two.
+        y : array-like, shape (n_samples,) or (n_samples, n_outputs)
+            Training targets.
+
+        Returns
+        -------
+        MetricNadarayaWatson
+            The fitted estimator.
+        """
+        X, y = validate_data(
+            self,
+            host_array(X),
+            host_array(y),
+            dtype=np.float64,
+            y_numeric=True,
+            multi_output=True,
+            ensure_min_samples=2,
+        )
+        X, y = (
+            np.require(X, requirements="W"),
+            np.require(y, np.float64, requirements="W"),
+        )  # torch wants writable
+        n, d = X.shape
+        p = (
+            d
+            if self.n_components is None
+            else check_int(self.n_components, "n_components", maximum=d)
+        )
+        n_steps = check_int(self.n_steps, "n_steps")
+        check_positive(self.lr, "lr")
+        check_positive(self.weight_decay, "weight_decay", allow_zero=True)
+        verbose = check_int(self.verbose, "verbose", minimum=0)
+        progress = verbose > 0
+        if self.progress is not None:
+            warnings.warn(
+                "progress was deprecated in version 0.1.0 and will be removed in "
+                "0.3.0; use verbose instead (verbose=1 for progress=True, 0 for False)",
+                FutureWarning,
+                stacklevel=2,
+            )
+            if not isinstance(self.progress, (bool, np.bool_, numbers.Integral)):
+                raise ValueError(
+                    f"progress must be True or False, got {self.progress!r}"
+                )
+            progress = bool(self.progress)
+        batch = (
+            n
+            if self.batch_size is None
+            else min(check_int(self.batch_size, "batch_size"), n)
+        )
+        # An int seeds as it always did (same fit every time); None or a RandomState
+        # draws a seed.
+        rs = self.random_state
+        seed = (
+            int(rs)
+            if isinstance(rs, numbers.Integral)
+            else int(check_random_state(rs).randint(2**31 - 1))
+        )
+        self.init_bandwidth_ = NadarayaWatson().fit(X, y).bandwidth_
+        directions = (
+            np.eye(d)
+            if p == d
+            else np.linalg.svd(X - X.mean(0), full_matrices=False)[2]
+        )
+        model = _LearnedMetric(torch.from_numpy(directions[:p] / self.init_bandwidth_))
+        Xt, yt = torch.from_numpy(X), torch.from_numpy(y.reshape(n, -1))
+        rng = torch.Generator().manual_seed(seed)
+
+        def batches(step):
+            idx = (
+                torch.arange(n)
+                if batch == n
+                else torch.randperm(n, generator=rng)[:batch]
+            )
+            return idx, Xt, yt
+
+        self.loss_history_ = train(
+            model,
+            _loo_loss,
+            batches,
+            n_steps=n_steps,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            seed=seed,
+            progress=progress,
+            desc="metric NW",
+        )
+        self.n_iter_ = n_steps
+        self.W_ = model.W.detach().cpu().numpy().copy()
+        self.metric_ = self.W_.T @ self.W_
+        self.X_fit_, self.y_fit_ = X, y
+        return self
+
+    def predict(self, X) -> np.ndarray:
+        """Predict at new points with the learned metric.
+
+        Streamed over the training set.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            Query points.
+
+        Returns
+        -------
+        ndarray, shape (n_samples,) or (n_samples, n_outputs)
+            The kernel-weighted averages of the training targets.
+        """
+        check_is_fitted(self, "W_")
+        X = validate_data(self, host_array(X), dtype=np.float64, reset=False)
+        return nadaraya_watson(
+            X @ self.W_.T, self.X_fit_ @ self.W_.T, self.y_fit_
+        ).numpy()
+
+
+def _loo_loss(model: _LearnedMetric, batch) -> torch.Tensor:
+    """Squared errors of each query in ``idx`` from all other training points."""
+    idx, X, y = batch
+    not_self = torch.arange(X.shape[0], device=X.device) != idx[:, None]
+    return ((model(X[idx], X, y, mask=not_self) - y[idx]) ** 2).mean()
