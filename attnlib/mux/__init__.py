@@ -1,0 +1,57 @@
+"""Attention as a differentiable multiplexer, and why convolutions cannot route.
+
+A convolution applies the same small kernel everywhere: it is translation-equivariant
+and local, so an output can only read inputs inside its receptive field. A multiplexer
+reads *one* input chosen by a control signal, wherever that input sits. Replacing the
+hard choice (argmax) by a softmax makes the choice differentiable, and scoring every
+input by a bilinear form ``x_iᵀ KᵀQ C_j`` gives attention; ``C_j = x_j`` gives
+self-attention.
+
+The package holds the tasks (:mod:`~attnlib.mux.tasks`: routing, the weekday
+multiplexer, sequences for equivariance checks), the multiplexers themselves
+(:mod:`~attnlib.mux.maps`), and the small models the chapter trains
+(:mod:`~attnlib.mux.models`). Tokens are rows: sequences are
+``(batch, length, features)``.
+"""
+
+from .maps import NORMALIZERS, hard_mux, hardmax, soft_mux, straight_through_hardmax
+from .models import (
+    AttentionRouter,
+    ConvRouter,
+    WeekdayMux,
+    accuracy_by_distance,
+    routing_loss,
+)
+from .tasks import (
+    FRIENDS,
+    WEEKDAYS,
+    RoutingTask,
+    WeekdayTask,
+    conv_matrix,
+    routing_task,
+    shift_tokens,
+    translation_sequences,
+    weekday_task,
+)
+
+__all__ = [
+    "RoutingTask",
+    "routing_task",
+    "WeekdayTask",
+    "weekday_task",
+    "translation_sequences",
+    "shift_tokens",
+    "conv_matrix",
+    "hard_mux",
+    "soft_mux",
+    "hardmax",
+    "straight_through_hardmax",
+    "ConvRouter",
+    "AttentionRouter",
+    "WeekdayMux",
+    "routing_loss",
+    "accuracy_by_distance",
+    "NORMALIZERS",
+    "WEEKDAYS",
+    "FRIENDS",
+]

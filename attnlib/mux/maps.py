@@ -1,0 +1,191 @@
+"""The multiplexers: a hard choice, its straight-through and softmax relaxations.
+
+A multiplexer reads *one* input chosen by a control signal, wherever that input sits.
+Replacing the hard choice (argmax) by a softmax makes the choice differentiable, and
+scoring every input by a bilinear form ``x_iᵀ KᵀQ C_j`` gives attention.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..attention import AttentionResult, attention
+from ..utils import (
+    as_tensor,
+    check_positive,
+)
+
+# ------------------------------------------------------------------------- multiplexers
+
+
+def hard_mux(inputs, control) -> torch.Tensor:
+    """A literal multiplexer: output ``inputs[..., control[...], :]``.
+
+    Parameters
+    ----------
+    inputs : tensor, shape (..., n, d)
+        The signals ``h_i``, one per row.
+    control : int tensor, shape (...)
+        Which input each multiplexer passes through.
+
+    Returns
+    -------
+    torch.Tensor, shape (..., d)
+        The selected rows.
+
+    Implements
+    ----------
+    The multiplexer of the attention note (seed 004): a control signal lets exactly one
+    of the inputs through.
+    """
+    inputs = as_tensor(inputs, "inputs", min_ndim=2)
+    try:
+        control = torch.as_tensor(control, device=inputs.device)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(
+            f"control must be integer indices, got {type(control).__name__}"
+        ) from err
+    if control.is_floating_point() or control.dtype == torch.bool:
+        raise ValueError(
+            f"control must hold integer indices, got dtype {control.dtype}"
+        )
+    if control.shape != inputs.shape[:-2]:
+        raise ValueError(
+            f"control must have shape {tuple(inputs.shape[:-2])}, got "
+            f"{tuple(control.shape)}"
+        )
+    if control.numel() and (control.min() < 0 or control.max() >= inputs.shape[-2]):
+        raise ValueError(
+            f"control must lie in [0, {inputs.shape[-2]}), got values outside"
+        )
+    index = control[..., None, None].expand(*control.shape, 1, inputs.shape[-1])
+    return inputs.gather(-2, index).squeeze(-2)
+
+
+def hardmax(scores: torch.Tensor) -> torch.Tensor:
+    """One-hot weights at each row's largest score (first on ties); no gradient flows.
+
+    Parameters
+    ----------
+    scores : tensor or array-like, shape (..., n)
+        Scores; ``-inf`` marks a masked key, never chosen. A row with every key masked,
+        or a ``+inf`` score, raises ``ValueError``.
+
+    Returns
+    -------
+    torch.Tensor, shape of ``scores``
+        One-hot rows in ``scores``' dtype.
+
+    Implements
+    ----------
+    The argmax that the attention note replaces by a softmax (seed 004):
+    ``⟨argmax(a), h⟩`` picks the most important input.
+    """
+    scores = _check_scores(scores)
+    return F.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
+
+
+def _check_scores(scores) -> torch.Tensor:
+    """Scores, ``-inf`` allowed (masked keys), but no ``+inf``, no row all masked."""
+    scores = as_tensor(scores, "scores", allow_inf=True)
+    top = scores.amax(-1)
+    if torch.isposinf(top).any():
+        raise ValueError("scores contains +inf values")
+    if torch.isneginf(top).any():
+        raise ValueError("scores has a row that is entirely -inf (every key masked)")
+    return scores
+
+
+def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
+    """Hard one-hot weights forward, the softmax's gradient backward (straight-through).
+
+    Parameters
+    ----------
+    scores : tensor or array-like, shape (..., n)
+        Scores, as in :func:`hardmax`.
+
+    Returns
+    -------
+    torch.Tensor, shape of ``scores``
+        The one-hot rows of :func:`hardmax`, with the softmax's gradient.
+
+    Implements
+    ----------
+    The straight-through estimator of Bengio, Léonard and Courville (2013), applied to
+    the argmax the attention note replaces by a softmax (seed 004).
+    """
+    soft = torch.softmax(_check_scores(scores), -1)
+    return hardmax(scores) + soft - soft.detach()
+
+
+#: The normalizers the routers accept, by name. The soft choice (softmax), the hard one
+#: (no gradient), and the hard one with the softmax's gradient (straight-through).
+NORMALIZERS = {
+    "softmax": "softmax",
+    "hardmax": hardmax,
+    "straight_through": straight_through_hardmax,
+}
+
+
+def _normalizer(name: str):
+    if name not in NORMALIZERS:
+        raise ValueError(
+            f"normalizer must be one of {sorted(NORMALIZERS)}, got {name!r}"
+        )
+    return NORMALIZERS[name]
+
+
+def soft_mux(
+    inputs, importance, *, temperature: float = 1.0, normalizer: str = "softmax"
+):
+    """The differentiable multiplexer: ``Σ_i softmax(a / T)_i h_i``.
+
+    Parameters
+    ----------
+    inputs : tensor, shape (..., n, d)
+        The signals ``h_i``, one per row.
+    importance : tensor, shape (..., n)
+        The importances ``a_i = a(h_i, C)`` (the control signal, scored).
+    temperature : float
+        Positive; as it goes to 0 the output tends to the input of largest importance.
+    normalizer : {"softmax", "hardmax", "straight_through"}
+
+    Returns
+    -------
+    AttentionResult
+        ``output`` of shape ``(..., d)`` and ``weights`` of shape ``(..., n)``.
+
+    Implements
+    ----------
+    The note's "most relevant input = ⟨softmax(a), h⟩" (seed 004), written as one query
+    whose scores against the keys are the importances.
+    """
+    inputs = as_tensor(inputs, "inputs", min_ndim=2)
+    importance = as_tensor(importance, "importance", device=inputs.device)
+    dtype = torch.promote_types(inputs.dtype, importance.dtype)
+    inputs, importance = inputs.to(dtype), importance.to(dtype)
+    temperature = check_positive(temperature, "temperature")
+    if importance.shape != inputs.shape[:-1]:
+        raise ValueError(
+            f"importance must have shape {tuple(inputs.shape[:-1])}, got "
+            f"{tuple(importance.shape)}"
+        )
+    # One query equal to 1 against one-feature keys a_i: the "dot" score is a_i itself.
+    query = torch.ones(
+        *importance.shape[:-1], 1, 1, dtype=inputs.dtype, device=inputs.device
+    )
+    out, weights = attention(
+        query,
+        importance.unsqueeze(-1),
+        inputs,
+        score="dot",
+        normalizer=_normalizer(normalizer),
+        temperature=temperature,
+    )
+    return _squeeze_query(out, weights)
+
+
+def _squeeze_query(out, weights) -> AttentionResult:
+    # One query per multiplexer: drop its axis.
+    return AttentionResult(out.squeeze(-2), weights.squeeze(-2))
