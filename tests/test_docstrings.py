@@ -201,7 +201,7 @@ def test_the_checks_can_fail():
     assert {"PR01", "RT01"} <= {code for code, _ in result["errors"]}
 
 
-PACKAGES = ("lasso", "denoise", "kernel_regression", "mux")
+PACKAGES = ("lasso", "denoise", "kernel_regression", "mux", "subspace")
 
 
 def test_every_module_is_documented():
