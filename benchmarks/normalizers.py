@@ -244,7 +244,8 @@ def main(quick: bool = False) -> dict:
         "targets": {
             **TARGETS,
             "max_first_call_s": {
-                "value": FIRST_CALL_TARGET_S,
+                "target": FIRST_CALL_TARGET_S,
+                "value": first_s,
                 "met": first_s <= FIRST_CALL_TARGET_S,
             },
         },
