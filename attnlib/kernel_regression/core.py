@@ -205,9 +205,12 @@ def nadaraya_watson(
     y_train : tensor or array-like, shape (n_train,) or (n_train, d_v)
         Training targets (the values).
     kernel : {"gaussian", "laplace", "epanechnikov", "boxcar"} or callable
-        See :data:`KERNELS`. A callable ``kernel(q, k)`` receives the inputs divided by
-        the bandwidth, ``(n_query, d)`` and ``(n_train, d)``, and returns non-negative
-        kernel values ``(n_query, n_train)``.
+        As functions of ``u = (x - x_j) / h``: ``gaussian`` ``exp(-||u||²/2)``,
+        ``laplace`` ``exp(-||u||₁)``, ``epanechnikov`` ``max(0, 1 - ||u||²)``,
+        ``boxcar`` ``1[||u|| <= 1]`` (``attnlib.kernel_regression.KERNELS``). A
+        callable ``kernel(q, k)`` receives the inputs divided by the bandwidth,
+        ``(n_query, d)`` and ``(n_train, d)``, and returns non-negative kernel values
+        ``(n_query, n_train)``.
     bandwidth : float
         Positive scale ``h`` (``σ`` of the Gaussian). As ``h → 0`` the prediction tends
         to the nearest training target (the mean of the tied nearest ones), and that

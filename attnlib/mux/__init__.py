@@ -7,11 +7,10 @@ hard choice (argmax) by a softmax makes the choice differentiable, and scoring e
 input by a bilinear form ``x_iᵀ KᵀQ C_j`` gives attention; ``C_j = x_j`` gives
 self-attention.
 
-The package holds the tasks (:mod:`~attnlib.mux.tasks`: routing, the weekday
-multiplexer, sequences for equivariance checks), the multiplexers themselves
-(:mod:`~attnlib.mux.maps`), and the small models the chapter trains
-(:mod:`~attnlib.mux.models`). Tokens are rows: sequences are
-``(batch, length, features)``.
+The package holds the tasks (``tasks``: routing, the weekday multiplexer, sequences for
+equivariance checks), the multiplexers themselves (``maps``), and the small models the
+chapter trains (``models``); every public name is importable from ``attnlib.mux``.
+Tokens are rows: sequences are ``(batch, length, features)``.
 """
 
 from .maps import NORMALIZERS, hard_mux, hardmax, soft_mux, straight_through_hardmax
