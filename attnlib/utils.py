@@ -331,6 +331,12 @@ def host_array(X):
     return X
 
 
+def _check_type(value, name: str, kind: type, what: str) -> None:
+    """Raise a ValueError naming ``name`` unless ``value`` is a ``kind`` (``what``)."""
+    if not isinstance(value, kind):
+        raise ValueError(f"{name} must be {what}, got {type(value).__name__}")
+
+
 def _module_input(x, name: str, like: torch.Tensor, **kwargs) -> torch.Tensor:
     """``x`` checked by :func:`as_tensor` in the dtype and on the device of ``like``.
 

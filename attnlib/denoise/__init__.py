@@ -6,13 +6,10 @@ whose values are the pixels themselves; a vision-transformer layer is NLM with l
 projections, positional encodings and several heads. Images are ``(H, W)`` (grey) or
 ``(H, W, C)`` (channels last); the pixels, read in row-major order, are the tokens.
 
-:func:`nonlocal_means` computes exact NLM with the conventions of
-``skimage.restoration.denoise_nl_means(fast_mode=False)`` but organises the work by
-offset: for each displacement ``δ`` in the search window it forms the image of squared
-differences ``(y(x) - y(x + δ))²``, blurs it with the separable Gaussian patch kernel,
-exponentiates, and accumulates, in compiled loops over row strips that stay in cache.
-The weight of ``δ`` at ``x`` is also the weight of ``-δ`` at ``x + δ``, so only half of
-the offsets are computed.
+The package has three rooms, each re-exported here: ``filters`` (the Gaussian filter,
+pixel and patch NLM as calls of attention), ``exact`` (:func:`nonlocal_means`, exact NLM
+organised by offset in compiled loops, at scikit-image's slow-mode conventions) and
+``learned`` (:class:`PatchAttentionDenoiser`, its training crops and :func:`psnr`).
 """
 
 from .exact import nonlocal_means

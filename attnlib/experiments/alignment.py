@@ -22,7 +22,7 @@ from ..continuous.attention import continuous_attention_1d
 from ..continuous.basis import GaussianRBF, ridge_value_coefficients
 from ..continuous.densities import _alpha
 from ..training import TrainingDivergedError
-from ..utils import check_int
+from ..utils import _check_type, check_int
 
 __all__ = [
     "AlignmentTask",
@@ -210,13 +210,10 @@ class AlignmentModel(nn.Module):
 
 
 def _check_model_task(model, task) -> None:
-    if not isinstance(model, AlignmentModel):
-        raise ValueError(f"model must be an AlignmentModel, got {type(model).__name__}")
-    if not isinstance(task, AlignmentTask):
-        raise ValueError(
-            "task must be an AlignmentTask (see monotone_alignment), "
-            f"got {type(task).__name__}"
-        )
+    _check_type(model, "model", AlignmentModel, "an AlignmentModel")
+    _check_type(
+        task, "task", AlignmentTask, "an AlignmentTask (see monotone_alignment)"
+    )
 
 
 def fit_alignment(

@@ -1,23 +1,8 @@
 """Nadaraya–Watson kernel regression as attention: the kernels and the estimate.
 
-The estimator predicts at a query point a weighted average of the training targets, the
-weights being a kernel between the query and each training input, normalised to sum to
-one. That is attention with queries = the query points, keys = the training inputs and
-values = the training targets. For the Gaussian kernel the normalisation is a softmax of
-``-||x - x_j||² / (2σ²)``: :func:`~attnlib.attention.attention` with
-``score="neg_sq_dist"`` and ``temperature=σ²``. What attention adds is a learned
-projection ``q = W x, k = W x``;
-:class:`MetricNadarayaWatson` learns it.
-
-Two ways of normalising are used, both through :func:`attnlib.attention.attention`:
-
-* ``"gaussian"`` and ``"laplace"`` are exponentials of a score, so their weights are a
-  softmax of ``log κ`` (robust: a tiny bandwidth gives the nearest neighbour, not 0/0);
-* ``"epanechnikov"``, ``"boxcar"`` and callables return kernel values ``κ(x, x_j) >= 0``
-  as the score, and a row normaliser divides by their sum (Eq. (5) of the
-  self-expression paper as written). A query with no training point inside a compact
-  kernel's support has an all-zero row: that raises a ``ValueError`` rather than
-  returning NaN.
+The idea and the two ways of normalising (a softmax of ``log κ`` for the exponential
+kernels, a row normaliser for the compact ones and callables) are described in
+:mod:`attnlib.kernel_regression`, which re-exports every public name of this module.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from torch import nn
 
 from ..attention import attention
 from ..utils import (
+    _check_type,
     _module_input,
     _names_input,
     check_int,
@@ -273,12 +274,8 @@ class WeekdayMux(nn.Module):
 
 
 def _check_model_task(model, task) -> None:
-    if not isinstance(model, nn.Module):
-        raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
-    if not isinstance(task, RoutingTask):
-        raise ValueError(
-            f"task must be a RoutingTask (see routing_task), got {type(task).__name__}"
-        )
+    _check_type(model, "model", nn.Module, "an nn.Module")
+    _check_type(task, "task", RoutingTask, "a RoutingTask (see routing_task)")
 
 
 def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
