@@ -445,8 +445,8 @@ MUTANTS: list[Mutant] = [
     M(
         "ridge-penalty-dropped",
         A + "continuous/basis.py",
-        "gram = F.T @ F + lam * torch.eye(",
-        "gram = F.T @ F + torch.eye(",
+        "torch.linalg.cholesky(F.T @ F + lam * eye)",
+        "torch.linalg.cholesky(F.T @ F + eye)",
         T_CONT,
     ),
     M(
