@@ -124,6 +124,13 @@ MUTANTS: list[Mutant] = [
         T_KR,
     ),
     M(
+        "biweight-is-epanechnikov",
+        A + "kernel_regression/core.py",
+        "return _epanechnikov(q, k) ** 2",
+        "return _epanechnikov(q, k) ** 1",
+        T_KR,
+    ),
+    M(
         "metric-nw-initial-metric-not-scaled",
         A + "kernel_regression/estimators.py",
         "torch.from_numpy(directions[:p] / self.init_bandwidth_)",
