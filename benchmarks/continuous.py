@@ -64,9 +64,9 @@ ROUNDOFF = 1e-12
 DIFFUSE_CUE = 0.08
 # Starting variance of the "continuous-narrow" control.
 NARROW_VAR = 0.02
-# Each seed draws its own training and test data (seed s: data seeds base + 2s, base + 2s
-# + 1, so that seed 0 keeps the data of the earlier three-seed sweep) and its own
-# initialisation and batch order.
+# Each seed draws its own training and test data (seed s: data seeds base + 2s and
+# base + 2s + 1, so that seed 0 keeps the data of the earlier three-seed sweep) and its
+# own initialisation and batch order.
 SEEDS = (0, 1, 2, 3, 4)
 _SEEDS = [SEEDS]  # --seeds runs a subset (one process per subset, merged afterwards)
 
@@ -368,6 +368,7 @@ def document_sweep(quick: bool, save=lambda rows: None):
     )
     seeds = (0,) if quick else _SEEDS[0]
     sizes = (32,) if quick else (32, 64, 128)
+
     def data(seed):
         return (
             span_documents(n_train, length, seed=100 + 2 * seed),
@@ -511,6 +512,7 @@ def digit_sweep(quick: bool, save=lambda rows: None):
     n_train, n_test, steps = (100, 100, 5) if quick else (1500, 500, 400)
     seeds = (0,) if quick else _SEEDS[0]
     kw = dict(size=16, n_clutter=2, noise=0.05)
+
     def data(seed):
         return (
             cluttered_digits(n_train, seed=100 + 2 * seed, **kw),
