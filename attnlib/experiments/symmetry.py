@@ -295,11 +295,13 @@ class ScaledInput(nn.Module):
             raise ValueError(
                 f"y must have x's shape {tuple(x.shape)}, got {tuple(y.shape)}"
             )
+        # Kept in the data's common dtype: float64 data is not rounded to float32.
+        dtype = torch.promote_types(x.dtype, y.dtype)
         x, y = x.double(), y.double()
         power = (x * x).sum()
         if power == 0:
             raise ValueError("x is zero: the scale is undefined")
-        self.scale.data = ((x * y).sum() / power).to(self.scale)
+        self.scale.data = ((x * y).sum() / power).to(dtype)
         return self
 
     def forward(self, x) -> torch.Tensor:
@@ -315,7 +317,8 @@ class ScaledInput(nn.Module):
         torch.Tensor, shape of ``x``
         """
         x = as_tensor(x, "x", min_ndim=2)
-        return self.scale.to(x) * x
+        dtype = torch.promote_types(x.dtype, self.scale.dtype)
+        return self.scale.to(dtype) * x.to(dtype)
 
 
 class RidgeCVBaseline(RidgeBaseline):
