@@ -1,4 +1,4 @@
-"""The learning-curve sweep of chapter 06: which parameterisation learns a target with knowledge.
+"""Chapter 06's learning-curve sweep: which parameterisation learns a target faster.
 
 Two teachers with the same symmetries label Gaussian token sequences: a quadratic-score
 KnowledgeAttention layer and an RBF-score one; every seed draws a new teacher, new data
@@ -47,8 +47,7 @@ def main() -> None:
         config = dict(sizes=[4, 16], seeds=[0, 1, 2, 3, 4], n_test=64, grid=grid)
     else:
         grid = {key: list(values) for key, values in GRID.items()}
-        config = dict(sizes=[4, 16, 64], seeds=[0, 1, 2, 3, 4], n_test=256,
-                      grid=grid)
+        config = dict(sizes=[4, 16, 64], seeds=[0, 1, 2, 3, 4], n_test=256, grid=grid)
     config["teachers"], config["learners"] = list(TEACHERS), list(LEARNERS)
     start = time.perf_counter()
     with get_context("spawn").Pool(len(TEACHERS)) as pool:

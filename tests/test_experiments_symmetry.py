@@ -131,9 +131,18 @@ def test_sample_efficiency_rows():
 
 def test_each_seed_draws_its_own_teacher():
     grid = {"lr": [1e-2], "weight_decay": [0.0], "n_steps": [1]}
-    rows = sample_efficiency([4], [0, 1], learners=["mean"], embed_dim=4, length=3,
-                             n_knowledge=2, test_lengths=(3,), n_test=8, grid=grid,
-                             progress=False)
+    rows = sample_efficiency(
+        [4],
+        [0, 1],
+        learners=["mean"],
+        embed_dim=4,
+        length=3,
+        n_knowledge=2,
+        test_lengths=(3,),
+        n_test=8,
+        grid=grid,
+        progress=False,
+    )
     t0, t1 = (make_teacher(4, 2, seed=s) for s in (0, 1))
     assert not torch.equal(t0.knowledge, t1.knowledge)
     assert rows[0]["test_n3"] != rows[1]["test_n3"]
@@ -186,8 +195,10 @@ def test_with_skip_adds_a_learned_multiple_of_the_input():
     g = torch.Generator().manual_seed(0)
     z = inner.knowledge.detach()
     assert equivariance_error(model, x, generator=g, group="permutation") < 1e-12
-    assert equivariance_error(lambda a, b: inner(a, b) + 0.7 * a, x, Z=z,
-                              generator=g) < 1e-12
+    assert (
+        equivariance_error(lambda a, b: inner(a, b) + 0.7 * a, x, Z=z, generator=g)
+        < 1e-12
+    )
 
 
 def test_fit_tuned_chooses_on_the_held_out_sequences_and_refits():
@@ -219,9 +230,15 @@ def test_committed_sweep_slice_recomputes():
     size, seed = min(config["sizes"]), config["seeds"][0]
     names = ["mean", "scaled input", "ridge", "KnowledgeAttention"]
     for teacher in config["teachers"]:
-        rows = sample_efficiency([size], [seed], teacher=teacher, learners=names,
-                                 n_test=config["n_test"], grid=config["grid"],
-                                 progress=False)
+        rows = sample_efficiency(
+            [size],
+            [seed],
+            teacher=teacher,
+            learners=names,
+            n_test=config["n_test"],
+            grid=config["grid"],
+            progress=False,
+        )
         committed = {
             r["model"]: r
             for r in sweep["rows"]
@@ -233,8 +250,10 @@ def test_committed_sweep_slice_recomputes():
                 if want[key] is None:
                     assert row[key] is None or math.isnan(row[key])
                 else:
-                    assert row[key] == pytest.approx(want[key], rel=1e-2), (teacher,
-                                                                          row["model"])
+                    assert row[key] == pytest.approx(want[key], rel=1e-2), (
+                        teacher,
+                        row["model"],
+                    )
 
 
 def test_default_grid_has_every_setting():
@@ -272,11 +291,17 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
     with pytest.raises(ValueError, match="sizes"):
         sample_efficiency([1], [0], progress=False)
     with pytest.raises(ValueError, match="grid"):
-        fit_tuned(lambda: KnowledgeAttention(3, 2), (torch.randn(4, 2, 3),
-                  torch.randn(4, 2, 3)), grid={"lr": [0.1]})
+        fit_tuned(
+            lambda: KnowledgeAttention(3, 2),
+            (torch.randn(4, 2, 3), torch.randn(4, 2, 3)),
+            grid={"lr": [0.1]},
+        )
     with pytest.raises(ValueError, match="val_fraction"):
-        fit_tuned(lambda: KnowledgeAttention(3, 2), (torch.randn(4, 2, 3),
-                  torch.randn(4, 2, 3)), val_fraction=1.0)
+        fit_tuned(
+            lambda: KnowledgeAttention(3, 2),
+            (torch.randn(4, 2, 3), torch.randn(4, 2, 3)),
+            val_fraction=1.0,
+        )
     with pytest.raises(ValueError, match="y must have x's shape"):
         ScaledInput().fit(torch.randn(2, 3, 4), torch.randn(2, 3, 2))
     with pytest.raises(ValueError, match="alphas"):

@@ -321,8 +321,12 @@ class ScaledInput(nn.Module):
         return self.scale.to(dtype) * x.to(dtype)
 
 
+#: The penalties ridge chooses from: 1e-3 to 1e4, two per decade.
+RIDGE_ALPHAS = tuple(float(a) for a in np.logspace(-3, 4, 15))
+
+
 class RidgeCVBaseline(RidgeBaseline):
-    """:class:`RidgeBaseline` with its penalty chosen by leave-one-out on the training set.
+    """:class:`RidgeBaseline`, its penalty chosen by leave-one-out on the training data.
 
     scikit-learn's :class:`~sklearn.linear_model.RidgeCV` (efficient leave-one-out over
     the training sequences) picks the penalty from ``alphas``; the fitted map is copied
@@ -336,7 +340,7 @@ class RidgeCVBaseline(RidgeBaseline):
         Candidate penalties (scikit-learn's ``alpha``: not scaled by the sample count).
     """
 
-    def __init__(self, length: int, embed_dim: int, alphas=tuple(np.logspace(-3, 4, 15))):
+    def __init__(self, length: int, embed_dim: int, alphas=RIDGE_ALPHAS):
         super().__init__(length, embed_dim)
         self.alphas = tuple(check_positive(a, "alphas") for a in alphas)
         if not self.alphas:
@@ -722,23 +726,40 @@ def fit_tuned(
                 return fit
 
             try:
-                train(model, loss, batches, n_steps=checkpoints[-1], lr=lr,
-                      weight_decay=weight_decay, seed=seed, device=x.device,
-                      progress=False)
+                train(
+                    model,
+                    loss,
+                    batches,
+                    n_steps=checkpoints[-1],
+                    lr=lr,
+                    weight_decay=weight_decay,
+                    seed=seed,
+                    device=x.device,
+                    progress=False,
+                )
             except TrainingDivergedError:
                 continue
             seen[checkpoints[-1]] = _mse(model, *held) / power
             for n_steps, val in seen.items():
                 if val < best["val"]:
-                    best = dict(lr=lr, weight_decay=weight_decay, n_steps=n_steps,
-                                val=val)
+                    best = dict(
+                        lr=lr, weight_decay=weight_decay, n_steps=n_steps, val=val
+                    )
     if not math.isfinite(best["val"]):
         raise TrainingDivergedError("every setting of the grid diverged; lower lr")
     torch.manual_seed(seed)
     model = make()
-    train(model, loss, [(x, y)], n_steps=best["n_steps"], lr=best["lr"],
-          weight_decay=best["weight_decay"], seed=seed, device=x.device,
-          progress=False)
+    train(
+        model,
+        loss,
+        [(x, y)],
+        n_steps=best["n_steps"],
+        lr=best["lr"],
+        weight_decay=best["weight_decay"],
+        seed=seed,
+        device=x.device,
+        progress=False,
+    )
     return model, best
 
 
@@ -821,11 +842,13 @@ def sample_efficiency(
             jobs, desc="learning curves", disable=not progress, mininterval=0.5
         ):
             if seed not in labellers:
-                labeller = make_teacher(embed_dim, n_knowledge, kernel=teacher,
-                                        seed=seed)
+                labeller = make_teacher(
+                    embed_dim, n_knowledge, kernel=teacher, seed=seed
+                )
                 tests = {
-                    f"test_n{n}": knowledge_task(labeller, n_test, n,
-                                                 seed=10_000 + 100 * seed + n)
+                    f"test_n{n}": knowledge_task(
+                        labeller, n_test, n, seed=10_000 + 100 * seed + n
+                    )
                     for n in test_lengths
                 }
                 labellers = {seed: (labeller, tests)}
@@ -840,8 +863,10 @@ def sample_efficiency(
                 model.fit(x, y)
             else:
                 model, chosen = fit_tuned(
-                    lambda: make(length, embed_dim, n_knowledge), (x, y),
-                    grid=grid, seed=seed,
+                    lambda make=make: make(length, embed_dim, n_knowledge),
+                    (x, y),
+                    grid=grid,
+                    seed=seed,
                 )
             scores = {"train": _mse(model, x, y) / float((y**2).mean())}
             for test, (xt, yt) in tests.items():
