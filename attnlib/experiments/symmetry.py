@@ -315,6 +315,7 @@ class ScaledInput(nn.Module):
         Returns
         -------
         torch.Tensor, shape of ``x``
+            The scaled tokens.
         """
         x = as_tensor(x, "x", min_ndim=2)
         dtype = torch.promote_types(x.dtype, self.scale.dtype)
@@ -406,10 +407,12 @@ class WithSkip(nn.Module):
         Parameters
         ----------
         x : tensor or array-like, shape (..., n, d)
+            Token sequences.
 
         Returns
         -------
         torch.Tensor, shape of ``x``
+            The model's output plus the skip term.
         """
         out = _as_output(self.model(x))
         x = as_tensor(x, "x", min_ndim=2, dtype=out.dtype, device=out.device)
