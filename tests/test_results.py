@@ -311,7 +311,7 @@ def slice_symmetry(result: dict) -> list[Check]:
     n, seed = min(config["sizes"]), config["seeds"][0]
     fresh = b.sample_efficiency(
         [n], [seed], teacher="quadratic", learners=config["learners"],
-        n_steps=config["n_steps"], n_test=config["n_test"], progress=False,
+        grid=config["grid"], n_test=config["n_test"], progress=False,
     )  # fmt: skip
     rows = result["rows"]
     checks = []
