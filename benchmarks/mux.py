@@ -33,17 +33,22 @@ def main() -> None:
     start = time.perf_counter()
     G = green_function(runs.LENGTH)
     payload["linear_stacks"] = {
-        str(L): [k.tolist() for k in fit_linear_stack(G, L)[0]] for L in LINEAR_DEPTHS}
+        str(L): [k.tolist() for k in fit_linear_stack(G, L)[0]] for L in LINEAR_DEPTHS
+    }
     print(f"linear stacks: {time.perf_counter() - start:.1f} s", flush=True)
-    for name, run in [("routing", runs.routing_run), ("pointer", runs.pointer_run),
-                      ("weekday", runs.weekday_run)]:
+    for name, run in [
+        ("routing", runs.routing_run),
+        ("pointer", runs.pointer_run),
+        ("weekday", runs.weekday_run),
+    ]:
         start = time.perf_counter()
         payload[name] = [{"seed": s, **run(s, **steps)} for s in seeds]
         print(f"{name}: {time.perf_counter() - start:.1f} s", flush=True)
     start = time.perf_counter()
     payload["wide_stacks"] = [
         {"seed": s, **{str(L): runs.wide_stack_run(s, L, **steps) for L in WIDE_DEPTHS}}
-        for s in seeds]
+        for s in seeds
+    ]
     print(f"wide stacks: {time.perf_counter() - start:.1f} s", flush=True)
     print(write_result("mux", payload, args.quick))
 

@@ -18,8 +18,11 @@ from _common import machine, parse_args, write_result
 from attnlib.experiments import self_expression_runs as runs
 
 SEEDS = [0, 1, 2, 3, 4]
-RUNS = {"held_out": runs.held_out_run, "normalized": runs.normalized_run,
-        "stack": runs.stack_run}
+RUNS = {
+    "held_out": runs.held_out_run,
+    "normalized": runs.normalized_run,
+    "stack": runs.stack_run,
+}
 
 
 def main() -> None:

@@ -20,8 +20,9 @@ def test_seed_table_has_words_and_no_index():
     assert "0.123–0.500" in html and "quantity" in html and "median" in html
 
 
-@pytest.mark.parametrize("records, columns, match", [([], None, "records"),
-                                                     ([{"a": 1}], ["b"], "columns")])
+@pytest.mark.parametrize(
+    "records, columns, match", [([], None, "records"), ([{"a": 1}], ["b"], "columns")]
+)
 def test_seed_summary_bad_input(records, columns, match):
     with pytest.raises(ValueError, match=match):
         seed_summary(records, columns)

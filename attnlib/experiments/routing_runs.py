@@ -87,12 +87,12 @@ def wide_stack_run(
     n_steps: int = 400,
     device=None,
 ) -> float:
-    """Relative test error of a wide non-linear CNN trained to apply the inverse Laplacian.
+    """Relative test error of a wide non-linear CNN trained to apply G = L⁻¹.
 
-    A :class:`attnlib.mux.ConvRouter` (``depth`` zero-padded convolutions of width 5 with
-    ReLUs and residuals, ``width`` channels, a linear read-out) is trained by Adam (lr
-    3e-3, batches of 64) on white-noise inputs ``f`` and targets ``G f``, with ``G`` the
-    Green's function; the error is ``‖out − G f‖ / ‖G f‖`` on 2 000 fresh inputs.
+    A :class:`attnlib.mux.ConvRouter` (``depth`` zero-padded convolutions of width 5
+    with ReLUs and residuals, ``width`` channels, a linear read-out) is trained by Adam
+    (lr 3e-3, batches of 64) on white-noise inputs ``f`` and targets ``G f``, with ``G``
+    the Green's function; the error is ``‖out − G f‖ / ‖G f‖`` on 2 000 fresh inputs.
 
     Parameters
     ----------
@@ -125,11 +125,20 @@ def wide_stack_run(
         return f, (f[..., 0] @ G.T / scale)[..., None]
 
     torch.manual_seed(seed)
-    model = ConvRouter(1, 1, kernel_size=5, depth=depth,
-                       width=check_int(width, "width")).to(device)
+    model = ConvRouter(
+        1, 1, kernel_size=5, depth=depth, width=check_int(width, "width")
+    ).to(device)
     loss = lambda m, b: ((m(b[0]) - b[1]) ** 2).mean()  # noqa: E731
-    train(model, loss, batch, n_steps=check_int(n_steps, "n_steps"), lr=3e-3,
-          seed=seed, device=device, progress=False)
+    train(
+        model,
+        loss,
+        batch,
+        n_steps=check_int(n_steps, "n_steps"),
+        lr=3e-3,
+        seed=seed,
+        device=device,
+        progress=False,
+    )
     f = noise(2000, seed)
     y = f[..., 0] @ G.T
     with torch.no_grad():
@@ -142,7 +151,7 @@ def _reach(model) -> int:
 
 
 def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
-    """The routing experiment for one seed: CNNs of 1, 2, 4 layers and one attention layer.
+    """The routing experiment for one seed: CNNs of 1, 2, 4 layers, one attention layer.
 
     Returns, per model, the accuracy within and beyond its reach (1 000 test
     sequences), and for the attention layer the share of test sequences whose every
@@ -151,29 +160,42 @@ def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
     seed = check_int(seed, "seed", minimum=0)
     device = torch.device("cpu") if device is None else torch.device(device)
     batches = lambda s: to_device(  # noqa: E731
-        routing_task(32, LENGTH, N_VALUES, seed=10**5 * (seed + 1) + s), device)
+        routing_task(32, LENGTH, N_VALUES, seed=10**5 * (seed + 1) + s), device
+    )
     torch.manual_seed(seed)
-    models = {f"CNN {d}": ConvRouter(N_VALUES + 1, N_VALUES, kernel_size=5, depth=d,
-                                     width=24) for d in (1, 2, 4)}
+    models = {
+        f"CNN {d}": ConvRouter(N_VALUES + 1, N_VALUES, kernel_size=5, depth=d, width=24)
+        for d in (1, 2, 4)
+    }
     models["attention"] = AttentionRouter(N_VALUES + 1, N_VALUES, d_model=16)
     test = to_device(routing_task(1000, LENGTH, N_VALUES, seed=seed), device)
     out = {}
     for name, m in models.items():
-        train(m.to(device), routing_loss, batches, n_steps=check_int(n_steps, "n_steps"),
-              lr=1e-2, seed=seed, device=device, progress=False)
+        train(
+            m.to(device),
+            routing_loss,
+            batches,
+            n_steps=check_int(n_steps, "n_steps"),
+            lr=1e-2,
+            seed=seed,
+            device=device,
+            progress=False,
+        )
         acc, reach = accuracy_by_distance(m, test), _reach(m)
         out[f"{name} within"] = float(acc[: reach + 1].mean())
-        out[f"{name} beyond"] = float(acc[reach + 1 :].mean()) if reach < LENGTH - 1 \
-            else float("nan")
+        out[f"{name} beyond"] = (
+            float(acc[reach + 1 :].mean()) if reach < LENGTH - 1 else float("nan")
+        )
     with torch.no_grad():
         peaks = models["attention"].attend(test.x).weights.argmax(-1)
     out["attention peaks on marker"] = float(
-        (peaks == test.marker[:, None]).all(-1).double().mean())
+        (peaks == test.marker[:, None]).all(-1).double().mean()
+    )
     return out
 
 
 def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
-    """The pointer experiment for one seed: CNNs of 1, 2, 4, 12 layers, one attention layer.
+    """The pointer experiment for one seed: CNNs of 1, 2, 4, 12 layers, one attention.
 
     Returns, per model, the accuracy within and beyond its reach and overall, and the
     test cross-entropy within and beyond reach (chance is ``ln 6``); and ``pool`` ones:
@@ -184,18 +206,29 @@ def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
     device = torch.device("cpu") if device is None else torch.device(device)
     n_in = 2 * LENGTH + N_VALUES
     batches = lambda s: to_device(  # noqa: E731
-        pointer_task(32, LENGTH, N_VALUES, seed=10**5 * (seed + 1) + s), device)
+        pointer_task(32, LENGTH, N_VALUES, seed=10**5 * (seed + 1) + s), device
+    )
     torch.manual_seed(seed)
-    models = {f"CNN {d}": ConvRouter(n_in, N_VALUES, kernel_size=5, depth=d, width=32)
-              for d in (1, 2, 4, 12)}
+    models = {
+        f"CNN {d}": ConvRouter(n_in, N_VALUES, kernel_size=5, depth=d, width=32)
+        for d in (1, 2, 4, 12)
+    }
     models["attention"] = AttentionRouter(n_in, N_VALUES, d_model=16)
     test = to_device(pointer_task(1000, LENGTH, N_VALUES, seed=seed), device)
     distance = (torch.arange(LENGTH, device=device) - test.source).abs()
     values = test.x[..., 2 * LENGTH :].argmax(-1)
     out = {}
     for name, m in models.items():
-        train(m.to(device), pointer_loss, batches, n_steps=check_int(n_steps, "n_steps"),
-              lr=1e-2, seed=seed, device=device, progress=False)
+        train(
+            m.to(device),
+            pointer_loss,
+            batches,
+            n_steps=check_int(n_steps, "n_steps"),
+            lr=1e-2,
+            seed=seed,
+            device=device,
+            progress=False,
+        )
         reach = _reach(m)
         with torch.no_grad():
             logits = m(test.x)
@@ -209,9 +242,11 @@ def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
             out[f"{name} beyond"] = float(hit[~inside].mean())
             out[f"{name} loss beyond"] = float(ce[~inside].mean())
             seen = F.one_hot(values, N_VALUES).double().transpose(1, 2)
-            counts = F.conv1d(seen.reshape(-1, 1, LENGTH),
-                              torch.ones(1, 1, 2 * reach + 1, dtype=seen.dtype,
-                                         device=device), padding=reach)
+            counts = F.conv1d(
+                seen.reshape(-1, 1, LENGTH),
+                torch.ones(1, 1, 2 * reach + 1, dtype=seen.dtype, device=device),
+                padding=reach,
+            )
             counts = counts.reshape(-1, N_VALUES, LENGTH).transpose(1, 2)
             pool = (counts.argmax(-1) == test.target).double()
             out[f"{name} pool within"] = float(pool[inside].mean())
@@ -228,7 +263,8 @@ def weekday_run(seed: int, *, n_steps: int = 200, device=None) -> dict:
     device = torch.device("cpu") if device is None else torch.device(device)
     rota = weekday_task(1, seed=seed).rota
     batches = lambda s: to_device(  # noqa: E731
-        weekday_task(64, seed=10**5 * (seed + 1) + s, rota=rota), device)
+        weekday_task(64, seed=10**5 * (seed + 1) + s, rota=rota), device
+    )
     loss = lambda m, b: F.cross_entropy(m(b.friends, b.day), b.target)  # noqa: E731
     test = to_device(weekday_task(1000, seed=seed + 1, rota=rota), device)
     out = {}
@@ -236,12 +272,21 @@ def weekday_run(seed: int, *, n_steps: int = 200, device=None) -> dict:
         torch.manual_seed(seed)
         m = WeekdayMux(normalizer=name).to(device)
         q0 = m.Q.weight.detach().clone()
-        train(m, loss, batches, n_steps=check_int(n_steps, "n_steps"), lr=3e-2,
-              seed=seed, device=device, progress=False)
+        train(
+            m,
+            loss,
+            batches,
+            n_steps=check_int(n_steps, "n_steps"),
+            lr=3e-2,
+            seed=seed,
+            device=device,
+            progress=False,
+        )
         with torch.no_grad():
             pred = m(test.friends, test.day).argmax(-1)
         out[f"{name} accuracy"] = float((pred == test.target).double().mean())
         out[f"{name} Q moved"] = float(not torch.equal(q0, m.Q.weight.detach()))
-        out[f"{name} rota"] = float(torch.equal(
-            m.bilinear_form().detach()[:, :7].argmax(1).cpu(), rota))
+        out[f"{name} rota"] = float(
+            torch.equal(m.bilinear_form().detach()[:, :7].argmax(1).cpu(), rota)
+        )
     return out

@@ -39,8 +39,14 @@ def seed_summary(records, columns=None) -> pd.DataFrame:
             raise ValueError(f"columns {missing} are not in records")
         frame = frame[list(columns)]
     frame = frame.select_dtypes("number")
-    return pd.DataFrame({"median": frame.median(), "min": frame.min(),
-                         "max": frame.max(), "seeds": frame.notna().sum()})
+    return pd.DataFrame(
+        {
+            "median": frame.median(),
+            "min": frame.min(),
+            "max": frame.max(),
+            "seeds": frame.notna().sum(),
+        }
+    )
 
 
 def seed_table(records, columns=None, *, label: str = "", precision: int = 3):
@@ -62,8 +68,16 @@ def seed_table(records, columns=None, *, label: str = "", precision: int = 3):
     """
     s = seed_summary(records, columns)
     fmt = f"{{:.{int(precision)}f}}"
-    rng = [f"{fmt.format(a)}–{fmt.format(b)}" if np.isfinite(a) else "—"
-           for a, b in zip(s["min"], s["max"])]
-    table = pd.DataFrame({label or "quantity": s.index, "median": s["median"].to_numpy(),
-                          "range (min–max)": rng, "seeds": s["seeds"].to_numpy()})
+    rng = [
+        f"{fmt.format(a)}–{fmt.format(b)}" if np.isfinite(a) else "—"
+        for a, b in zip(s["min"], s["max"])
+    ]
+    table = pd.DataFrame(
+        {
+            label or "quantity": s.index,
+            "median": s["median"].to_numpy(),
+            "range (min–max)": rng,
+            "seeds": s["seeds"].to_numpy(),
+        }
+    )
     return table.style.hide(axis="index").format(precision=int(precision), na_rep="—")

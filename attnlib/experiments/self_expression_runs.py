@@ -2,9 +2,9 @@
 
 Each function runs one experiment of chapter 05 for one seed, which draws the data and
 initialises every model, and returns a flat dictionary of numbers. The sweep over seeds
-(``benchmarks/self_expression.py``) writes ``attnlib/results/self_expression.json``; the
-chapter asserts its claims on the medians and ranges there, and ``tests/test_results.py``
-recomputes one seed.
+(``benchmarks/self_expression.py``) writes ``attnlib/results/self_expression.json``;
+the chapter asserts its claims on the medians and ranges there, and
+``tests/test_results.py`` recomputes one seed.
 
 - :func:`held_out_run`: coefficients of held-out points from the exact Lasso, five
   unrolled ISTA steps before and after their step sizes and thresholds are learned, and
@@ -25,14 +25,24 @@ from ..attention import attention
 from ..data import union_of_subspaces
 from ..lasso import lasso_codes
 from ..sparse_coding import sparse_coding_attention
-from ..subspace import affinity, clustering_accuracy, self_expressive, spectral_clustering
+from ..subspace import (
+    affinity,
+    clustering_accuracy,
+    self_expressive,
+    spectral_clustering,
+)
 from ..training import train
 from ..utils import check_int
 from . import self_expression as se
 
 __all__ = ["held_out_run", "normalized_run", "stack_run", "HELD_OUT", "NORMALIZED"]
 
-HELD_OUT = ("exact Lasso", "ISTA steps, untrained", "ISTA steps, learned", "SENet-style")
+HELD_OUT = (
+    "exact Lasso",
+    "ISTA steps, untrained",
+    "ISTA steps, learned",
+    "SENet-style",
+)
 NORMALIZED = (
     "SSC, rows l1-normalised",
     "SSC, then softmax(|C|), tau = 1",
@@ -64,8 +74,9 @@ def held_out_run(seed: int, *, n_per_subspace: int = 200) -> dict:
         ``fit accuracy`` and one held-out accuracy per name of :data:`HELD_OUT`.
     """
     seed = check_int(seed, "seed", minimum=0)
-    data = union_of_subspaces(5, 6, 9, check_int(n_per_subspace, "n_per_subspace"),
-                              seed=seed)
+    data = union_of_subspaces(
+        5, 6, 9, check_int(n_per_subspace, "n_per_subspace"), seed=seed
+    )
     n = len(data.X)
     fit, new = np.random.default_rng(seed).permutation(n)[: 2 * (n // 2)].reshape(2, -1)
     X_fit, X_new = data.X[fit], data.X[new]
@@ -104,16 +115,23 @@ def normalized_run(seed: int, *, n_per_subspace: int = 60) -> dict:
         of keys sparsemax keeps per point at tau = 0.1.
     """
     seed = check_int(seed, "seed", minimum=0)
-    d = union_of_subspaces(5, 6, 9, check_int(n_per_subspace, "n_per_subspace"),
-                           seed=seed)
+    d = union_of_subspaces(
+        5, 6, 9, check_int(n_per_subspace, "n_per_subspace"), seed=seed
+    )
     n = len(d.X)
     C = np.abs(self_expressive(d.X, "ssc", 0.002))
     mask = ~torch.eye(n, dtype=torch.bool)
 
     def normalise(S, normalizer, tau=1.0):
-        return attention(d.X, d.X, d.X, score=lambda q, k: torch.as_tensor(S),
-                         normalizer=normalizer, mask=mask,
-                         temperature=tau).weights.numpy()
+        return attention(
+            d.X,
+            d.X,
+            d.X,
+            score=lambda q, k: torch.as_tensor(S),
+            normalizer=normalizer,
+            mask=mask,
+            temperature=tau,
+        ).weights.numpy()
 
     cold = normalise(C, "sparsemax", 0.1)
     coefs = [
@@ -125,8 +143,10 @@ def normalized_run(seed: int, *, n_per_subspace: int = 60) -> dict:
         se.normalized_self_expression(d.X, "sparsemax", seed=seed),
         normalise(d.X @ d.X.T, "softmax", 0.05),
     ]
-    out = {name: clustering_accuracy(d.labels, spectral_clustering(affinity(W), 5))
-           for name, W in zip(NORMALIZED, coefs)}
+    out = {
+        name: clustering_accuracy(d.labels, spectral_clustering(affinity(W), 5))
+        for name, W in zip(NORMALIZED, coefs)
+    }
     out["cold keys"] = float((cold > 0).sum(1).mean())
     return out
 
@@ -158,15 +178,30 @@ def stack_run(seed: int, *, n_steps: int = 200) -> dict:
     for kind in ("softmax", "sparsemax", "ista"):
         torch.manual_seed(seed)
         model = se.AttentionStack(kind, dim=8, n_layers=2)
-        train(model, loss_fn, batches, n_steps=check_int(n_steps, "n_steps"), lr=2e-2,
-              seed=seed, device=test[0].device, progress=False)
+        train(
+            model,
+            loss_fn,
+            batches,
+            n_steps=check_int(n_steps, "n_steps"),
+            lr=2e-2,
+            seed=seed,
+            device=test[0].device,
+            progress=False,
+        )
         with torch.no_grad():
             n_params = sum(p.numel() for p in model.parameters())
             out, W = model(*test[:3])
             reports[kind] = se.combination_report(out, W, test, n_params)
     lasso = sparse_coding_attention(*test[:3], lam=0.01, n_iter=300)
     reports["lasso"] = se.combination_report(*lasso, test, 0)
-    short = {"test error / variance": "error", "zero weights": "zeros",
-             "|weight| on the right keys": "right", "params": "params"}
-    return {f"{kind} {short[q]}": float(v) for kind, rep in reports.items()
-            for q, v in rep.items()}
+    short = {
+        "test error / variance": "error",
+        "zero weights": "zeros",
+        "|weight| on the right keys": "right",
+        "params": "params",
+    }
+    return {
+        f"{kind} {short[q]}": float(v)
+        for kind, rep in reports.items()
+        for q, v in rep.items()
+    }
