@@ -6,20 +6,13 @@ tolerance the chapter relies on, so a change that alters a committed result fail
 
 import numpy as np
 import pytest
-import torch
 
 from attnlib import results
 from attnlib.data import union_of_subspaces
 from attnlib.experiments import routing_runs, self_expression_runs
 from attnlib.subspace import SubspaceClustering, clustering_accuracy
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)  # the sweeps ran with one thread
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # the sweeps ran with one thread
 
 
 def _close(fresh: dict, committed: dict, atol: float):

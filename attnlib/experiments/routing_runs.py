@@ -156,6 +156,20 @@ def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
     Returns, per model, the accuracy within and beyond its reach (1 000 test
     sequences), and for the attention layer the share of test sequences whose every
     query puts its largest weight on the marked token.
+
+    Parameters
+    ----------
+    seed : int
+        Draws the training and test data and initialises every model.
+    n_steps : int
+        Adam steps per model.
+    device : torch.device or str, optional
+        Where the data are built and the models trained (default CPU).
+
+    Returns
+    -------
+    dict
+        The numbers above, one key each, as floats.
     """
     seed = check_int(seed, "seed", minimum=0)
     device = torch.device("cpu") if device is None else torch.device(device)
@@ -201,6 +215,20 @@ def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
     test cross-entropy within and beyond reach (chance is ``ln 6``); and ``pool`` ones:
     the accuracy, within each CNN's reach, of naming the most common value among the
     tokens the CNN sees (content-free pooling, no matching of labels).
+
+    Parameters
+    ----------
+    seed : int
+        Draws the training and test data and initialises every model.
+    n_steps : int
+        Adam steps per model.
+    device : torch.device or str, optional
+        Where the data are built and the models trained (default CPU).
+
+    Returns
+    -------
+    dict
+        The numbers above, one key each, as floats.
     """
     seed = check_int(seed, "seed", minimum=0)
     device = torch.device("cpu") if device is None else torch.device(device)
@@ -258,6 +286,20 @@ def weekday_run(seed: int, *, n_steps: int = 200, device=None) -> dict:
 
     Returns the test accuracy (1 000 examples) of the softmax, straight-through and
     hard-argmax multiplexers, and whether each one's query map ``Q`` moved in training.
+
+    Parameters
+    ----------
+    seed : int
+        Draws the training and test data and initialises every model.
+    n_steps : int
+        Adam steps per model.
+    device : torch.device or str, optional
+        Where the data are built and the models trained (default CPU).
+
+    Returns
+    -------
+    dict
+        The numbers above, one key each, as floats.
     """
     seed = check_int(seed, "seed", minimum=0)
     device = torch.device("cpu") if device is None else torch.device(device)
