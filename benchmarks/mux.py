@@ -24,6 +24,24 @@ WIDE_DEPTHS = [2, 3]
 LINEAR_DEPTHS = [1, 2, 3, 6, 12]
 
 
+def targets(payload: dict) -> dict:
+    """What the chapter shows as met, each with its value and verdict, from the runs."""
+    G = green_function(runs.LENGTH)
+    margin = min(
+        row[str(L)] - runs.reach_bound(G, 2 * L)
+        for row in payload["wide_stacks"]
+        for L in payload["wide_depths"]
+    )
+    attention = min(r["attention overall"] for r in payload["pointer"])
+    return {
+        "wide_stacks_above_the_reach_bound": {"value": margin, "met": margin >= 0},
+        "pointer_attention_accuracy_above_0.98": {
+            "value": attention,
+            "met": attention > 0.98,
+        },
+    }
+
+
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     torch.set_num_threads(1)
@@ -50,6 +68,12 @@ def main() -> None:
         for s in seeds
     ]
     print(f"wide stacks: {time.perf_counter() - start:.1f} s", flush=True)
+    payload["rows"] = [
+        {"experiment": name, **record}
+        for name in ("routing", "pointer", "weekday", "wide_stacks")
+        for record in payload[name]
+    ]
+    payload["targets"] = targets(payload)
     print(write_result("mux", payload, args.quick))
 
 

@@ -25,6 +25,24 @@ RUNS = {
 }
 
 
+def targets(payload: dict) -> dict:
+    """What the chapter shows as met, each with its value and verdict, from the runs."""
+    held, stack = payload["held_out"], payload["stack"]
+    exact_margin = min(
+        r["exact Lasso"] - max(r["ISTA steps, learned"], r["SENet-style"]) for r in held
+    )
+    ratio = max(
+        r["ista error"] / min(r["softmax error"], r["sparsemax error"]) for r in stack
+    )
+    return {
+        "exact_lasso_at_least_learned_coders": {
+            "value": exact_margin,
+            "met": exact_margin >= 0,
+        },
+        "ista_stack_error_ratio_below_half": {"value": ratio, "met": ratio < 0.5},
+    }
+
+
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     torch.set_num_threads(1)
@@ -34,6 +52,10 @@ def main() -> None:
         start = time.perf_counter()
         payload[name] = [{"seed": s, **run(s)} for s in seeds]
         print(f"{name}: {time.perf_counter() - start:.1f} s", flush=True)
+    payload["rows"] = [
+        {"experiment": name, **record} for name in RUNS for record in payload[name]
+    ]
+    payload["targets"] = targets(payload)
     print(write_result("self_expression", payload, args.quick))
 
 
