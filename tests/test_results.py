@@ -34,6 +34,7 @@ import pytest
 import torch
 
 from attnlib import results
+from attnlib.experiments import routing_runs, self_expression_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
@@ -316,7 +317,7 @@ def slice_symmetry(result: dict) -> list[Check]:
     n, seed = min(config["sizes"]), config["seeds"][0]
     fresh = b.sample_efficiency(
         [n], [seed], teacher="quadratic", learners=config["learners"],
-        n_steps=config["n_steps"], n_test=config["n_test"], progress=False,
+        grid=config["grid"], n_test=config["n_test"], progress=False,
     )  # fmt: skip
     rows = result["rows"]
     checks = []
@@ -330,12 +331,43 @@ def slice_symmetry(result: dict) -> list[Check]:
     return checks
 
 
+def slice_self_expression(result: dict) -> list[Check]:
+    """The normalised-coefficient comparison on its first seed (the sweep's rows)."""
+    row = result["normalized"][0]
+    fresh = self_expression_runs.normalized_run(row["seed"])
+    # accuracies of 300 points: 0.01 is three points; the chapter reads gaps of >= 0.05
+    return [
+        Check(f"{key} (seed {row['seed']})", ("normalized", 0, key), value, atol=0.01)
+        for key, value in fresh.items()
+        if key != "seed"
+    ]
+
+
+def slice_mux(result: dict) -> list[Check]:
+    """The weekday multiplexers and the two-layer wide stack, on the first seed."""
+    week = result["weekday"][0]
+    checks = [
+        Check(f"weekday {key} (seed {week['seed']})", ("weekday", 0, key), value,
+              atol=0.01)
+        for key, value in routing_runs.weekday_run(week["seed"]).items()
+        if key != "seed"
+    ]  # fmt: skip
+    wide = result["wide_stacks"][0]
+    checks.append(
+        Check(f"wide stack, two layers (seed {wide['seed']})", ("wide_stacks", 0, "2"),
+              routing_runs.wide_stack_run(wide["seed"], 2), atol=0.01)
+    )  # fmt: skip
+    return checks
+
+
 SLICES = {
     "continuous": slice_continuous,
     "denoise": slice_denoise,
     "kernel_regression": slice_kernel_regression,
     "lle": slice_lle,
+    "mux": slice_mux,
     "normalizers": slice_normalizers,
+    "self_expression": slice_self_expression,
     "subspace": slice_subspace,
     "symmetry": slice_symmetry,
 }
