@@ -1,4 +1,4 @@
-"""Small shared helpers: seeding, devices and input validation.
+"""Small shared helpers: seeding, devices, memory and input validation.
 
 Every public function of attnlib validates its inputs with the helpers below, so that
 bad input fails early with a ``ValueError`` that names the argument and says what was
@@ -8,14 +8,16 @@ expected.
 from __future__ import annotations
 
 import numbers
+import os
 import random
 
 import numpy as np
 import torch
 
+from .errors import ScoreError
+
 __all__ = [
     "set_seed",
-    "glue",
     "get_device",
     "as_tensor",
     "as_float_array",
@@ -23,6 +25,10 @@ __all__ = [
     "check_in_range",
     "check_int",
     "host_array",
+    "check_type",
+    "module_input",
+    "names_input",
+    "available_memory",
 ]
 
 
@@ -38,35 +44,6 @@ def set_seed(seed: int = 0) -> None:
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 (the global generator is what gets seeded)
     torch.manual_seed(seed)
-
-
-def glue(name: str, value, display: bool = False) -> None:
-    """Record a computed value under ``name`` so that the chapter's prose can quote it.
-
-    When the book is built, myst-nb pastes the value wherever the markdown says
-    ``{glue:text}`name:.3f` ``, so a number in the prose is always the one the cell
-    computed. Where myst-nb is not installed (a chapter opened in Colab), nothing is
-    recorded and the value is shown only if ``display`` is true.
-
-    Parameters
-    ----------
-    name : str
-        The key the prose uses, unique in the book (chapters prefix it, e.g.
-        ``"ch05_..."``).
-    value : object
-        The value to record (a number, a string, a figure, a table).
-    display : bool, default=False
-        Also show the value in the cell's output.
-    """
-    try:
-        from myst_nb import glue as record
-    except ImportError:
-        if display:
-            from IPython.display import display as show
-
-            show(value)
-        return
-    record(name, value, display=display)
 
 
 def get_device(prefer: str | None = None) -> torch.device:
@@ -331,13 +308,13 @@ def host_array(X):
     return X
 
 
-def _check_type(value, name: str, kind: type, what: str) -> None:
+def check_type(value, name: str, kind: type, what: str) -> None:
     """Raise a ValueError naming ``name`` unless ``value`` is a ``kind`` (``what``)."""
     if not isinstance(value, kind):
         raise ValueError(f"{name} must be {what}, got {type(value).__name__}")
 
 
-def _module_input(x, name: str, like: torch.Tensor, **kwargs) -> torch.Tensor:
+def module_input(x, name: str, like: torch.Tensor, **kwargs) -> torch.Tensor:
     """``x`` checked by :func:`as_tensor` in the dtype and on the device of ``like``.
 
     ``like`` is a parameter of the module that reads ``x``. A floating tensor of another
@@ -353,7 +330,7 @@ def _module_input(x, name: str, like: torch.Tensor, **kwargs) -> torch.Tensor:
     return as_tensor(x, name, dtype=like.dtype, device=like.device, **kwargs)
 
 
-class _names_input:
+class names_input:
     """Re-raise an overflow that :func:`attnlib.attention.attention` reports about its
     internal queries and keys as an error about the caller's input ``name``."""
 
@@ -364,8 +341,29 @@ class _names_input:
         return self
 
     def __exit__(self, kind, err, tb):
-        if kind is ValueError and str(err).startswith("score(q, k) gave"):
+        if kind is not None and issubclass(kind, ScoreError):
             raise ValueError(
                 f"{self.name} is too large: its scores overflow ({err}); rescale it"
             ) from err
         return False
+
+
+def available_memory() -> int:
+    """Bytes the system can still give (``MemAvailable``), else total physical memory.
+
+    Returns
+    -------
+    int
+        ``2**63`` where neither is known.
+    """
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2**63

@@ -10,13 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
+from attnlib.experiments.digits import DigitClassifier, cluttered_digits
+from attnlib.experiments.documents import DocumentClassifier, span_documents
 from attnlib.continuous import (
     ContinuousAttention1D,
     ContinuousAttention2D,
-    DigitClassifier,
-    DocumentClassifier,
     GaussianRBF,
-    cluttered_digits,
     continuous_attention_1d,
     continuous_attention_2d,
     gaussian_pdf,
@@ -24,7 +23,6 @@ from attnlib.continuous import (
     generalized_covariance_2d,
     location_scale_pdf,
     ridge_value_coefficients,
-    span_documents,
     triangular_pdf,
     truncated_parabola_pdf,
     truncated_paraboloid_pdf,

@@ -20,10 +20,10 @@ from attnlib.attention import MultiHeadAttention, TransformerEncoderLayer
 from attnlib.continuous import (
     ContinuousAttention1D,
     ContinuousAttention2D,
-    DigitClassifier,
-    DocumentClassifier,
     GaussianRBF,
 )
+from attnlib.experiments.digits import DigitClassifier
+from attnlib.experiments.documents import DocumentClassifier
 from attnlib.denoise import (
     PatchAttentionDenoiser,
     gaussian_filter_attention,

@@ -72,7 +72,8 @@ def _positive(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
     return x
 
 
-def _alpha(alpha) -> int:
+def check_alpha(alpha) -> int:
+    """``alpha`` checked: 1 (softmax: Gaussian) or 2 (sparsemax: paraboloid)."""
     if alpha not in (1, 2):
         raise ValueError(
             "alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated "
