@@ -13,9 +13,9 @@ __all__ = ["ScoreError"]
 class ScoreError(ValueError):
     """A row of attention scores is NaN, ``+inf`` or all ``-inf``.
 
-    Raised by :func:`attnlib.attention.attention` when ``score(q, k)`` overflows its dtype
-    (inputs too large) or a score callable returns something undefined; callers that
-    compute the scores from their own inputs re-raise it naming those inputs.
+    Raised by :func:`attnlib.attention.attention` when ``score(q, k)`` overflows its
+    dtype (inputs too large) or a score callable returns something undefined; callers
+    that compute the scores from their own inputs re-raise it naming those inputs.
 
     Parameters
     ----------

@@ -24,7 +24,13 @@ from .engines.lasso import common as _engine
 from .engines.lasso.common import SolverInfo
 from .engines.lasso.homotopy import homotopy_rows, ssc_active_set
 from .engines.lasso.iterative import DenseKeys, lasso_rows, ssc_working_set
-from .utils import as_float_array, check_int, check_positive, host_array
+from .utils import (
+    as_float_array,
+    check_int,
+    check_numeric,
+    check_positive,
+    host_array,
+)
 
 __all__ = [
     "soft_threshold",
@@ -136,6 +142,8 @@ def soft_threshold(x, threshold):
     ----------
     The shrinkage of ISTA, Eq. (15) of the self-expression paper (two-sided).
     """
+    check_numeric(x, "x")
+    check_numeric(threshold, "threshold")
     if isinstance(x, torch.Tensor):
         bad = not torch.isfinite(x).all() if x.is_floating_point() else False
     else:
@@ -200,7 +208,10 @@ def lasso_codes(Y, K, lam: float, max_steps: int = 1000) -> np.ndarray:
     Eqs. (16)-(17) of the self-expression paper (rows as tokens), solved exactly by the
     homotopy path (Osborne, Presnell & Turlach 2000) for all queries at once.
     """
-    Y, K = as_float_array(host_array(Y), "Y"), as_float_array(host_array(K), "K")
+    Y, K = (
+        as_float_array(host_array(Y, "Y"), "Y"),
+        as_float_array(host_array(K, "K"), "K"),
+    )
     if Y.ndim != 2 or K.ndim != 2 or Y.shape[1] != K.shape[1]:
         raise ValueError(
             "Y and K must be 2-D with the same number of features, got "

@@ -192,9 +192,7 @@ class UnrolledISTAAttention(nn.Module):
         like = self.q_proj.weight
         x = module_input(x, "x", like, min_ndim=2)
         key = x if key is None else module_input(key, "key", like, min_ndim=2)
-        value = (
-            key if value is None else module_input(value, "value", like, min_ndim=2)
-        )
+        value = key if value is None else module_input(value, "value", like, min_ndim=2)
         if x.shape[-1] != self.embed_dim:
             raise ValueError(
                 f"x must have {self.embed_dim} features, got {x.shape[-1]}"

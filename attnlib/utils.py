@@ -23,6 +23,8 @@ __all__ = [
     "as_float_array",
     "check_positive",
     "check_in_range",
+    "check_real",
+    "check_numeric",
     "check_int",
     "host_array",
     "check_type",
@@ -120,6 +122,7 @@ def as_tensor(
         Naming ``name`` when the array is not numeric, is empty, has the wrong number of
         dimensions or holds NaN (or infinities, unless ``allow_inf``).
     """
+    check_numeric(x, name)
     if isinstance(x, torch.Tensor):
         t = x
     elif isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
@@ -189,6 +192,7 @@ def as_float_array(
         Naming ``name`` for the wrong number of dimensions, too few samples, or
         non-finite values.
     """
+    check_numeric(X, name)
     try:
         A = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -202,6 +206,35 @@ def as_float_array(
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return A
+
+
+def check_numeric(x, name: str) -> None:
+    """Refuse booleans and complex values, naming ``name``.
+
+    Booleans are not numbers, and a complex array cast to real would lose its imaginary
+    part; everything else passes (the other checks come after).
+
+    Parameters
+    ----------
+    x : object
+        A tensor, an array, a sequence or a scalar.
+    name : str
+        The argument's name, for the error message.
+    """
+    if isinstance(x, torch.Tensor):
+        kind = "b" if x.dtype == torch.bool else "c" if x.is_complex() else ""
+    else:
+        dtype = getattr(x, "dtype", None)
+        if dtype is None and isinstance(x, (list, tuple, bool, complex)):
+            try:
+                dtype = np.asarray(x).dtype
+            except (TypeError, ValueError):
+                return
+        kind = getattr(np.dtype(dtype), "kind", "") if dtype is not None else ""
+    if kind == "b":
+        raise ValueError(f"{name} must hold numbers, got booleans")
+    if kind == "c":
+        raise ValueError(f"{name} must be real, got complex values")
 
 
 def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
@@ -223,6 +256,7 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
     """
     ok = (
         isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.bool_))
         and np.isfinite(value)
         and (value >= 0 if allow_zero else value > 0)
     )
@@ -249,8 +283,36 @@ def check_in_range(value, name: str, low: float, high: float) -> float:
     float
         ``value``.
     """
-    if not (isinstance(value, numbers.Real) and low <= value <= high):
+    if not (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.bool_))
+        and low <= value <= high
+    ):
         raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def check_real(value, name: str) -> float:
+    """Return ``value`` as a float if it is a finite real number, else raise ValueError.
+
+    Parameters
+    ----------
+    value : float
+        The number to check (not a boolean).
+    name : str
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    float
+        ``value``.
+    """
+    if (
+        not isinstance(value, numbers.Real)
+        or isinstance(value, (bool, np.bool_))
+        or not np.isfinite(value)
+    ):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
     return float(value)
 
 
@@ -286,22 +348,26 @@ def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None)
     return int(value)
 
 
-def host_array(X):
+def host_array(X, name: str = "X"):
     """A torch tensor (any dtype or device) as a NumPy array; anything else unchanged.
 
     scikit-learn's validation converts array-likes itself but not every tensor
-    (bfloat16, CUDA); the estimators call this first.
+    (bfloat16, CUDA); the estimators call this first. Booleans and complex values are
+    refused here (scikit-learn would take ``True`` as 1 and drop an imaginary part).
 
     Parameters
     ----------
     X : tensor or array-like, any shape
         The input.
+    name : str
+        The argument's name, for error messages.
 
     Returns
     -------
     ndarray or the input
         ``X`` on the host, floating tensors as float64.
     """
+    check_numeric(X, name)
     if isinstance(X, torch.Tensor):
         X = X.detach().cpu()
         return (X.double() if X.is_floating_point() else X).numpy()

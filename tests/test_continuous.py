@@ -10,8 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from attnlib.experiments.digits import DigitClassifier, cluttered_digits
-from attnlib.experiments.documents import DocumentClassifier, span_documents
 from attnlib.continuous import (
     ContinuousAttention1D,
     ContinuousAttention2D,
@@ -27,6 +25,8 @@ from attnlib.continuous import (
     truncated_parabola_pdf,
     truncated_paraboloid_pdf,
 )
+from attnlib.experiments.digits import DigitClassifier, cluttered_digits
+from attnlib.experiments.documents import DocumentClassifier, span_documents
 
 D64 = torch.float64
 

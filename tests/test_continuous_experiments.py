@@ -21,8 +21,8 @@ from attnlib.continuous import (
 from attnlib.experiments.classify import accuracy, fit_classifier
 from attnlib.experiments.documents import (
     PAPER_TABLE1,
-    DocumentClassifier,
     TABLE1_ROWS,
+    DocumentClassifier,
     span_documents,
     table1,
 )

@@ -22,8 +22,6 @@ from attnlib.continuous import (
     ContinuousAttention2D,
     GaussianRBF,
 )
-from attnlib.experiments.digits import DigitClassifier
-from attnlib.experiments.documents import DocumentClassifier
 from attnlib.denoise import (
     PatchAttentionDenoiser,
     gaussian_filter_attention,
@@ -31,6 +29,8 @@ from attnlib.denoise import (
     patch_tokens,
     pixel_nlm,
 )
+from attnlib.experiments.digits import DigitClassifier
+from attnlib.experiments.documents import DocumentClassifier
 from attnlib.mux import AttentionRouter, ConvRouter, WeekdayMux
 from attnlib.normalizers import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
 from attnlib.sparse_coding import UnrolledISTAAttention

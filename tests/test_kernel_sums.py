@@ -1,4 +1,4 @@
-"""The vectorised exponential and the fused kernel sums of attnlib.engines.kernelsums."""
+"""The vectorised exponential and the fused kernel sums (attnlib.engines.kernelsums)."""
 
 import numpy as np
 import pytest

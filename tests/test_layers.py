@@ -95,7 +95,7 @@ def test_every_module_of_attnlib_sits_in_a_layer():
 
 
 def test_no_import_by_name_and_no_registration_at_import_time():
-    for path, module, tree in _modules():
+    for _, module, tree in _modules():
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 f = node.func

@@ -45,6 +45,7 @@ def _like(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
         not isinstance(x, torch.Tensor)
         and np.ndim(x) == 0
         and isinstance(x, (int, float, np.number))
+        and not isinstance(x, (bool, np.bool_))
     ):
         x = torch.tensor(float(x), dtype=like.dtype, device=like.device)
     return as_tensor(x, name, min_ndim=min_ndim, device=like.device)

@@ -208,6 +208,7 @@ class ContinuousAttention2D(_ContinuousAttention):
 
         As ``(row, col)`` rows: ``(height·width, 2)``.
         """
+        height, width = check_int(height, "height"), check_int(width, "width")
         rows = (torch.arange(height, dtype=dtype, device=device) + 0.5) / height
         cols = (torch.arange(width, dtype=dtype, device=device) + 0.5) / width
         return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(-1, 2)

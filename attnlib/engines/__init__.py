@@ -3,8 +3,8 @@
 An idea module (``attnlib.kernel_regression``, ``attnlib.denoise``, ``attnlib.lasso``,
 ``attnlib.normalizers``...) shows its reference computation, checks its input once and
 hands the checked arrays to an engine here in one call. Engines trust what they are
-given, import nothing above ``attnlib.utils`` and ``attnlib.errors``, and are not part of
-the book's public API: their names may change without notice.
+given, import nothing above the foundation (``attnlib.utils``, ``attnlib.errors``), and
+are not the book's public API: their names may change without notice.
 
 - ``kernelsums``: fused Gaussian/Laplace kernel sums with a vectorised exponential
   (Nadaraya–Watson without the weight matrix);

@@ -209,9 +209,7 @@ class AlignmentModel(nn.Module):
 
 def _check_model_task(model, task) -> None:
     check_type(model, "model", AlignmentModel, "an AlignmentModel")
-    check_type(
-        task, "task", AlignmentTask, "an AlignmentTask (see monotone_alignment)"
-    )
+    check_type(task, "task", AlignmentTask, "an AlignmentTask (see monotone_alignment)")
 
 
 def fit_alignment(

@@ -102,7 +102,7 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         X, y = validate_data(
             self,
             host_array(X),
-            host_array(y),
+            host_array(y, "y"),
             dtype=np.float64,
             y_numeric=True,
             multi_output=True,
@@ -295,7 +295,7 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         X, y = validate_data(
             self,
             host_array(X),
-            host_array(y),
+            host_array(y, "y"),
             dtype=np.float64,
             y_numeric=True,
             multi_output=True,

@@ -61,7 +61,7 @@ def ssc_objective(X, C, lam) -> float:
     Eq. (12) of the self-expression paper, transposed.
     """
     X = as_float_array(host_array(X), "X")
-    C = _as_coefficients(host_array(C))
+    C = _as_coefficients(host_array(C, "C"))
     if C.shape[0] != X.shape[0]:
         raise ValueError(
             f"C must be ({X.shape[0]}, {X.shape[0]}), one row per sample of X, "

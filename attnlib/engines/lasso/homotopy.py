@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from .common import SolverInfo, _sparse_gap, _top_k_per_row
 
-__all__ = ["lasso_codes"]
+__all__ = ["homotopy_rows", "ssc_active_set"]
 
 
 def _solve_batch(G, b):
