@@ -234,7 +234,7 @@ def check_numeric(x, name: str) -> None:
     if kind == "b":
         raise ValueError(f"{name} must hold numbers, got booleans")
     if kind == "c":
-        raise ValueError(f"{name} must be real, got complex values")
+        raise ValueError(f"{name} must be real (Complex data not supported)")
 
 
 def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
