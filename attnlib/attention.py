@@ -269,9 +269,12 @@ def attend(
 
     Parameters
     ----------
-    q, k, v : tensor
-        Checked queries ``(..., n_q, d)``, keys ``(..., n_k, d)``, values
-        ``(..., n_k, d_v)``.
+    q : tensor, shape (..., n_q, d)
+        Checked queries.
+    k : tensor, shape (..., n_k, d)
+        Checked keys, in the dtype and on the device of ``q``.
+    v : tensor, shape (..., n_k, d_v)
+        Checked values, in the dtype and on the device of ``q``.
     score, normalizer, mask, temperature : object
         As in :func:`attention`.
 

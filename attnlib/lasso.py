@@ -172,7 +172,20 @@ def soft_threshold(x, threshold):
 
 
 def lam_column(lam, n: int) -> np.ndarray:
-    """``lam`` checked, as an ``(n, 1)`` column: one weight per sample (row of C)."""
+    """``lam`` checked, as an ``(n, 1)`` column: one weight per sample (row of C).
+
+    Parameters
+    ----------
+    lam : float or array-like of shape (n,)
+        One positive weight for every row, or one per row.
+    n : int
+        The number of rows.
+
+    Returns
+    -------
+    ndarray, shape (n, 1)
+        The weights, float64.
+    """
     if np.ndim(lam) == 0:
         return np.full((n, 1), check_positive(lam, "lam"))
     lam = np.asarray(lam, dtype=np.float64)

@@ -27,9 +27,6 @@ __all__ = [
     "check_numeric",
     "check_int",
     "host_array",
-    "check_type",
-    "module_input",
-    "names_input",
     "available_memory",
 ]
 

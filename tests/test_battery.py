@@ -171,12 +171,9 @@ NOT_ATTACKED = {
     "training": {"TrainingDivergedError"},
     # host_array: a converter in front of scikit-learn's validation, which checks its
     # output; available_memory: no argument.
-    "utils": {"host_array", "available_memory", "names_input", "module_input"},
+    "utils": {"host_array", "available_memory"},
     # output_of unwraps what a model returned (any object); tested in test_attention.
     "attention": {"output_of"},
-    # Engines trust their input (the ideas check it): fused_sums is reached through
-    # kernel_regression's specs, fast_exp exists only inside numba-compiled loops.
-    "engines.kernelsums": {"fused_sums", "fast_exp"},
     # Timing sweeps and grids of training runs: their arguments meet check_int and
     # check_positive as the specced callables' do; one call costs seconds to minutes.
     "experiments.readout_cost": {"read_out_times"},

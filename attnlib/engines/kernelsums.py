@@ -29,13 +29,7 @@ from numba.extending import overload
 
 from ..utils import check_int, check_positive
 
-__all__ = [
-    "exp_nonpositive",
-    "nadaraya_watson_sums",
-    "fused_sums",
-    "fast_exp",
-    "JIT_OPTIONS",
-]
+__all__ = ["exp_nonpositive", "nadaraya_watson_sums"]
 
 # No "reassoc" in the exponential: it would let LLVM fold the two-part reduction
 # x - k·ln2_hi - k·ln2_lo back into one rounded product and lose float64 accuracy.
