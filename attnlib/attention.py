@@ -11,7 +11,8 @@ coefficient matrix ``C`` is our ``weights.T``.
 from __future__ import annotations
 
 import math
-from typing import Callable, NamedTuple, Union
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -153,8 +154,8 @@ def _check_mask(mask, scores: torch.Tensor) -> torch.Tensor:
     return mask
 
 
-Score = Union[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
-Normalizer = Union[str, Callable[[torch.Tensor], torch.Tensor]]
+Score = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+Normalizer = str | Callable[[torch.Tensor], torch.Tensor]
 
 
 def attention(

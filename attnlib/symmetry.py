@@ -19,7 +19,7 @@ permutation of the tokens as ``X -> P @ X``. The paper writes tokens as columns
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn

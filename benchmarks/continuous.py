@@ -27,7 +27,7 @@ import argparse
 import functools
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -582,7 +582,7 @@ def main() -> None:
                 )
             else:
                 result[key] = fn(args.quick, save)
-            result.setdefault("dates", {})[key] = datetime.now(timezone.utc).isoformat(
+            result.setdefault("dates", {})[key] = datetime.now(UTC).isoformat(
                 timespec="seconds"
             )
             result["date"] = result["dates"][key]

@@ -10,7 +10,7 @@ helpers say where a truncated density is non-zero.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch

@@ -24,7 +24,7 @@ the ``value="linear"`` ablation of ``KnowledgeAttention``) to the full symmetry
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch

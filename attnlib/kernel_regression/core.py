@@ -7,7 +7,7 @@ kernels, a row normaliser for the compact ones and callables) are described in
 
 from __future__ import annotations
 
-from typing import Callable, Union
+from collections.abc import Callable
 
 import torch
 from torch.utils.checkpoint import checkpoint
@@ -17,7 +17,7 @@ from ..engines.kernelsums import fused_sums
 from ..errors import ScoreError
 from ..utils import as_tensor, available_memory, check_positive
 
-Kernel = Union[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
+Kernel = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 #: Built-in kernels, as functions of ``u = (x - x_j) / h``: ``gaussian``
 #: ``exp(-||u||²/2)``, ``laplace`` ``exp(-||u||₁)``, ``epanechnikov``

@@ -21,7 +21,8 @@ import dataclasses
 import importlib
 import math
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import matplotlib
 
