@@ -1,9 +1,9 @@
 """A battery of bad inputs for every public callable of attnlib, data-driven.
 
-The specs live in ``tests/battery/``, one module per library module (``MODULE`` names
-it, ``specs()`` returns its callables' specs); this runner collects every one of them,
-so that a new spec module needs no list edited here. The machinery (mutation kinds,
-:class:`~battery.core.Spec`, the judge) is ``tests/battery/core.py``.
+The specs live in ``tests/battery/specs_*.py``, one module per library module
+(``MODULE`` names it, ``specs()`` returns its callables' specs); this runner collects
+every one of them, so that a new spec module needs no list edited here. The machinery
+(mutation kinds, :class:`~battery.core.Spec`, the judge) is ``tests/battery/core.py``.
 
 Run ``python tests/test_battery.py`` for the counts (calls, clear errors, silent NaN,
 silent wrong, cryptic); ``--by-module`` adds a table per module family, ``-v`` lists the
