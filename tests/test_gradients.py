@@ -189,6 +189,9 @@ def test_every_public_module_is_gradchecked():
     for name in ("attention", "denoise", "sparse_coding", "symmetry", "mux"):
         public |= _modules(importlib.import_module(f"attnlib.{name}"))
     public |= _modules(importlib.import_module("attnlib.continuous"))
+    # Chapter 07b's classifiers (experiments, a layer above the ideas).
+    for name in ("experiments.digits", "experiments.documents"):
+        public |= _modules(importlib.import_module(f"attnlib.{name}"))
     assert public == set(CASES) | set(NO_FLOAT_INPUT)
 
 
