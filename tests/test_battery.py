@@ -179,7 +179,7 @@ NOT_ATTACKED = {
     # Timing sweeps and grids of training runs: their arguments meet check_int and
     # check_positive as the specced callables' do; one call costs seconds to minutes.
     "experiments.readout_cost": {"read_out_times"},
-    "experiments.symmetry": {"sample_efficiency"},
+    "experiments.symmetry": {"sample_efficiency", "fit_tuned"},
 }
 
 

@@ -754,6 +754,20 @@ MUTANTS: list[Mutant] = [
         T_SYM_X,
     ),
     M(
+        "scaled-input-mean-not-sum",
+        A + "experiments/symmetry.py",
+        "self.scale.data = ((x * y).sum() / power).to(dtype)",
+        "self.scale.data = ((x * y).mean() / power).to(dtype)",
+        T_SYM_X,
+    ),
+    M(
+        "tuning-validates-on-the-training-part",
+        A + "experiments/symmetry.py",
+        "fit, held = (x[:-n_val], y[:-n_val]), (x[-n_val:], y[-n_val:])",
+        "fit, held = (x[:-n_val], y[:-n_val]), (x[:-n_val], y[:-n_val])",
+        T_SYM_X,
+    ),
+    M(
         "accuracy-last-batch-dropped",
         A + "experiments/classify.py",
         "for i in range(0, n, batch):",
