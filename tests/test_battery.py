@@ -104,6 +104,12 @@ NOT_WALKED = {
     # Tables of the committed denoise results: their one argument is results.load's
     # dictionary, checked (tests/test_experiments_denoise_tables.py), not user data.
     "experiments.denoise_tables": "tables of a committed result",
+    # One seed of a committed sweep each (benchmarks/ runs them; tests/test_results.py
+    # recomputes a slice), and the median/range summary of such records: their
+    # arguments are a seed and the sweep's own records, not user data (no spec yet).
+    "experiments.routing_runs": "one seed of chapter 08's committed sweep",
+    "experiments.self_expression_runs": "one seed of chapter 05's committed sweep",
+    "experiments.seeds": "summaries of a sweep's records",
     # glue records any value for the book's prose; errors holds exception types.
     "notebook": "records any value",
     "errors": "exception types",
