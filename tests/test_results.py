@@ -93,12 +93,8 @@ def _index(rows: list, **match) -> int:
     return found[0]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# the sweeps ran on one thread, and the recomputation does too
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 # ----------------------------------------------------------------- one slice per file
@@ -375,12 +371,7 @@ SLICES = {
 
 @functools.cache
 def recomputed(name: str) -> tuple[Check, ...]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        return tuple(SLICES[name](results.load(name)))
-    finally:
-        torch.set_num_threads(threads)
+    return tuple(SLICES[name](results.load(name)))
 
 
 # ----------------------------------------------------------------- the tests
