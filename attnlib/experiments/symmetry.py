@@ -398,6 +398,7 @@ def relative_error(model: Callable, x, y) -> float:
     y = as_tensor(y, "y", min_ndim=2, device=x.device)
     with torch.no_grad():
         pred = _as_output(model(x))
+        y = y.to(pred.device)  # a module computes where its parameters are
         if pred.shape != y.shape:
             raise ValueError(
                 f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}"
@@ -497,6 +498,7 @@ def sample_efficiency(
     lr: float = 1e-2,
     teacher_seed: int = 0,
     progress: bool = True,
+    device: torch.device | str | None = None,
 ) -> list[dict]:
     """Learning curves of several learners on a task that is equivariant with knowledge.
 
@@ -528,6 +530,10 @@ def sample_efficiency(
         Seeds the teacher.
     progress : bool
         Show a progress bar over the fits.
+    device : str or torch.device, optional
+        Where the teacher, the data, the learners and the scores live (default: the
+        CPU). Draws are made on the CPU and moved, so a seed gives the same data on
+        every device.
 
     Returns
     -------
@@ -550,6 +556,8 @@ def sample_efficiency(
             f"learners must be names from {tuple(LEARNERS)}, got {list(learners)}"
         )
     labeller = make_teacher(embed_dim, n_knowledge, kernel=teacher, seed=teacher_seed)
+    where = torch.device("cpu") if device is None else torch.device(device)
+    labeller = labeller.to(where)
     tests = {
         f"test_n{n}": knowledge_task(labeller, n_test, n, seed=10_000 + n)
         for n in (check_int(n, "test_lengths") for n in test_lengths)
@@ -566,7 +574,7 @@ def sample_efficiency(
             data = knowledge_task(labeller, size, length, noise=noise, seed=seed)
             make, weight_decay = LEARNERS[name]
             torch.manual_seed(seed)
-            model = make(length, embed_dim, n_knowledge)
+            model = make(length, embed_dim, n_knowledge).to(where)
             start = time.perf_counter()
             scores = fit_and_score(
                 model,

@@ -323,8 +323,9 @@ def accuracy_by_distance(model: nn.Module, task: RoutingTask) -> np.ndarray:
     pred = model(task.x).argmax(-1).cpu()
     model.train(was_training)
     length = task.x.shape[1]
-    distance = (torch.arange(length)[None, :] - task.marker[:, None]).abs()
-    correct = (pred == task.target[:, None]).double()
+    # Counted on the CPU, where the result goes (NumPy).
+    distance = (torch.arange(length)[None, :] - task.marker.cpu()[:, None]).abs()
+    correct = (pred == task.target.cpu()[:, None]).double()
     hits = torch.zeros(length, dtype=torch.float64).index_add_(
         0, distance.flatten(), correct.flatten()
     )
