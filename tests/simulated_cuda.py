@@ -142,8 +142,8 @@ class _Function(TorchFunctionMode):
             return _tag(this.to(_CPU, copy=True), False)
         if name == "to" and isinstance(this, torch.Tensor):
             target = _to_target(args[1:], kwargs)
-            if target is None:
-                return func(*args, **kwargs)
+            if target is None or target.type not in ("cpu", "cuda"):
+                return func(*args, **kwargs)  # e.g. the meta device: not simulated
             rest = [a for a in args[1:] if not isinstance(a, (str, torch.device, int))]
             rest = [a for a in rest if not isinstance(a, torch.Tensor)]
             kwargs.pop("device", None)
