@@ -24,9 +24,9 @@ import numbers
 import numpy as np
 import torch
 
-from . import entmax_kernels
 from .attention import register_normalizer
 from .engines import entmax as entmax_engine
+from .engines import entmax_kernels
 from .utils import as_tensor, check_on_device
 
 __all__ = [
@@ -159,11 +159,14 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 # entmax package does): at an offset of 1e9 in float32, ``max(x) - q`` itself would
 # round to ``max(x)``.
 #
-# On a CPU the search runs as compiled loops over the rows (attnlib.entmax_kernels,
-# compiled from C once per machine, or by numba where no C compiler is present): a row
-# is read from memory once, and every Newton pass over it then runs in cache,
-# vectorised. Everywhere else (CUDA, α > 2, where g is not convex) the threshold is
-# bisected with tensor operations.
+# On a CPU the search runs as compiled loops over the rows
+# (attnlib.engines.entmax_kernels, compiled from C once per machine, or by numba where
+# no C compiler is present): a row is read from memory once, and every Newton pass over it
+# then runs in cache, vectorised. For α > 2 (where g is not convex) the threshold is
+# bisected with tensor operations. Off the CPU (CUDA) the maps come from
+# attnlib.engines.entmax: sparsemax and 1.5-entmax sort each row once and take the
+# threshold in closed form on every prefix; any other α is bisected a fixed number of
+# times; no step reads a value back to the host.
 
 
 def _family(alpha) -> int:

@@ -52,7 +52,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, parse_args, write_result  # noqa: E402
 
-from attnlib import entmax_kernels  # noqa: E402
+from attnlib.engines import entmax_kernels  # noqa: E402
 from attnlib.normalizers import entmax, sparsemax  # noqa: E402
 
 SHAPES = [(4096, 1024), (256, 16384), (65536, 64)]
@@ -87,7 +87,7 @@ for name, fn in [("sparsemax", sparsemax), ("entmax15", lambda x: entmax(x, 1.5)
     a = clock()
     fn(x)
     out[name] = [e - s for s, e in zip(a, clock())]
-from attnlib import entmax_kernels
+from attnlib.engines import entmax_kernels
 out["loops"] = entmax_kernels.backend()
 print(json.dumps(out))
 """

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
+import re
 import sys
 import tempfile
 
@@ -43,7 +44,9 @@ def execute(path, timeout: int = 600):
         os.environ["IPYTHONDIR"] = ipython_dir
         try:
             NotebookClient(
-                nb, timeout=timeout, kernel_name="python3",
+                nb,
+                timeout=timeout,
+                kernel_name="python3",
                 resources={"metadata": {"path": str(path.parent)}},
             ).execute()
         finally:
@@ -65,5 +68,6 @@ if __name__ == "__main__":
             print(f"PASS {name}")
         except Exception as err:  # report every chapter, then fail
             status = 1
-            print(f"FAIL {name}: {str(err)[-1500:]}")
+            text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # no terminal colours
+            print(f"FAIL {name}:\n{text[:700]}\n...\n{text[-400:]}")
     sys.exit(status)

@@ -148,7 +148,9 @@ class _Function(TorchFunctionMode):
             rest = [a for a in rest if not isinstance(a, torch.Tensor)]
             kwargs.pop("device", None)
             other = kwargs.pop("other", None)
-            if other is not None or (len(args) > 1 and isinstance(args[1], torch.Tensor)):
+            if other is not None or (
+                len(args) > 1 and isinstance(args[1], torch.Tensor)
+            ):
                 other = other if other is not None else args[1]
                 kwargs.setdefault("dtype", other.dtype)
             moving = is_simulated_cuda(this) != (target.type == "cuda")

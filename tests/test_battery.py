@@ -2713,8 +2713,10 @@ NOT_WALKED = {
     # The raw C/numba loops behind sparsemax and entmax: reached through those maps,
     # whose specs attack them; they check shape, dtype and layout before touching
     # memory.
-    "entmax_kernels": "the loops behind normalizers",
-    "entmax_numba": "the loops behind normalizers",
+    "engines.entmax_kernels": "the loops behind normalizers",
+    "engines.entmax_numba": "the loops behind normalizers",
+    # The GPU engine: reached through sparsemax and entmax, which validate first.
+    "engines.entmax": "the sort-based engine behind normalizers",
     # Tables of the committed denoise results: their one argument is results.load's
     # dictionary, checked (tests/test_experiments_denoise_tables.py), not user data.
     "experiments.denoise_tables": "tables of a committed result",

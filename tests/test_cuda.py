@@ -26,8 +26,13 @@ def test_cuda_agrees_with_the_cpu_in_float64():
     mask[..., 0] = True
     for normalizer in ("softmax", "sparsemax", "entmax"):
         here = attention(q, k, v, mask=mask, normalizer=normalizer)
-        there = attention(q.to(CUDA), k.to(CUDA), v.to(CUDA), mask=mask.to(CUDA),
-                          normalizer=normalizer)
+        there = attention(
+            q.to(CUDA),
+            k.to(CUDA),
+            v.to(CUDA),
+            mask=mask.to(CUDA),
+            normalizer=normalizer,
+        )
         torch.testing.assert_close(there.output.cpu(), here.output, atol=1e-12, rtol=0)
 
 
@@ -39,10 +44,12 @@ def test_engine_exact_to_the_entmax_package_on_cuda(dtype, scale, shape):
     x = (scale * torch.randn(shape, device=CUDA)).to(dtype)
     atol = 1e-6 if dtype == torch.float32 else 8e-3
     ref_x = x.float()
-    torch.testing.assert_close(sparsemax(x).float(), entmax_pkg.sparsemax(ref_x, -1),
-                               atol=atol, rtol=0)
-    torch.testing.assert_close(entmax(x, 1.5).float(), entmax_pkg.entmax15(ref_x, -1),
-                               atol=atol, rtol=0)
+    torch.testing.assert_close(
+        sparsemax(x).float(), entmax_pkg.sparsemax(ref_x, -1), atol=atol, rtol=0
+    )
+    torch.testing.assert_close(
+        entmax(x, 1.5).float(), entmax_pkg.entmax15(ref_x, -1), atol=atol, rtol=0
+    )
 
 
 def test_no_host_device_synchronisation_on_valid_input():
@@ -61,6 +68,12 @@ def test_train_on_cuda_keeps_the_model_there():
     model = nn.Linear(3, 1).to(CUDA)
     x = torch.randn(32, 3)
     y = x.sum(-1, keepdim=True)
-    history = train(model, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(), [(x, y)],
-                    n_steps=30, lr=0.1, progress=False)
+    history = train(
+        model,
+        lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
+        [(x, y)],
+        n_steps=30,
+        lr=0.1,
+        progress=False,
+    )
     assert next(model.parameters()).is_cuda and history[-1] < history[0]

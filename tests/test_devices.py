@@ -133,8 +133,8 @@ def test_translation_pairs_take_indices_from_the_model_device(cuda):
             wanted = torch.gather(d.tgt, 1, d.perm[..., None].expand_as(d.tgt))
             return ((attention(m(d.src), d.tgt, d.tgt).output - wanted) ** 2).mean()
 
-        g = torch.Generator().manual_seed(0)
-        batches = lambda step: torch.randint(0, 100, (8,), generator=g)  # noqa: E731
+        draws = torch.Generator().manual_seed(0)
+        batches = [torch.randint(0, 100, (8,), generator=draws) for _ in range(3)]
         history = train(model, loss, batches, n_steps=3, progress=False)
         assert len(history) == 3 and np.isfinite(history).all()
     moved = shuffled_translation(10, seed=3, device=cuda)
@@ -147,7 +147,10 @@ def test_symmetry_sample_efficiency_on_a_device(cuda):
 
     kw = dict(
         learners=("MLP", "KnowledgeAttention", "MultiHeadAttention"),
-        n_steps=3, n_test=8, test_lengths=(6,), progress=False,
+        n_steps=3,
+        n_test=8,
+        test_lengths=(6,),
+        progress=False,
     )
     rows = sample_efficiency([16], [0], device=cuda, **kw)
     assert len(rows) == 3 and all(np.isfinite(r["test_n6"]) for r in rows)
@@ -178,10 +181,18 @@ def test_classify_accuracy_with_the_model_on_a_device(cuda):
 
 def test_routing_cells_with_models_on_a_device(cuda):
     """Chapter 08's routing section: models on the device, tasks built there or not."""
-    from attnlib.experiments.routing import accuracy_by_offset, pointer_loss
-    from attnlib.experiments.routing import pointer_task
-    from attnlib.mux import (AttentionRouter, ConvRouter, accuracy_by_distance,
-                             routing_loss, routing_task)
+    from attnlib.experiments.routing import (
+        accuracy_by_offset,
+        pointer_loss,
+        pointer_task,
+    )
+    from attnlib.mux import (
+        AttentionRouter,
+        ConvRouter,
+        accuracy_by_distance,
+        routing_loss,
+        routing_task,
+    )
 
     for where in (None, cuda):
         m = AttentionRouter(5, 4, d_model=8).to(cuda)
@@ -225,11 +236,17 @@ def test_generators_build_on_the_device_and_agree_with_the_cpu(cuda):
 
 
 def test_experiment_fits_on_a_device(cuda):
-    from attnlib.experiments.alignment import (AlignmentModel, alignment_accuracy,
-                                               fit_alignment, monotone_alignment)
-    from attnlib.experiments.self_expression import (fit_learned_ista,
-                                                     fit_self_expressive_net,
-                                                     normalized_self_expression)
+    from attnlib.experiments.alignment import (
+        AlignmentModel,
+        alignment_accuracy,
+        fit_alignment,
+        monotone_alignment,
+    )
+    from attnlib.experiments.self_expression import (
+        fit_learned_ista,
+        fit_self_expressive_net,
+        normalized_self_expression,
+    )
 
     X = np.random.default_rng(0).normal(size=(12, 5))
     net, losses = fit_self_expressive_net(X, n_steps=2, device=cuda)
@@ -245,10 +262,23 @@ def test_experiment_fits_on_a_device(cuda):
         assert 0 <= alignment_accuracy(model, task) <= 1
 
 
-# -- attention() validates on the device: no host-device synchronisation on valid input --
+# -- attention() validates on the device: no synchronisation on valid input --
 
-_SYNCS = {"__bool__", "item", "tolist", "__float__", "__int__", "__index__", "nonzero",
-          "numpy", "__array__", "masked_select", "unique", "__repr__", "__format__"}
+_SYNCS = {
+    "__bool__",
+    "item",
+    "tolist",
+    "__float__",
+    "__int__",
+    "__index__",
+    "nonzero",
+    "numpy",
+    "__array__",
+    "masked_select",
+    "unique",
+    "__repr__",
+    "__format__",
+}
 
 
 class _CountSyncs(torch.overrides.TorchFunctionMode):
@@ -298,7 +328,7 @@ def test_attention_on_a_device_still_rejects_bad_input(cuda):
         attention(huge, huge, huge)
 
 
-# -- sparsemax and entmax off the CPU: the sort-based engine, exact to the entmax package --
+# -- sparsemax and entmax off the CPU: the sort-based engine, exact to the package --
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])

@@ -532,7 +532,8 @@ class LearnedISTACodes(nn.Module):
                 "underflows; rescale them"
             )
         keep = (
-            1.0 - torch.eye(len(queries), len(keys), dtype=keys.dtype, device=keys.device)
+            1.0
+            - torch.eye(len(queries), len(keys), dtype=keys.dtype, device=keys.device)
             if exclude_self
             else 1.0
         )
