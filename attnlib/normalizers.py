@@ -161,8 +161,8 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 #
 # On a CPU the search runs as compiled loops over the rows
 # (attnlib.engines.entmax_kernels, compiled from C once per machine, or by numba where
-# no C compiler is present): a row is read from memory once, and every Newton pass over it
-# then runs in cache, vectorised. For α > 2 (where g is not convex) the threshold is
+# no C compiler is present): a row is read from memory once, and every Newton pass over
+# it then runs in cache, vectorised. For α > 2 (where g is not convex) the threshold is
 # bisected with tensor operations. Off the CPU (CUDA) the maps come from
 # attnlib.engines.entmax: sparsemax and 1.5-entmax sort each row once and take the
 # threshold in closed form on every prefix; any other α is bisected a fixed number of
