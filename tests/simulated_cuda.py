@@ -39,6 +39,10 @@ _MIXED = (
     "cuda:0 and cpu! (simulated CUDA, in {op})"
 )
 # Operations that CUDA allows across devices: copies, and CPU indices into CUDA tensors.
+# Inside a call with a CUDA argument, tensors that PyTorch's C++ creates from no tensor
+# (one_hot's zeros, autograd's materialised gradients) are created with the CUDA
+# argument's options there: they count as CUDA's here too.
+_INSIDE_CUDA_CALL = [False]
 _COPIES = {"copy_", "_to_copy", "copy", "_copy_from", "_copy_from_and_resize"}
 _INDEXING = {"index", "index_put", "index_put_", "_index_put_impl_", "_unsafe_index"}
 
@@ -89,6 +93,9 @@ class _Dispatch(TorchDispatchMode):
                     if not on and t.dim() > 0 and not any(t is s for s in skip):
                         raise RuntimeError(_MIXED.format(op=name))
         out = func(*args, **kwargs)
+        if not tensors and _INSIDE_CUDA_CALL[0]:
+            _tag_all(out, True)
+            return out
         if name in _COPIES:
             if name == "copy_":  # the destination keeps its device
                 _tag(out, is_simulated_cuda(args[0]))
@@ -166,7 +173,18 @@ class _Function(TorchFunctionMode):
             out = func(*args, **kwargs)
             _tag_all(out, True)
             return out
-        return func(*args, **kwargs)
+        flat, _ = tree_flatten((args, kwargs))
+        cuda_call = any(is_simulated_cuda(t) for t in flat)
+        if device is not None:  # an explicit CPU (or meta) device: a real copy there
+            out = func(*args, **kwargs)
+            if is_simulated_cuda(out):
+                out = _tag(out.clone(), False)
+            return out
+        saved, _INSIDE_CUDA_CALL[0] = _INSIDE_CUDA_CALL[0], cuda_call
+        try:
+            return func(*args, **kwargs)
+        finally:
+            _INSIDE_CUDA_CALL[0] = saved
 
 
 class SimulatedCuda:

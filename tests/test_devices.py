@@ -375,3 +375,43 @@ def test_engine_masks_and_gradients(cuda):
     assert torch.autograd.gradcheck(
         lambda t, al: entmax(t, al), (xg, a), check_undefined_grad=False
     )
+
+
+# -- every public callable of the battery, its valid call with tensors on the device --
+
+#: Specs that build a module on the CPU inside the call and feed it the device's input:
+#: the caller's mix, refused as nn.Linear refuses it (KnowledgeAttention reads its
+#: input where it is, like PyTorch's own layers).
+CALLER_MIX = {
+    "symmetry.KnowledgeAttention",
+    "experiments.symmetry.relative_error",  # its model is a CPU KnowledgeAttention
+    "experiments.symmetry.RidgeBaseline",  # fitted on the device, applied on the CPU
+}
+
+
+def _battery_specs():
+    import test_battery
+
+    return test_battery.SPECS
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_every_public_callable_runs_on_a_device():
+    """The battery's valid baseline of every public callable (tests/test_battery.py),
+    with its tensor arguments moved to the simulated device: no device mixing inside
+    (issue 29 found conv_matrix, hardmax, RidgeBaseline.fit and LearnedISTACodes
+    building CPU tensors beside their inputs)."""
+    mixed = []
+    for name, spec in _battery_specs().items():
+        args = spec.args()
+        with SimulatedCuda():
+            moved = {
+                k: v.to("cuda") if isinstance(v, torch.Tensor) else v
+                for k, v in args.items()
+            }
+            try:
+                spec.call(**moved)
+            except RuntimeError as err:
+                if "same device" in str(err):
+                    mixed.append(name)
+    assert sorted(mixed) == sorted(CALLER_MIX)

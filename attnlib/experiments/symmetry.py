@@ -224,7 +224,8 @@ class RidgeBaseline(nn.Module):
         x, y = x.flatten(-2).double(), y.flatten(-2).double()
         xm, ym = x.mean(0), y.mean(0)
         xc, yc = x - xm, y - ym
-        gram = xc.T @ xc + self.ridge * len(x) * torch.eye(x.shape[1], dtype=x.dtype)
+        eye = torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
+        gram = xc.T @ xc + self.ridge * len(x) * eye
         coef = torch.linalg.solve(gram, xc.T @ yc)  # (in, out)
         self.linear.weight.data = coef.T.to(self.linear.weight)
         self.linear.bias.data = (ym - xm @ coef).to(self.linear.bias)
