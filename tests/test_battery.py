@@ -881,6 +881,12 @@ def _specs_utils():
             {"value": "real"},
         ),
         "utils.check_int": value("check_int", 3),
+        # Its argument is the library's own 0-dim bool (already checked), not user data.
+        "utils.check_on_device": Spec(
+            U.check_on_device,
+            lambda: dict(bad=torch.tensor(False), message="x is bad"),
+            {},
+        ),
     }
 
 

@@ -415,3 +415,16 @@ def test_every_public_callable_runs_on_a_device():
                 if "same device" in str(err):
                     mixed.append(name)
     assert sorted(mixed) == sorted(CALLER_MIX)
+
+
+def test_check_on_device_raises_at_once_on_the_cpu_and_asserts_elsewhere():
+    from attnlib.utils import check_on_device
+
+    check_on_device(torch.tensor(False), "never")
+    with pytest.raises(ValueError, match="x is bad"):
+        check_on_device(torch.tensor(True), "x is bad")
+    with SimulatedCuda():
+        check_on_device(torch.tensor(False, device="cuda"), "never")
+        # torch._assert_async: at once on this CPU, at the next synchronisation on CUDA
+        with pytest.raises(RuntimeError, match="x is bad"):
+            check_on_device(torch.tensor(True, device="cuda"), "x is bad")
