@@ -133,9 +133,19 @@ class CaptionedImages(NamedTuple):
     def take(self, index) -> CaptionedImages:
         """The pairs selected by ``index`` (a slice, or integer indices).
 
-        E.g. a test split.
+        E.g. a test split. Integer indices may live on any device (a training loop
+        moves a batch of indices to the model's): each field is indexed where it lives,
+        the NumPy images and boxes on the host.
         """
-        return CaptionedImages(*(field[index] for field in self[:-1]), self.vocabulary)
+
+        def pick(field):
+            if not isinstance(index, torch.Tensor):
+                return field[index]
+            if isinstance(field, torch.Tensor):
+                return field[index.to(field.device)]
+            return field[index.cpu().numpy()]
+
+        return CaptionedImages(*(pick(field) for field in self[:-1]), self.vocabulary)
 
 
 def _draw(image: np.ndarray, shape: str, colour, r0: int, c0: int, side: int) -> None:

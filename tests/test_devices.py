@@ -428,3 +428,16 @@ def test_check_on_device_raises_at_once_on_the_cpu_and_asserts_elsewhere():
         # torch._assert_async: at once on this CPU, at the next synchronisation on CUDA
         with pytest.raises(RuntimeError, match="x is bad"):
             check_on_device(torch.tensor(True, device="cuda"), "x is bad")
+
+
+def test_captioned_images_take_indices_from_any_device(cuda):
+    """Chapter 01's grounding: indices moved to the model's device by train() select
+    NumPy images (on the host) and tensors (wherever they live)."""
+    from attnlib.data import captioned_images
+
+    scenes = captioned_images(6, n_objects=2, seed=0)
+    idx = torch.tensor([4, 1])
+    here = scenes.take(idx)
+    there = scenes.take(idx.to(cuda))
+    np.testing.assert_array_equal(there.images, here.images)
+    torch.testing.assert_close(there.region_features, here.region_features)
