@@ -69,5 +69,7 @@ if __name__ == "__main__":
         except Exception as err:  # report every chapter, then fail
             status = 1
             text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))  # no terminal colours
-            print(f"FAIL {name}: {type(err).__name__}\n{text[:700]}\n...\n{text[-400:]}")
+            print(
+                f"FAIL {name}: {type(err).__name__}\n{text[:700]}\n...\n{text[-400:]}"
+            )
     sys.exit(status)
