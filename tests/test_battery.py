@@ -2554,6 +2554,27 @@ def _specs_experiments_symmetry():
             },
             group=("x", "y", "length", "embed_dim"),
         ),
+        "experiments.symmetry.ScaledInput": Spec(
+            lambda x, y: Sy.ScaledInput().fit(x, y)(x),
+            lambda: dict(zip("xy", xy())),
+            {"x": "array", "y": "array"},
+            group=("x", "y"),
+        ),
+        "experiments.symmetry.RidgeCVBaseline": Spec(
+            lambda length, embed_dim, x, y: Sy.RidgeCVBaseline(length, embed_dim).fit(
+                x, y
+            )(x),
+            lambda: dict(length=4, embed_dim=3) | dict(zip("xy", xy())),
+            {"length": "int", "embed_dim": "int", "x": "array", "y": "array"},
+            group=("x", "y", "length", "embed_dim"),
+        ),
+        "experiments.symmetry.WithSkip": Spec(
+            lambda x: Sy.WithSkip(
+                importlib.import_module("attnlib.symmetry").KnowledgeAttention(3, 2)
+            )(x),
+            lambda: dict(x=_randn(2, 4, 3)),
+            {"x": "array"},
+        ),
         "experiments.symmetry.make_teacher": Spec(
             lambda embed_dim, n_knowledge, kernel, sharpness, seed: Sy.make_teacher(
                 embed_dim, n_knowledge, kernel=kernel, sharpness=sharpness, seed=seed
@@ -2815,7 +2836,7 @@ NOT_ATTACKED = {
     # Timing sweeps and grids of training runs: their arguments meet check_int and
     # check_positive as the specced callables' do; one call costs seconds to minutes.
     "experiments.readout_cost": {"read_out_times"},
-    "experiments.symmetry": {"sample_efficiency"},
+    "experiments.symmetry": {"sample_efficiency", "fit_tuned"},
 }
 
 

@@ -216,6 +216,24 @@ def test_ridge_coefficients_match_the_papers_formula_and_sklearn():
     np.testing.assert_allclose(B, sk.coef_.T, atol=1e-8)
 
 
+@pytest.mark.parametrize("n_basis", [32, 128])
+def test_ridge_coefficients_are_accurate_in_float32(n_basis):
+    # At the chapter's settings cond(FᵀF + λI) is ~1e7: a float32 solve of the normal
+    # equations was off by 28-190 % of B's largest entry.
+    from scipy.linalg import solve
+
+    rng = np.random.default_rng(1)
+    H = np.maximum(rng.normal(size=(256, 8)), 0).astype(np.float32)
+    pos = np.linspace(0, 1, 256, dtype=np.float32)
+    basis = GaussianRBF.linspace(n_basis, sigmas=(0.1, 0.5))
+    B = ridge_value_coefficients(torch.from_numpy(H), torch.from_numpy(pos), basis)
+    assert B.dtype == torch.float32
+    F = basis(torch.from_numpy(pos.astype(float))).numpy()
+    ref = solve(F.T @ F + 1e-3 * np.eye(n_basis), F.T @ H.astype(float), assume_a="pos")
+    err = np.abs(B.numpy() - ref).max() / np.abs(ref).max()
+    assert err < 1e-5, err
+
+
 # ----------------------------------------------------------- forward against quadrature
 
 

@@ -46,8 +46,10 @@ def numpy_kernel(name, xq, xt, h):
     if name == "laplace":
         return laplacian_kernel(xq, xt, gamma=1 / h)
     u = cdist(xq, xt) / h
-    if name == "epanechnikov":
-        return np.maximum(0, 1 - u**2)
+    powers = {"epanechnikov": 1, "biweight": 2, "triweight": 3}
+    if name in powers:
+        return np.maximum(0, 1 - u**2) ** powers[name]
+    assert name == "boxcar", name
     return (u <= 1).astype(float)
 
 
@@ -155,7 +157,7 @@ def test_tiny_bandwidth_is_the_nearest_neighbour_not_nan(dtype, kernel, path):
 
 def test_compact_kernel_without_neighbours_raises():
     xq, xt, y = make_data()
-    for kernel in ("epanechnikov", "boxcar"):
+    for kernel in ("epanechnikov", "biweight", "triweight", "boxcar"):
         with pytest.raises(ValueError, match="x_query row 0 has no training point"):
             nadaraya_watson(xq + 10, xt, y, kernel=kernel, bandwidth=0.5)
         with pytest.raises(ValueError, match="x_query row 0 .*support"):

@@ -124,6 +124,13 @@ MUTANTS: list[Mutant] = [
         T_KR,
     ),
     M(
+        "biweight-is-epanechnikov",
+        A + "kernel_regression/core.py",
+        "return _epanechnikov(q, k) ** 2",
+        "return _epanechnikov(q, k) ** 1",
+        T_KR,
+    ),
+    M(
         "metric-nw-initial-metric-not-scaled",
         A + "kernel_regression/estimators.py",
         "torch.from_numpy(directions[:p] / self.init_bandwidth_)",
@@ -445,8 +452,8 @@ MUTANTS: list[Mutant] = [
     M(
         "ridge-penalty-dropped",
         A + "continuous/basis.py",
-        "gram = F.T @ F + lam * torch.eye(",
-        "gram = F.T @ F + torch.eye(",
+        "torch.linalg.cholesky(F.T @ F + lam * eye)",
+        "torch.linalg.cholesky(F.T @ F + eye)",
         T_CONT,
     ),
     M(
@@ -708,6 +715,20 @@ MUTANTS: list[Mutant] = [
         A + "experiments/symmetry.py",
         "np.exp(np.interp(np.log(target), np.log(errors[::-1]), np.log(sizes[::-1])))",
         "np.interp(target, errors[::-1], sizes[::-1])",
+        T_SYM_X,
+    ),
+    M(
+        "scaled-input-mean-not-sum",
+        A + "experiments/symmetry.py",
+        "self.scale.data = ((x * y).sum() / power).to(dtype)",
+        "self.scale.data = ((x * y).mean() / power).to(dtype)",
+        T_SYM_X,
+    ),
+    M(
+        "tuning-validates-on-the-training-part",
+        A + "experiments/symmetry.py",
+        "fit, held = (x[:-n_val], y[:-n_val]), (x[-n_val:], y[-n_val:])",
+        "fit, held = (x[:-n_val], y[:-n_val]), (x[:-n_val], y[:-n_val])",
         T_SYM_X,
     ),
     M(

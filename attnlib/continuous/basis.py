@@ -175,7 +175,22 @@ def ridge_value_coefficients(
         )
     lam = check_positive(lam, "lam")
     work = _work_dtype(H.dtype)
-    F = basis(positions.to(work)).to(work)
-    gram = F.T @ F + lam * torch.eye(F.shape[1], dtype=work, device=H.device)
-    G = torch.linalg.solve(gram, F.T)  # (N, L): depends on the positions only
-    return (G @ H.to(work)).to(torch.promote_types(H.dtype, F.dtype))
+    G = _ridge_operator(positions, basis, lam)  # (N, L): depends on the positions only
+    return (G.to(work) @ H.to(work)).to(torch.promote_types(H.dtype, work))
+
+
+def _ridge_operator(positions, basis: GaussianRBF, lam: float) -> torch.Tensor:
+    # FᵀF + λI is ill-conditioned at the chapter's settings (cond 5e6–2e7 for L = 256,
+    # N = 32–128), so a float32 solve loses most digits of B (28–190 % of its largest
+    # entry). The operator G = (FᵀF + λI)⁻¹Fᵀ depends on the positions only: it is
+    # solved in float64 by Cholesky and applied to H in H's dtype (relative error of B
+    # ~2e-7 in float32). A device without float64 (MPS) has G solved on the CPU: a
+    # small N × L matrix that never carries a gradient.
+    device = positions.device
+    if device.type == "mps":
+        positions = positions.cpu()
+    F = basis(positions.to(torch.float64)).to(torch.float64)
+    eye = torch.eye(F.shape[1], dtype=F.dtype, device=F.device)
+    chol = torch.linalg.cholesky(F.T @ F + lam * eye)
+    G = torch.cholesky_solve(F.T.contiguous(), chol)
+    return G.to(torch.float32).to(device) if device.type == "mps" else G

@@ -295,8 +295,8 @@ def table1(rows: list[dict]):
     -------
     pandas.DataFrame
         Rows in the paper's order; for each column (``"L"`` for discrete attention, then
-        N = 32, 64, 128), ``"ours (%)"`` (mean ± standard deviation over seeds, in
-        percent) and ``"paper (%)"``.
+        N = 32, 64, 128), ``"ours (%)"`` (median over seeds and, in brackets, the range
+        min-max, in percent) and ``"paper (%)"``.
     """
     import numpy as np
     import pandas as pd
@@ -310,7 +310,9 @@ def table1(rows: list[dict]):
     for r in rows:
         name = f"{r['attention']} {'softmax' if r['alpha'] == 1 else 'sparsemax'}"
         accs = 100 * np.asarray(r["accs"], dtype=float)
-        ours[name, r["N"]] = f"{accs.mean():.1f} ± {accs.std():.1f}"
+        ours[name, r["N"]] = (
+            f"{np.median(accs):.1f} ({accs.min():.1f}–{accs.max():.1f})"
+        )
     columns = [None, 32, 64, 128]
     label = {None: "discrete (all L)", 32: "N = 32", 64: "N = 64", 128: "N = 128"}
     table = {}

@@ -166,7 +166,7 @@ def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
     _check_model_task(model, task)
     was_training = model.training
     model.eval()
-    pred = model(task.x).argmax(-1).cpu()
+    pred = model(task.x).argmax(-1).cpu()  # counted on the CPU, whatever the device
     model.train(was_training)
     length = task.x.shape[1]
     # Counted on the CPU, where the result goes (NumPy).

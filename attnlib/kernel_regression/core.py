@@ -22,8 +22,9 @@ Kernel = Union[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
 
 #: Built-in kernels, as functions of ``u = (x - x_j) / h``: ``gaussian``
 #: ``exp(-||u||²/2)``, ``laplace`` ``exp(-||u||₁)``, ``epanechnikov``
-#: ``max(0, 1 - ||u||²)``, ``boxcar`` ``1[||u|| <= 1]``.
-KERNELS = ("gaussian", "laplace", "epanechnikov", "boxcar")
+#: ``max(0, 1 - ||u||²)``, ``biweight`` ``max(0, 1 - ||u||²)²``, ``triweight``
+#: ``max(0, 1 - ||u||²)³``, ``boxcar`` ``1[||u|| <= 1]``.
+KERNELS = ("gaussian", "laplace", "epanechnikov", "biweight", "triweight", "boxcar")
 _SOFTMAX_KERNELS = {"gaussian": "neg_sq_dist", "laplace": "neg_l1"}
 
 
@@ -31,11 +32,24 @@ def _epanechnikov(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return (1 + 2 * SCORES["neg_sq_dist"](q, k)).clamp_min(0)
 
 
+def _biweight(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return _epanechnikov(q, k) ** 2
+
+
+def _triweight(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return _epanechnikov(q, k) ** 3
+
+
 def _boxcar(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return (SCORES["neg_sq_dist"](q, k) >= -0.5).to(q.dtype)
 
 
-_VALUE_KERNELS = {"epanechnikov": _epanechnikov, "boxcar": _boxcar}
+_VALUE_KERNELS = {
+    "epanechnikov": _epanechnikov,
+    "biweight": _biweight,
+    "triweight": _triweight,
+    "boxcar": _boxcar,
+}
 
 
 def _normalise_rows(kernel_values: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -189,10 +203,12 @@ def nadaraya_watson(
         Training inputs (the keys).
     y_train : tensor or array-like, shape (n_train,) or (n_train, d_v)
         Training targets (the values).
-    kernel : {"gaussian", "laplace", "epanechnikov", "boxcar"} or callable
+    kernel : {"gaussian", "laplace", "epanechnikov", "biweight", "triweight", \
+"boxcar"} or callable
         As functions of ``u = (x - x_j) / h``: ``gaussian`` ``exp(-||u||²/2)``,
         ``laplace`` ``exp(-||u||₁)``, ``epanechnikov`` ``max(0, 1 - ||u||²)``,
-        ``boxcar`` ``1[||u|| <= 1]`` (``attnlib.kernel_regression.KERNELS``). A
+        ``biweight`` and ``triweight`` its square and cube, ``boxcar``
+        ``1[||u|| <= 1]`` (``attnlib.kernel_regression.KERNELS``). A
         callable ``kernel(q, k)`` receives the inputs divided by the bandwidth,
         ``(n_query, d)`` and ``(n_train, d)``, and returns non-negative kernel values
         ``(n_query, n_train)``.

@@ -40,7 +40,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : {"gaussian", "laplace", "epanechnikov", "boxcar"} or callable
+    kernel : {"gaussian", "laplace", "epanechnikov", "biweight", "triweight", \
+"boxcar"} or callable
         See :func:`nadaraya_watson`.
     bandwidth : float or "loo"
         A fixed bandwidth, or ``"loo"`` to pick the candidate with the smallest
