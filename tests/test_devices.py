@@ -147,7 +147,7 @@ def test_symmetry_sample_efficiency_on_a_device(cuda):
 
     kw = dict(
         learners=("MLP", "KnowledgeAttention", "MultiHeadAttention"),
-        n_steps=3,
+        grid={"lr": (1e-2,), "weight_decay": (0.0,), "n_steps": (3,)},
         n_test=8,
         test_lengths=(6,),
         progress=False,
@@ -386,6 +386,8 @@ CALLER_MIX = {
     "symmetry.KnowledgeAttention",
     "experiments.symmetry.relative_error",  # its model is a CPU KnowledgeAttention
     "experiments.symmetry.RidgeBaseline",  # fitted on the device, applied on the CPU
+    "experiments.symmetry.RidgeCVBaseline",  # the same
+    "experiments.symmetry.WithSkip",  # wraps a CPU KnowledgeAttention
 }
 
 
