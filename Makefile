@@ -45,8 +45,9 @@ setup: $(VENV)/.installed $(MATHJAX)
 browser:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
+# No progress line on the built pages (attnlib.training); Jupyter and Colab keep their bars.
 book: setup
-	$(JB) build . --keep-going
+	ATTNLIB_PROGRESS=off $(JB) build . --keep-going
 	@echo "The book is at file://$(CURDIR)/_build/html/index.html (or run: make serve)"
 
 serve:

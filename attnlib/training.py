@@ -16,8 +16,9 @@ from .utils import check_int, check_positive, get_device
 __all__ = ["train", "to_device", "TrainingDivergedError", "PROGRESS_ENV"]
 
 #: Set this environment variable to ``summary`` to replace the live progress bar by
-#: tqdm's final line, printed once. The Makefile does so for built pages, where every
-#: refresh of a live bar would otherwise become a line of output.
+#: tqdm's final line, printed once (the Makefile's default: a test run's log shows it),
+#: or to ``off`` to show nothing: ``make book`` builds the pages so, where a bar
+#: would be a grey box of plumbing. Unset (Jupyter, Colab), the live bar shows.
 PROGRESS_ENV = "ATTNLIB_PROGRESS"
 
 
@@ -104,7 +105,8 @@ def train(
         Defaults to :func:`attnlib.utils.get_device`.
     progress : bool
         Show a tqdm progress bar with the running loss (or, when the environment
-        variable ``ATTNLIB_PROGRESS`` is ``summary``, only its final line).
+        variable ``ATTNLIB_PROGRESS`` is ``summary``, only its final line; when it is
+        ``off``, nothing).
     desc : str
         The progress bar's label.
 
@@ -143,7 +145,9 @@ def train(
         stream = cycle(batches)
         next_batch = lambda step: next(stream)  # noqa: E731
     history: list[float] = []
-    summary_only = os.environ.get(PROGRESS_ENV) == "summary"
+    mode = os.environ.get(PROGRESS_ENV)
+    progress = progress and mode != "off"
+    summary_only = mode == "summary"
     bar = tqdm(
         range(n_steps), desc=desc, disable=not progress or summary_only, mininterval=0.5
     )

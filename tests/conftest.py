@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,8 @@ def built_book():
         capture_output=True,
         text=True,
         cwd=ROOT,
+        # as `make book`: no progress line on the pages (attnlib.training)
+        env={**os.environ, "ATTNLIB_PROGRESS": "off"},
     )
     lines = (build.stdout + build.stderr).splitlines()
     warnings = [

@@ -1008,7 +1008,7 @@ def _specs_plotting():
                 images=[_rand(4, 5), _rand(4, 5, seed=1)], ncols=None, size=2.0
             ),
             {"ncols": "int", "size": "positive"},
-            optional=("ncols",),
+            optional=("ncols", "size"),
             extra=[
                 ("no images", lambda a: a | dict(images=[]), INVALID, "images"),
                 (
@@ -1025,7 +1025,46 @@ def _specs_plotting():
                 ),
             ],
         ),
+        "plotting.heatmap_grid": Spec(
+            lambda matrices, ncols, width: (
+                P.heatmap_grid(matrices, ncols=ncols, width=width) and None
+            ),
+            lambda: dict(matrices=[_probs(), _probs()], ncols=None, width=4.0),
+            {"ncols": "int", "width": "positive"},
+            optional=("ncols",),
+            extra=[
+                ("no matrices", lambda a: a | dict(matrices=[]), INVALID, "matrices"),
+            ],
+        ),
+        "plotting.frame_slider": Spec(
+            lambda draw, values, label, dpi: (
+                P.frame_slider(draw, values, label=label, dpi=dpi) and None
+            ),
+            lambda: dict(
+                draw=lambda v: plt.figure(figsize=(1, 1)),
+                values=[1, 2],
+                label="T",
+                dpi=20,
+            ),
+            {"draw": "callable", "dpi": "int"},
+            extra=[
+                ("one value", lambda a: a | dict(values=[1]), INVALID, "values"),
+                ("empty label", lambda a: a | dict(label=" "), INVALID, "label"),
+            ],
+        ),
+        "plotting.table": Spec(
+            lambda df, precision: P.table(df, precision=precision) and None,
+            lambda: dict(df=_frame(), precision=3),
+            {"precision": "int0"},
+            extra=[("a list", lambda a: a | dict(df=[[1.0]]), INVALID, "df")],
+        ),
     }
+
+
+def _frame():
+    import pandas as pd
+
+    return pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]})
 
 
 ALPHA12 = [
@@ -2730,7 +2769,7 @@ def test_every_module_is_walked():
         if not p.name.startswith("_") and "results" not in p.parts
     }
     # Packages walked through their __all__, not module by module.
-    packages = ("lasso", "denoise", "kernel_regression", "mux", "subspace")
+    packages = ("lasso", "denoise", "kernel_regression", "mux", "subspace", "plotting")
     for package in packages:
         modules = {m for m in modules if not m.startswith(package + ".")}
     modules |= {*packages, "results"}
@@ -2760,6 +2799,8 @@ def test_every_public_callable_has_a_spec():
 #: are exempt).
 NOT_ATTACKED = {
     "training": {"TrainingDivergedError"},
+    # The slider's container: made by frame_slider (specced), not by readers.
+    "plotting": {"FrameSlider"},
     # host_array: a converter in front of scikit-learn's validation, which checks its
     # output; glue: records any value whatever for the book's prose.
     "utils": {"host_array", "glue"},

@@ -39,3 +39,169 @@ def test_image_grid_shows_every_image():
     shown = [ax for ax in fig.axes if ax.images]
     assert len(shown) == 3 and [ax.get_title() for ax in shown] == ["a", "b", "c"]
     plt.close(fig)
+
+
+# ------------------------------------------------------------- the book's figure width
+def test_book_style_draws_at_the_columns_width():
+    from attnlib.plotting import COLUMN_INCHES, DPI
+
+    use_book_style()
+    fig = plt.figure()
+    # ~680 px: a figure of the default size displays at its natural size in the column
+    assert fig.get_size_inches()[0] * fig.dpi == COLUMN_INCHES * DPI == 680
+    plt.close(fig)
+
+
+# ----------------------------------------------------------- shared scales and zeros
+def test_heatmap_refuses_vmin_above_vmax_and_keeps_given_limits():
+    with pytest.raises(ValueError, match="vmin must be at most vmax"):
+        attention_heatmap(np.eye(3), vmin=1.0, vmax=0.5)
+    fig, ax = plt.subplots()
+    im = attention_heatmap(np.eye(3) * 0.2, ax=ax, vmin=0, vmax=1).images[0]
+    assert im.get_clim() == (0.0, 1.0)
+    plt.close(fig)
+
+
+def test_heatmap_draws_exact_zeros_in_their_own_colour():
+    fig, ax = plt.subplots()
+    W = np.array([[0.0, 1e-3], [0.5, 0.5]])
+    im = attention_heatmap(W, ax=ax, zero_color="white", colorbar=False).images[0]
+    rgba = im.to_rgba(im.get_array())
+    assert tuple(rgba[0, 0]) == (1.0, 1.0, 1.0, 1.0)  # the zero: white
+    assert tuple(rgba[0, 1]) != (1.0, 1.0, 1.0, 1.0)  # a tiny weight: the colour map
+    plt.close(fig)
+
+
+def test_heatmap_grid_puts_every_panel_on_one_scale_with_one_colour_bar():
+    from attnlib.plotting import heatmap_grid
+
+    peaked = np.array([[0.9, 0.1], [0.2, 0.8]])
+    flat = np.full((2, 2), 0.5)
+    fig = heatmap_grid([peaked, flat], ["T = 1", "T = 8"])
+    panels = [ax for ax in fig.axes if ax.images]
+    assert [ax.images[0].get_clim() for ax in panels] == [(0.0, 0.9)] * 2
+    assert len(fig.axes) == 3  # two panels and one colour bar
+    assert fig.get_size_inches()[0] == pytest.approx(6.8)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="vmin must be at most vmax"):
+        heatmap_grid([peaked], vmin=2, vmax=1)
+
+
+def test_image_grid_shares_its_scale_and_can_add_a_colour_bar():
+    fig = image_grid([np.zeros((4, 4)), np.eye(4)], colorbar="intensity")
+    assert [ax.images[0].get_clim() for ax in fig.axes if ax.images][:2] == [
+        (0.0, 1.0)
+    ] * 2
+    assert any(ax.get_ylabel() == "intensity" for ax in fig.axes)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="vmin must be at most vmax"):
+        image_grid([np.eye(2)], vmin=1.0, vmax=0.0)
+
+
+# -------------------------------------------------------------------------- the slider
+def _draw(t):
+    fig, ax = plt.subplots(figsize=(6.8, 2.5))
+    ax.plot([0, 1], [0, t])
+    ax.set_title(f"T = {t}")
+    return fig
+
+
+def test_frame_slider_renders_equal_frames_and_shows_the_default_one():
+    import re
+
+    from attnlib.plotting import frame_slider
+
+    plt.close("all")
+    s = frame_slider(_draw, [0.5, 1, 2, 8], label="temperature T", default=2, alt="a")
+    assert plt.get_fignums() == []  # every frame's figure was closed
+    assert len(s.frames) == 4 and len(set(s.frames)) == 4
+    import io
+
+    from PIL import Image
+
+    sizes = {Image.open(io.BytesIO(f)).size for f in s.frames}
+    assert sizes == {s.size} and 640 <= s.size[0] <= 700  # the column's width
+    page = s._repr_html_()
+    imgs = re.findall(r"<img [^>]*>", page)
+    assert len(imgs) == 4
+    visible = [i for i, tag in enumerate(imgs) if " hidden" not in tag]
+    assert visible == [2]  # without script and in print: the default frame
+    assert 'data-value="2"' in imgs[2] and 'alt="a (temperature T = 2)"' in imgs[2]
+    assert 'type="range"' in page and 'value="2"' in page and "oninput=" in page
+    assert "@media print" in page and "<script" not in page
+    other = frame_slider(_draw, [1, 2], label="T")._repr_html_()
+    ids = set(re.findall(r'id="([^"]+)"', page)) & set(
+        re.findall(r'id="([^"]+)"', other)
+    )
+    assert ids == set()  # two sliders on one page do not share an id
+    assert s._repr_png_() == s.frames[2]
+
+
+def test_frame_slider_refuses_what_it_cannot_show():
+    from attnlib.plotting import frame_slider
+
+    with pytest.raises(ValueError, match="draw must return a matplotlib Figure"):
+        frame_slider(lambda v: None, [1, 2], label="T")
+    assert plt.get_fignums() == []
+    with pytest.raises(ValueError, match="values must hold 2 to 40"):
+        frame_slider(_draw, [1], label="T")
+    with pytest.raises(ValueError, match="default must be one of values"):
+        frame_slider(_draw, [1, 2], label="T", default=3)
+    with pytest.raises(ValueError, match="label"):
+        frame_slider(_draw, [1, 2], label="")
+    with pytest.raises(ValueError, match="draw must be callable"):
+        frame_slider(None, [1, 2], label="T")
+    plt.close("all")
+
+
+def test_moving_the_slider_changes_the_frame_in_a_browser(tmp_path):
+    """The HTML works as a page shows it: no kernel, its inline handler only."""
+    from pathlib import Path
+
+    from attnlib.plotting import frame_slider
+
+    chromium = Path("/usr/bin/chromium")
+    assert chromium.exists(), "Debian's chromium is missing (make browser)"
+    from playwright.sync_api import sync_playwright
+
+    html = "".join(
+        frame_slider(_draw, v, label="T", default=v[0])._repr_html_()
+        for v in ([1, 2, 4], [10, 20])
+    )
+    (tmp_path / "page.html").write_text(f"<html><body>{html}</body></html>")
+    visible = """(i) => [...document.querySelectorAll('.attnlib-slider')[i]
+        .querySelectorAll('img')].map(im => im.offsetWidth > 0)"""
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+        page = b.new_page(viewport={"width": 1280, "height": 900})
+        page.goto((tmp_path / "page.html").as_uri())
+        assert page.evaluate(visible, 0) == [True, False, False]
+        page.locator("input[type=range]").first.focus()
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        assert page.evaluate(visible, 0) == [False, False, True]
+        assert page.locator("output").first.text_content() == "4"
+        assert page.evaluate(visible, 1) == [True, False]  # the other one is untouched
+        page.emulate_media(media="print")
+        assert page.locator(".attnlib-slider-control").first.is_hidden()
+        b.close()
+
+
+# -------------------------------------------------------------------------- the tables
+def test_table_shows_words_fixed_decimals_a_dash_and_no_index():
+    import pandas as pd
+
+    from attnlib.plotting import table
+
+    df = pd.DataFrame({"n_keys": [8, 16], "rel_error": [1 / 3, np.nan]})
+    page = table(df, headers={"rel_error": "relative error"}).to_html()
+    assert "relative error" in page and "n keys" in page and "n_keys" not in page
+    assert "0.333" in page and "0.3333" not in page and "—" in page
+    assert "nan" not in page.lower().replace("attnlib", "")
+    assert 'class="row_heading' not in page  # the numeric index is hidden
+    page = table(df, formats={"rel_error": "{:.1e}"}).to_html()
+    assert "3.3e-01" in page
+    with pytest.raises(ValueError, match="headers names columns not in df"):
+        table(df, headers={"nope": "x"})
+    with pytest.raises(ValueError, match="df must be a pandas DataFrame"):
+        table([[1, 2]])

@@ -97,6 +97,16 @@ def test_summary_mode_prints_one_final_line(monkeypatch, capsys):
     assert f"loss={history[-1]:.4g}" in lines[0] and out.err == ""
 
 
+def test_off_mode_prints_nothing_and_still_trains(monkeypatch, capsys):
+    """``make book`` builds the pages with ATTNLIB_PROGRESS=off: no progress line."""
+    X, y = _regression()
+    monkeypatch.setenv("ATTNLIB_PROGRESS", "off")
+    history = train(nn.Linear(3, 1), _mse, [(X, y)], n_steps=25, desc="fitting")
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == ""
+    assert len(history) == 25 and history[-1] < history[0]
+
+
 def test_to_device_moves_every_tensor_in_nested_batches():
     """On the "meta" device (present without a GPU), every tensor moves: in dicts,
     tuples, lists and named tuples alike; other values are left alone."""

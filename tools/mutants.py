@@ -663,9 +663,30 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "heatmap-signed-colours-not-centred",
-        A + "plotting.py",
-        "vmin=-lim,",
-        "vmin=0,",
+        A + "plotting/heatmaps.py",
+        "lo = -lim if vmin is None else vmin",
+        "lo = 0.0 if vmin is None else vmin",
+        T_PLOT,
+    ),
+    M(
+        "heatmap-zeros-not-drawn-apart",
+        A + "plotting/heatmaps.py",
+        "shown = np.ma.masked_equal(W, 0.0) if zero_color is not None else W",
+        "shown = W",
+        T_PLOT,
+    ),
+    M(
+        "slider-shows-every-frame",
+        A + "plotting/slider.py",
+        "f\"{'' if i == self.default else ' hidden'}>\"",
+        "f\"{''}>\"",
+        T_PLOT,
+    ),
+    M(
+        "table-keeps-the-numeric-index",
+        A + "plotting/tables.py",
+        "    if not index:",
+        "    if index:",
         T_PLOT,
     ),
     M(
