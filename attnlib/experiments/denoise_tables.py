@@ -133,9 +133,9 @@ def baseline_table(result):
     Parameters
     ----------
     result : dict
-        ``results.load("denoise")``; its ``"baseline_rows"`` hold ``seed``, ``steps``,
-        ``method``, ``parameters`` and ``psnr_db``; the rows with the fewest steps are
-        the sweep, the others repeat a seed with more steps.
+        ``results.load("denoise")``; its ``"baseline_rows"`` hold ``run``, ``seed``,
+        ``method``, ``parameters`` and ``psnr_db``; ``run`` is ``"sweep"`` for the
+        sweep and anything else for a seed repeated with more steps.
 
     Returns
     -------
@@ -145,19 +145,18 @@ def baseline_table(result):
         Trainable parameters of each method (0 for the methods that learn nothing).
     convergence : pandas.Series
         PSNR with more steps minus PSNR at the sweep's steps, per method, on the
-        repeated seed.
+        repeated seed (NaN for methods not repeated).
     """
     import pandas as pd
 
     rows = _rows(
-        result, "baseline_rows", ("seed", "steps", "method", "parameters", "psnr_db")
+        result, "baseline_rows", ("run", "seed", "method", "parameters", "psnr_db")
     )
     order = rows["method"].unique()
-    steps = rows["steps"].min()
-    sweep = rows[rows["steps"] == steps]
+    sweep = rows[rows["run"] == "sweep"]
     per_seed = sweep.pivot(index="seed", columns="method", values="psnr_db")[order]
     parameters = sweep.groupby("method", sort=False)["parameters"].first()
-    longer = rows[rows["steps"] > steps]
+    longer = rows[rows["run"] != "sweep"]
     convergence = pd.Series(dtype=float)
     if len(longer):
         seed = longer["seed"].iloc[0]
