@@ -368,9 +368,8 @@ def main():
         result = json.loads(RESULT.read_text())
         rows = quality_rows if args.part == "quality" else baseline_rows
         result[f"{args.part}_rows"] = rows(args.quick)
-        result[f"{args.part}_date"] = datetime.datetime.now(
-            datetime.timezone.utc
-        ).isoformat(timespec="seconds")
+        now = datetime.datetime.now(datetime.UTC)
+        result[f"{args.part}_date"] = now.isoformat(timespec="seconds")
         if not args.no_write:
             RESULT.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
         return

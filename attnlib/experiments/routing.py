@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..utils import _check_type, as_float_array, check_int
+from ..utils import as_float_array, check_int, check_type
 
 __all__ = [
     "PointerTask",
@@ -116,8 +116,8 @@ def pointer_task(
 
 
 def _check_model_task(model, task) -> None:
-    _check_type(model, "model", nn.Module, "an nn.Module")
-    _check_type(task, "task", PointerTask, "a PointerTask (see pointer_task)")
+    check_type(model, "model", nn.Module, "an nn.Module")
+    check_type(task, "task", PointerTask, "a PointerTask (see pointer_task)")
 
 
 def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
@@ -160,11 +160,11 @@ def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
     _check_model_task(model, task)
     was_training = model.training
     model.eval()
-    pred = model(task.x).argmax(-1).cpu()
+    pred = model(task.x).argmax(-1).cpu()  # counted on the CPU, whatever the device
     model.train(was_training)
     length = task.x.shape[1]
-    distance = (torch.arange(length)[None, :] - task.source).abs().flatten()
-    correct = (pred == task.target).double().flatten()
+    distance = (torch.arange(length)[None, :] - task.source.cpu()).abs().flatten()
+    correct = (pred == task.target.cpu()).double().flatten()
     hits = torch.zeros(length, dtype=torch.float64).index_add_(0, distance, correct)
     counts = torch.bincount(distance, minlength=length).double()
     with np.errstate(invalid="ignore"):

@@ -21,15 +21,16 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from ..lasso.common import _soft_threshold as soft_threshold  # unchecked: inner loops
+from ..engines.lasso.common import soft_threshold  # unchecked: inner loops
+from ..normalizers import softmax, sparsemax
 from ..subspace import UnrolledISTAAttention
 from ..training import TrainingDivergedError
 from ..utils import (
-    _module_input,
     as_float_array,
     as_tensor,
     check_int,
     check_positive,
+    module_input,
 )
 
 __all__ = [
@@ -294,7 +295,7 @@ class AttentionStack(nn.Module):
         """
         like = self.ff[0][0].weight
         queries, keys, values = (
-            _module_input(x, name, like, min_ndim=2)
+            module_input(x, name, like, min_ndim=2)
             for x, name in ((queries, "queries"), (keys, "keys"), (values, "values"))
         )
         for x, name in ((queries, "queries"), (keys, "keys"), (values, "values")):
@@ -370,7 +371,7 @@ class SelfExpressiveNet(nn.Module):
         """
         like = self.query[0].weight
         queries, keys = (
-            _module_input(x, name, like, ndim=2)
+            module_input(x, name, like, ndim=2)
             for x, name in ((queries, "queries"), (keys, "keys"))
         )
         for x, name in ((queries, "queries"), (keys, "keys")):
@@ -461,8 +462,9 @@ class LearnedISTACodes(nn.Module):
     """Self-expressive codes of queries over keys by ``n_iter`` learned ISTA steps.
 
     ``C ← T_{ε_t λ_t}(C + ε_t (Q − C K) Kᵀ)`` from ``C = 0``, with ``ε_t = s_t / ‖K‖²``;
-    ``s_t`` and ``λ_t`` are learned (LISTA-style, Gregor & LeCun 2010, keeping the
-    matrices of Eq. (15) fixed). A fixed-cost forward pass, so it gives codes for new
+    only ``s_t`` and ``λ_t`` are learned, two scalars per step: a learned-step ISTA. It
+    is not LISTA (Gregor & LeCun 2010), which also learns the matrices of each step;
+    these stay those of Eq. (15). A fixed-cost forward pass, so it gives codes for new
     points.
 
     Parameters
@@ -645,8 +647,6 @@ def normalized_self_expression(
     C : ndarray, shape (n_samples, n_samples)
         Rows on the probability simplex, zero diagonal.
     """
-    from ..normalizers import softmax, sparsemax
-
     norm = {"softmax": softmax, "sparsemax": sparsemax}.get(normalizer)
     if norm is None:
         raise ValueError(
