@@ -28,17 +28,17 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm import tqdm
 
-from ..attention import MultiHeadAttention
-from ..symmetry import KnowledgeAttention, _as_output
+from ..attention import MultiHeadAttention, output_of
+from ..symmetry import KnowledgeAttention
 from ..training import TrainingDivergedError, train
-from ..utils import _module_input, as_tensor, check_int, check_positive
+from ..utils import as_tensor, check_int, check_positive, module_input
 
 __all__ = [
     "TEACHERS",
@@ -104,7 +104,7 @@ class SequenceMLP(nn.Module):
         torch.Tensor, shape of ``x``
             The predicted sequences.
         """
-        x = _module_input(x, "x", self.net[0].weight, min_ndim=2)
+        x = module_input(x, "x", self.net[0].weight, min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
                 f"x must end in shape ({self.length}, {self.embed_dim}), got "
@@ -414,7 +414,7 @@ class WithSkip(nn.Module):
         torch.Tensor, shape of ``x``
             The model's output plus the skip term.
         """
-        out = _as_output(self.model(x))
+        out = output_of(self.model(x))
         x = as_tensor(x, "x", min_ndim=2, dtype=out.dtype, device=out.device)
         return out + self.skip.to(out) * x
 
@@ -566,7 +566,7 @@ def relative_error(model: Callable, x, y) -> float:
     x = as_tensor(x, "x", min_ndim=2)
     y = as_tensor(y, "y", min_ndim=2, device=x.device)
     with torch.no_grad():
-        pred = _as_output(model(x))
+        pred = output_of(model(x))
         if pred.shape != y.shape:
             raise ValueError(
                 f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}"
@@ -624,11 +624,11 @@ def fit_and_score(
     if hasattr(model, "fit"):
         model.fit(x, y)
         with torch.no_grad():
-            final = float(((_as_output(model(x)) - y) ** 2).mean())
+            final = float(((output_of(model(x)) - y) ** 2).mean())
     else:
 
         def loss(m, batch):
-            return ((_as_output(m(batch[0])) - batch[1]) ** 2).mean()
+            return ((output_of(m(batch[0])) - batch[1]) ** 2).mean()
 
         history = train(
             model,
@@ -652,7 +652,7 @@ def fit_and_score(
 
 def _mse(model, x, y) -> float:
     with torch.no_grad():
-        return float(((_as_output(model(x)) - y) ** 2).mean())
+        return float(((output_of(model(x)) - y) ** 2).mean())
 
 
 def fit_tuned(
@@ -714,7 +714,7 @@ def fit_tuned(
     power = float((held[1] ** 2).mean())
 
     def loss(m, batch):
-        return ((_as_output(m(batch[0])) - batch[1]) ** 2).mean()
+        return ((output_of(m(batch[0])) - batch[1]) ** 2).mean()
 
     best = {"val": math.inf}
     for lr in grid["lr"]:
