@@ -21,31 +21,37 @@ from pybtex.style.sorting.author_year_title import SortingStyle
 
 
 def _last_names(person) -> str:
-    return " ".join(
-        str(Text.from_latex(n)) for n in person.rich_last_names
-    ) or " ".join(person.first_names)
+    names = (person.prelast_names + person.last_names) or person.first_names
+    return " ".join(str(Text.from_latex(n)) for n in names)
 
 
 class AuthorYearLabels(BaseLabelStyle):
     """``Nadaraya 1964``, ``Roweis & Saul 2000``, ``Martins et al. 2020``."""
 
     def format_labels(self, sorted_entries):
+        labels = [self._label(entry) for entry in sorted_entries]
+        total = {label: labels.count(label) for label in labels}
         seen: dict[str, int] = {}
-        for entry in sorted_entries:
-            people = entry.persons.get("author") or entry.persons.get("editor") or []
-            names = [_last_names(p) for p in people]
-            if not names:
-                who = entry.fields.get("title", entry.key).split(":")[0]
-            elif len(names) == 1:
-                who = names[0]
-            elif len(names) == 2:
-                who = f"{names[0]} & {names[1]}"
-            else:
-                who = f"{names[0]} et al."
-            who = who.replace("{", "").replace("}", "")
-            label = f"{who} {entry.fields.get('year', 'n.d.')}"
+        for label in labels:  # two works of one year: 2016a, 2016b
             seen[label] = seen.get(label, 0) + 1
-            yield label if seen[label] == 1 else f"{label}{chr(96 + seen[label])}"
+            yield label if total[label] == 1 else f"{label}{chr(96 + seen[label])}"
+
+    @staticmethod
+    def _label(entry) -> str:
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        names = [_last_names(p) for p in people]
+        etal = names and names[-1] == "others"
+        names = [n for n in names if n != "others"]
+        if not names:
+            who = entry.fields.get("title", entry.key).split(":")[0]
+        elif len(names) == 1 and not etal:
+            who = names[0]
+        elif len(names) == 2 and not etal:
+            who = f"{names[0]} & {names[1]}"
+        else:
+            who = f"{names[0]} et al."
+        who = who.replace("{", "").replace("}", "")
+        return f"{who} {entry.fields.get('year', 'n.d.')}"
 
 
 def entry_url(entry) -> str | None:
@@ -61,8 +67,11 @@ def entry_url(entry) -> str | None:
     )
     if match:
         return f"https://arxiv.org/abs/{match.group(1)}"
-    # No address recorded: a search for the title, so that every entry has a link.
+    # No address recorded: a search for the title, so that every entry has a link
+    # (not for a one- or two-word title, which a search would not find).
     title = re.sub(r"[{}$\\]", "", fields.get("title", ""))
+    if len(title.split()) < 3:
+        return None
     return "https://scholar.google.com/scholar?q=" + quote_plus(f'"{title}"')
 
 
