@@ -7,7 +7,8 @@ rule, the list of what breaks it:
 - ``no_alt``: an image without alt text in words (empty, or a file name);
 - ``shrunk``: an image displayed below 90 % of its natural width (at desktop width);
 - ``too_wide``: an element wider than the column, or a table or printed output that
-  scrolls sideways inside its box (a code cell may scroll on a phone: 88 characters);
+  scrolls sideways inside its box (a code cell may scroll on a phone: 88 characters;
+  raw data in a toggle may scroll);
 - ``raw``: a raw repr in an output (``np.float64(...)``, ``array(``, ``tensor(``, a
   dict, an object address, a float printed with 10 or more decimals) or a table cell
   the reader should not see (``6.153000e+09``, ``nan``, a numeric row index);
@@ -68,7 +69,8 @@ AUDIT_JS = r"""(width) => {
   }
   const scrolls = (box) => box && box.scrollWidth > box.clientWidth + 1;
   for (const t of column.querySelectorAll("table")) {
-    if (!visible(t)) continue;
+    // raw data behind a toggle (a closed <details>) may scroll: the reader asked for it
+    if (!visible(t) || t.closest("details")) continue;
     const box = scrollBox(t);
     if (scrolls(box) || t.getBoundingClientRect().width > column.clientWidth + 1)
       out.too_wide.push(`table scrolls (${t.scrollWidth}px in ` +
