@@ -41,6 +41,11 @@ def _myst(text: str, cite: bool = True) -> str:
     return _EQ_LABEL.sub(lambda m: f"{{eq}}`{m.group(1)}`", text)
 
 
+def _cites(app) -> bool:
+    """Whether sources can be cited (sphinxcontrib-bibtex loaded), else plain keys."""
+    return "sphinxcontrib.bibtex" in app.extensions
+
+
 def _kind_text(c) -> str:
     """The claim's kind as the ledger and the callout show it."""
     if not c.kind:
@@ -97,7 +102,9 @@ class _LedgerDirective(SphinxDirective):
     def inline(self, text: str) -> list[nodes.Node]:
         """Metadata text parsed as inline MyST (so ``$math$`` and code render), its
         sources named by key and linked to the bibliography."""
-        parsed, messages = self.state.inline_text(_myst(text), self.lineno)
+        parsed, messages = self.state.inline_text(
+            _myst(text, cite=_cites(self.env.app)), self.lineno
+        )
         return parsed + messages
 
     def paragraph(self, *children) -> nodes.paragraph:
@@ -182,7 +189,13 @@ class ClaimsLedger(_LedgerDirective):
             _table(
                 ["key", "paper"],
                 [
-                    [self.inline(key), self.inline(f"*{title}*, {{cite:p}}`{bib}`")]
+                    # the key as the ledger's source column shows it
+                    [
+                        self.inline(
+                            f"{{cite:t}}`{bib}`" if _cites(self.env.app) else key
+                        ),
+                        self.inline(f"*{title}*"),
+                    ]
                     for key, title, bib in claims_lib.SOURCES.values()
                 ],
                 [25, 75],
@@ -361,7 +374,9 @@ def _callout(app, doctree, path: Path, c, held: bool) -> nodes.container:
         else nodes.inline("", "✗ did not hold", classes=["claim-failed"])
     )
 
-    def field(name, text, cite=True):
+    cite = _cites(app)
+
+    def field(name, text):
         return [
             nodes.inline("", f"{name}: ", classes=["claim-field"]),
             *_parse_markdown(doctree, _myst(text, cite=cite)),
@@ -380,7 +395,10 @@ def _callout(app, doctree, path: Path, c, held: bool) -> nodes.container:
     box = nodes.container(classes=["claim-callout"], ids=[c.anchor])
     box += head
     box += nodes.paragraph(
-        "", "", *_parse_markdown(doctree, _myst(c.statement)), classes=["claim-stmt"]
+        "",
+        "",
+        *_parse_markdown(doctree, _myst(c.statement, cite=cite)),
+        classes=["claim-stmt"],
     )
     details = field("checked against", c.reference)
     if c.tolerance:
