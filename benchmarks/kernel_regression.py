@@ -32,8 +32,11 @@ through ``/proc/self/clear_refs``) over the resident set before the call, for
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -164,6 +167,52 @@ def peak_growth_mib(fn) -> float:
     return _status_mib("VmHWM") - before
 
 
+def fresh_peak_mib(n_query: int, n_train: int) -> float:
+    """:func:`peak_growth_mib` of one 1-D ``nadaraya_watson`` call, in a fresh process.
+
+    A process that has already allocated and freed memory (as this benchmark has, by
+    the time it gets here) serves the call from pages it holds and shows no growth;
+    a fresh interpreter that has only built the problem (and loaded the compiled
+    kernel with a tiny call) shows what the call needs.
+    """
+    code = (
+        "import sys, torch; torch.set_num_threads(1); "
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
+        "import kernel_regression as b; "
+        f"xq, xt, y, h = b.problem({n_train}, {n_query}, 1); "
+        # one tiny call first: loading the compiled kernel is not the call's memory
+        "b.nadaraya_watson(xq[:2, 0], xt[:2, 0], y[:2], bandwidth=h); "
+        "print(b.peak_growth_mib("
+        "lambda: b.nadaraya_watson(xq[:, 0], xt[:, 0], y, bandwidth=h)))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    return float(run.stdout.strip().splitlines()[-1])
+
+
+def update_memory(n_query: int, n_train: int, path: Path) -> float:
+    """Re-measure only the peak memory (in a fresh process) in the committed result."""
+    record = json.loads(path.read_text())
+    peak = fresh_peak_mib(n_query, n_train)
+    record["memory_method"] = MEMORY_METHOD
+    record["peak_memory_mib"].update(
+        n_query=n_query, n_train=n_train, value=round(peak, 1)
+    )
+    for name, target in record["targets"].items():
+        if name.startswith("peak memory"):
+            target.update(value=round(peak, 1), met=bool(peak <= target["target"]))
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return peak
+
+
+MEMORY_METHOD = (
+    "growth of VmHWM over VmRSS, VmHWM reset via /proc/self/clear_refs before the "
+    "call, in a fresh Python process that has only built the problem and loaded the "
+    "kernel"
+)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, for CI")
@@ -183,7 +232,19 @@ def main() -> None:
     parser.add_argument("--accuracy-queries", type=int, default=100)
     parser.add_argument("--memory-queries", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--memory-only",
+        action="store_true",
+        help="re-measure only the peak memory in the committed result",
+    )
     args = parser.parse_args()
+    if args.memory_only:
+        path = Path(__file__).resolve().parent.parent / "attnlib" / "results"
+        peak = update_memory(
+            args.memory_queries, args.n_train, path / "kernel_regression.json"
+        )
+        print(f"peak memory, fresh process: +{peak:.1f} MiB")
+        return
     if args.quick:
         args.n_train, args.n_query, args.keops_queries, args.sdpa_queries = (
             10_000,
@@ -282,8 +343,7 @@ def main() -> None:
                 }
             )
 
-    xq, xt, y, h = problem(args.n_train, args.memory_queries, 1)
-    peak = peak_growth_mib(lambda: nadaraya_watson(xq[:, 0], xt[:, 0], y, bandwidth=h))
+    peak = fresh_peak_mib(args.memory_queries, args.n_train)
     print(
         f"peak memory of nadaraya_watson, {args.memory_queries} x {args.n_train} "
         f"(1-D): +{peak:.1f} MiB"
@@ -345,8 +405,7 @@ def main() -> None:
         "command": "python benchmarks/kernel_regression.py"
         + (" --quick" if args.quick else ""),
         "exp_limits_per_s": {k: float(f"{v:.4g}") for k, v in limits.items()},
-        "memory_method": "growth of VmHWM over VmRSS, VmHWM reset via "
-        "/proc/self/clear_refs before the call",
+        "memory_method": MEMORY_METHOD,
         "peak_memory_mib": {
             "n_query": args.memory_queries,
             "n_train": args.n_train,

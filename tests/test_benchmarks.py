@@ -304,8 +304,52 @@ def _symmetry(r):
     ]
 
 
+def _mux(r):
+    from attnlib.experiments.routing import green_function
+    from attnlib.experiments.routing_runs import reach_bound
+
+    G = green_function(24)
+    accuracies = [
+        v
+        for row in r["rows"]
+        for k, v in row.items()
+        if k.endswith(("within", "beyond", "overall", "accuracy"))
+        and "loss" not in k
+        and v == v
+    ]
+    return [
+        ("every accuracy in [0, 1]", all(0 <= v <= 1 for v in accuracies)),
+        (
+            "no stack beats the reach bound (a theorem: a lower error is a bug)",
+            all(
+                row[str(L)] >= reach_bound(G, 2 * L) - 1e-9
+                for row in r["wide_stacks"]
+                for L in r["wide_depths"]
+            ),
+        ),
+    ]
+
+
+def _self_expression(r):
+    return [
+        (
+            "the exact Lasso codes held-out points as well as the learned coders",
+            all(
+                x["exact Lasso"] >= max(x["ISTA steps, learned"], x["SENet-style"])
+                for x in r["held_out"]
+            ),
+        ),
+        (
+            "the Lasso row (nothing learned) fits the sparse task: error < 0.2",
+            all(x["lasso error"] < 0.2 for x in r["stack"]),
+        ),
+    ]
+
+
 #: Accuracy and error checks of each benchmark's result: (what, passed) pairs.
 QUICK_ACCURACY = {
+    "mux": _mux,
+    "self_expression": _self_expression,
     "continuous": _continuous,
     "denoise": _denoise,
     "kernel_regression": _kernel_regression,
@@ -379,6 +423,10 @@ def _planted(name):
         r["accuracy_rows"] = [{"max_abs_diff": 2e-3, "max_grad_diff": 0.0}]
     elif name == "subspace":
         r["rows"][0]["accuracy"] = 0.4  # a broken solver clusters at chance
+    elif name == "mux":
+        r["wide_stacks"][0]["2"] = 0.1  # below the reach bound: impossible
+    elif name == "self_expression":
+        r["held_out"][0]["exact Lasso"] = 0.1  # a broken Lasso
     elif name == "symmetry":
         for row in r["rows"]:
             if (row["model"], row["teacher"], row["n_train"]) == (

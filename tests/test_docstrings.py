@@ -50,7 +50,10 @@ DOCUMENTED = {
             "manifolds",
             "readout_cost",
             "routing",
+            "routing_runs",
             "self_expression",
+            "self_expression_runs",
+            "seeds",
             "symmetry",
             "denoise_tables",
         )

@@ -155,3 +155,38 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
         fit_linear_stack(np.zeros((3, 3)), 2, kernel_size=4)
     with pytest.raises(ValueError, match="depth"):
         fit_linear_stack(np.zeros((3, 3)), 0)
+
+
+def test_reach_bound_is_the_norm_outside_the_band():
+    from attnlib.experiments.routing_runs import reach_bound
+
+    G = green_function(24)
+    i = np.arange(24)
+    far = np.abs(i[:, None] - i[None, :]) > 4
+    expected = np.sqrt((G[far] ** 2).sum() / (G**2).sum())
+    assert reach_bound(G, 4) == pytest.approx(expected, rel=1e-12)
+    assert reach_bound(G, 23) == 0 and reach_bound(np.eye(5), 0) == 0
+    assert reach_bound(np.ones((3, 3)), 0) == pytest.approx(np.sqrt(6 / 9))
+
+
+def test_reach_bound_holds_for_the_best_banded_linear_map():
+    # the least-squares banded map is the row-wise truncation: it meets the bound
+    from attnlib.experiments.routing_runs import reach_bound
+
+    G = green_function(12)
+    i = np.arange(12)
+    banded = np.where(np.abs(i[:, None] - i[None, :]) <= 3, G, 0)
+    f = np.random.default_rng(0).normal(size=(20000, 12))
+    err = np.linalg.norm(f @ (banded - G).T) / np.linalg.norm(f @ G.T)
+    assert err == pytest.approx(reach_bound(G, 3), rel=0.02)
+
+
+@pytest.mark.parametrize(
+    "target, reach, match",
+    [(np.ones((2, 3)), 1, "target"), (np.eye(3), -1, "reach")],
+)
+def test_reach_bound_bad_input(target, reach, match):
+    from attnlib.experiments.routing_runs import reach_bound
+
+    with pytest.raises(ValueError, match=match):
+        reach_bound(target, reach)

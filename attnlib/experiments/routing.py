@@ -160,11 +160,11 @@ def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
     _check_model_task(model, task)
     was_training = model.training
     model.eval()
-    pred = model(task.x).argmax(-1).cpu()
+    pred = model(task.x).argmax(-1).cpu()  # counted on the CPU, whatever the device
     model.train(was_training)
     length = task.x.shape[1]
-    distance = (torch.arange(length)[None, :] - task.source).abs().flatten()
-    correct = (pred == task.target).double().flatten()
+    distance = (torch.arange(length)[None, :] - task.source.cpu()).abs().flatten()
+    correct = (pred == task.target.cpu()).double().flatten()
     hits = torch.zeros(length, dtype=torch.float64).index_add_(0, distance, correct)
     counts = torch.bincount(distance, minlength=length).double()
     with np.errstate(invalid="ignore"):

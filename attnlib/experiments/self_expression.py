@@ -461,8 +461,9 @@ class LearnedISTACodes(nn.Module):
     """Self-expressive codes of queries over keys by ``n_iter`` learned ISTA steps.
 
     ``C ← T_{ε_t λ_t}(C + ε_t (Q − C K) Kᵀ)`` from ``C = 0``, with ``ε_t = s_t / ‖K‖²``;
-    ``s_t`` and ``λ_t`` are learned (LISTA-style, Gregor & LeCun 2010, keeping the
-    matrices of Eq. (15) fixed). A fixed-cost forward pass, so it gives codes for new
+    only ``s_t`` and ``λ_t`` are learned, two scalars per step: a learned-step ISTA. It
+    is not LISTA (Gregor & LeCun 2010), which also learns the matrices of each step;
+    these stay those of Eq. (15). A fixed-cost forward pass, so it gives codes for new
     points.
 
     Parameters

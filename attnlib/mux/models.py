@@ -320,11 +320,11 @@ def accuracy_by_distance(model: nn.Module, task: RoutingTask) -> np.ndarray:
     _check_model_task(model, task)
     was_training = model.training
     model.eval()
-    pred = model(task.x).argmax(-1).cpu()
+    pred = model(task.x).argmax(-1).cpu()  # counted on the CPU, whatever the device
     model.train(was_training)
-    length = task.x.shape[1]
-    distance = (torch.arange(length)[None, :] - task.marker[:, None]).abs()
-    correct = (pred == task.target[:, None]).double()
+    length, marker, target = task.x.shape[1], task.marker.cpu(), task.target.cpu()
+    distance = (torch.arange(length)[None, :] - marker[:, None]).abs()
+    correct = (pred == target[:, None]).double()
     hits = torch.zeros(length, dtype=torch.float64).index_add_(
         0, distance.flatten(), correct.flatten()
     )
