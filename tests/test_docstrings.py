@@ -204,7 +204,7 @@ def test_the_checks_can_fail():
     assert {"PR01", "RT01"} <= {code for code, _ in result["errors"]}
 
 
-PACKAGES = ("lasso", "denoise", "kernel_regression", "mux", "subspace")
+PACKAGES = ("lasso", "denoise", "kernel_regression", "mux", "subspace", "plotting")
 
 
 def test_every_module_is_documented():
