@@ -25,7 +25,6 @@ import numpy as np
 import torch
 
 from . import entmax_kernels
-from .attention import register_normalizer
 from .utils import as_tensor
 
 __all__ = [
@@ -594,7 +593,3 @@ def fenchel_young_loss(
     if reduction == "none":
         return loss
     return loss.sum() if reduction == "sum" else loss.mean()
-
-
-register_normalizer("sparsemax", sparsemax)
-register_normalizer("entmax", entmax)

@@ -94,7 +94,9 @@ def train(
     n_steps : int
         Number of optimiser steps.
     lr, weight_decay : float
-        Learning rate and decoupled weight decay of the optimiser.
+        Learning rate and weight decay of the optimiser. With the default Adam the decay
+        is added to the gradient (an L2 penalty ``weight_decay/2 · ‖θ‖²``, coupled to
+        the adaptive step); pass ``optimizer=torch.optim.AdamW`` for decoupled decay.
     optimizer : torch.optim.Optimizer subclass
         Adam by default.
     clip_grad_norm : float, optional

@@ -325,7 +325,7 @@ def main():
     if args.quality_only:
         result = json.loads(RESULT.read_text())
         result["quality_rows"] = quality_rows(args.quick)
-        result["quality_date"] = datetime.datetime.now(datetime.timezone.utc).isoformat(
+        result["quality_date"] = datetime.datetime.now(datetime.UTC).isoformat(
             timespec="seconds"
         )
         RESULT.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")

@@ -47,9 +47,9 @@ from _common import (
     median_cpu_seconds,
     write_result,
 )  # benchmarks/ is on sys.path
+from attnlib.kernel_sums import _exp_array, exp_nonpositive
 
 from attnlib.kernel_regression import nadaraya_watson
-from attnlib.kernel_sums import _exp_array, exp_nonpositive
 
 TARGETS = {
     "keops_over_attnlib_time_1d": 10.0,

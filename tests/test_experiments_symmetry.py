@@ -8,12 +8,18 @@ import torch
 from scipy.special import softmax
 from sklearn.linear_model import Ridge
 
+from attnlib import results
 from attnlib.experiments.symmetry import (
+    GRID,
     LEARNERS,
     MeanBaseline,
     RidgeBaseline,
+    RidgeCVBaseline,
+    ScaledInput,
     SequenceMLP,
+    WithSkip,
     fit_and_score,
+    fit_tuned,
     knowledge_task,
     make_teacher,
     relative_error,
@@ -91,6 +97,7 @@ def test_relative_error_matches_definition():
 
 
 def test_sample_efficiency_rows():
+    grid = {"lr": [1e-2], "weight_decay": [0.0], "n_steps": [1, 2]}
     rows = sample_efficiency(
         [3],
         [0],
@@ -99,7 +106,7 @@ def test_sample_efficiency_rows():
         n_knowledge=2,
         test_lengths=(3, 5),
         n_test=8,
-        n_steps=2,
+        grid=grid,
         progress=False,
         teacher="rbf",
         learners=list(LEARNERS),
@@ -112,10 +119,145 @@ def test_sample_efficiency_rows():
     )
     assert not math.isnan(by_name["KnowledgeAttention"]["test_n5"])
     assert by_name["KnowledgeAttention"]["n_params"] == 2 * 4 + 2 * 2 + 1
+    assert by_name["KnowledgeAttention + skip"]["n_params"] == 2 * 4 + 2 * 2 + 2
+    assert by_name["scaled input"]["n_params"] == 1
     assert (
         by_name["KnowledgeAttention, linear value"]["n_params"] == 2 * 4 + 2 * 2 + 4 * 4
     )
     assert by_name["mean"]["test_n3"] == pytest.approx(1.0, abs=0.3)
+    assert by_name["KnowledgeAttention"]["n_steps"] in (1, 2)
+    assert by_name["ridge"]["alpha"] > 0 and by_name["mean"]["lr"] is None
+
+
+def test_each_seed_draws_its_own_teacher():
+    grid = {"lr": [1e-2], "weight_decay": [0.0], "n_steps": [1]}
+    rows = sample_efficiency(
+        [4],
+        [0, 1],
+        learners=["mean"],
+        embed_dim=4,
+        length=3,
+        n_knowledge=2,
+        test_lengths=(3,),
+        n_test=8,
+        grid=grid,
+        progress=False,
+    )
+    t0, t1 = (make_teacher(4, 2, seed=s) for s in (0, 1))
+    assert not torch.equal(t0.knowledge, t1.knowledge)
+    assert rows[0]["test_n3"] != rows[1]["test_n3"]
+
+
+def test_scaled_input_is_the_least_squares_scalar():
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(5, 3, 2)), rng.normal(size=(5, 3, 2))
+    model = ScaledInput().double().fit(torch.tensor(x), torch.tensor(y))
+    s, *_ = np.linalg.lstsq(x.reshape(-1, 1), y.reshape(-1), rcond=None)
+    assert model.scale.item() == pytest.approx(s[0], rel=1e-12)
+    xt = rng.normal(size=(2, 7, 2))  # any length
+    np.testing.assert_allclose(model(torch.tensor(xt)).numpy(), s[0] * xt, rtol=1e-12)
+
+
+def test_ridge_cv_picks_the_leave_one_out_penalty():
+    rng = np.random.default_rng(2)
+    n, length, d = 12, 3, 2
+    x = rng.normal(size=(n, length, d))
+    y = x @ rng.normal(size=(d, d)) + 0.5 * rng.normal(size=(n, length, d))
+    alphas = (0.01, 1.0, 100.0)
+    model = RidgeCVBaseline(length, d, alphas=alphas).double()
+    model.fit(torch.tensor(x), torch.tensor(y))
+    xf, yf = x.reshape(n, -1), y.reshape(n, -1)
+
+    def loo(alpha):  # brute-force leave-one-out with scikit-learn's Ridge
+        errors = []
+        for i in range(n):
+            keep = np.arange(n) != i
+            fit = Ridge(alpha=alpha).fit(xf[keep], yf[keep])
+            errors.append(((fit.predict(xf[i : i + 1]) - yf[i]) ** 2).mean())
+        return np.mean(errors)
+
+    assert model.alpha_ == min(alphas, key=loo)
+    reference = Ridge(alpha=model.alpha_).fit(xf, yf)
+    np.testing.assert_allclose(
+        model(torch.tensor(x)).numpy().reshape(n, -1), reference.predict(xf), atol=1e-10
+    )
+
+
+def test_with_skip_adds_a_learned_multiple_of_the_input():
+    torch.manual_seed(0)
+    inner = KnowledgeAttention(4, 2).double()
+    model = WithSkip(inner)
+    x = torch.randn(2, 5, 4, dtype=torch.float64)
+    torch.testing.assert_close(model(x), inner(x))  # starts at zero
+    with torch.no_grad():
+        model.skip.fill_(0.7)
+    torch.testing.assert_close(model(x), inner(x) + 0.7 * x)
+    g = torch.Generator().manual_seed(0)
+    z = inner.knowledge.detach()
+    assert equivariance_error(model, x, generator=g, group="permutation") < 1e-12
+    assert (
+        equivariance_error(lambda a, b: inner(a, b) + 0.7 * a, x, Z=z, generator=g)
+        < 1e-12
+    )
+
+
+def test_fit_tuned_chooses_on_the_held_out_sequences_and_refits():
+    teacher = make_teacher(4, 2, seed=0)
+    x, y = knowledge_task(teacher, 8, 5, noise=0.05, seed=1)
+    grid = {"lr": [1e3, 3e-2], "weight_decay": [0.0], "n_steps": [1, 150]}
+    make = lambda: KnowledgeAttention(4, 2)  # noqa: E731
+    model, chosen = fit_tuned(make, (x, y), grid=grid, seed=3)
+    # lr = 1000 diverges or does worse; one step learns nothing: 150 steps at 3e-2 win
+    assert (chosen["lr"], chosen["n_steps"]) == (3e-2, 150)
+    # its validation error is the held-out quarter's (the last 2 of 8), recomputed
+    torch.manual_seed(3)
+    alone = make()
+    fit_and_score(alone, (x[:6], y[:6]), {}, n_steps=150, lr=3e-2, seed=3)
+    held = relative_error(alone, x[6:], y[6:])
+    assert chosen["val"] == pytest.approx(held, rel=1e-5)
+    # the returned model is refitted on all eight sequences
+    torch.manual_seed(3)
+    full = make()
+    fit_and_score(full, (x, y), {}, n_steps=150, lr=3e-2, seed=3)
+    torch.testing.assert_close(model(x), full(x))
+
+
+def test_committed_sweep_slice_recomputes():
+    """Seed 0 at the smallest size of the committed sweep on the RBF teacher, recomputed
+    here (tests/test_results.py recomputes the quadratic teacher's)."""
+    sweep = results.load("symmetry")
+    config = sweep["config"]
+    size, seed = min(config["sizes"]), config["seeds"][0]
+    names = ["mean", "scaled input", "ridge", "KnowledgeAttention"]
+    for teacher in ["rbf"]:
+        rows = sample_efficiency(
+            [size],
+            [seed],
+            teacher=teacher,
+            learners=names,
+            n_test=config["n_test"],
+            grid=config["grid"],
+            progress=False,
+        )
+        committed = {
+            r["model"]: r
+            for r in sweep["rows"]
+            if (r["teacher"], r["n_train"], r["seed"]) == (teacher, size, seed)
+        }
+        for row in rows:
+            want = committed[row["model"]]
+            for key in ("test_n6", "test_n24", "lr", "n_steps"):
+                if want[key] is None:
+                    assert row[key] is None or math.isnan(row[key])
+                else:
+                    assert row[key] == pytest.approx(want[key], rel=1e-2), (
+                        teacher,
+                        row["model"],
+                    )
+
+
+def test_default_grid_has_every_setting():
+    assert set(GRID) == {"lr", "weight_decay", "n_steps"} and min(GRID["n_steps"]) > 0
 
 
 def test_sequences_needed_interpolates_in_log_log():
@@ -147,7 +289,25 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
     with pytest.raises(ValueError, match="but y has"):
         relative_error(lambda t: t, torch.randn(4, 3), torch.randn(4, 2))
     with pytest.raises(ValueError, match="sizes"):
-        sample_efficiency([0], [0], progress=False)
+        sample_efficiency([1], [0], progress=False)
+    with pytest.raises(ValueError, match="grid"):
+        fit_tuned(
+            lambda: KnowledgeAttention(3, 2),
+            (torch.randn(4, 2, 3), torch.randn(4, 2, 3)),
+            grid={"lr": [0.1]},
+        )
+    with pytest.raises(ValueError, match="val_fraction"):
+        fit_tuned(
+            lambda: KnowledgeAttention(3, 2),
+            (torch.randn(4, 2, 3), torch.randn(4, 2, 3)),
+            val_fraction=1.0,
+        )
+    with pytest.raises(ValueError, match="y must have x's shape"):
+        ScaledInput().fit(torch.randn(2, 3, 4), torch.randn(2, 3, 2))
+    with pytest.raises(ValueError, match="alphas"):
+        RidgeCVBaseline(3, 2, alphas=())
+    with pytest.raises(ValueError, match="model"):
+        WithSkip(lambda x: x)
     with pytest.raises(ValueError, match="learners"):
         sample_efficiency([2], [0], learners=["transformer"], progress=False)
     with pytest.raises(ValueError, match="n_steps"):

@@ -12,10 +12,18 @@ import math
 
 import torch
 
-from ..utils import as_tensor, check_int, check_positive
+from ..utils import as_tensor, check_int, check_positive, check_real
 from .densities import _common, _positive, _work_dtype
 
 __all__ = ["GaussianRBF", "ridge_value_coefficients"]
+
+
+def _interval(low, high) -> tuple[float, float]:
+    """``low < high``, both finite."""
+    low, high = check_real(low, "low"), check_real(high, "high")
+    if not low < high:
+        raise ValueError(f"low must be below high, got low={low} and high={high}")
+    return low, high
 
 
 class GaussianRBF:
@@ -76,6 +84,17 @@ class GaussianRBF:
 
         For each standard deviation, the centres lie evenly in ``[low, high]``.
         """
+        try:
+            sigmas = [check_positive(s, "sigmas") for s in sigmas]
+        except TypeError as err:
+            raise ValueError(
+                f"sigmas must be a sequence of positive numbers, got {sigmas!r}"
+            ) from err
+        if not sigmas:
+            raise ValueError("sigmas must hold at least one standard deviation")
+        if max(sigmas) ** 2 > torch.finfo(torch.get_default_dtype()).max:
+            raise ValueError(f"sigmas are too large for the variances: {sigmas}")
+        low, high = _interval(low, high)
         n = check_int(n, "n", minimum=len(sigmas))
         per = [n // len(sigmas) + (i < n % len(sigmas)) for i in range(len(sigmas))]
         mu = torch.cat([torch.linspace(low, high, k) for k in per])
@@ -93,6 +112,7 @@ class GaussianRBF:
         The centres lie on a regular grid of ``[low, high]²``.
         """
         n_side = check_int(n_side, "n_side")
+        low, high = _interval(low, high)
         axis = torch.linspace(low, high, n_side)
         rows, cols = torch.meshgrid(axis, axis, indexing="ij")
         return cls(
@@ -175,7 +195,22 @@ def ridge_value_coefficients(
         )
     lam = check_positive(lam, "lam")
     work = _work_dtype(H.dtype)
-    F = basis(positions.to(work)).to(work)
-    gram = F.T @ F + lam * torch.eye(F.shape[1], dtype=work, device=H.device)
-    G = torch.linalg.solve(gram, F.T)  # (N, L): depends on the positions only
-    return (G @ H.to(work)).to(torch.promote_types(H.dtype, F.dtype))
+    G = _ridge_operator(positions, basis, lam)  # (N, L): depends on the positions only
+    return (G.to(work) @ H.to(work)).to(torch.promote_types(H.dtype, work))
+
+
+def _ridge_operator(positions, basis: GaussianRBF, lam: float) -> torch.Tensor:
+    # FᵀF + λI is ill-conditioned at the chapter's settings (cond 5e6–2e7 for L = 256,
+    # N = 32–128), so a float32 solve loses most digits of B (28–190 % of its largest
+    # entry). The operator G = (FᵀF + λI)⁻¹Fᵀ depends on the positions only: it is
+    # solved in float64 by Cholesky and applied to H in H's dtype (relative error of B
+    # ~2e-7 in float32). A device without float64 (MPS) has G solved on the CPU: a
+    # small N × L matrix that never carries a gradient.
+    device = positions.device
+    if device.type == "mps":
+        positions = positions.cpu()
+    F = basis(positions.to(torch.float64)).to(torch.float64)
+    eye = torch.eye(F.shape[1], dtype=F.dtype, device=F.device)
+    chol = torch.linalg.cholesky(F.T @ F + lam * eye)
+    G = torch.cholesky_solve(F.T.contiguous(), chol)
+    return G.to(torch.float32).to(device) if device.type == "mps" else G

@@ -18,11 +18,12 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from ..attention import attention
 from ..continuous.attention import continuous_attention_1d
 from ..continuous.basis import GaussianRBF, ridge_value_coefficients
-from ..continuous.densities import _alpha
-from ..training import TrainingDivergedError
-from ..utils import _check_type, check_int
+from ..continuous.densities import check_alpha, gaussian_pdf, truncated_parabola_pdf
+from ..training import TrainingDivergedError, train
+from ..utils import check_int, check_type
 
 __all__ = [
     "AlignmentTask",
@@ -124,7 +125,7 @@ class AlignmentModel(nn.Module):
         super().__init__()
         if kind not in ("discrete", "continuous"):
             raise ValueError(f"kind must be 'discrete' or 'continuous', got {kind!r}")
-        self.kind, self.alpha = kind, _alpha(alpha)
+        self.kind, self.alpha = kind, check_alpha(alpha)
         dim, self.source_len = (
             check_int(dim, "dim"),
             check_int(source_len, "source_len"),
@@ -186,9 +187,6 @@ class AlignmentModel(nn.Module):
             the source positions, ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display
             only).
         """
-        from ..attention import attention
-        from ..continuous.densities import gaussian_pdf, truncated_parabola_pdf
-
         H = self.embed(self._check_source(source))  # (batch, S, dim)
         b, S, _ = H.shape
         q = self.query.expand(b, -1, -1)
@@ -210,10 +208,8 @@ class AlignmentModel(nn.Module):
 
 
 def _check_model_task(model, task) -> None:
-    _check_type(model, "model", AlignmentModel, "an AlignmentModel")
-    _check_type(
-        task, "task", AlignmentTask, "an AlignmentTask (see monotone_alignment)"
-    )
+    check_type(model, "model", AlignmentModel, "an AlignmentModel")
+    check_type(task, "task", AlignmentTask, "an AlignmentTask (see monotone_alignment)")
 
 
 def fit_alignment(
@@ -245,8 +241,6 @@ def fit_alignment(
     list of float
         The loss at every step.
     """
-    from ..training import train
-
     _check_model_task(model, task)
     batch = check_int(batch, "batch")
     g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..training import train
 from ..utils import check_int
 
 __all__ = ["accuracy", "fit_classifier"]
@@ -155,8 +156,6 @@ def fit_classifier(
     list of float
         The loss at every step.
     """
-    from ..training import train
-
     inputs, labels = _checked(model, inputs, labels)
     batch = check_int(batch, "batch")
     g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))

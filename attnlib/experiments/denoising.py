@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ..utils import _module_input, check_int
+from ..utils import check_int, module_input
 
 __all__ = ["SmallCNNDenoiser", "cnn_matching", "count_parameters"]
 
@@ -89,7 +89,7 @@ class SmallCNNDenoiser(nn.Module):
         torch.Tensor, shape (H, W)
             The denoised image, in the module's dtype.
         """
-        x = _module_input(image, "image", self.convs[0].weight)
+        x = module_input(image, "image", self.convs[0].weight)
         if x.ndim != 2:
             raise ValueError(
                 f"image must be a grey (H, W) array, got shape {tuple(x.shape)}"

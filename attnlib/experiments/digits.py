@@ -16,10 +16,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..attention import attention
 from ..continuous.basis import GaussianRBF
-from ..continuous.densities import _alpha
+from ..continuous.densities import check_alpha
 from ..continuous.modules import ContinuousAttention2D, ContinuousAttentionOutput
-from ..utils import _module_input, check_int, check_positive
+from ..utils import check_int, check_positive, module_input
 
 __all__ = ["ClutteredDigits", "cluttered_digits", "DigitClassifier"]
 
@@ -133,7 +134,7 @@ class DigitClassifier(nn.Module):
         super().__init__()
         if kind not in ("discrete", "continuous"):
             raise ValueError(f"kind must be 'discrete' or 'continuous', got {kind!r}")
-        self.kind, self.alpha = kind, _alpha(alpha)
+        self.kind, self.alpha = kind, check_alpha(alpha)
         channels, n_side = check_int(channels, "channels"), check_int(n_side, "n_side")
 
         def block(c_in, c_out):
@@ -177,9 +178,7 @@ class DigitClassifier(nn.Module):
         continuous : ContinuousAttentionOutput or None
             The continuous read-out (``kind="continuous"`` only).
         """
-        from ..attention import attention
-
-        images = _module_input(images, "images", self.key.weight, ndim=4)
+        images = module_input(images, "images", self.key.weight, ndim=4)
         F = self.features(images).permute(0, 2, 3, 1)  # (batch, h, w, channels)
         cells = F.flatten(1, 2)
         normalizer = "softmax" if self.alpha == 1 else "sparsemax"

@@ -14,11 +14,13 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 
+from ..attention import attention
 from ..continuous.basis import GaussianRBF
-from ..continuous.densities import _alpha
+from ..continuous.densities import check_alpha
 from ..continuous.modules import ContinuousAttention1D, ContinuousAttentionOutput
 from ..utils import as_tensor, check_in_range, check_int, check_positive
 
@@ -182,7 +184,7 @@ class DocumentClassifier(nn.Module):
         super().__init__()
         if kind not in self.KINDS:
             raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
-        self.kind, self.alpha = kind, _alpha(alpha)
+        self.kind, self.alpha = kind, check_alpha(alpha)
         self.span = check_int(span, "span")
         dim, n_basis = check_int(dim, "dim"), check_int(n_basis, "n_basis", minimum=2)
         self.embed = nn.Embedding(check_int(vocab, "vocab"), dim)
@@ -251,8 +253,6 @@ class DocumentClassifier(nn.Module):
         continuous : ContinuousAttentionOutput or None
             The continuous read-out, for the kinds that have one.
         """
-        from ..attention import attention
-
         if (start is None) == (self.kind == "oracle"):
             raise ValueError("start must be given if and only if kind is 'oracle'")
         tokens = self._check_tokens(tokens)
@@ -290,10 +290,9 @@ def table1(rows: list[dict]):
     -------
     pandas.DataFrame
         Rows in the paper's order; for each column (``"L"`` for discrete attention, then
-        N = 32, 64, 128), ``"ours (%)"`` (mean ± standard deviation over seeds, in
-        percent) and ``"paper (%)"``.
+        N = 32, 64, 128), ``"ours (%)"`` (median over seeds and, in brackets, the range
+        min-max, in percent) and ``"paper (%)"``.
     """
-    import numpy as np
     import pandas as pd
 
     keys = {"attention", "alpha", "N", "accs"}
@@ -305,7 +304,9 @@ def table1(rows: list[dict]):
     for r in rows:
         name = f"{r['attention']} {'softmax' if r['alpha'] == 1 else 'sparsemax'}"
         accs = 100 * np.asarray(r["accs"], dtype=float)
-        ours[name, r["N"]] = f"{accs.mean():.1f} ± {accs.std():.1f}"
+        ours[name, r["N"]] = (
+            f"{np.median(accs):.1f} ({accs.min():.1f}–{accs.max():.1f})"
+        )
     columns = [None, 32, 64, 128]
     label = {None: "discrete (all L)", 32: "N = 32", 64: "N = 64", 128: "N = 128"}
     table = {}

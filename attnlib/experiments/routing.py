@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..utils import _check_type, as_float_array, check_int
+from ..utils import as_float_array, check_int, check_type
 
 __all__ = [
     "PointerTask",
@@ -116,8 +116,8 @@ def pointer_task(
 
 
 def _check_model_task(model, task) -> None:
-    _check_type(model, "model", nn.Module, "an nn.Module")
-    _check_type(task, "task", PointerTask, "a PointerTask (see pointer_task)")
+    check_type(model, "model", nn.Module, "an nn.Module")
+    check_type(task, "task", PointerTask, "a PointerTask (see pointer_task)")
 
 
 def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:

@@ -21,15 +21,16 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from ..lasso.common import _soft_threshold as soft_threshold  # unchecked: inner loops
+from ..engines.lasso.common import soft_threshold  # unchecked: inner loops
+from ..normalizers import softmax, sparsemax
 from ..subspace import UnrolledISTAAttention
 from ..training import TrainingDivergedError
 from ..utils import (
-    _module_input,
     as_float_array,
     as_tensor,
     check_int,
     check_positive,
+    module_input,
 )
 
 __all__ = [
@@ -294,7 +295,7 @@ class AttentionStack(nn.Module):
         """
         like = self.ff[0][0].weight
         queries, keys, values = (
-            _module_input(x, name, like, min_ndim=2)
+            module_input(x, name, like, min_ndim=2)
             for x, name in ((queries, "queries"), (keys, "keys"), (values, "values"))
         )
         for x, name in ((queries, "queries"), (keys, "keys"), (values, "values")):
@@ -370,7 +371,7 @@ class SelfExpressiveNet(nn.Module):
         """
         like = self.query[0].weight
         queries, keys = (
-            _module_input(x, name, like, ndim=2)
+            module_input(x, name, like, ndim=2)
             for x, name in ((queries, "queries"), (keys, "keys"))
         )
         for x, name in ((queries, "queries"), (keys, "keys")):
@@ -646,8 +647,6 @@ def normalized_self_expression(
     C : ndarray, shape (n_samples, n_samples)
         Rows on the probability simplex, zero diagonal.
     """
-    from ..normalizers import softmax, sparsemax
-
     norm = {"softmax": softmax, "sparsemax": sparsemax}.get(normalizer)
     if norm is None:
         raise ValueError(

@@ -1,51 +1,60 @@
-"""Chapter 06's learning curves: what building a symmetry into a model buys in data.
+"""Chapter 06's learning curves: which parameterisation learns a target with knowledge.
 
 A *teacher* that is orthogonal equivariant with knowledge labels Gaussian token
-sequences; *learners* with more or less of that symmetry built in are fitted to growing
-training sets and scored on clean test sequences of the training length and of lengths
-never seen.
+sequences; *learners* that fix different parts of the map and learn the rest are fitted
+to growing training sets, each tuned on a validation split, and scored on clean test
+sequences of the training length and of lengths never seen.
 
 Two teachers share the same symmetries (orthogonal equivariance with knowledge,
-permutation equivariance) but only the first lies in the quadratic learner's class:
+permutation equivariance); each seed draws a new teacher, new data and a new
+initialisation:
 
 * ``"quadratic"``: a random one-head :class:`~attnlib.symmetry.KnowledgeAttention`,
   scores ``Y A Yᵀ`` with ``Y = X Zᵀ``, exactly the form the ``KnowledgeAttention``
-  learner fits;
+  learner fits (and, with ``W_O W_V`` a multiple of the identity, a
+  ``MultiHeadAttention`` head's);
 * ``"rbf"``: the same layer with the RBF score ``-‖(yᵢ - yⱼ) A‖² / 2`` (§3.3 of the
   symmetry paper), which no quadratic score reproduces (it contains ``-‖yⱼ A‖²/2``, a
   term in the key alone that softmax does not cancel).
 
-The learners range from no symmetry at all (a mean, a ridge regression and two MLPs on
-the flattened sequence) through permutation equivariance (one standard attention head,
-the ``value="linear"`` ablation of ``KnowledgeAttention``) to the full symmetry
-(``KnowledgeAttention`` with a scalar value map).
+The learners (``LEARNERS``) are named by what they learn: a constant (``"mean"``), one
+scalar (``"scaled input"``, ``s X``), a linear map of the flattened sequence with its
+penalty chosen by leave-one-out (``"ridge"``), an MLP on the flattened sequence, one
+standard attention head (four ``d x d`` projections), and ``KnowledgeAttention`` with a
+scalar or a matrix value map, and with a learned skip scalar.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm import tqdm
 
-from ..attention import MultiHeadAttention
-from ..symmetry import KnowledgeAttention, _as_output
-from ..training import train
-from ..utils import _module_input, as_tensor, check_int, check_positive
+from ..attention import MultiHeadAttention, output_of
+from ..symmetry import KnowledgeAttention
+from ..training import TrainingDivergedError, train
+from ..utils import as_tensor, check_int, check_positive, module_input
 
 __all__ = [
     "TEACHERS",
     "LEARNERS",
+    "GRID",
     "SequenceMLP",
     "MeanBaseline",
+    "ScaledInput",
     "RidgeBaseline",
+    "RidgeCVBaseline",
+    "WithSkip",
     "make_teacher",
     "knowledge_task",
     "relative_error",
     "fit_and_score",
+    "fit_tuned",
     "sample_efficiency",
     "sequences_needed",
 ]
@@ -95,7 +104,7 @@ class SequenceMLP(nn.Module):
         torch.Tensor, shape of ``x``
             The predicted sequences.
         """
-        x = _module_input(x, "x", self.net[0].weight, min_ndim=2)
+        x = module_input(x, "x", self.net[0].weight, min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
                 f"x must end in shape ({self.length}, {self.embed_dim}), got "
@@ -255,19 +264,179 @@ class RidgeBaseline(nn.Module):
         return out.unflatten(-1, (self.length, self.embed_dim))
 
 
-# name -> (factory(length, embed_dim, n_knowledge), weight decay of the training loop)
-LEARNERS: dict[str, tuple[Callable[[int, int, int], nn.Module], float]] = {
-    "mean": (lambda n, d, k: MeanBaseline(d), 0.0),
-    "ridge": (lambda n, d, k: RidgeBaseline(n, d), 0.0),
-    "MLP": (lambda n, d, k: SequenceMLP(n, d, hidden=64), 0.0),
-    "MLP, weight decay": (lambda n, d, k: SequenceMLP(n, d, hidden=64), 1e-3),
-    "MultiHeadAttention": (lambda n, d, k: MultiHeadAttention(d, 1), 0.0),
-    "KnowledgeAttention, linear value": (
-        lambda n, d, k: KnowledgeAttention(d, k, value="linear"),
-        0.0,
+class ScaledInput(nn.Module):
+    """Predict ``s X``: one scalar, fitted in closed form by least squares.
+
+    The smallest map that is orthogonal equivariant and permutation equivariant and
+    uses its input: every output token is its own input token, scaled. A learner that
+    does not beat it has learned nothing about how tokens mix.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.zeros(()), requires_grad=False)
+
+    def fit(self, x, y) -> ScaledInput:
+        """Set ``s = <X, Y> / <X, X>``, the least-squares scalar.
+
+        Parameters
+        ----------
+        x, y : tensor or array-like, shape (n_sequences, length, embed_dim)
+            Inputs and targets.
+
+        Returns
+        -------
+        ScaledInput
+            ``self``, fitted.
+        """
+        x = as_tensor(x, "x", min_ndim=2)
+        y = as_tensor(y, "y", min_ndim=2, device=x.device)
+        if x.shape != y.shape:
+            raise ValueError(
+                f"y must have x's shape {tuple(x.shape)}, got {tuple(y.shape)}"
+            )
+        # Kept in the data's common dtype: float64 data is not rounded to float32.
+        dtype = torch.promote_types(x.dtype, y.dtype)
+        x, y = x.double(), y.double()
+        power = (x * x).sum()
+        if power == 0:
+            raise ValueError("x is zero: the scale is undefined")
+        self.scale.data = ((x * y).sum() / power).to(dtype)
+        return self
+
+    def forward(self, x) -> torch.Tensor:
+        """``s x``.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, d)
+            Token sequences of any length.
+
+        Returns
+        -------
+        torch.Tensor, shape of ``x``
+            The scaled tokens.
+        """
+        x = as_tensor(x, "x", min_ndim=2)
+        dtype = torch.promote_types(x.dtype, self.scale.dtype)
+        return self.scale.to(dtype) * x.to(dtype)
+
+
+#: The penalties ridge chooses from: 1e-3 to 1e4, two per decade.
+RIDGE_ALPHAS = tuple(float(a) for a in np.logspace(-3, 4, 15))
+
+
+class RidgeCVBaseline(RidgeBaseline):
+    """:class:`RidgeBaseline`, its penalty chosen by leave-one-out on the training data.
+
+    scikit-learn's :class:`~sklearn.linear_model.RidgeCV` (efficient leave-one-out over
+    the training sequences) picks the penalty from ``alphas``; the fitted map is copied
+    into the module.
+
+    Parameters
+    ----------
+    length, embed_dim : int
+        The one sequence length it accepts, and the token size.
+    alphas : sequence of float
+        Candidate penalties (scikit-learn's ``alpha``: not scaled by the sample count).
+    """
+
+    def __init__(self, length: int, embed_dim: int, alphas=RIDGE_ALPHAS):
+        super().__init__(length, embed_dim)
+        self.alphas = tuple(check_positive(a, "alphas") for a in alphas)
+        if not self.alphas:
+            raise ValueError("alphas must hold at least one penalty")
+        self.alpha_ = None
+
+    def fit(self, x, y) -> RidgeCVBaseline:
+        """Choose the penalty by leave-one-out and fit (in float64).
+
+        Parameters
+        ----------
+        x, y : tensor or array-like, shape (n_sequences, length, embed_dim)
+            Inputs and targets.
+
+        Returns
+        -------
+        RidgeCVBaseline
+            ``self``, fitted; ``alpha_`` is the chosen penalty.
+        """
+        from sklearn.linear_model import RidgeCV
+
+        x, y = as_tensor(x, "x", ndim=3), as_tensor(y, "y", ndim=3)
+        shape = (self.length, self.embed_dim)
+        for t, name in ((x, "x"), (y, "y")):
+            if t.shape[1:] != shape or len(t) != len(x):
+                raise ValueError(
+                    f"{name} must have shape ({len(x)}, {shape[0]}, {shape[1]}), "
+                    f"got {tuple(t.shape)}"
+                )
+        self.linear.to(torch.promote_types(x.dtype, y.dtype))
+        xf = x.flatten(-2).double().cpu().numpy()
+        yf = y.flatten(-2).double().cpu().numpy()
+        fit = RidgeCV(alphas=self.alphas).fit(xf, yf)
+        self.alpha_ = float(fit.alpha_)
+        w = self.linear.weight
+        self.linear.weight.data = torch.as_tensor(fit.coef_).to(w)
+        self.linear.bias.data = torch.as_tensor(fit.intercept_).to(w)
+        return self
+
+
+class WithSkip(nn.Module):
+    """``model(x) + t x``: a model plus a learned skip scalar ``t`` (starting at 0).
+
+    The skip term is one more equivariant map (every token keeps a multiple of
+    itself), so a ``KnowledgeAttention`` with it stays equivariant with knowledge.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Maps ``(..., n, d)`` to ``(..., n, d)``.
+    """
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        if not isinstance(model, nn.Module):
+            raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
+        self.model = model
+        self.skip = nn.Parameter(torch.zeros(()))
+
+    def forward(self, x) -> torch.Tensor:
+        """``model(x) + skip · x``.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, d)
+            Token sequences.
+
+        Returns
+        -------
+        torch.Tensor, shape of ``x``
+            The model's output plus the skip term.
+        """
+        out = output_of(self.model(x))
+        x = as_tensor(x, "x", min_ndim=2, dtype=out.dtype, device=out.device)
+        return out + self.skip.to(out) * x
+
+
+# name -> factory(length, embed_dim, n_knowledge). A module with a ``fit`` method is
+# fitted in closed form; any other is trained and tuned (``GRID``).
+LEARNERS: dict[str, Callable[[int, int, int], nn.Module]] = {
+    "mean": lambda n, d, k: MeanBaseline(d),
+    "scaled input": lambda n, d, k: ScaledInput(),
+    "ridge": lambda n, d, k: RidgeCVBaseline(n, d),
+    "MLP": lambda n, d, k: SequenceMLP(n, d, hidden=64),
+    "MultiHeadAttention": lambda n, d, k: MultiHeadAttention(d, 1),
+    "KnowledgeAttention, linear value": lambda n, d, k: KnowledgeAttention(
+        d, k, value="linear"
     ),
-    "KnowledgeAttention": (lambda n, d, k: KnowledgeAttention(d, k), 0.0),
+    "KnowledgeAttention": lambda n, d, k: KnowledgeAttention(d, k),
+    "KnowledgeAttention + skip": lambda n, d, k: WithSkip(KnowledgeAttention(d, k)),
 }
+
+#: The validation grid every trained learner is tuned on: Adam's learning rate, its
+#: (coupled, L2) weight decay, and the number of full-batch steps.
+GRID = {"lr": (1e-2, 3e-2), "weight_decay": (0.0, 1e-3), "n_steps": (100, 300)}
 
 
 def make_teacher(
@@ -397,7 +566,7 @@ def relative_error(model: Callable, x, y) -> float:
     x = as_tensor(x, "x", min_ndim=2)
     y = as_tensor(y, "y", min_ndim=2, device=x.device)
     with torch.no_grad():
-        pred = _as_output(model(x))
+        pred = output_of(model(x))
         if pred.shape != y.shape:
             raise ValueError(
                 f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}"
@@ -455,11 +624,11 @@ def fit_and_score(
     if hasattr(model, "fit"):
         model.fit(x, y)
         with torch.no_grad():
-            final = float(((_as_output(model(x)) - y) ** 2).mean())
+            final = float(((output_of(model(x)) - y) ** 2).mean())
     else:
 
         def loss(m, batch):
-            return ((_as_output(m(batch[0])) - batch[1]) ** 2).mean()
+            return ((output_of(m(batch[0])) - batch[1]) ** 2).mean()
 
         history = train(
             model,
@@ -481,6 +650,122 @@ def fit_and_score(
     return scores
 
 
+def _mse(model, x, y) -> float:
+    with torch.no_grad():
+        return float(((output_of(model(x)) - y) ** 2).mean())
+
+
+def fit_tuned(
+    make: Callable[[], nn.Module],
+    train_data: tuple,
+    *,
+    grid: dict | None = None,
+    val_fraction: float = 0.25,
+    seed: int = 0,
+) -> tuple[nn.Module, dict]:
+    """Tune a trained learner on a validation split, then refit it on all the data.
+
+    The last ``ceil(val_fraction · n)`` sequences (at least one) are held out. For each
+    learning rate and weight decay of ``grid`` a fresh model (``make()`` after seeding
+    with ``seed``) is trained on the rest for ``max(grid["n_steps"])`` full-batch Adam
+    steps, and its validation error is read after each number of steps in
+    ``grid["n_steps"]``. The setting with the lowest validation error is then trained
+    from the same initialisation on every sequence.
+
+    Parameters
+    ----------
+    make : callable
+        Builds an untrained model.
+    train_data : tuple of tensor, each of shape (n_sequences, length, embed_dim)
+        ``(X, Y)``, at least two sequences.
+    grid : dict, optional
+        ``"lr"``, ``"weight_decay"`` and ``"n_steps"`` to sequences of values; ``GRID``
+        by default.
+    val_fraction : float
+        The share held out, in (0, 1).
+    seed : int
+        Seeds every initialisation and training run.
+
+    Returns
+    -------
+    model : nn.Module
+        Trained on every sequence with the chosen setting.
+    chosen : dict
+        ``lr``, ``weight_decay``, ``n_steps`` and ``val`` (the validation mean squared
+        error relative to the held-out targets' power).
+    """
+    grid = GRID if grid is None else grid
+    if set(grid) != {"lr", "weight_decay", "n_steps"} or not all(grid.values()):
+        raise ValueError(
+            "grid must map lr, weight_decay and n_steps to non-empty sequences, "
+            f"got {grid!r}"
+        )
+    checkpoints = sorted({check_int(n, "n_steps") for n in grid["n_steps"]})
+    seed = check_int(seed, "seed", minimum=0)
+    x, y = train_data
+    val_fraction = check_positive(val_fraction, "val_fraction")
+    if not val_fraction < 1 or len(x) < 2:
+        raise ValueError(
+            "val_fraction must be below 1 and train_data must hold at least two "
+            f"sequences, got {val_fraction} and {len(x)}"
+        )
+    n_val = max(1, math.ceil(val_fraction * len(x)))
+    fit, held = (x[:-n_val], y[:-n_val]), (x[-n_val:], y[-n_val:])
+    power = float((held[1] ** 2).mean())
+
+    def loss(m, batch):
+        return ((output_of(m(batch[0])) - batch[1]) ** 2).mean()
+
+    best = {"val": math.inf}
+    for lr in grid["lr"]:
+        for weight_decay in grid["weight_decay"]:
+            torch.manual_seed(seed)
+            model = make()
+            seen = {}
+
+            def batches(step, model=model, seen=seen):
+                if step in checkpoints:  # the model after `step` updates
+                    seen[step] = _mse(model, *held) / power
+                return fit
+
+            try:
+                train(
+                    model,
+                    loss,
+                    batches,
+                    n_steps=checkpoints[-1],
+                    lr=lr,
+                    weight_decay=weight_decay,
+                    seed=seed,
+                    device=x.device,
+                    progress=False,
+                )
+            except TrainingDivergedError:
+                continue
+            seen[checkpoints[-1]] = _mse(model, *held) / power
+            for n_steps, val in seen.items():
+                if val < best["val"]:
+                    best = dict(
+                        lr=lr, weight_decay=weight_decay, n_steps=n_steps, val=val
+                    )
+    if not math.isfinite(best["val"]):
+        raise TrainingDivergedError("every setting of the grid diverged; lower lr")
+    torch.manual_seed(seed)
+    model = make()
+    train(
+        model,
+        loss,
+        [(x, y)],
+        n_steps=best["n_steps"],
+        lr=best["lr"],
+        weight_decay=best["weight_decay"],
+        seed=seed,
+        device=x.device,
+        progress=False,
+    )
+    return model, best
+
+
 def sample_efficiency(
     sizes,
     seeds,
@@ -493,23 +778,22 @@ def sample_efficiency(
     noise: float = 0.1,
     test_lengths=(3, 6, 12, 24),
     n_test: int = 256,
-    n_steps: int = 300,
-    lr: float = 1e-2,
-    teacher_seed: int = 0,
+    grid: dict | None = None,
     progress: bool = True,
 ) -> list[dict]:
     """Learning curves of several learners on a task that is equivariant with knowledge.
 
-    A random teacher (:func:`make_teacher` with ``kernel=teacher``) labels Gaussian
-    sequences of ``length`` tokens, with label noise ``noise``. For each training-set
-    size in ``sizes`` and each seed, every learner named in ``learners`` (keys of
-    ``LEARNERS``) is fitted (:func:`fit_and_score`) and scored on clean test sequences
-    of every length in ``test_lengths``.
+    For each seed a random teacher (:func:`make_teacher` with ``kernel=teacher`` and
+    that seed) labels Gaussian sequences of ``length`` tokens, with label noise
+    ``noise``; the seed also draws the training data and every initialisation. For each
+    training-set size in ``sizes``, every learner named in ``learners`` (keys of
+    ``LEARNERS``) is fitted (in closed form, or by :func:`fit_tuned` on ``grid``) and
+    scored on clean test sequences of every length in ``test_lengths``.
 
     Parameters
     ----------
     sizes, seeds : sequence of int
-        Training-set sizes and seeds.
+        Training-set sizes (at least two sequences each) and seeds.
     teacher : str
         The teacher's kernel (one of ``TEACHERS``).
     learners : sequence of str
@@ -522,10 +806,8 @@ def sample_efficiency(
         Lengths of the clean test sequences.
     n_test : int
         Test sequences per length.
-    n_steps, lr : int, float
-        The training loop's.
-    teacher_seed : int
-        Seeds the teacher.
+    grid : dict, optional
+        The validation grid of the trained learners (``GRID`` by default).
     progress : bool
         Show a progress bar over the fits.
 
@@ -534,58 +816,77 @@ def sample_efficiency(
     list of dict
         One row per fit: ``teacher``, ``model``, ``n_train``, ``seed``, ``n_params``
         (fitted numbers), ``seconds``, ``train`` (final training loss relative to the
-        target power) and ``test_n{L}`` (the :func:`relative_error` at length ``L``; NaN
-        where the model cannot take it).
+        target power), ``lr``, ``weight_decay``, ``n_steps`` and ``val`` (the chosen
+        setting; None for closed-form learners, whose ``alpha`` is ridge's penalty) and
+        ``test_n{L}`` (the :func:`relative_error` at length ``L``; NaN where the model
+        cannot take it).
 
     Implements
     ----------
-    This book's test of whether the symmetry of seed 003 makes learning cheaper; the
-    paper itself has no experiment.
+    This book's test of whether the form of seed 003 makes learning cheaper; the paper
+    itself has no experiment.
     """
-    sizes = [check_int(s, "sizes") for s in sizes]
+    sizes = [check_int(s, "sizes", minimum=2) for s in sizes]
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
     unknown = [name for name in learners if name not in LEARNERS]
     if unknown or not learners:
         raise ValueError(
             f"learners must be names from {tuple(LEARNERS)}, got {list(learners)}"
         )
-    labeller = make_teacher(embed_dim, n_knowledge, kernel=teacher, seed=teacher_seed)
-    tests = {
-        f"test_n{n}": knowledge_task(labeller, n_test, n, seed=10_000 + n)
-        for n in (check_int(n, "test_lengths") for n in test_lengths)
-    }
+    test_lengths = [check_int(n, "test_lengths") for n in test_lengths]
     rows = []
-    jobs = [(size, seed, name) for size in sizes for seed in seeds for name in learners]
+    jobs = [(seed, size, name) for seed in seeds for size in sizes for name in learners]
     # These models are so small that extra threads only add synchronisation overhead.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
+    labellers = {}
     try:
-        for size, seed, name in tqdm(
+        for seed, size, name in tqdm(
             jobs, desc="learning curves", disable=not progress, mininterval=0.5
         ):
-            data = knowledge_task(labeller, size, length, noise=noise, seed=seed)
-            make, weight_decay = LEARNERS[name]
+            if seed not in labellers:
+                labeller = make_teacher(
+                    embed_dim, n_knowledge, kernel=teacher, seed=seed
+                )
+                tests = {
+                    f"test_n{n}": knowledge_task(
+                        labeller, n_test, n, seed=10_000 + 100 * seed + n
+                    )
+                    for n in test_lengths
+                }
+                labellers = {seed: (labeller, tests)}
+            labeller, tests = labellers[seed]
+            x, y = knowledge_task(labeller, size, length, noise=noise, seed=seed)
+            make = LEARNERS[name]
             torch.manual_seed(seed)
             model = make(length, embed_dim, n_knowledge)
             start = time.perf_counter()
-            scores = fit_and_score(
-                model,
-                data,
-                tests,
-                n_steps=n_steps,
-                lr=lr,
-                weight_decay=weight_decay,
-                seed=seed,
-            )
-            n_params = sum(p.numel() for p in model.parameters())
+            chosen = dict(lr=None, weight_decay=None, n_steps=None, val=None)
+            if hasattr(model, "fit"):
+                model.fit(x, y)
+            else:
+                model, chosen = fit_tuned(
+                    lambda make=make: make(length, embed_dim, n_knowledge),
+                    (x, y),
+                    grid=grid,
+                    seed=seed,
+                )
+            scores = {"train": _mse(model, x, y) / float((y**2).mean())}
+            for test, (xt, yt) in tests.items():
+                try:
+                    scores[test] = relative_error(model, xt, yt)
+                except ValueError:
+                    scores[test] = float("nan")
             rows.append(
                 {
                     "teacher": teacher,
                     "model": name,
                     "n_train": size,
                     "seed": seed,
-                    "n_params": n_params,
+                    "n_params": sum(p.numel() for p in model.parameters()),
                     "seconds": time.perf_counter() - start,
+                    "alpha": getattr(model, "alpha_", None),
+                    **chosen,
                     **scores,
                 }
             )

@@ -13,20 +13,19 @@ Two ways of normalising are used, both through :func:`attnlib.attention.attentio
 
 * ``"gaussian"`` and ``"laplace"`` are exponentials of a score, so their weights are a
   softmax of ``log κ`` (robust: a tiny bandwidth gives the nearest neighbour, not 0/0);
-* ``"epanechnikov"``, ``"boxcar"`` and callables return kernel values ``κ(x, x_j) >= 0``
-  as the score, and a row normaliser divides by their sum (Eq. (5) of the
-  self-expression paper as written). A query with no training point inside a compact
-  kernel's support has an all-zero row: that raises a ``ValueError`` rather than
-  returning NaN.
+* ``"epanechnikov"``, ``"biweight"``, ``"triweight"``, ``"boxcar"`` and callables return
+  kernel values ``κ(x, x_j) >= 0`` as the score, and a row normaliser divides by their
+  sum (Eq. (5) of the self-expression paper as written). A query with no training
+  point inside a compact kernel's support has an all-zero row: that raises a
+  ``ValueError`` rather than returning NaN.
 """
 
-from .core import KERNELS, loo_predictions, nadaraya_watson, nadaraya_watson_streaming
+from .core import KERNELS, loo_predictions, nadaraya_watson
 from .estimators import MetricNadarayaWatson, NadarayaWatson
 
 __all__ = [
     "KERNELS",
     "nadaraya_watson",
-    "nadaraya_watson_streaming",
     "loo_predictions",
     "NadarayaWatson",
     "MetricNadarayaWatson",
