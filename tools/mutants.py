@@ -104,28 +104,28 @@ MUTANTS: list[Mutant] = [
     # ------------------------------------------------------------------ attention
     M(
         "mha-value-projection-from-kdim",
-        A + "attention.py",
+        A + "layers.py",
         "self.v_proj = nn.Linear(vdim, embed_dim, bias=bias)",
         "self.v_proj = nn.Linear(kdim, embed_dim, bias=bias)",
         T_ATT,
     ),
     M(
         "encoder-feedforward-width-2d",
-        A + "attention.py",
+        A + "layers.py",
         "4 * d_model\n            if dim_feedforward is None",
         "2 * d_model\n            if dim_feedforward is None",
         T_ATT,
     ),
     M(
         "encoder-first-residual-dropped",
-        A + "attention.py",
+        A + "layers.py",
         "x = self.norm1(x + attended)",
         "x = self.norm1(attended)",
         T_ATT,
     ),
     M(
         "mha-value-defaults-to-query",
-        A + "attention.py",
+        A + "layers.py",
         "value = key if value is None else",
         "value = query if value is None else",
         T_ATT,
