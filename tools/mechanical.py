@@ -1,0 +1,122 @@
+"""Count the mechanical blemishes of issue 28 in the library, to compare before and after.
+
+Usage (from the repository root)::
+
+    python tools/mechanical.py            # counts per kind
+    python tools/mechanical.py -v         # and every place found
+
+Kinds:
+
+- ``repeat``: a docstring whose second paragraph says the summary again (most of the
+  summary's words, stemmed crudely, come back in it); a heuristic, so read the list.
+- ``wrapped``: a trailing comment a formatter pushed after a closing bracket,
+  ``(\\n expr\\n)  # ...``: the comment belongs on its own line above.
+- ``usage``: a ``Usage`` block in a docstring whose command lines were re-wrapped into
+  prose (a line of it starts with a word, not ``python``, ``make`` or ``$``).
+- ``kernel-loops``: "kernel" in the sense of a compiled loop, in our own names and words.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORD = re.compile(r"[a-zα-ω]{4,}")
+STOP = {"that", "this", "with", "from", "each", "their", "which", "when", "into", "them"}
+LOOPS = re.compile(r"(?:compiled|C|numba|loop) kernels?\b(?! sums?)", re.IGNORECASE)
+
+
+def _stems(text: str) -> set[str]:
+    return {w[:5] for w in WORD.findall(text.lower()) if w not in STOP}
+
+
+def repeats(path: Path, tree: ast.AST) -> list[str]:
+    """Docstrings whose second paragraph repeats the summary."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(
+            node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        ):
+            continue
+        doc = ast.get_docstring(node)
+        if not doc:
+            continue
+        paragraphs = [p for p in re.split(r"\n\s*\n", doc) if p.strip()]
+        if len(paragraphs) < 2 or re.match(r"\s*\w+\n\s*-{3,}", paragraphs[1]):
+            continue
+        summary, second = _stems(paragraphs[0]), _stems(paragraphs[1])
+        if len(summary) >= 3 and len(summary & second) / len(summary) >= 0.6:
+            name = getattr(node, "name", "<module>")
+            found.append(f"{path}:{getattr(node, 'lineno', 1)} {name}")
+    return found
+
+
+def wrapped(path: Path, text: str) -> list[str]:
+    """Closing brackets alone on a line with a trailing comment."""
+    return [
+        f"{path}:{i}"
+        for i, line in enumerate(text.splitlines(), 1)
+        if re.match(r"\s*[)\]}]+,?\s+#", line)
+    ]
+
+
+def usage(path: Path, tree: ast.AST) -> list[str]:
+    """Usage blocks whose command lines were re-wrapped into prose."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)):
+            continue
+        doc = ast.get_docstring(node) or ""
+        m = re.search(r"Usage[^\n]*::\n\n((?:[ \t]+\S[^\n]*\n?)+)", doc)
+        if m is None:
+            if re.search(r"^Usage:? \S", doc, re.MULTILINE):
+                found.append(f"{path}: usage in prose, not a literal block")
+            continue
+        for line in m.group(1).splitlines():
+            if not re.match(r"\s*(python|make|\$|PY|ATTNLIB|#|OMP|\.)", line):
+                found.append(f"{path}: usage line {line.strip()[:50]!r}")
+                break
+    return found
+
+
+def kernel_loops(path: Path, text: str) -> list[str]:
+    """"kernel" meaning a compiled loop, in our names and words."""
+    found = [
+        f"{path}:{i}"
+        for i, line in enumerate(text.splitlines(), 1)
+        if LOOPS.search(line)
+        or re.search(r"\bentmax_kernels\b|ATTNLIB_KERNELS|\b_kernels?\b", line)
+    ]
+    return found
+
+
+def scan(paths) -> dict[str, list[str]]:
+    kinds: dict[str, list[str]] = {k: [] for k in ("repeat", "wrapped", "usage")}
+    kinds["kernel-loops"] = []
+    for path in paths:
+        text = path.read_text()
+        tree = ast.parse(text)
+        rel = path.relative_to(ROOT)
+        kinds["repeat"] += repeats(rel, tree)
+        kinds["wrapped"] += wrapped(rel, text)
+        kinds["usage"] += usage(rel, tree)
+        kinds["kernel-loops"] += kernel_loops(rel, text)
+    return kinds
+
+
+def main(argv: list[str]) -> None:
+    verbose = "-v" in argv
+    folders = [a for a in argv if not a.startswith("-")] or ["attnlib"]
+    paths = sorted(p for f in folders for p in (ROOT / f).rglob("*.py"))
+    for kind, places in scan(paths).items():
+        print(f"{kind}: {len(places)}")
+        if verbose:
+            for place in places:
+                print(f"    {place}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
