@@ -16,9 +16,10 @@ Part 2 (sweep): the chapter's two experiments over more basis sizes and seeds th
 chapter runs live, and the document experiment's controls (``--part controls``: an
 oracle μ on the span documents, and documents whose label is diffuse).
 
-    python benchmarks/continuous.py           # full run, writes
-    attnlib/results/continuous.json python benchmarks/continuous.py --quick   # tiny
-    sizes, < 30 s
+    # the full run, writes attnlib/results/continuous.json
+    python benchmarks/continuous.py
+    # tiny sizes, < 30 s
+    python benchmarks/continuous.py --quick
 """
 
 from __future__ import annotations

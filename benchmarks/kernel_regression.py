@@ -1,7 +1,9 @@
-"""Nadaraya–Watson kernel sums: attnlib's fused kernel against KeOps and PyTorch's SDPA.
+"""Nadaraya–Watson kernel sums: attnlib's fused loops against KeOps and PyTorch's SDPA.
 
-    python benchmarks/kernel_regression.py            # 10^6 keys x 10^4 queries, d = 1
-    and 8 python benchmarks/kernel_regression.py --quick    # tiny sizes (CI)
+    # 10^6 keys x 10^4 queries, d = 1 and 8
+    python benchmarks/kernel_regression.py
+    # tiny sizes (CI)
+    python benchmarks/kernel_regression.py --quick
 
 The same Gaussian-kernel predictions ``Σ_j w_ij y_j / Σ_j w_ij``,
 ``w_ij = exp(-|x_i - x_j|² / (2σ²))``, computed in float32, side by side in one process,

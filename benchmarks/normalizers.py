@@ -23,9 +23,10 @@ cache), so each row also records the ratio of the best rounds
   attnlib.normalizers, then time their first sparsemax, 1.5-entmax and 1.3-entmax call
   on a 4 × 16 input (the compiled loops already cached); medians over processes.
 
-    python benchmarks/normalizers.py           # the full run, writes
-    attnlib/results/normalizers.json python benchmarks/normalizers.py --quick   # tiny
-    sizes, a smoke test (< 30 s), to normalizers.quick.json
+    # the full run, writes attnlib/results/normalizers.json
+    python benchmarks/normalizers.py
+    # tiny sizes, a smoke test (< 30 s), to normalizers.quick.json
+    python benchmarks/normalizers.py --quick
 """
 
 from __future__ import annotations

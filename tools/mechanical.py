@@ -1,9 +1,9 @@
-"""Count the mechanical blemishes of issue 28 in the library, to compare before and after.
+"""Count issue 28's mechanical blemishes, to compare before and after a pass.
 
 Usage (from the repository root)::
 
-    python tools/mechanical.py            # counts per kind
-    python tools/mechanical.py -v         # and every place found
+    python tools/mechanical.py            # counts per kind: attnlib, benchmarks, tools
+    python tools/mechanical.py -v tests   # every place found, in tests/
 
 Kinds:
 
@@ -11,9 +11,9 @@ Kinds:
   summary's words, stemmed crudely, come back in it); a heuristic, so read the list.
 - ``wrapped``: a trailing comment a formatter pushed after a closing bracket,
   ``(\\n expr\\n)  # ...``: the comment belongs on its own line above.
-- ``usage``: a ``Usage`` block in a docstring whose command lines were re-wrapped into
-  prose (a line of it starts with a word, not ``python``, ``make`` or ``$``).
-- ``kernel-loops``: "kernel" in the sense of a compiled loop, in our own names and words.
+- ``usage``: a usage block in a docstring whose command lines were re-wrapped (a
+  command line continued by a word, or two commands on one line).
+- ``kernel-loops``: "kernel" meaning a compiled loop, in our own names and words.
 """
 
 from __future__ import annotations
@@ -25,7 +25,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WORD = re.compile(r"[a-zα-ω]{4,}")
-STOP = {"that", "this", "with", "from", "each", "their", "which", "when", "into", "them"}
+STOP = {
+    "that",
+    "this",
+    "with",
+    "from",
+    "each",
+    "their",
+    "which",
+    "when",
+    "into",
+    "them",
+}
 LOOPS = re.compile(r"(?:compiled|C|numba|loop) kernels?\b(?! sums?)", re.IGNORECASE)
 
 
@@ -69,21 +80,23 @@ def usage(path: Path, tree: ast.AST) -> list[str]:
     for node in ast.walk(tree):
         if not isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)):
             continue
-        doc = ast.get_docstring(node) or ""
-        m = re.search(r"Usage[^\n]*::\n\n((?:[ \t]+\S[^\n]*\n?)+)", doc)
-        if m is None:
-            if re.search(r"^Usage:? \S", doc, re.MULTILINE):
-                found.append(f"{path}: usage in prose, not a literal block")
-            continue
-        for line in m.group(1).splitlines():
-            if not re.match(r"\s*(python|make|\$|PY|ATTNLIB|#|OMP|\.)", line):
-                found.append(f"{path}: usage line {line.strip()[:50]!r}")
-                break
+        lines = (ast.get_docstring(node) or "").splitlines()
+        for i, line in enumerate(lines[:-1]):
+            after = lines[i + 1]
+            command = re.match(r"\s+(python|make) ", line)
+            if (
+                command
+                and after.strip()
+                and not re.match(r"\s+(python|make|#|\$)", after)
+            ):
+                found.append(f"{path}: after {line.strip()[:40]!r}")
+            if len(re.findall(r"\b(?:python|make) \S", line)) > 1:
+                found.append(f"{path}: two commands on {line.strip()[:40]!r}")
     return found
 
 
 def kernel_loops(path: Path, text: str) -> list[str]:
-    """"kernel" meaning a compiled loop, in our names and words."""
+    """ "kernel" meaning a compiled loop, in our names and words."""
     found = [
         f"{path}:{i}"
         for i, line in enumerate(text.splitlines(), 1)
@@ -109,7 +122,8 @@ def scan(paths) -> dict[str, list[str]]:
 
 def main(argv: list[str]) -> None:
     verbose = "-v" in argv
-    folders = [a for a in argv if not a.startswith("-")] or ["attnlib"]
+    folders = [a for a in argv if not a.startswith("-")]
+    folders = folders or ["attnlib", "benchmarks", "tools"]
     paths = sorted(p for f in folders for p in (ROOT / f).rglob("*.py"))
     for kind, places in scan(paths).items():
         print(f"{kind}: {len(places)}")

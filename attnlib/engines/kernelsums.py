@@ -150,7 +150,7 @@ def _exp_array(x, out):
 
 
 def exp_nonpositive(x: np.ndarray) -> np.ndarray:
-    """The vectorised exponential of the compiled kernels, on an array.
+    """The vectorised exponential of the compiled loops, on an array.
 
     For tests and timing.
 
