@@ -92,9 +92,8 @@ class ConvRouter(nn.Module):
         h = x.transpose(1, 2)  # Conv1d wants channels before positions
         h = torch.relu(self.convs[0](h))
         for conv in self.convs[1:]:
-            h = h + torch.relu(
-                conv(h)
-            )  # residual, so that deep stacks still train in a few hundred steps
+            # residual, so that deep stacks still train in a few hundred steps
+            h = h + torch.relu(conv(h))
         return self.readout(h).transpose(1, 2)
 
 

@@ -134,9 +134,8 @@ def ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
     rows = np.arange(N)
     idx = _top_k_per_row(X, X, k, rows)  # first guess: the most correlated samples
     coef = np.zeros((N, k))
-    worst = np.empty(
-        N
-    )  # max_j |x_j · r_i| over all keys j ≠ i: the gap certificate needs it
+    # max_j |x_j · r_i| over all keys j ≠ i: the gap certificate needs it
+    worst = np.empty(N)
     todo, steps = rows, 0
     for n_round in range(1, max_rounds + 1):
         coef[todo], s = homotopy_rows(X[idx[todo]], X[todo], lam[todo, 0], max_steps)
