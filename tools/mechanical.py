@@ -58,8 +58,10 @@ def repeats(path: Path, tree: ast.AST) -> list[str]:
         paragraphs = [p for p in re.split(r"\n\s*\n", doc) if p.strip()]
         if len(paragraphs) < 2 or re.match(r"\s*\w+\n\s*-{3,}", paragraphs[1]):
             continue
-        summary, second = _stems(paragraphs[0]), _stems(paragraphs[1])
-        if len(summary) >= 3 and len(summary & second) / len(summary) >= 0.6:
+        # the second paragraph's first sentence says the summary again
+        first = re.split(r"(?<=[.;:])\s", paragraphs[1].strip(), maxsplit=1)[0]
+        summary, second = _stems(paragraphs[0]), _stems(first)
+        if len(summary) >= 3 and len(summary & second) / len(summary) >= 0.5:
             name = getattr(node, "name", "<module>")
             found.append(f"{path}:{getattr(node, 'lineno', 1)} {name}")
     return found

@@ -261,9 +261,10 @@ def _sum_1d(q, x, y, shift, c):
 
 @numba.njit(**_FAST)
 def _sum_block(dist, m, yt, start, shift, c, block_num):
-    """Weights of the block's distances into ``dist``.
+    """Turn the block's distances in ``dist`` into weights, in place.
 
-    Returns ``block_num`` and the weight sum and min.
+    The weighted sums of ``yt`` go to ``block_num``; returns the block's weight sum and
+    its smallest distance.
     """
     den, low = shift - shift, _bits(dist.dtype.type(np.inf))
     for j in range(m):

@@ -179,10 +179,9 @@ class AttentionRouter(nn.Module):
 
 
 class WeekdayMux(nn.Module):
-    """The friends' multiplexer: the day (via ``Q``) scores each friend's token.
+    """The friends' multiplexer: the day, through ``Q``, scores each friend's token.
 
-    Each friend's token is seen through ``K``.
-
+    The tokens are seen through ``K``:
     ``a(x_i, c) = x_iᵀ KᵀQ c``; the output is the chosen friend's token ``Σ α_i x_i``,
     read out linearly to restaurant logits.
 

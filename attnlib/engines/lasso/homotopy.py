@@ -125,9 +125,10 @@ def _exact_on_support(B, Y, lam, coef):
 
 
 def ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
-    """SSC by exact homotopy on working sets of k keys.
+    """SSC by exact homotopy on working sets of k keys, grown by violating keys.
 
-    The working sets grow by the keys whose optimality conditions are violated.
+    A key joins a row's set when its optimality condition fails for that row; the
+    rounds stop when none does (or after ``max_rounds``).
     """
     N, D = X.shape
     k = min(max(k, D + 1), N - 1)
