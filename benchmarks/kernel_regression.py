@@ -138,9 +138,8 @@ def exp_limits(repeats: int = 7) -> dict:
     x = -torch.rand(16384, generator=torch.Generator().manual_seed(0)) * 80
     out = torch.empty_like(x)
     xn, outn = x.numpy(), out.numpy().copy()
-    exp_nonpositive(
-        xn
-    )  # loads the compiled loop, timed below without the checks around it
+    # loads the compiled loop, timed below without the checks around it
+    exp_nonpositive(xn)
     rates = {}
     for name, fn in {
         "torch.exp": lambda: torch.exp(x, out=out),

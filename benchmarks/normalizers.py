@@ -138,9 +138,8 @@ def with_numba_loops(fn):
 def first_call(n_processes: int) -> dict:
     """Median times (wall, CPU) of the first calls in ``n_processes`` new processes."""
     run = [sys.executable, "-c", FIRST_CALL]
-    subprocess.run(
-        run, check=True, capture_output=True
-    )  # the cache exists from here on
+    # the cache exists from here on
+    subprocess.run(run, check=True, capture_output=True)
     runs = [
         json.loads(subprocess.run(run, check=True, capture_output=True).stdout)
         for _ in range(n_processes)

@@ -72,7 +72,7 @@ def wrapped(path: Path, text: str) -> list[str]:
     return [
         f"{path}:{i}"
         for i, line in enumerate(text.splitlines(), 1)
-        if re.match(r"\s*[)\]}]+,?\s+#(?! fmt:)", line)
+        if re.match(r"\s*[)\]}]+,?\s+#(?! fmt:| noqa)", line)
     ]
 
 
