@@ -18,7 +18,7 @@ import torch
 
 from .errors import ScoreError
 from .normalizers import entmax, sparsemax
-from .utils import as_tensor, check_positive
+from .utils import as_tensor, check_on_device, check_positive
 
 __all__ = [
     "AttentionResult",
@@ -168,8 +168,9 @@ def _check_mask(mask, scores: torch.Tensor) -> torch.Tensor:
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
             f"shape {tuple(scores.shape)}"
         ) from err
-    if not mask.any(-1).all():
-        raise ValueError("mask leaves a query row with no key to attend to")
+    check_on_device(
+        ~mask.any(-1).all(), "mask leaves a query row with no key to attend to"
+    )
     return mask
 
 
@@ -321,7 +322,13 @@ def attend(
     # shift below changes no output (softmax, sparsemax, entmax are shift-invariant), so
     # it needs no gradient.
     top = scores.detach().amax(-1, keepdim=True)
-    if not torch.isfinite(top).all():
+    if top.device.type != "cpu":  # one check on the device: no synchronisation
+        check_on_device(
+            ~torch.isfinite(top).all(),
+            "score(q, k) gave NaN, +inf or only -inf in a row (q and k too large for "
+            f"{scores.dtype}, or a score callable's output)",
+        )
+    elif not torch.isfinite(top).all():
         what = (
             "NaN"
             if torch.isnan(top).any()
@@ -349,9 +356,10 @@ def attend(
             if exact
             else (scores.double() / temperature).to(scores.dtype)
         )
-        if temperature < 1 and (torch.isinf(divided) & torch.isfinite(scores)).any():
-            raise ValueError(
-                f"temperature={temperature!r} makes the scores overflow {scores.dtype}"
+        if temperature < 1:
+            check_on_device(
+                (torch.isinf(divided) & torch.isfinite(scores)).any(),
+                f"temperature={temperature!r} makes the scores overflow {scores.dtype}",
             )
         scores = divided
     weights = normalize(scores)

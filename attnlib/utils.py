@@ -28,6 +28,7 @@ __all__ = [
     "check_int",
     "host_array",
     "available_memory",
+    "check_on_device",
 ]
 
 
@@ -153,11 +154,33 @@ def as_tensor(
     if t.numel() == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     bad = torch.isnan(t) if allow_inf else ~torch.isfinite(t)
-    if bad.any():
-        raise ValueError(
-            f"{name} contains {'NaN' if allow_inf else 'NaN or infinite'} values"
-        )
+    check_on_device(
+        bad.any(), f"{name} contains {'NaN' if allow_inf else 'NaN or infinite'} values"
+    )
     return t
+
+
+def check_on_device(bad: torch.Tensor, message: str) -> None:
+    """Raise ``ValueError(message)`` if the 0-dim boolean tensor ``bad`` is True.
+
+    On the CPU it is read at once. On an accelerator it is asserted on the device
+    (``torch._assert_async``), so that a valid input costs no host-device
+    synchronisation; a bad one fails at the next synchronisation with ``message``
+    (CUDA reports it as a device-side assertion, after which the process must restart,
+    as after any CUDA assertion).
+
+    Parameters
+    ----------
+    bad : tensor of bool, shape ()
+        True when the input is invalid.
+    message : str
+        The error's text, naming the argument.
+    """
+    if bad.device.type == "cpu":
+        if bad:
+            raise ValueError(message)
+    else:
+        torch._assert_async(~bad, message)
 
 
 def as_float_array(

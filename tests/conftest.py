@@ -70,6 +70,25 @@ def _seeded():
     set_seed(0)
 
 
+#: Set to 1 to run every test as on a machine with CUDA, simulated on the CPU
+#: (tests/simulated_cuda.py): ``get_device()`` picks ``cuda:0`` and device mixing
+#: raises CUDA's error. ``make test-gpu`` runs the library's tests on a real GPU.
+SIMULATE_CUDA_ENV = "ATTNLIB_SIMULATE_CUDA"
+
+
+@pytest.fixture(autouse=True)
+def _simulated_cuda():
+    import os
+
+    if os.environ.get(SIMULATE_CUDA_ENV) != "1":
+        yield
+        return
+    from simulated_cuda import SimulatedCuda
+
+    with SimulatedCuda():
+        yield
+
+
 @pytest.fixture(scope="session")
 def built_book():
     """Build the website once per session (every chapter executed, nitpicky warnings as

@@ -95,7 +95,6 @@ NOT_WALKED = {
     # The raw C/numba loops behind sparsemax and entmax: reached through those maps,
     # whose specs attack them; they check shape, dtype and layout before touching
     # memory.
-    "entmax_*": "the loops behind normalizers",
     "engines.entmax*": "the loops behind normalizers",
     # Engines trust what their idea checked: attacked through nonlocal_means and
     # attnlib.lasso, whose specs are in battery/denoise.py and battery/lasso.py.

@@ -68,7 +68,7 @@ NO_EQUATION = {
     # Data for the experiments and their training/evaluation helpers.
     "mux": {"translation_sequences", "routing_loss", "accuracy_by_distance"},
     # Which compiled loops this process uses.
-    "entmax_kernels": {"backend"},
+    "engines.entmax_kernels": {"backend"},
     "lasso": {"lam_column"},
     # The book's glue, the typed errors and the engines (internal fast paths of the
     # ideas, which carry the Implements sections).

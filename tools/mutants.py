@@ -441,14 +441,14 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "entmax-bisection-too-few-steps",
-        A + "normalizers.py",
-        "for _ in range(64 if z.dtype == torch.float64 else 36):",
-        "for _ in range(16 if z.dtype == torch.float64 else 12):",
+        A + "engines/entmax.py",
+        "n_iter = 64 if z.dtype == torch.float64 else 36",
+        "n_iter = 16 if z.dtype == torch.float64 else 12",
         T_NORM,
     ),
     M(
         "entmax-compiled-slope",
-        A + "entmax_kernels.c",
+        A + "engines/entmax_kernels.c",
         "    case 2:\n        return SQRT(p);",
         "    case 2:\n        return p;",
         T_NORM,

@@ -46,7 +46,7 @@ REPORT = ROOT / "tools" / "MUTATION.md"
 RESULTS = ROOT / "tools" / "mutation_results.json"
 HISTORY_MARK = "<!-- history: date | mutants | killed | timeouts | survived | score -->"
 NUMBA_FILES = {
-    "attnlib/entmax_numba.py",
+    "attnlib/engines/entmax_numba.py",
     "attnlib/engines/nlm.py",
     "attnlib/engines/kernelsums.py",
 }

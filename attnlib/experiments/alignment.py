@@ -22,7 +22,7 @@ from ..attention import attention
 from ..continuous.attention import continuous_attention_1d
 from ..continuous.basis import GaussianRBF, ridge_value_coefficients
 from ..continuous.densities import check_alpha, gaussian_pdf, truncated_parabola_pdf
-from ..training import TrainingDivergedError, train
+from ..training import TrainingDivergedError, to_device, train
 from ..utils import check_int, check_type
 
 __all__ = [
@@ -47,7 +47,13 @@ class AlignmentTask(NamedTuple):
 
 
 def monotone_alignment(
-    n: int, source_len: int = 16, target_len: int = 8, *, vocab: int = 20, seed: int = 0
+    n: int,
+    source_len: int = 16,
+    target_len: int = 8,
+    *,
+    vocab: int = 20,
+    seed: int = 0,
+    device: torch.device | str | None = None,
 ) -> AlignmentTask:
     """Random sources; target step ``i`` is source token ``round(i (S-1)/(T-1))``.
 
@@ -61,6 +67,9 @@ def monotone_alignment(
         Token ids ``0..vocab-1``.
     seed : int
         The same seed gives the same data.
+    device : str or torch.device, optional
+        Where the tensors go (default: the CPU). They are drawn on the CPU and moved,
+        so a seed gives the same data on every device.
 
     Returns
     -------
@@ -78,7 +87,7 @@ def monotone_alignment(
     aligned = torch.round(
         torch.arange(T, dtype=torch.float64) * (S - 1) / (T - 1)
     ).long()
-    return AlignmentTask(source, source[:, aligned], aligned)
+    return to_device(AlignmentTask(source, source[:, aligned], aligned), device)
 
 
 class AlignmentModel(nn.Module):
@@ -299,7 +308,8 @@ def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
     with torch.no_grad():
         logits, _ = model(task.source)
     model.train(was_training)
-    return (logits.argmax(-1) == task.target).double().mean().item()
+    target = task.target.to(logits.device)  # the model computes where it lives
+    return (logits.argmax(-1) == target).double().mean().item()
 
 
 def alignment_means(model: AlignmentModel) -> tuple[torch.Tensor, torch.Tensor]:

@@ -20,6 +20,7 @@ from ..attention import attention
 from ..continuous.basis import GaussianRBF
 from ..continuous.densities import check_alpha
 from ..continuous.modules import ContinuousAttention2D, ContinuousAttentionOutput
+from ..training import to_device
 from ..utils import check_int, check_positive, module_input
 
 __all__ = ["ClutteredDigits", "cluttered_digits", "DigitClassifier"]
@@ -34,7 +35,13 @@ class ClutteredDigits(NamedTuple):
 
 
 def cluttered_digits(
-    n: int, size: int = 32, *, n_clutter: int = 4, noise: float = 0.1, seed: int = 0
+    n: int,
+    size: int = 32,
+    *,
+    n_clutter: int = 4,
+    noise: float = 0.1,
+    seed: int = 0,
+    device: torch.device | str | None = None,
 ) -> ClutteredDigits:
     """Canvases, each with one 8 × 8 ``load_digits`` digit (the label) placed at random.
 
@@ -53,6 +60,9 @@ def cluttered_digits(
         Standard deviation of the Gaussian noise.
     seed : int
         The same seed gives the same data.
+    device : str or torch.device, optional
+        Where the tensors go (default: the CPU). They are drawn on the CPU and moved,
+        so a seed gives the same data on every device.
 
     Returns
     -------
@@ -82,9 +92,10 @@ def cluttered_digits(
     images = torch.as_tensor(
         np.clip(canvas, 0, 1), dtype=torch.get_default_dtype()
     ).unsqueeze(1)
-    return ClutteredDigits(
+    digits = ClutteredDigits(
         images, torch.as_tensor(targets[pick]), torch.as_tensor(corner)
     )
+    return to_device(digits, device)
 
 
 class DigitClassifier(nn.Module):

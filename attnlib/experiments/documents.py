@@ -22,6 +22,7 @@ from ..attention import attention
 from ..continuous.basis import GaussianRBF
 from ..continuous.densities import check_alpha
 from ..continuous.modules import ContinuousAttention1D, ContinuousAttentionOutput
+from ..training import to_device
 from ..utils import as_tensor, check_in_range, check_int, check_positive
 
 __all__ = [
@@ -70,6 +71,7 @@ def span_documents(
     cue: float = 0.3,
     decoys: float = 0.03,
     seed: int = 0,
+    device: torch.device | str | None = None,
 ) -> SpanDocuments:
     """Long token sequences whose binary label is told by one span at a random place.
 
@@ -93,6 +95,9 @@ def span_documents(
         Fractions of cue words inside the span and of decoys outside it, in [0, 1].
     seed : int
         The same seed gives the same data.
+    device : str or torch.device, optional
+        Where the tensors go (default: the CPU). They are drawn on the CPU and moved,
+        so a seed gives the same data on every device.
 
     Returns
     -------
@@ -122,7 +127,7 @@ def span_documents(
         vocab + 4 * (1 - labels[:, None]) + torch.randint(4, (n, span), generator=g)
     )
     tokens.scatter_(1, idx, torch.where(is_cue, cue_words, tokens.gather(1, idx)))
-    return SpanDocuments(tokens, labels, start, span)
+    return to_device(SpanDocuments(tokens, labels, start, span), device)
 
 
 class DocumentClassifier(nn.Module):

@@ -234,7 +234,8 @@ class RidgeBaseline(nn.Module):
         x, y = x.flatten(-2).double(), y.flatten(-2).double()
         xm, ym = x.mean(0), y.mean(0)
         xc, yc = x - xm, y - ym
-        gram = xc.T @ xc + self.ridge * len(x) * torch.eye(x.shape[1], dtype=x.dtype)
+        eye = torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
+        gram = xc.T @ xc + self.ridge * len(x) * eye
         coef = torch.linalg.solve(gram, xc.T @ yc)  # (in, out)
         self.linear.weight.data = coef.T.to(self.linear.weight)
         self.linear.bias.data = (ym - xm @ coef).to(self.linear.bias)
@@ -568,6 +569,7 @@ def relative_error(model: Callable, x, y) -> float:
     y = as_tensor(y, "y", min_ndim=2, device=x.device)
     with torch.no_grad():
         pred = output_of(model(x))
+        y = y.to(pred.device)  # a module computes where its parameters are
         if pred.shape != y.shape:
             raise ValueError(
                 f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}"
@@ -781,6 +783,7 @@ def sample_efficiency(
     n_test: int = 256,
     grid: dict | None = None,
     progress: bool = True,
+    device: torch.device | str | None = None,
 ) -> list[dict]:
     """Learning curves of several learners on a task that is equivariant with knowledge.
 
@@ -811,6 +814,10 @@ def sample_efficiency(
         The validation grid of the trained learners (``GRID`` by default).
     progress : bool
         Show a progress bar over the fits.
+    device : str or torch.device, optional
+        Where the teacher, the data, the learners and the scores live (default: the
+        CPU). Draws are made on the CPU and moved, so a seed gives the same data on
+        every device.
 
     Returns
     -------
@@ -835,6 +842,7 @@ def sample_efficiency(
             f"learners must be names from {tuple(LEARNERS)}, got {list(learners)}"
         )
     test_lengths = [check_int(n, "test_lengths") for n in test_lengths]
+    where = torch.device("cpu") if device is None else torch.device(device)
     rows = []
     jobs = [(seed, size, name) for seed in seeds for size in sizes for name in learners]
     # These models are so small that extra threads only add synchronisation overhead.
@@ -848,7 +856,7 @@ def sample_efficiency(
             if seed not in labellers:
                 labeller = make_teacher(
                     embed_dim, n_knowledge, kernel=teacher, seed=seed
-                )
+                ).to(where)
                 tests = {
                     f"test_n{n}": knowledge_task(
                         labeller, n_test, n, seed=10_000 + 100 * seed + n
@@ -860,14 +868,14 @@ def sample_efficiency(
             x, y = knowledge_task(labeller, size, length, noise=noise, seed=seed)
             make = LEARNERS[name]
             torch.manual_seed(seed)
-            model = make(length, embed_dim, n_knowledge)
+            model = make(length, embed_dim, n_knowledge).to(where)
             start = time.perf_counter()
             chosen = dict(lr=None, weight_decay=None, n_steps=None, val=None)
             if hasattr(model, "fit"):
                 model.fit(x, y)
             else:
                 model, chosen = fit_tuned(
-                    lambda make=make: make(length, embed_dim, n_knowledge),
+                    lambda make=make: make(length, embed_dim, n_knowledge).to(where),
                     (x, y),
                     grid=grid,
                     seed=seed,

@@ -320,6 +320,7 @@ def accuracy_by_distance(model: nn.Module, task: RoutingTask) -> np.ndarray:
     model.eval()
     pred = model(task.x).argmax(-1).cpu()  # counted on the CPU, whatever the device
     model.train(was_training)
+    # Counted on the CPU, where the result goes (NumPy).
     length, marker, target = task.x.shape[1], task.marker.cpu(), task.target.cpu()
     distance = (torch.arange(length)[None, :] - marker[:, None]).abs()
     correct = (pred == target[:, None]).double()

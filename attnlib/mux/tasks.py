@@ -264,7 +264,10 @@ def conv_matrix(kernel, length: int) -> torch.Tensor:
         raise ValueError(f"kernel must have an odd length, got {kernel.numel()}")
     half = kernel.numel() // 2
     # key - query
-    offsets = torch.arange(length)[None, :] - torch.arange(length)[:, None]
+    offsets = (
+        torch.arange(length, device=kernel.device)[None, :]
+        - torch.arange(length, device=kernel.device)[:, None]
+    )
     inside = offsets.abs() <= half
     return torch.where(
         inside,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib
 
+import torch
+
 from .core import (
     ARRAY,
     INVALID,
@@ -45,6 +47,12 @@ def specs():
             {"value": "real"},
         ),
         "utils.check_int": value("check_int", 3),
+        # Its argument is the library's own 0-dim bool (already checked), not user data.
+        "utils.check_on_device": Spec(
+            U.check_on_device,
+            lambda: dict(bad=torch.tensor(False), message="x is bad"),
+            {},
+        ),
         "utils.check_real": Spec(
             U.check_real, lambda: dict(value=-0.5, name="value"), {"value": "real"}
         ),
