@@ -181,7 +181,7 @@ def fresh_peak_mib(n_query: int, n_train: int) -> float:
         f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
         "import kernel_regression as b; "
         f"xq, xt, y, h = b.problem({n_train}, {n_query}, 1); "
-        # one tiny call first: loading the compiled kernel is not the call's memory
+        # one tiny call first: loading the compiled loops is not the call's memory
         "b.nadaraya_watson(xq[:2, 0], xt[:2, 0], y[:2], bandwidth=h); "
         "print(b.peak_growth_mib("
         "lambda: b.nadaraya_watson(xq[:, 0], xt[:, 0], y, bandwidth=h)))"

@@ -126,7 +126,9 @@ def main(argv: list[str]) -> None:
     verbose = "-v" in argv
     folders = [a for a in argv if not a.startswith("-")]
     folders = folders or ["attnlib", "benchmarks", "tools"]
-    paths = sorted(p for f in folders for p in (ROOT / f).rglob("*.py"))
+    paths = sorted(
+        p for f in folders for p in (ROOT / f).rglob("*.py") if p != Path(__file__)
+    )
     for kind, places in scan(paths).items():
         print(f"{kind}: {len(places)}")
         if verbose:
