@@ -16,9 +16,10 @@ Part 2 (sweep): the chapter's two experiments over more basis sizes and seeds th
 chapter runs live, and the document experiment's controls (``--part controls``: an
 oracle μ on the span documents, and documents whose label is diffuse).
 
-    python benchmarks/continuous.py           # full run, writes
-    attnlib/results/continuous.json python benchmarks/continuous.py --quick   # tiny
-    sizes, < 30 s
+    # the full run, writes attnlib/results/continuous.json
+    python benchmarks/continuous.py
+    # tiny sizes, < 30 s
+    python benchmarks/continuous.py --quick
 """
 
 from __future__ import annotations
@@ -110,9 +111,8 @@ def quad_2d(mu, Sigma, basis, alpha, n, box=5.0):
         else torch.full_like(det_L, box)
     )
     g = torch.linspace(-1, 1, n, dtype=mu.dtype)
-    u = torch.stack(torch.meshgrid(g, g, indexing="ij"), -1).reshape(
-        -1, 2
-    )  # (n², 2) on [-1, 1]²
+    # (n², 2) on [-1, 1]²
+    u = torch.stack(torch.meshgrid(g, g, indexing="ij"), -1).reshape(-1, 2)
     u = u * R[:, None, None]
     x = u @ L.transpose(-1, -2)  # (batch, n², 2)
     q = (u * u).sum(-1)
@@ -523,9 +523,8 @@ def digit_sweep(quick: bool, save=lambda rows: None):
         tr, te = data(seed)
         for kind, alpha in configs:
             torch.manual_seed(seed)
-            model = DigitClassifier(
-                kind, alpha=alpha, n_side=8, channels=32
-            )  # 16 × 16 canvas: an 8 × 8 feature grid
+            # 16 × 16 canvas: an 8 × 8 feature grid
+            model = DigitClassifier(kind, alpha=alpha, n_side=8, channels=32)
             fit_classifier(
                 model,
                 tr.images,
