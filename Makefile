@@ -1,7 +1,8 @@
 # The two commands of the README: `make book` builds the website, `make test` runs every check.
 # Each does its own set-up on a fresh machine: a virtual environment, MathJax, Chromium.
 # The others: `make pdf` (the book as one PDF, after `make book`), `make serve`, `make lab`,
-# and the opt-in `make test-latest` (Python 3.12 with the newest release of every dependency).
+# and the opt-in `make test-latest` (Python 3.12 with the newest release of every dependency),
+# `make test-gpu` (on a machine with CUDA) and `make test-devices` (CUDA simulated on the CPU).
 
 SHELL := /bin/bash
 VENV := .venv
@@ -23,7 +24,8 @@ export OMP_NUM_THREADS := 1
 export OPENBLAS_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
-.PHONY: book test serve setup browser stamp strip bench clean pdf lab test-latest mutate
+.PHONY: book test serve setup browser stamp strip bench clean pdf lab test-latest mutate \
+	test-gpu test-devices
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' || \
@@ -89,6 +91,35 @@ test-latest: $(MATHJAX)
 	status=0; \
 	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider $(LIBRARY_TESTS) || status=1; \
 	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=300 book/*.ipynb || status=1; \
+	exit $$status
+
+# On a machine with a CUDA GPU (not part of `make test`, whose CI has none): the library's
+# tests with CUDA present (tests/test_cuda.py's CUDA-only checks run instead of skipping),
+# every chapter executed on CUDA (its setup cell's get_device() picks it), and the GPU
+# section of the normalizers benchmark (attnlib/results/normalizers_gpu.json). Who runs
+# it and when: CONTRIBUTING.md ("Devices").
+# Every test of the library: all but those of the website, the PDF, JupyterLab, Colab,
+# the executed chapters and the packaging.
+DEVICE_TESTS = $(filter-out tests/test_site.py tests/test_pdf.py tests/test_lab.py \
+	tests/test_colab.py tests/test_notebooks.py tests/test_packaging.py, $(wildcard tests/test_*.py))
+test-gpu: setup
+	@$(PY) -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
+		"make test-gpu needs a CUDA GPU: torch.cuda.is_available() is False here")'
+	$(PY) -c 'import torch; print("CUDA device:", torch.cuda.get_device_name())'
+	status=0; \
+	$(PY) -m pytest -q -p no:cacheprovider -rs $(DEVICE_TESTS) || status=1; \
+	$(PY) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=300 book/*.ipynb || status=1; \
+	$(PY) benchmarks/normalizers.py $(if $(QUICK),--quick) || status=1; \
+	exit $$status
+
+# CUDA simulated on the CPU (tests/simulated_cuda.py), on demand: the library's tests as
+# if CUDA were present, and every chapter executed on the simulated device, so that device
+# mixing fails here as on a GPU. Slow (every tensor operation passes a Python check);
+# `make test` runs the fast part of it, tests/test_devices.py.
+test-devices: setup
+	status=0; \
+	ATTNLIB_SIMULATE_CUDA=1 $(PY) -m pytest -q -p no:cacheprovider $(DEVICE_TESTS) || status=1; \
+	$(PY) tests/simulated_chapter.py book/*.ipynb || status=1; \
 	exit $$status
 
 # Every benchmark side by side with its peer; results land in attnlib/results/ (committed)

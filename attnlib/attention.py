@@ -10,18 +10,21 @@ coefficient matrix ``C`` is our ``weights.T``.
 
 from __future__ import annotations
 
-import importlib
 import math
-from typing import Callable, NamedTuple, Union
+from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
-from .utils import as_tensor, check_int, check_positive
+from .errors import ScoreError
+from .normalizers import entmax, sparsemax
+from .utils import as_tensor, check_int, check_on_device, check_positive
 
 __all__ = [
     "AttentionResult",
     "attention",
+    "attend",
     "register_normalizer",
     "SCORES",
     "MultiHeadAttention",
@@ -81,17 +84,14 @@ def _no_normalizer(scores: torch.Tensor) -> torch.Tensor:
 
 _NORMALIZERS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "softmax": _masked_softmax,
+    "sparsemax": sparsemax,
+    "entmax": entmax,
     "none": _no_normalizer,
 }
 # Maps for which adding a constant to a row changes nothing: attention subtracts the row
 # maximum before dividing by the temperature, so that a tiny temperature gives the limit
 # (the arg-max) instead of inf - inf.
 _SHIFT_INVARIANT = {"softmax", "sparsemax", "entmax"}
-# Names that another module of attnlib registers when it is imported.
-_LAZY_NORMALIZERS = {
-    "sparsemax": "attnlib.normalizers",
-    "entmax": "attnlib.normalizers",
-}
 
 
 def register_normalizer(name: str, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
@@ -118,10 +118,8 @@ def register_normalizer(name: str, fn: Callable[[torch.Tensor], torch.Tensor]) -
 def _resolve_normalizer(normalizer) -> Callable[[torch.Tensor], torch.Tensor]:
     if callable(normalizer):
         return normalizer
-    if normalizer not in _NORMALIZERS and normalizer in _LAZY_NORMALIZERS:
-        importlib.import_module(_LAZY_NORMALIZERS[normalizer])
     if normalizer not in _NORMALIZERS:
-        known = sorted(set(_NORMALIZERS) | set(_LAZY_NORMALIZERS))
+        known = sorted(_NORMALIZERS)
         raise ValueError(
             f"normalizer must be a callable or one of {known}, got {normalizer!r}"
         )
@@ -151,13 +149,14 @@ def _check_mask(mask, scores: torch.Tensor) -> torch.Tensor:
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
             f"shape {tuple(scores.shape)}"
         ) from err
-    if not mask.any(-1).all():
-        raise ValueError("mask leaves a query row with no key to attend to")
+    check_on_device(
+        ~mask.any(-1).all(), "mask leaves a query row with no key to attend to"
+    )
     return mask
 
 
-Score = Union[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
-Normalizer = Union[str, Callable[[torch.Tensor], torch.Tensor]]
+Score = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+Normalizer = str | Callable[[torch.Tensor], torch.Tensor]
 
 
 def attention(
@@ -247,6 +246,49 @@ def attention(
         raise ValueError(
             f"q, k and v must have broadcastable batch dimensions, got shapes {shapes}"
         ) from err
+    return attend(
+        q, k, v, score=score, normalizer=normalizer, mask=mask, temperature=temperature
+    )
+
+
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    score: Score = "scaled_dot",
+    normalizer: Normalizer = "softmax",
+    mask=None,
+    temperature: float | None = None,
+) -> AttentionResult:
+    """:func:`attention` on tensors that the caller has already checked.
+
+    For callers inside attnlib that validated their own input once, at their public
+    boundary: ``q``, ``k``, ``v`` are finite floating tensors of one dtype and device
+    whose shapes fit (as :func:`attention` checks them). The score, normalizer, mask and
+    temperature are still checked here, and scores that overflow raise
+    :class:`~attnlib.errors.ScoreError`.
+
+    Parameters
+    ----------
+    q : tensor, shape (..., n_q, d)
+        Checked queries.
+    k : tensor, shape (..., n_k, d)
+        Checked keys, in the dtype and on the device of ``q``.
+    v : tensor, shape (..., n_k, d_v)
+        Checked values, in the dtype and on the device of ``q``.
+    score, normalizer, mask, temperature : object
+        As in :func:`attention`.
+
+    Returns
+    -------
+    AttentionResult
+        As :func:`attention`.
+
+    Implements
+    ----------
+    Eq. (1) of Vaswani et al. (2017), as :func:`attention`.
+    """
     score_fn, normalize = _resolve_score(score), _resolve_normalizer(normalizer)
     if temperature is None:
         temperature = math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
@@ -261,7 +303,13 @@ def attention(
     # shift below changes no output (softmax, sparsemax, entmax are shift-invariant), so
     # it needs no gradient.
     top = scores.detach().amax(-1, keepdim=True)
-    if not torch.isfinite(top).all():
+    if top.device.type != "cpu":  # one check on the device: no synchronisation
+        check_on_device(
+            ~torch.isfinite(top).all(),
+            "score(q, k) gave NaN, +inf or only -inf in a row (q and k too large for "
+            f"{scores.dtype}, or a score callable's output)",
+        )
+    elif not torch.isfinite(top).all():
         what = (
             "NaN"
             if torch.isnan(top).any()
@@ -269,10 +317,7 @@ def attention(
             if torch.isposinf(top).any()
             else "only -inf"
         )
-        raise ValueError(
-            f"score(q, k) gave {what} in a row (q and k too large for {scores.dtype}, "
-            "or a score callable's output)"
-        )
+        raise ScoreError(what, scores.dtype)
     # A temperature that the scores' dtype rounds to 0 or inf is applied in float64, so
     # that 0 / 0 and -inf / inf (masked keys) do not become NaN.
     t_cast = float(torch.tensor(temperature, dtype=scores.dtype))
@@ -292,13 +337,30 @@ def attention(
             if exact
             else (scores.double() / temperature).to(scores.dtype)
         )
-        if temperature < 1 and (torch.isinf(divided) & torch.isfinite(scores)).any():
-            raise ValueError(
-                f"temperature={temperature!r} makes the scores overflow {scores.dtype}"
+        if temperature < 1:
+            check_on_device(
+                (torch.isinf(divided) & torch.isfinite(scores)).any(),
+                f"temperature={temperature!r} makes the scores overflow {scores.dtype}",
             )
         scores = divided
     weights = normalize(scores)
     return AttentionResult(weights @ v, weights)
+
+
+def output_of(y) -> torch.Tensor:
+    """The output of a model that returns an :class:`AttentionResult` or a tensor.
+
+    Parameters
+    ----------
+    y : AttentionResult or tensor-like
+        What a model returned.
+
+    Returns
+    -------
+    torch.Tensor
+        ``y.output`` for an :class:`AttentionResult`, else ``y`` as a tensor.
+    """
+    return y.output if isinstance(y, AttentionResult) else torch.as_tensor(y)
 
 
 def _like(x, ref: torch.Tensor):

@@ -35,9 +35,16 @@ class TranslationPairs(NamedTuple):
     def take(self, index) -> TranslationPairs:
         """The pairs selected by ``index`` (a slice, or integer indices).
 
-        E.g. a test split.
+        E.g. a test split. Integer indices may live on any device: they are moved to
+        the pairs' (as a training loop moves a batch of indices to the model's).
         """
+        if isinstance(index, torch.Tensor):
+            index = index.to(self.src.device)
         return TranslationPairs(*(field[index] for field in self))
+
+    def to(self, device) -> TranslationPairs:
+        """The same pairs on ``device``."""
+        return TranslationPairs(*(field.to(device) for field in self))
 
 
 def shuffled_translation(
@@ -48,6 +55,7 @@ def shuffled_translation(
     *,
     noise: float = 0.1,
     seed: int = 0,
+    device: torch.device | str | None = None,
 ) -> TranslationPairs:
     """A toy "translation" task whose alignment is a permutation.
 
@@ -71,6 +79,9 @@ def shuffled_translation(
         Standard deviation of the noise between a word's two embeddings (≥ 0).
     seed : int
         Seeds the generator (≥ 0).
+    device : str or torch.device, optional
+        Where the tensors live (default: the CPU). They are drawn on the CPU and moved,
+        so a seed gives the same pairs on every device.
 
     Returns
     -------
@@ -90,7 +101,8 @@ def shuffled_translation(
     )
     perm = torch.stack([torch.randperm(length, generator=g) for _ in range(n_pairs)])
     tgt_words = torch.empty_like(words).scatter_(1, perm, words)
-    return TranslationPairs(src_vocab[words], tgt_vocab[tgt_words], perm, words)
+    pairs = TranslationPairs(src_vocab[words], tgt_vocab[tgt_words], perm, words)
+    return pairs if device is None else pairs.to(device)
 
 
 COLOURS = {
@@ -121,9 +133,19 @@ class CaptionedImages(NamedTuple):
     def take(self, index) -> CaptionedImages:
         """The pairs selected by ``index`` (a slice, or integer indices).
 
-        E.g. a test split.
+        E.g. a test split. Integer indices may live on any device (a training loop
+        moves a batch of indices to the model's): each field is indexed where it lives,
+        the NumPy images and boxes on the host.
         """
-        return CaptionedImages(*(field[index] for field in self[:-1]), self.vocabulary)
+
+        def pick(field):
+            if not isinstance(index, torch.Tensor):
+                return field[index]
+            if isinstance(field, torch.Tensor):
+                return field[index.to(field.device)]
+            return field[index.cpu().numpy()]
+
+        return CaptionedImages(*(pick(field) for field in self[:-1]), self.vocabulary)
 
 
 def _draw(image: np.ndarray, shape: str, colour, r0: int, c0: int, side: int) -> None:

@@ -24,9 +24,9 @@ import numbers
 import numpy as np
 import torch
 
-from . import entmax_kernels
-from .attention import register_normalizer
-from .utils import as_tensor
+from .engines import entmax as entmax_engine
+from .engines import entmax_kernels
+from .utils import as_tensor, check_on_device
 
 __all__ = [
     "softmax",
@@ -79,7 +79,13 @@ def _row_max(z: torch.Tensor, name: str = "x") -> torch.Tensor:
     # max propagates NaN and shows +inf and all-masked rows, so one reduction checks the
     # input.
     m = z.amax(-1, keepdim=True)
-    if not torch.isfinite(m).all():
+    if m.device.type != "cpu":  # checked on the device: no synchronisation
+        check_on_device(
+            ~torch.isfinite(m).all(),
+            f"{name} contains NaN or +inf values, or a row that is entirely -inf "
+            "(every key masked)",
+        )
+    elif not torch.isfinite(m).all():
         if torch.isnan(m).any():
             raise ValueError(f"{name} contains NaN values")
         if torch.isposinf(m).any():
@@ -152,11 +158,14 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 # entmax package does): at an offset of 1e9 in float32, ``max(x) - q`` itself would
 # round to ``max(x)``.
 #
-# On a CPU the search runs as compiled loops over the rows (attnlib.entmax_kernels,
-# compiled from C once per machine, or by numba where no C compiler is present): a row
-# is read from memory once, and every Newton pass over it then runs in cache,
-# vectorised. Everywhere else (CUDA, α > 2, where g is not convex) the threshold is
-# bisected with tensor operations.
+# On a CPU the search runs as compiled loops over the rows
+# (attnlib.engines.entmax_kernels, compiled from C once per machine, or by numba where
+# no C compiler is present): a row is read from memory once, and every Newton pass over
+# it then runs in cache, vectorised. For α > 2 (where g is not convex) the threshold is
+# bisected with tensor operations. Off the CPU (CUDA) the maps come from
+# attnlib.engines.entmax: sparsemax and 1.5-entmax sort each row once and take the
+# threshold in closed form on every prefix; any other α is bisected a fixed number of
+# times; no step reads a value back to the host.
 
 
 def _family(alpha) -> int:
@@ -195,22 +204,7 @@ def _bisect_entmax(x: torch.Tensor, alpha) -> torch.Tensor:
 
     As in the compiled search, the scores are first shifted by their row maximum.
     """
-    z = (x - _row_max(x)) * (alpha - 1)
-    q = 1 / (alpha - 1)
-    n = torch.isfinite(z).sum(-1, keepdim=True).to(z.dtype)
-    lo, hi = (
-        torch.full_like(n, -1.0),
-        -(n ** (-(alpha - 1))),
-    )  # the largest weight lies in [1/n, 1]
-    for _ in range(64 if z.dtype == torch.float64 else 36):
-        mid = (lo + hi) / 2
-        too_low = (
-            torch.where(z > mid, (z - mid).clamp_min(0).pow(q), 0).sum(-1, keepdim=True)
-            >= 1
-        )
-        lo, hi = torch.where(too_low, mid, lo), torch.where(too_low, hi, mid)
-    p = torch.where(z > lo, (z - lo).clamp_min(0).pow(q), 0)
-    return p / p.sum(-1, keepdim=True)
+    return entmax_engine.entmax_bisect(x - _row_max(x), alpha)
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
@@ -263,11 +257,25 @@ class _Entmax(torch.autograd.Function):
         cd = _compute_dtype(x)
         alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
         ctx.alpha = alpha
+        on_cpu = x.device.type == "cpu"
         newton = (
-            bool((alpha <= 2).all()) if isinstance(alpha, torch.Tensor) else alpha <= 2
+            on_cpu and bool((alpha <= 2).all())  # no host read off the CPU
+            if isinstance(alpha, torch.Tensor)
+            else alpha <= 2
         )
-        ctx.compiled = newton and x.device.type == "cpu"
-        if ctx.compiled:
+        ctx.compiled = newton and on_cpu
+        if not on_cpu:  # sort-based or fixed bisection: no host-device synchronisation
+            z = x.to(cd)
+            z = z - _row_max(z)
+            if isinstance(alpha, torch.Tensor):
+                p = entmax_engine.entmax_bisect(z, alpha)
+            elif alpha == 2:
+                p = entmax_engine.sparsemax_sort(z)
+            elif alpha == 1.5:
+                p = entmax_engine.entmax15_sort(z)
+            else:
+                p = entmax_engine.entmax_bisect(z, alpha)
+        elif ctx.compiled:
             a = (
                 alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
                 if isinstance(alpha, torch.Tensor)
@@ -327,8 +335,10 @@ def _check_alpha(alpha, x: torch.Tensor, dim: int):
                 "alpha must be a number or a tensor broadcastable to x with size 1 "
                 f"along dim, got shape {tuple(alpha.shape)}"
             )
-        if not torch.isfinite(alpha).all() or (alpha <= 1).any():
-            raise ValueError("alpha as a tensor must hold finite values greater than 1")
+        check_on_device(
+            (~torch.isfinite(alpha) | (alpha <= 1)).any(),
+            "alpha as a tensor must hold finite values greater than 1",
+        )
         alpha = alpha.to(x.device)
         if alpha.ndim < x.ndim:  # align with x so that it can be moved with dim
             alpha = alpha.reshape((1,) * (x.ndim - alpha.ndim) + tuple(alpha.shape))
@@ -594,7 +604,3 @@ def fenchel_young_loss(
     if reduction == "none":
         return loss
     return loss.sum() if reduction == "sum" else loss.mean()
-
-
-register_normalizer("sparsemax", sparsemax)
-register_normalizer("entmax", entmax)

@@ -16,8 +16,8 @@ import torch
 from torch import nn
 
 from .attention import AttentionResult, attention
-from .lasso.common import _soft_threshold
-from .utils import _module_input, _names_input, as_tensor, check_int, check_positive
+from .engines.lasso.common import soft_threshold as _shrink
+from .utils import as_tensor, check_int, check_positive, module_input, names_input
 
 __all__ = ["sparse_coding_attention", "UnrolledISTAAttention"]
 
@@ -36,7 +36,7 @@ def _ista_codes(q, k, lam, n_iter, step, nonnegative, kk=None):
             .square()
             .clamp_min(1e-12)[..., None, None]
         )
-    shrink = (lambda z, t: torch.relu(z - t)) if nonnegative else _soft_threshold
+    shrink = (lambda z, t: torch.relu(z - t)) if nonnegative else _shrink
     C = torch.zeros_like(qk)
     for t in range(n_iter):
         s_t = step[t] if isinstance(step, (list, tuple)) else step
@@ -190,18 +190,16 @@ class UnrolledISTAAttention(nn.Module):
             ``output`` ``(..., n_q, embed_dim)``, the codes ``C`` ``(..., n_q, n_k)``.
         """
         like = self.q_proj.weight
-        x = _module_input(x, "x", like, min_ndim=2)
-        key = x if key is None else _module_input(key, "key", like, min_ndim=2)
-        value = (
-            key if value is None else _module_input(value, "value", like, min_ndim=2)
-        )
+        x = module_input(x, "x", like, min_ndim=2)
+        key = x if key is None else module_input(key, "key", like, min_ndim=2)
+        value = key if value is None else module_input(value, "value", like, min_ndim=2)
         if x.shape[-1] != self.embed_dim:
             raise ValueError(
                 f"x must have {self.embed_dim} features, got {x.shape[-1]}"
             )
         q, k, v = self.q_proj(x), self.k_proj(key), self.v_proj(value)
         s = k if self.s_proj is None else self.s_proj(key)
-        with _names_input("x"):
+        with names_input("x"):
             kk = attention(s, s, s, score="dot", normalizer="none").weights
         base = (
             1.0
@@ -211,7 +209,7 @@ class UnrolledISTAAttention(nn.Module):
         )
         steps = [base * torch.nn.functional.softplus(r) for r in self.raw_step]
         lams = list(torch.nn.functional.softplus(self.raw_lam))
-        with _names_input("x"):
+        with names_input("x"):
             C = _ista_codes(q, k, lams, self.n_iter, steps, self.nonnegative, kk=kk)
         if not torch.isfinite(C).all():
             raise ValueError(f"x is too large for {x.dtype}: the codes overflow")

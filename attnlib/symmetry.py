@@ -19,13 +19,13 @@ permutation of the tokens as ``X -> P @ X``. The paper writes tokens as columns
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
-from .attention import AttentionResult, attention
-from .utils import _names_input, as_tensor, check_int, check_positive
+from .attention import AttentionResult, attention, output_of
+from .utils import as_tensor, check_int, check_positive, names_input
 
 __all__ = [
     "random_orthogonal",
@@ -225,13 +225,9 @@ def _worst_error(call, X, Z, group, n_trials, generator) -> float:
     return worst
 
 
-def _as_output(y) -> torch.Tensor:
-    return y.output if isinstance(y, AttentionResult) else torch.as_tensor(y)
-
-
 def _finite_output(y) -> torch.Tensor:
     # A NaN output would compare as "no error": an undefined answer must not read as 0.
-    y = _as_output(y)
+    y = output_of(y)
     if not torch.isfinite(y).all():
         raise ValueError(
             "f returned NaN or infinite values; its equivariance is undefined"
@@ -468,7 +464,7 @@ class KnowledgeAttention(nn.Module):
             )
         for layer in range(z.shape[0]):
             c = None if self.c is None else self.c[layer]
-            with _names_input("x"):
+            with names_input("x"):
                 heads = knowledge_attention(
                     h.unsqueeze(-3),
                     z[layer],

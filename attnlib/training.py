@@ -64,6 +64,32 @@ def _to_device(batch, device):
     return batch
 
 
+def _model_device(model: nn.Module, device) -> torch.device:
+    """The device the batches go to: ``device``, which must be the model's, or the
+    model's own (the CPU for a model without parameters or buffers)."""
+    tensors = [*model.parameters(), *model.buffers()]
+    own = {t.device for t in tensors}
+    if len(own) > 1:
+        raise ValueError(
+            f"model has parameters on several devices {sorted(map(str, own))}; "
+            "move it to one with model.to(device)"
+        )
+    if device is None:
+        return own.pop() if own else torch.device("cpu")
+    device = get_device(device)
+    if own and not any(_same_device(device, d) for d in own):
+        raise ValueError(
+            f"device={str(device)!r} but the model is on {own.pop()}: train() does not "
+            "move the model; call model.to(device) first"
+        )
+    return device
+
+
+def _same_device(a: torch.device, b: torch.device) -> bool:
+    index = lambda d: 0 if d.index is None else d.index  # noqa: E731
+    return a.type == b.type and (a.type == "cpu" or index(a) == index(b))
+
+
 def train(
     model: nn.Module,
     loss_fn: Callable[[nn.Module, object], torch.Tensor],
@@ -84,7 +110,8 @@ def train(
     Parameters
     ----------
     model : nn.Module
-        Moved to ``device`` and left in training mode.
+        Trained where it is (PyTorch's convention: the caller places it, e.g.
+        ``model.to(device)``); left in training mode.
     loss_fn : callable
         ``loss_fn(model, batch)`` returns a scalar loss.
     batches : callable or iterable
@@ -103,8 +130,10 @@ def train(
         Clip the gradient's global norm to this value.
     seed : int, optional
         Seeds PyTorch's generator before training (None leaves it alone).
-    device : optional
-        Defaults to :func:`attnlib.utils.get_device`.
+    device : str or torch.device, optional
+        Where each batch is moved before ``loss_fn`` sees it; defaults to the device of
+        the model's first parameter or buffer (the CPU for a model without any). The
+        model itself is never moved: a ``device`` other than the model's raises.
     progress : bool
         Show a tqdm progress bar with the running loss (or, when the environment
         variable ``ATTNLIB_PROGRESS`` is ``summary``, only its final line; when it is
@@ -138,8 +167,8 @@ def train(
         clip_grad_norm = check_positive(clip_grad_norm, "clip_grad_norm")
     if seed is not None:
         torch.manual_seed(seed)
-    device = get_device(device)
-    model.to(device).train()
+    device = _model_device(model, device)
+    model.train()
     opt = optimizer(model.parameters(), lr=lr, weight_decay=weight_decay)
     if callable(batches):
         next_batch = batches

@@ -1,4 +1,4 @@
-"""Small shared helpers: seeding, devices and input validation.
+"""Small shared helpers: seeding, devices, memory and input validation.
 
 Every public function of attnlib validates its inputs with the helpers below, so that
 bad input fails early with a ``ValueError`` that names the argument and says what was
@@ -8,21 +8,27 @@ expected.
 from __future__ import annotations
 
 import numbers
+import os
 import random
 
 import numpy as np
 import torch
 
+from .errors import ScoreError
+
 __all__ = [
     "set_seed",
-    "glue",
     "get_device",
     "as_tensor",
     "as_float_array",
     "check_positive",
     "check_in_range",
+    "check_real",
+    "check_numeric",
     "check_int",
     "host_array",
+    "available_memory",
+    "check_on_device",
 ]
 
 
@@ -38,35 +44,6 @@ def set_seed(seed: int = 0) -> None:
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 (the global generator is what gets seeded)
     torch.manual_seed(seed)
-
-
-def glue(name: str, value, display: bool = False) -> None:
-    """Record a computed value under ``name`` so that the chapter's prose can quote it.
-
-    When the book is built, myst-nb pastes the value wherever the markdown says
-    ``{glue:text}`name:.3f` ``, so a number in the prose is always the one the cell
-    computed. Where myst-nb is not installed (a chapter opened in Colab), nothing is
-    recorded and the value is shown only if ``display`` is true.
-
-    Parameters
-    ----------
-    name : str
-        The key the prose uses, unique in the book (chapters prefix it, e.g.
-        ``"ch05_..."``).
-    value : object
-        The value to record (a number, a string, a figure, a table).
-    display : bool, default=False
-        Also show the value in the cell's output.
-    """
-    try:
-        from myst_nb import glue as record
-    except ImportError:
-        if display:
-            from IPython.display import display as show
-
-            show(value)
-        return
-    record(name, value, display=display)
 
 
 def get_device(prefer: str | None = None) -> torch.device:
@@ -143,6 +120,7 @@ def as_tensor(
         Naming ``name`` when the array is not numeric, is empty, has the wrong number of
         dimensions or holds NaN (or infinities, unless ``allow_inf``).
     """
+    check_numeric(x, name)
     if isinstance(x, torch.Tensor):
         t = x
     elif isinstance(x, np.ndarray) and np.issubdtype(x.dtype, np.floating):
@@ -176,11 +154,33 @@ def as_tensor(
     if t.numel() == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
     bad = torch.isnan(t) if allow_inf else ~torch.isfinite(t)
-    if bad.any():
-        raise ValueError(
-            f"{name} contains {'NaN' if allow_inf else 'NaN or infinite'} values"
-        )
+    check_on_device(
+        bad.any(), f"{name} contains {'NaN' if allow_inf else 'NaN or infinite'} values"
+    )
     return t
+
+
+def check_on_device(bad: torch.Tensor, message: str) -> None:
+    """Raise ``ValueError(message)`` if the 0-dim boolean tensor ``bad`` is True.
+
+    On the CPU it is read at once. On an accelerator it is asserted on the device
+    (``torch._assert_async``), so that a valid input costs no host-device
+    synchronisation; a bad one fails at the next synchronisation with ``message``
+    (CUDA reports it as a device-side assertion, after which the process must restart,
+    as after any CUDA assertion).
+
+    Parameters
+    ----------
+    bad : tensor of bool, shape ()
+        True when the input is invalid.
+    message : str
+        The error's text, naming the argument.
+    """
+    if bad.device.type == "cpu":
+        if bad:
+            raise ValueError(message)
+    else:
+        torch._assert_async(~bad, message)
 
 
 def as_float_array(
@@ -212,6 +212,7 @@ def as_float_array(
         Naming ``name`` for the wrong number of dimensions, too few samples, or
         non-finite values.
     """
+    check_numeric(X, name)
     try:
         A = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -225,6 +226,35 @@ def as_float_array(
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinite values")
     return A
+
+
+def check_numeric(x, name: str) -> None:
+    """Refuse booleans and complex values, naming ``name``.
+
+    Booleans are not numbers, and a complex array cast to real would lose its imaginary
+    part; everything else passes (the other checks come after).
+
+    Parameters
+    ----------
+    x : object
+        A tensor, an array, a sequence or a scalar.
+    name : str
+        The argument's name, for the error message.
+    """
+    if isinstance(x, torch.Tensor):
+        kind = "b" if x.dtype == torch.bool else "c" if x.is_complex() else ""
+    else:
+        dtype = getattr(x, "dtype", None)
+        if dtype is None and isinstance(x, (list, tuple, bool, complex)):
+            try:
+                dtype = np.asarray(x).dtype
+            except (TypeError, ValueError):
+                return
+        kind = getattr(np.dtype(dtype), "kind", "") if dtype is not None else ""
+    if kind == "b":
+        raise ValueError(f"{name} must hold numbers, got booleans")
+    if kind == "c":
+        raise ValueError(f"{name} must be real (Complex data not supported)")
 
 
 def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
@@ -246,6 +276,7 @@ def check_positive(value, name: str, *, allow_zero: bool = False) -> float:
     """
     ok = (
         isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.bool_))
         and np.isfinite(value)
         and (value >= 0 if allow_zero else value > 0)
     )
@@ -272,8 +303,36 @@ def check_in_range(value, name: str, low: float, high: float) -> float:
     float
         ``value``.
     """
-    if not (isinstance(value, numbers.Real) and low <= value <= high):
+    if not (
+        isinstance(value, numbers.Real)
+        and not isinstance(value, (bool, np.bool_))
+        and low <= value <= high
+    ):
         raise ValueError(f"{name} must be a number in [{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def check_real(value, name: str) -> float:
+    """Return ``value`` as a float if it is a finite real number, else raise ValueError.
+
+    Parameters
+    ----------
+    value : float
+        The number to check (not a boolean).
+    name : str
+        The argument's name, for the error message.
+
+    Returns
+    -------
+    float
+        ``value``.
+    """
+    if (
+        not isinstance(value, numbers.Real)
+        or isinstance(value, (bool, np.bool_))
+        or not np.isfinite(value)
+    ):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
     return float(value)
 
 
@@ -309,35 +368,39 @@ def check_int(value, name: str, *, minimum: int = 1, maximum: int | None = None)
     return int(value)
 
 
-def host_array(X):
+def host_array(X, name: str = "X"):
     """A torch tensor (any dtype or device) as a NumPy array; anything else unchanged.
 
     scikit-learn's validation converts array-likes itself but not every tensor
-    (bfloat16, CUDA); the estimators call this first.
+    (bfloat16, CUDA); the estimators call this first. Booleans and complex values are
+    refused here (scikit-learn would take ``True`` as 1 and drop an imaginary part).
 
     Parameters
     ----------
     X : tensor or array-like, any shape
         The input.
+    name : str
+        The argument's name, for error messages.
 
     Returns
     -------
     ndarray or the input
         ``X`` on the host, floating tensors as float64.
     """
+    check_numeric(X, name)
     if isinstance(X, torch.Tensor):
         X = X.detach().cpu()
         return (X.double() if X.is_floating_point() else X).numpy()
     return X
 
 
-def _check_type(value, name: str, kind: type, what: str) -> None:
+def check_type(value, name: str, kind: type, what: str) -> None:
     """Raise a ValueError naming ``name`` unless ``value`` is a ``kind`` (``what``)."""
     if not isinstance(value, kind):
         raise ValueError(f"{name} must be {what}, got {type(value).__name__}")
 
 
-def _module_input(x, name: str, like: torch.Tensor, **kwargs) -> torch.Tensor:
+def module_input(x, name: str, like: torch.Tensor, **kwargs) -> torch.Tensor:
     """``x`` checked by :func:`as_tensor` in the dtype and on the device of ``like``.
 
     ``like`` is a parameter of the module that reads ``x``. A floating tensor of another
@@ -353,7 +416,7 @@ def _module_input(x, name: str, like: torch.Tensor, **kwargs) -> torch.Tensor:
     return as_tensor(x, name, dtype=like.dtype, device=like.device, **kwargs)
 
 
-class _names_input:
+class names_input:
     """Re-raise an overflow that :func:`attnlib.attention.attention` reports about its
     internal queries and keys as an error about the caller's input ``name``."""
 
@@ -364,8 +427,29 @@ class _names_input:
         return self
 
     def __exit__(self, kind, err, tb):
-        if kind is ValueError and str(err).startswith("score(q, k) gave"):
+        if kind is not None and issubclass(kind, ScoreError):
             raise ValueError(
                 f"{self.name} is too large: its scores overflow ({err}); rescale it"
             ) from err
         return False
+
+
+def available_memory() -> int:
+    """Bytes the system can still give (``MemAvailable``), else total physical memory.
+
+    Returns
+    -------
+    int
+        ``2**63`` where neither is known.
+    """
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 2**63

@@ -111,7 +111,7 @@ def write_result(name: str, payload: dict, quick: bool) -> Path:
     folder.mkdir(exist_ok=True)
     path = folder / (f"{name}.quick.json" if quick else f"{name}.json")
     payload = {
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "quick": quick,
         **payload,
     }

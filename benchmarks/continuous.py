@@ -27,7 +27,7 @@ import argparse
 import functools
 import json
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -40,18 +40,15 @@ from _common import (
 )  # benchmarks/ is on sys.path when a script runs
 
 from attnlib.continuous import (
-    DigitClassifier,
-    DocumentClassifier,
     GaussianRBF,
-    accuracy,
-    cluttered_digits,
     continuous_attention_1d,
     continuous_attention_2d,
-    fit_classifier,
     gaussian_pdf,
-    span_documents,
     truncated_parabola_pdf,
 )
+from attnlib.experiments.classify import accuracy, fit_classifier
+from attnlib.experiments.digits import DigitClassifier, cluttered_digits
+from attnlib.experiments.documents import DocumentClassifier, span_documents
 
 OUT = RESULTS / "continuous.json"
 # Gauss–Legendre nodes per RBF along the ellipse's major axis (relative error ~1e-12; 32
@@ -617,7 +614,7 @@ def main() -> None:
                 )
             else:
                 result[key] = fn(args.quick, save)
-            result.setdefault("dates", {})[key] = datetime.now(timezone.utc).isoformat(
+            result.setdefault("dates", {})[key] = datetime.now(UTC).isoformat(
                 timespec="seconds"
             )
             result["date"] = result["dates"][key]

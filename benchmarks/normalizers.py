@@ -26,6 +26,14 @@ cache), so each row also records the ratio of the best rounds
     python benchmarks/normalizers.py           # the full run, writes
     attnlib/results/normalizers.json python benchmarks/normalizers.py --quick   # tiny
     sizes, a smoke test (< 30 s), to normalizers.quick.json
+
+Where CUDA is present the run also times the GPU section (:func:`gpu_section`) and
+writes it apart, to ``normalizers_gpu.json`` (``normalizers_gpu.quick.json``), naming
+its device, so that a CPU-only rerun never replaces the GPU numbers: sparsemax,
+1.5-entmax and 1.25-entmax against the entmax package and ``torch.softmax`` (forward +
+backward, float32 and bfloat16, scales 1 and 10, CUDA events, medians of 20), and
+``attention()`` against a hand-written ``softmax(QKᵀ/√d)V`` and
+``scaled_dot_product_attention``.
 """
 
 from __future__ import annotations
@@ -44,7 +52,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, parse_args, write_result  # noqa: E402
 
-from attnlib import entmax_kernels  # noqa: E402
+from attnlib.engines import entmax_kernels  # noqa: E402
 from attnlib.normalizers import entmax, sparsemax  # noqa: E402
 
 SHAPES = [(4096, 1024), (256, 16384), (65536, 64)]
@@ -79,7 +87,7 @@ for name, fn in [("sparsemax", sparsemax), ("entmax15", lambda x: entmax(x, 1.5)
     a = clock()
     fn(x)
     out[name] = [e - s for s, e in zip(a, clock())]
-from attnlib import entmax_kernels
+from attnlib.engines import entmax_kernels
 out["loops"] = entmax_kernels.backend()
 print(json.dumps(out))
 """
@@ -252,8 +260,128 @@ def main(quick: bool = False) -> dict:
     }
 
 
+GPU_SHAPES = [(4096, 1024), (65536, 64), (131072, 512)]
+GPU_QUICK_SHAPES = [(256, 128), (1024, 16)]
+GPU_TARGETS = {"max_ratio_to_entmax": 1.0, "aim_ratio_to_softmax": 3.0}
+ATTENTION_SHAPE = (8, 16, 1024, 64)  # batch, heads, tokens, head size
+ATTENTION_TARGET = {"max_ratio_to_softmax_attention": 1.1}
+
+
+def _last_softmax(x):
+    return torch.softmax(x, -1)
+
+
+def cuda_ms(fn, *args, n: int = 20, warmup: int = 3) -> float:
+    """Median milliseconds of ``fn(*args)`` on the current CUDA stream (CUDA events)."""
+    for _ in range(warmup):
+        fn(*args)
+    times = []
+    for _ in range(n):
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn(*args)
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def gpu_section(quick: bool = False) -> dict:
+    """Forward + backward on CUDA: attnlib's maps against their peers, and attention.
+
+    Returns
+    -------
+    dict
+        ``device`` (the GPU's name), ``torch``, ``rows`` (one per shape, scale, dtype
+        and map: ``ms``, ``entmax_ms``, ``softmax_ms``, ``ratio_to_entmax``,
+        ``ratio_to_softmax``), ``attention`` (``ms`` of attention(), of the hand-written
+        softmax attention and of scaled_dot_product_attention, and the ratios) and the
+        targets of issue 29.
+    """
+    from attnlib import attention
+
+    dev = torch.device("cuda")
+    peers = {
+        "sparsemax": (sparsemax, lambda x: E.sparsemax(x, -1)),
+        "entmax15": (lambda x: entmax(x, 1.5), lambda x: E.entmax15(x, -1)),
+        "entmax a=1.25": (
+            lambda x: entmax(x, 1.25),
+            lambda x: E.entmax_bisect(x, 1.25, -1),
+        ),
+    }
+    rows = []
+    for shape in GPU_QUICK_SHAPES if quick else GPU_SHAPES:
+        for scale in SCALES:
+            for dtype in (torch.float32, torch.bfloat16):
+                x = (scale * torch.randn(shape, device=dev)).to(dtype)
+                g = torch.randn(shape, device=dev, dtype=dtype)
+                soft = cuda_ms(fwd_bwd, _last_softmax, x, g)
+                for name, (ours, theirs) in peers.items():
+                    ms = cuda_ms(fwd_bwd, ours, x, g)
+                    ref = cuda_ms(fwd_bwd, theirs, x, g)
+                    rows.append(
+                        {
+                            "map": name,
+                            "shape": list(shape),
+                            "scale": scale,
+                            "dtype": str(dtype).replace("torch.", ""),
+                            "ms": ms,
+                            "entmax_ms": ref,
+                            "softmax_ms": soft,
+                            "ratio_to_entmax": ms / ref,
+                            "ratio_to_softmax": ms / soft,
+                        }
+                    )
+                    print(
+                        f"GPU {name} {shape} x{scale} {dtype}: {ms:.3f} ms, "
+                        f"/entmax {ms / ref:.2f}, /softmax {ms / soft:.2f}",
+                        flush=True,
+                    )
+    b, h, n, d = (2, 4, 256, 64) if quick else ATTENTION_SHAPE
+    q, k, v = (torch.randn(b, h, n, d, device=dev, requires_grad=True) for _ in "qkv")
+
+    def step(fn):
+        def run():
+            fn().sum().backward()
+
+        return run
+
+    by_hand = lambda: torch.softmax(q @ k.transpose(-1, -2) / d**0.5, -1) @ v  # noqa
+    times = {
+        "attention_ms": cuda_ms(step(lambda: attention(q, k, v).output)),
+        "softmax_attention_ms": cuda_ms(step(by_hand)),
+        "sdpa_ms": cuda_ms(
+            step(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v))
+        ),
+    }
+    times["ratio_to_softmax_attention"] = (
+        times["attention_ms"] / times["softmax_attention_ms"]
+    )
+    times["ratio_to_sdpa"] = times["attention_ms"] / times["sdpa_ms"]
+    print(f"GPU attention {b}x{h}x{n}x{d}: {times}", flush=True)
+    return {
+        "benchmark": (
+            "normalizers and attention on CUDA: forward + backward, CUDA events, "
+            "medians of 20 after 3 warm-up calls"
+        ),
+        "device": torch.cuda.get_device_name(),
+        "machine": machine(entmax=E.__version__),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "rows": rows,
+        "attention": {"shape": [b, h, n, d], **times},
+        "targets": {**GPU_TARGETS, **ATTENTION_TARGET},
+    }
+
+
 if __name__ == "__main__":
     args = parse_args(__doc__.splitlines()[0])
+    if torch.cuda.is_available():
+        gpu = gpu_section(args.quick)
+        print("wrote", write_result("normalizers_gpu", gpu, args.quick))
+    else:
+        print("no CUDA device: the GPU section (normalizers_gpu.json) is not measured")
     result = main(args.quick)
     worst_e = max(r["ratio_to_entmax"] for r in result["rows"])
     worst_s = max(r["ratio_to_softmax"] for r in result["rows"])

@@ -42,8 +42,9 @@ import numpy as np
 import torch
 
 import attnlib
+from attnlib.notebook import glue
 from attnlib.plotting import use_book_style
-from attnlib.utils import get_device, glue, set_seed
+from attnlib.utils import get_device, set_seed
 
 set_seed(0)
 use_book_style()

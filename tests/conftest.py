@@ -70,6 +70,25 @@ def _seeded():
     set_seed(0)
 
 
+#: Set to 1 to run every test as on a machine with CUDA, simulated on the CPU
+#: (tests/simulated_cuda.py): ``get_device()`` picks ``cuda:0`` and device mixing
+#: raises CUDA's error. ``make test-gpu`` runs the library's tests on a real GPU.
+SIMULATE_CUDA_ENV = "ATTNLIB_SIMULATE_CUDA"
+
+
+@pytest.fixture(autouse=True)
+def _simulated_cuda():
+    import os
+
+    if os.environ.get(SIMULATE_CUDA_ENV) != "1":
+        yield
+        return
+    from simulated_cuda import SimulatedCuda
+
+    with SimulatedCuda():
+        yield
+
+
 @pytest.fixture(scope="session")
 def built_book():
     """Build the website once per session (every chapter executed, nitpicky warnings as
@@ -142,3 +161,33 @@ def pytest_xdist_make_scheduler(config, log):
             return "website" if scope.endswith(WEBSITE_TESTS) else scope
 
     return WebsiteTogether(config, log)
+
+
+#: The validation helpers that scan an input (for NaN, shape, dtype): each call is one
+#: pass over the data.
+VALIDATORS = ("as_tensor", "as_float_array", "validate_data", "check_array")
+
+
+@pytest.fixture
+def validation_calls(monkeypatch):
+    """Count the calls of the validation helpers, wherever attnlib refers to them.
+
+    Returns a list that records ``(module, helper)`` for every call while the test runs:
+    a test asserts how many times one input was checked on its way through.
+    """
+    import sys
+
+    calls = []
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("attnlib") or module is None:
+            continue
+        for helper in VALIDATORS:
+            fn = getattr(module, helper, None)
+            if callable(fn):
+
+                def counted(*args, _fn=fn, _where=f"{name}.{helper}", **kwargs):
+                    calls.append(_where)
+                    return _fn(*args, **kwargs)
+
+                monkeypatch.setattr(module, helper, counted)
+    return calls

@@ -177,8 +177,11 @@ def _continuous(r):
 
 def _denoise(r):
     acc = {x["dtype"]: x["max_abs_diff"] for x in r["accuracy_rows"]}
-    q = {(x["noise"], x["method"]): x["psnr_db"] for x in r["quality_rows"]}
-    noises = sorted({x["noise"] for x in r["quality_rows"]})
+    q = {
+        ((x.get("seed", 0), x["noise"]), x["method"]): x["psnr_db"]
+        for x in r["quality_rows"]
+    }
+    noises = sorted({(x.get("seed", 0), x["noise"]) for x in r["quality_rows"]})
     ours = [x for x in r["rows"] if x["method"].startswith("attnlib")]
     same_image = {}
     for x in ours:

@@ -13,10 +13,7 @@ from scipy import integrate, stats
 from attnlib.continuous import (
     ContinuousAttention1D,
     ContinuousAttention2D,
-    DigitClassifier,
-    DocumentClassifier,
     GaussianRBF,
-    cluttered_digits,
     continuous_attention_1d,
     continuous_attention_2d,
     gaussian_pdf,
@@ -24,11 +21,12 @@ from attnlib.continuous import (
     generalized_covariance_2d,
     location_scale_pdf,
     ridge_value_coefficients,
-    span_documents,
     triangular_pdf,
     truncated_parabola_pdf,
     truncated_paraboloid_pdf,
 )
+from attnlib.experiments.digits import DigitClassifier, cluttered_digits
+from attnlib.experiments.documents import DocumentClassifier, span_documents
 
 D64 = torch.float64
 

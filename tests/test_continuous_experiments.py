@@ -13,7 +13,6 @@ import torch
 
 import attnlib.continuous as continuous
 from attnlib.continuous import (
-    DocumentClassifier,
     support_ellipse,
     truncated_parabola_pdf,
     truncated_parabola_radius,
@@ -23,6 +22,7 @@ from attnlib.experiments.classify import accuracy, fit_classifier
 from attnlib.experiments.documents import (
     PAPER_TABLE1,
     TABLE1_ROWS,
+    DocumentClassifier,
     span_documents,
     table1,
 )

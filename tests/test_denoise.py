@@ -435,3 +435,12 @@ def test_gaussian_filter_window_rounds_like_scipy(rng):
     out = dn.gaussian_filter_attention(img, 0.9)
     ref = ndimage.gaussian_filter(img, 0.9)
     np.testing.assert_allclose(out[4:-4, 4:-4], ref[4:-4, 4:-4], atol=1e-7)
+
+
+def test_nlm_attention_checks_its_image_once(validation_calls):
+    # The image is checked by _as_image at the boundary; patches, tokens and the
+    # chunked attention calls trust it.
+    image = np.random.default_rng(0).random((9, 8, 2))
+    out = dn.nlm_attention(image, patch_size=3, patch_distance=2, h=0.3)
+    assert out.shape == image.shape and np.isfinite(out).all()
+    assert validation_calls == ["attnlib.denoise.common.as_tensor"]

@@ -85,3 +85,20 @@ def test_psnr_table_puts_each_one_thread_row_in_its_column():
     assert table.size == n
     with pytest.raises(ValueError, match="threads"):
         psnr_table(result, threads=3)
+
+
+def test_baseline_table_splits_sweep_and_longer_run():
+    from attnlib.experiments.denoise_tables import baseline_table
+
+    rows = [{"run": r, "seed": s, "method": m, "parameters": p, "psnr_db": v}
+            for r, s, off in [("sweep", 0, 0.0), ("sweep", 1, 1.0), ("long", 0, 0.5)]
+            for m, p, v in [("NLM", 0, 20.0), ("CNN", 9, 21.0), ("x", 1, 3.0)]
+            for v in [v + off] if not (r == "long" and m == "x")]
+    per_seed, params, conv = baseline_table({"baseline_rows": rows})
+    assert list(per_seed.columns) == ["NLM", "CNN", "x"]
+    assert list(per_seed.index) == [0, 1]
+    assert per_seed.loc[1, "CNN"] == 22.0 and params["CNN"] == 9
+    assert conv[["NLM", "CNN"]].to_dict() == {"NLM": 0.5, "CNN": 0.5}
+    assert conv.isna()["x"]
+    with pytest.raises(ValueError, match="baseline_rows"):
+        baseline_table({"quality_rows": rows})

@@ -20,8 +20,6 @@ from attnlib.attention import MultiHeadAttention, TransformerEncoderLayer
 from attnlib.continuous import (
     ContinuousAttention1D,
     ContinuousAttention2D,
-    DigitClassifier,
-    DocumentClassifier,
     GaussianRBF,
 )
 from attnlib.denoise import (
@@ -31,6 +29,8 @@ from attnlib.denoise import (
     patch_tokens,
     pixel_nlm,
 )
+from attnlib.experiments.digits import DigitClassifier
+from attnlib.experiments.documents import DocumentClassifier
 from attnlib.mux import AttentionRouter, ConvRouter, WeekdayMux
 from attnlib.normalizers import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
 from attnlib.sparse_coding import UnrolledISTAAttention
@@ -189,6 +189,9 @@ def test_every_public_module_is_gradchecked():
     for name in ("attention", "denoise", "sparse_coding", "symmetry", "mux"):
         public |= _modules(importlib.import_module(f"attnlib.{name}"))
     public |= _modules(importlib.import_module("attnlib.continuous"))
+    # Chapter 07b's classifiers (experiments, a layer above the ideas).
+    for name in ("experiments.digits", "experiments.documents"):
+        public |= _modules(importlib.import_module(f"attnlib.{name}"))
     assert public == set(CASES) | set(NO_FLOAT_INPUT)
 
 

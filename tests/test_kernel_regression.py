@@ -28,7 +28,6 @@ from attnlib.kernel_regression import (
     NadarayaWatson,
     loo_predictions,
     nadaraya_watson,
-    nadaraya_watson_streaming,
 )
 
 
@@ -267,7 +266,7 @@ def test_memory_stays_bounded_without_weights(kernel, n_query):
 
 
 def test_weights_that_do_not_fit_raise_before_allocating(monkeypatch):
-    monkeypatch.setattr(kr.core, "_available_memory", lambda: 10**6)
+    monkeypatch.setattr(kr.core, "available_memory", lambda: 10**6)
     xq, xt, y = make_data(n=1000, n_query=100)
     with pytest.raises(
         ValueError, match="return_weights=True needs the 100 x 1000 weight matrix"
@@ -312,15 +311,6 @@ def test_far_query_is_finite():
         torch.tensor([[100.0]], requires_grad=True), xt, y, bandwidth=0.01
     )
     torch.testing.assert_close(pred.detach(), y[-1:])
-
-
-def test_deprecated_streaming_alias_warns_and_predicts():
-    xq, xt, y = make_data()
-    with pytest.deprecated_call():
-        old = nadaraya_watson_streaming(xq, xt, y, bandwidth=0.4, chunk_size=7)
-    np.testing.assert_array_equal(
-        old.numpy(), nadaraya_watson(xq, xt, y, bandwidth=0.4).numpy()
-    )
 
 
 @settings(max_examples=20, deadline=None)
@@ -425,10 +415,7 @@ def test_metric_learning_finds_the_relevant_direction():
     assert low.W_.shape == (2, 5) and low.predict(Xq).shape == (100,)
 
 
-@pytest.mark.filterwarnings(
-    "ignore:nadaraya_watson_streaming is deprecated:DeprecationWarning"
-)
-@pytest.mark.parametrize("fn", [nadaraya_watson, nadaraya_watson_streaming])
+@pytest.mark.parametrize("fn", [nadaraya_watson])
 def test_bad_inputs(fn):
     xq, xt, y = make_data()
     with pytest.raises(
@@ -462,15 +449,8 @@ def test_bad_inputs(fn):
         )
 
 
-@pytest.mark.filterwarnings(
-    "ignore:nadaraya_watson_streaming is deprecated:DeprecationWarning"
-)
-def test_bad_inputs_streaming_chunks_and_loo():
+def test_bad_inputs_loo():
     xq, xt, y = make_data()
-    with pytest.raises(ValueError, match="chunk_size"):
-        nadaraya_watson_streaming(xq, xt, y, chunk_size=0)
-    with pytest.raises(ValueError, match="query_chunk_size"):
-        nadaraya_watson_streaming(xq, xt, y, query_chunk_size=1.5)
     with pytest.raises(ValueError, match="x_train needs at least 2"):
         loo_predictions(xt[:1], y[:1])
     with pytest.raises(ValueError, match="bandwidth"):
@@ -559,3 +539,18 @@ def test_metric_nadaraya_watson_starts_at_the_loo_bandwidth():
     Xq = rng.normal(size=(7, 2))
     K = rbf_kernel(Xq, X, gamma=1 / (2 * h * h))
     np.testing.assert_allclose(model.predict(Xq), K @ y / K.sum(1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_predict_checks_its_queries_once(kernel, validation_calls):
+    # X goes from the public boundary to the fused engine (gaussian) or to blockwise
+    # attention (epanechnikov) with one check: sklearn's validate_data in predict.
+    X, y = make_data()[1:]
+    model = NadarayaWatson(kernel=kernel, bandwidth=2.0).fit(X, y)
+    validation_calls.clear()
+    pred = model.predict(X[:7].tolist())
+    assert pred.shape == (7,) and np.isfinite(pred).all()
+    assert validation_calls == ["attnlib.kernel_regression.estimators.validate_data"]
+    # The same prediction as the public function, which checks its own inputs.
+    ref = nadaraya_watson(X[:7], X, y, kernel=kernel, bandwidth=2.0).numpy()
+    np.testing.assert_allclose(pred, ref, rtol=1e-12)

@@ -1,9 +1,9 @@
-"""The vectorised exponential and the fused kernel sums of attnlib.kernel_sums."""
+"""The vectorised exponential and the fused kernel sums (attnlib.engines.kernelsums)."""
 
 import numpy as np
 import pytest
 
-from attnlib import kernel_sums as ks
+from attnlib.engines import kernelsums as ks
 
 
 @pytest.mark.parametrize(

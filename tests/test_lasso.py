@@ -64,9 +64,11 @@ def test_bad_inputs():
         lasso_codes(np.ones((2, 3)), np.ones((4, 3)), 0.0)
 
 
-def test_the_package_re_exports_its_solvers():
-    from attnlib.lasso import common, homotopy, iterative
+def test_the_public_module_hands_off_to_the_engines():
+    from attnlib import lasso
+    from attnlib.engines.lasso import common, homotopy, iterative
 
-    assert lasso_codes is homotopy.lasso_codes
-    assert soft_threshold is common.soft_threshold
-    assert callable(iterative._lasso_rows)
+    assert lasso.homotopy_rows is homotopy.homotopy_rows
+    assert lasso.lasso_rows is iterative.lasso_rows
+    x = np.array([-2.0, 0.5, 3.0])
+    np.testing.assert_array_equal(soft_threshold(x, 1.0), common.soft_threshold(x, 1.0))

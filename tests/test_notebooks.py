@@ -120,5 +120,8 @@ def test_every_module_is_in_the_api_reference():
         ]
     )
     modules.remove("experiments")  # a namespace for the modules listed one by one
+    # The engines are internal fast paths (attnlib/engines/__init__.py): their names may
+    # change, and the ideas that call them carry the documentation.
+    modules.remove("engines")
     assert "experiments.routing" in modules and "lasso" in modules
     assert [m for m in modules if f".. automodule:: attnlib.{m}\n" not in api] == []

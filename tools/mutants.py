@@ -2,10 +2,12 @@
 
 Each mutant is one plausible bug a developer could write: a sign, a factor of two, an
 off-by-one, a dropped term, a wrong default, a swapped argument, a missing residual, a
-wrong axis. It is given as an exact snippet of a library file and its replacement, and
-names the test files that should notice it. A snippet that is not found exactly once
-makes the campaign refuse to run (STALE), so that a mutant cannot silently stop testing
-anything after the code around it changes: update the snippet with the code.
+wrong axis. It is given as a snippet of a library file and its replacement, and names
+the test files that should notice it. A snippet is matched token by token: whitespace,
+line breaks, comments and a formatter's trailing comma between its tokens do not matter
+(:func:`locate`), so reformatting the code keeps every mutant. A snippet that is not
+found exactly once makes the campaign refuse to run (STALE), so that a mutant cannot
+silently stop testing anything after the code itself changes: update the snippet.
 
 Mutants sit on core lines (the mathematics, the wiring, the defaults and initial
 values), not on argument validation or docstrings. ``accepted`` explains a mutant that
@@ -15,14 +17,55 @@ property the library does not promise); the report prints it next to the survivo
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+# Between two tokens of a snippet: any whitespace and comments, as a formatter or a
+# re-wrapped comment leaves them.
+_GAP = r"(?:\s|#[^\n]*)*"
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+
+
+def pattern(snippet: str) -> re.Pattern:
+    """The snippet as a regular expression that ignores its formatting.
+
+    Its tokens (words, numbers, single punctuation marks; its comments dropped) in
+    order, with any whitespace or comments between them, and an optional trailing
+    comma before a closing bracket (the "magic trailing comma" a formatter adds when
+    it splits a call over lines).
+    """
+    tokens = _TOKEN.findall(re.sub(r"#[^\n]*", "", snippet))  # comments aside
+    out = ""
+    for before, token in zip([None, *tokens], tokens):
+        if before is not None:
+            # Two words keep a separator between them (``is None``, not ``isNone``).
+            word = before[-1].isalnum() or before[-1] == "_"
+            out += _GAP.replace("*", "+") if word and token[0].isalnum() else _GAP
+        if token in ")]}":
+            out += f"(?:,{_GAP})?"
+        out += re.escape(token)
+    return re.compile(out)
+
+
+def locate(text: str, snippet: str) -> list[tuple[int, int]]:
+    """The ``(start, end)`` spans of ``snippet`` in ``text``, formatting aside."""
+    return [m.span() for m in pattern(snippet).finditer(text)]
+
+
+def apply(text: str, mutant: Mutant) -> str:
+    """``text`` with the mutant's one occurrence replaced (ValueError unless one)."""
+    spans = locate(text, mutant.original)
+    if len(spans) != 1:
+        raise ValueError(f"{mutant.name}: snippet found {len(spans)} times")
+    start, end = spans[0]
+    return text[:start] + mutant.replacement + text[end:]
 
 
 @dataclass(frozen=True)
 class Mutant:
     name: str  # unique, kebab-case: what the bug is
     file: str  # path from the repository root
-    original: str  # exact snippet, found exactly once in the file
+    original: str  # snippet found exactly once in the file (formatting aside)
     replacement: str
     tests: tuple[str, ...]  # test files (or node ids) that should kill it
     accepted: str = ""  # why surviving is acceptable, if it is
@@ -160,7 +203,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "kernel-sums-gaussian-without-half",
-        A + "kernel_sums.py",
+        A + "engines/kernelsums.py",
         "1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth",
         "1 / bandwidth if l1 else 1 / bandwidth / bandwidth",
         T_KS,
@@ -168,14 +211,14 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "kernel-sums-exp64-coefficient",
-        A + "kernel_sums.py",
+        A + "engines/kernelsums.py",
         "p = p * f + 1 / 720\n",
         "p = p * f + 1 / 700\n",
         T_KS,
     ),
     M(
         "kernel-sums-rescale-sign",
-        A + "kernel_sums.py",
+        A + "engines/kernelsums.py",
         "old_scale = math.exp(-c * (low - new))",
         "old_scale = math.exp(c * (low - new))",
         T_KS,
@@ -233,7 +276,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "nlm-compiled-symmetric-half-dropped",
-        A + "denoise/exact.py",
+        A + "engines/nlm.py",
         "bwd[j] += w[j]",
         "bwd[j] += 0.0 * w[j]",
         T_DEN,
@@ -345,7 +388,7 @@ MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------------- lasso
     M(
         "soft-threshold-loses-sign",
-        A + "lasso/common.py",
+        A + "engines/lasso/common.py",
         "return torch.sign(x) * torch.relu(x.abs() - threshold)",
         "return torch.relu(x.abs() - threshold)",
         T_LASSO,
@@ -353,7 +396,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "ista-lipschitz-not-squared",
-        A + "lasso/iterative.py",
+        A + "engines/lasso/iterative.py",
         "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2) ** 2)",
         "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2))",
         T_LASSO,
@@ -361,7 +404,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "admm-ridge-without-rho",
-        A + "lasso/iterative.py",
+        A + "engines/lasso/iterative.py",
         "return lambda W: (W - ((W @ X) @ M) @ X.T) / rho",
         "return lambda W: (W - ((W @ X) @ M) @ X.T)",
         T_LASSO,
@@ -398,14 +441,14 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "entmax-bisection-too-few-steps",
-        A + "normalizers.py",
-        "for _ in range(64 if z.dtype == torch.float64 else 36):",
-        "for _ in range(16 if z.dtype == torch.float64 else 12):",
+        A + "engines/entmax.py",
+        "n_iter = 64 if z.dtype == torch.float64 else 36",
+        "n_iter = 16 if z.dtype == torch.float64 else 12",
         T_NORM,
     ),
     M(
         "entmax-compiled-slope",
-        A + "entmax_kernels.c",
+        A + "engines/entmax_kernels.c",
         "    case 2:\n        return SQRT(p);",
         "    case 2:\n        return p;",
         T_NORM,

@@ -40,15 +40,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from mutants import MUTANTS, Mutant  # noqa: E402
+from mutants import MUTANTS, Mutant, apply, locate  # noqa: E402
 
 REPORT = ROOT / "tools" / "MUTATION.md"
 RESULTS = ROOT / "tools" / "mutation_results.json"
 HISTORY_MARK = "<!-- history: date | mutants | killed | timeouts | survived | score -->"
 NUMBA_FILES = {
-    "attnlib/entmax_numba.py",
-    "attnlib/denoise/exact.py",
-    "attnlib/kernel_sums.py",
+    "attnlib/engines/entmax_numba.py",
+    "attnlib/engines/nlm.py",
+    "attnlib/engines/kernelsums.py",
 }
 THREADS = {
     k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -60,7 +60,7 @@ def stale(mutants: list[Mutant], root: Path) -> list[str]:
     problems = []
     for m in mutants:
         path = root / m.file
-        count = path.read_text().count(m.original) if path.exists() else -1
+        count = len(locate(path.read_text(), m.original)) if path.exists() else -1
         if count != 1:
             where = "file missing" if count < 0 else f"found {count} times"
             problems.append(f"{m.name}: snippet in {m.file} {where}")
@@ -130,7 +130,7 @@ def run_mutant(m: Mutant, copy: Path, shared_cache: Path, timeout: float):
     if m.file in NUMBA_FILES:
         cache = Path(tempfile.mkdtemp(prefix="numba-", dir=copy.parent))
     try:
-        path.write_text(original.replace(m.original, m.replacement, 1))
+        path.write_text(apply(original, m))
         return pytest(m.tests, copy, environment(copy, cache), timeout)
     finally:
         path.write_text(original)

@@ -22,9 +22,8 @@ One idea per module:
 * ``attnlib.continuous.modules``: the ``nn.Module`` layers.
 
 The chapter's experiments live in ``attnlib.experiments.documents``,
-``attnlib.experiments.digits`` and ``attnlib.experiments.classify``; their public names
-are re-exported here so that ``from attnlib.continuous import span_documents`` keeps
-working.
+``attnlib.experiments.digits`` and ``attnlib.experiments.classify`` (a layer above this
+one: import them from there).
 
 Shapes follow the book's conventions: a batch of densities has ``mu`` of shape
 ``(batch,)`` (1-D) or ``(batch, 2)`` (2-D) and returns ``r`` of shape ``(batch, N)``;
@@ -66,38 +65,10 @@ from .modules import (
     ContinuousAttentionOutput,
 )
 
-# The experiments import this package's modules, so they are re-exported lazily (PEP
-# 562): an eager import here made ``import attnlib.experiments.documents`` (or
-# ``.digits``), done first, fail on a circular import.
-_EXPERIMENTS = {
-    "accuracy": "classify",
-    "fit_classifier": "classify",
-    "DigitClassifier": "digits",
-    "cluttered_digits": "digits",
-    "DocumentClassifier": "documents",
-    "span_documents": "documents",
-}
-
-
-def __getattr__(name: str):
-    if name in _EXPERIMENTS:
-        from importlib import import_module
-
-        module = import_module(f"attnlib.experiments.{_EXPERIMENTS[name]}")
-        return getattr(module, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPERIMENTS))
-
-
-# The package's public names are its modules' (each keeps its own ``__all__``), plus the
-# experiments' names re-exported above.
+# The package's public names are its modules' (each keeps its own ``__all__``).
 __all__ = [
     *_densities.__all__,
     *_basis.__all__,
     *_attention.__all__,
     *_modules.__all__,
-    *_EXPERIMENTS,
 ]

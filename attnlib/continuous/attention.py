@@ -20,7 +20,7 @@ from torch.special import ndtr
 
 from ..utils import as_tensor, check_int
 from .basis import GaussianRBF, _check_basis
-from .densities import _LOG_SQRT_2PI, _alpha, _common, _positive, _spd
+from .densities import _LOG_SQRT_2PI, _common, _positive, _spd, check_alpha
 
 __all__ = [
     "continuous_attention_1d",
@@ -164,7 +164,7 @@ def _check_1d(mu, sigma2, basis, alpha):
             f"sigma2 must have the shape of mu {tuple(mu.shape)}, got "
             f"{tuple(sigma2.shape)}"
         )
-    return mu, sigma2, _check_basis(basis, 1), _alpha(alpha)
+    return mu, sigma2, _check_basis(basis, 1), check_alpha(alpha)
 
 
 def continuous_attention_1d(
@@ -400,7 +400,7 @@ def _check_2d(mu, Sigma, basis, alpha, n_angles):
         mu,
         Sigma,
         _check_basis(basis, 2),
-        _alpha(alpha),
+        check_alpha(alpha),
         check_int(n_angles, "n_angles", minimum=8),
     )
 

@@ -12,10 +12,18 @@ import math
 
 import torch
 
-from ..utils import as_tensor, check_int, check_positive
+from ..utils import as_tensor, check_int, check_positive, check_real
 from .densities import _common, _positive, _work_dtype
 
 __all__ = ["GaussianRBF", "ridge_value_coefficients"]
+
+
+def _interval(low, high) -> tuple[float, float]:
+    """``low < high``, both finite."""
+    low, high = check_real(low, "low"), check_real(high, "high")
+    if not low < high:
+        raise ValueError(f"low must be below high, got low={low} and high={high}")
+    return low, high
 
 
 class GaussianRBF:
@@ -76,6 +84,17 @@ class GaussianRBF:
 
         For each standard deviation, the centres lie evenly in ``[low, high]``.
         """
+        try:
+            sigmas = [check_positive(s, "sigmas") for s in sigmas]
+        except TypeError as err:
+            raise ValueError(
+                f"sigmas must be a sequence of positive numbers, got {sigmas!r}"
+            ) from err
+        if not sigmas:
+            raise ValueError("sigmas must hold at least one standard deviation")
+        if max(sigmas) ** 2 > torch.finfo(torch.get_default_dtype()).max:
+            raise ValueError(f"sigmas are too large for the variances: {sigmas}")
+        low, high = _interval(low, high)
         n = check_int(n, "n", minimum=len(sigmas))
         per = [n // len(sigmas) + (i < n % len(sigmas)) for i in range(len(sigmas))]
         mu = torch.cat([torch.linspace(low, high, k) for k in per])
@@ -93,6 +112,7 @@ class GaussianRBF:
         The centres lie on a regular grid of ``[low, high]²``.
         """
         n_side = check_int(n_side, "n_side")
+        low, high = _interval(low, high)
         axis = torch.linspace(low, high, n_side)
         rows, cols = torch.meshgrid(axis, axis, indexing="ij")
         return cls(

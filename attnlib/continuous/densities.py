@@ -10,7 +10,7 @@ helpers say where a truncated density is non-zero.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -45,6 +45,7 @@ def _like(x, name: str, like: torch.Tensor, min_ndim: int = 0) -> torch.Tensor:
         not isinstance(x, torch.Tensor)
         and np.ndim(x) == 0
         and isinstance(x, (int, float, np.number))
+        and not isinstance(x, (bool, np.bool_))
     ):
         x = torch.tensor(float(x), dtype=like.dtype, device=like.device)
     return as_tensor(x, name, min_ndim=min_ndim, device=like.device)
@@ -72,7 +73,8 @@ def _positive(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
     return x
 
 
-def _alpha(alpha) -> int:
+def check_alpha(alpha) -> int:
+    """``alpha`` checked: 1 (softmax: Gaussian) or 2 (sparsemax: paraboloid)."""
     if alpha not in (1, 2):
         raise ValueError(
             "alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated "

@@ -12,10 +12,10 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ..utils import _module_input, as_tensor, check_int, check_positive
+from ..utils import as_tensor, check_int, check_positive, module_input
 from .attention import continuous_attention_1d, continuous_attention_2d
 from .basis import GaussianRBF, _check_basis, ridge_value_coefficients
-from .densities import _alpha, _common
+from .densities import _common, check_alpha
 
 __all__ = [
     "ContinuousAttention1D",
@@ -42,7 +42,7 @@ class _ContinuousAttention(nn.Module):
     ):
         super().__init__()
         self.basis = _check_basis(basis, dim)
-        self.alpha = _alpha(alpha)
+        self.alpha = check_alpha(alpha)
         self.lam = check_positive(lam, "lam")
         self.min_var = check_positive(min_var, "min_var")
         self.head = (
@@ -55,7 +55,7 @@ class _ContinuousAttention(nn.Module):
         # With an encoder head, H feeds its Linear: it must have the head's dtype.
         if self.head is None:
             return as_tensor(H, "H", ndim=ndim)
-        return _module_input(H, "H", self.head.weight, ndim=ndim)
+        return module_input(H, "H", self.head.weight, ndim=ndim)
 
     def _inputs(self, H, positions, weights):
         H = as_tensor(H, "H", ndim=3)
@@ -208,6 +208,7 @@ class ContinuousAttention2D(_ContinuousAttention):
 
         As ``(row, col)`` rows: ``(height·width, 2)``.
         """
+        height, width = check_int(height, "height"), check_int(width, "width")
         rows = (torch.arange(height, dtype=dtype, device=device) + 0.5) / height
         cols = (torch.arange(width, dtype=dtype, device=device) + 0.5) / width
         return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(-1, 2)

@@ -6,17 +6,18 @@ whose values are the pixels themselves; a vision-transformer layer is NLM with l
 projections, positional encodings and several heads. Images are ``(H, W)`` (grey) or
 ``(H, W, C)`` (channels last); the pixels, read in row-major order, are the tokens.
 
-The package has three rooms, each re-exported here: ``filters`` (the Gaussian filter,
-pixel and patch NLM as calls of attention), ``exact`` (:func:`nonlocal_means`, exact NLM
-organised by offset in compiled loops, at scikit-image's slow-mode conventions) and
-``learned`` (:class:`PatchAttentionDenoiser`, its training crops and :func:`psnr`).
+The package has two rooms, each re-exported here: ``filters`` (the Gaussian filter,
+pixel and patch NLM as calls of attention, and :func:`nonlocal_means`, exact NLM at
+scikit-image's slow-mode conventions, handed to the compiled engine
+:mod:`attnlib.engines.nlm`) and ``learned`` (:class:`PatchAttentionDenoiser`, its
+training crops and :func:`psnr`).
 """
 
-from .exact import nonlocal_means
 from .filters import (
     extract_patches,
     gaussian_filter_attention,
     nlm_attention,
+    nonlocal_means,
     patch_attention,
     patch_kernel,
     patch_tokens,

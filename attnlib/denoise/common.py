@@ -6,7 +6,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..attention import attention
+from ..attention import attend
 from ..utils import as_tensor, check_int
 
 # Bounds the memory of the chunked attention paths: queries per chunk times keys.
@@ -55,7 +55,7 @@ def _chunked_attention(
 
     ``window`` (an int) restricts query ``i`` to keys within Chebyshev distance
     ``window`` of it in ``positions`` (the pixel grid); that square mask is the search
-    window.
+    window. ``q``, ``k``, ``v`` come from a checked image and are not checked again.
     """
     step = max(1, _MAX_SCORES // k.shape[0])
     outs = []
@@ -68,9 +68,7 @@ def _chunked_attention(
                 .amax(-1)
             )
             mask = gap <= window
-        outs.append(
-            attention(q[start : start + step], k, v, mask=mask, **kwargs).output
-        )
+        outs.append(attend(q[start : start + step], k, v, mask=mask, **kwargs).output)
     return torch.cat(outs)
 
 

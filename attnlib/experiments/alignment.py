@@ -18,11 +18,12 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
+from ..attention import attention
 from ..continuous.attention import continuous_attention_1d
 from ..continuous.basis import GaussianRBF, ridge_value_coefficients
-from ..continuous.densities import _alpha
-from ..training import TrainingDivergedError
-from ..utils import _check_type, check_int
+from ..continuous.densities import check_alpha, gaussian_pdf, truncated_parabola_pdf
+from ..training import TrainingDivergedError, to_device, train
+from ..utils import check_int, check_type
 
 __all__ = [
     "AlignmentTask",
@@ -46,7 +47,13 @@ class AlignmentTask(NamedTuple):
 
 
 def monotone_alignment(
-    n: int, source_len: int = 16, target_len: int = 8, *, vocab: int = 20, seed: int = 0
+    n: int,
+    source_len: int = 16,
+    target_len: int = 8,
+    *,
+    vocab: int = 20,
+    seed: int = 0,
+    device: torch.device | str | None = None,
 ) -> AlignmentTask:
     """Random sources; target step ``i`` is source token ``round(i (S-1)/(T-1))``.
 
@@ -60,6 +67,9 @@ def monotone_alignment(
         Token ids ``0..vocab-1``.
     seed : int
         The same seed gives the same data.
+    device : str or torch.device, optional
+        Where the tensors go (default: the CPU). They are drawn on the CPU and moved,
+        so a seed gives the same data on every device.
 
     Returns
     -------
@@ -77,7 +87,7 @@ def monotone_alignment(
     aligned = torch.round(
         torch.arange(T, dtype=torch.float64) * (S - 1) / (T - 1)
     ).long()
-    return AlignmentTask(source, source[:, aligned], aligned)
+    return to_device(AlignmentTask(source, source[:, aligned], aligned), device)
 
 
 class AlignmentModel(nn.Module):
@@ -124,7 +134,7 @@ class AlignmentModel(nn.Module):
         super().__init__()
         if kind not in ("discrete", "continuous"):
             raise ValueError(f"kind must be 'discrete' or 'continuous', got {kind!r}")
-        self.kind, self.alpha = kind, _alpha(alpha)
+        self.kind, self.alpha = kind, check_alpha(alpha)
         dim, self.source_len = (
             check_int(dim, "dim"),
             check_int(source_len, "source_len"),
@@ -186,9 +196,6 @@ class AlignmentModel(nn.Module):
             the source positions, ``p_i(t_ℓ)``, scaled to sum to one over ℓ (for display
             only).
         """
-        from ..attention import attention
-        from ..continuous.densities import gaussian_pdf, truncated_parabola_pdf
-
         H = self.embed(self._check_source(source))  # (batch, S, dim)
         b, S, _ = H.shape
         q = self.query.expand(b, -1, -1)
@@ -210,10 +217,8 @@ class AlignmentModel(nn.Module):
 
 
 def _check_model_task(model, task) -> None:
-    _check_type(model, "model", AlignmentModel, "an AlignmentModel")
-    _check_type(
-        task, "task", AlignmentTask, "an AlignmentTask (see monotone_alignment)"
-    )
+    check_type(model, "model", AlignmentModel, "an AlignmentModel")
+    check_type(task, "task", AlignmentTask, "an AlignmentTask (see monotone_alignment)")
 
 
 def fit_alignment(
@@ -245,8 +250,6 @@ def fit_alignment(
     list of float
         The loss at every step.
     """
-    from ..training import train
-
     _check_model_task(model, task)
     batch = check_int(batch, "batch")
     g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
@@ -305,7 +308,8 @@ def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
     with torch.no_grad():
         logits, _ = model(task.source)
     model.train(was_training)
-    return (logits.argmax(-1) == task.target).double().mean().item()
+    target = task.target.to(logits.device)  # the model computes where it lives
+    return (logits.argmax(-1) == target).double().mean().item()
 
 
 def alignment_means(model: AlignmentModel) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,7 +7,7 @@ tables here keeps the notebook to one call each and lets the tables be tested.
 
 from __future__ import annotations
 
-__all__ = ["quality_table", "speed_table", "psnr_table"]
+__all__ = ["baseline_table", "quality_table", "speed_table", "psnr_table"]
 
 
 def _rows(result, key, columns):
@@ -28,26 +28,39 @@ def _rows(result, key, columns):
     return rows
 
 
-def quality_table(result):
+def quality_table(result, stat: str = "median"):
     """PSNR of every method at every noise level of the validated sweep.
 
     Parameters
     ----------
     result : dict
         ``results.load("denoise")``; its ``"quality_rows"`` hold ``method``, ``noise``,
-        ``psnr_db`` and ``setting`` (the setting validation chose at that noise).
+        ``psnr_db`` and ``setting`` (the setting validation chose at that noise), and
+        ``seed`` when the sweep ran over several seeds.
+    stat : {"median", "min", "max"}
+        How the seeds are summarised.
 
     Returns
     -------
     psnr : pandas.DataFrame
-        PSNR in dB, one row per method (in the benchmark's order), one column per noise.
+        PSNR in dB (``stat`` over the seeds), one row per method (in the benchmark's
+        order), one column per noise.
     settings : pandas.Series
-        Each method's chosen settings, joined over the noise levels with ``" / "``.
+        Each method's chosen settings, joined over the noise levels with ``" / "``
+        (where the seeds chose differently, the settings of every seed, joined with
+        ``","``).
     """
+    if stat not in ("median", "min", "max"):
+        raise ValueError(f"stat must be 'median', 'min' or 'max', got {stat!r}")
     rows = _rows(result, "quality_rows", ("method", "noise", "psnr_db", "setting"))
     order = rows["method"].unique()
-    psnr = rows.pivot(index="method", columns="noise", values="psnr_db").reindex(order)
-    settings = rows.groupby("method", sort=False)["setting"].agg(" / ".join)
+    psnr = rows.pivot_table(
+        index="method", columns="noise", values="psnr_db", aggfunc=stat
+    ).reindex(order)
+    per_noise = rows.groupby(["method", "noise"], sort=False)["setting"].agg(
+        lambda s: ",".join(dict.fromkeys(s))
+    )
+    settings = per_noise.groupby(level="method", sort=False).agg(" / ".join)
     return psnr, settings.reindex(order)
 
 
@@ -112,3 +125,40 @@ def psnr_table(result, threads: int = 1):
     rows = rows.assign(column=column.where(~ours, "attnlib " + rows["dtype"]))
     table = rows.pivot(index=["image", "sigma"], columns="column", values="psnr_db")
     return table.rename_axis(columns=None)
+
+
+def baseline_table(result):
+    """Chapter 03's CNN baseline sweep: PSNR per seed, parameters, convergence.
+
+    Parameters
+    ----------
+    result : dict
+        ``results.load("denoise")``; its ``"baseline_rows"`` hold ``run``, ``seed``,
+        ``method``, ``parameters`` and ``psnr_db``; ``run`` is ``"sweep"`` for the
+        sweep and anything else for a seed repeated with more steps.
+
+    Returns
+    -------
+    per_seed : pandas.DataFrame
+        PSNR in dB, one row per seed, one column per method (in the sweep's order).
+    parameters : pandas.Series
+        Trainable parameters of each method (0 for the methods that learn nothing).
+    convergence : pandas.Series
+        PSNR with more steps minus PSNR at the sweep's steps, per method, on the
+        repeated seed (NaN for methods not repeated).
+    """
+    import pandas as pd
+
+    rows = _rows(
+        result, "baseline_rows", ("run", "seed", "method", "parameters", "psnr_db")
+    )
+    order = rows["method"].unique()
+    sweep = rows[rows["run"] == "sweep"]
+    per_seed = sweep.pivot(index="seed", columns="method", values="psnr_db")[order]
+    parameters = sweep.groupby("method", sort=False)["parameters"].first()
+    longer = rows[rows["run"] != "sweep"]
+    convergence = pd.Series(dtype=float)
+    if len(longer):
+        seed = longer["seed"].iloc[0]
+        convergence = longer.set_index("method")["psnr_db"] - per_seed.loc[seed]
+    return per_seed, parameters.reindex(order), convergence.reindex(order)

@@ -16,10 +16,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..attention import attention
 from ..continuous.basis import GaussianRBF
-from ..continuous.densities import _alpha
+from ..continuous.densities import check_alpha
 from ..continuous.modules import ContinuousAttention2D, ContinuousAttentionOutput
-from ..utils import _module_input, check_int, check_positive
+from ..training import to_device
+from ..utils import check_int, check_positive, module_input
 
 __all__ = ["ClutteredDigits", "cluttered_digits", "DigitClassifier"]
 
@@ -33,7 +35,13 @@ class ClutteredDigits(NamedTuple):
 
 
 def cluttered_digits(
-    n: int, size: int = 32, *, n_clutter: int = 4, noise: float = 0.1, seed: int = 0
+    n: int,
+    size: int = 32,
+    *,
+    n_clutter: int = 4,
+    noise: float = 0.1,
+    seed: int = 0,
+    device: torch.device | str | None = None,
 ) -> ClutteredDigits:
     """Canvases, each with one 8 × 8 ``load_digits`` digit (the label) placed at random.
 
@@ -52,6 +60,9 @@ def cluttered_digits(
         Standard deviation of the Gaussian noise.
     seed : int
         The same seed gives the same data.
+    device : str or torch.device, optional
+        Where the tensors go (default: the CPU). They are drawn on the CPU and moved,
+        so a seed gives the same data on every device.
 
     Returns
     -------
@@ -81,9 +92,10 @@ def cluttered_digits(
     images = torch.as_tensor(
         np.clip(canvas, 0, 1), dtype=torch.get_default_dtype()
     ).unsqueeze(1)
-    return ClutteredDigits(
+    digits = ClutteredDigits(
         images, torch.as_tensor(targets[pick]), torch.as_tensor(corner)
     )
+    return to_device(digits, device)
 
 
 class DigitClassifier(nn.Module):
@@ -133,7 +145,7 @@ class DigitClassifier(nn.Module):
         super().__init__()
         if kind not in ("discrete", "continuous"):
             raise ValueError(f"kind must be 'discrete' or 'continuous', got {kind!r}")
-        self.kind, self.alpha = kind, _alpha(alpha)
+        self.kind, self.alpha = kind, check_alpha(alpha)
         channels, n_side = check_int(channels, "channels"), check_int(n_side, "n_side")
 
         def block(c_in, c_out):
@@ -177,9 +189,7 @@ class DigitClassifier(nn.Module):
         continuous : ContinuousAttentionOutput or None
             The continuous read-out (``kind="continuous"`` only).
         """
-        from ..attention import attention
-
-        images = _module_input(images, "images", self.key.weight, ndim=4)
+        images = module_input(images, "images", self.key.weight, ndim=4)
         F = self.features(images).permute(0, 2, 3, 1)  # (batch, h, w, channels)
         cells = F.flatten(1, 2)
         normalizer = "softmax" if self.alpha == 1 else "sparsemax"

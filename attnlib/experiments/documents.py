@@ -14,12 +14,15 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 
+from ..attention import attention
 from ..continuous.basis import GaussianRBF
-from ..continuous.densities import _alpha
+from ..continuous.densities import check_alpha
 from ..continuous.modules import ContinuousAttention1D, ContinuousAttentionOutput
+from ..training import to_device
 from ..utils import as_tensor, check_in_range, check_int, check_positive
 
 __all__ = [
@@ -68,6 +71,7 @@ def span_documents(
     cue: float = 0.3,
     decoys: float = 0.03,
     seed: int = 0,
+    device: torch.device | str | None = None,
 ) -> SpanDocuments:
     """Long token sequences whose binary label is told by one span at a random place.
 
@@ -91,6 +95,9 @@ def span_documents(
         Fractions of cue words inside the span and of decoys outside it, in [0, 1].
     seed : int
         The same seed gives the same data.
+    device : str or torch.device, optional
+        Where the tensors go (default: the CPU). They are drawn on the CPU and moved,
+        so a seed gives the same data on every device.
 
     Returns
     -------
@@ -120,7 +127,7 @@ def span_documents(
         vocab + 4 * (1 - labels[:, None]) + torch.randint(4, (n, span), generator=g)
     )
     tokens.scatter_(1, idx, torch.where(is_cue, cue_words, tokens.gather(1, idx)))
-    return SpanDocuments(tokens, labels, start, span)
+    return to_device(SpanDocuments(tokens, labels, start, span), device)
 
 
 class DocumentClassifier(nn.Module):
@@ -182,7 +189,7 @@ class DocumentClassifier(nn.Module):
         super().__init__()
         if kind not in self.KINDS:
             raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
-        self.kind, self.alpha = kind, _alpha(alpha)
+        self.kind, self.alpha = kind, check_alpha(alpha)
         self.span = check_int(span, "span")
         dim, n_basis = check_int(dim, "dim"), check_int(n_basis, "n_basis", minimum=2)
         self.embed = nn.Embedding(check_int(vocab, "vocab"), dim)
@@ -251,8 +258,6 @@ class DocumentClassifier(nn.Module):
         continuous : ContinuousAttentionOutput or None
             The continuous read-out, for the kinds that have one.
         """
-        from ..attention import attention
-
         if (start is None) == (self.kind == "oracle"):
             raise ValueError("start must be given if and only if kind is 'oracle'")
         tokens = self._check_tokens(tokens)
@@ -293,7 +298,6 @@ def table1(rows: list[dict]):
         N = 32, 64, 128), ``"ours (%)"`` (median over seeds and, in brackets, the range
         min-max, in percent) and ``"paper (%)"``.
     """
-    import numpy as np
     import pandas as pd
 
     keys = {"attention", "alpha", "N", "accs"}

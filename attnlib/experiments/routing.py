@@ -26,7 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..utils import _check_type, as_float_array, check_int
+from ..training import to_device
+from ..utils import as_float_array, check_int, check_type
 
 __all__ = [
     "PointerTask",
@@ -61,6 +62,7 @@ def pointer_task(
     *,
     n_labels: int | None = None,
     seed: int = 0,
+    device: torch.device | str | None = None,
 ) -> PointerTask:
     """Draw ``n`` pointer sequences: distinct labels, random values, random pointers.
 
@@ -79,6 +81,9 @@ def pointer_task(
         labels of one sequence are distinct, so a pointer names exactly one token.
     seed : int
         The same seed gives the same task.
+    device : str or torch.device, optional
+        Where the tensors go (default: the CPU). They are drawn on the CPU and moved,
+        so a seed gives the same data on every device.
 
     Returns
     -------
@@ -110,14 +115,15 @@ def pointer_task(
         ],
         -1,
     )
-    return PointerTask(
+    task = PointerTask(
         x.to(torch.get_default_dtype()), values.gather(1, source), source
     )
+    return to_device(task, device)
 
 
 def _check_model_task(model, task) -> None:
-    _check_type(model, "model", nn.Module, "an nn.Module")
-    _check_type(task, "task", PointerTask, "a PointerTask (see pointer_task)")
+    check_type(model, "model", nn.Module, "an nn.Module")
+    check_type(task, "task", PointerTask, "a PointerTask (see pointer_task)")
 
 
 def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
@@ -163,6 +169,7 @@ def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
     pred = model(task.x).argmax(-1).cpu()  # counted on the CPU, whatever the device
     model.train(was_training)
     length = task.x.shape[1]
+    # Counted on the CPU, where the result goes (NumPy).
     distance = (torch.arange(length)[None, :] - task.source.cpu()).abs().flatten()
     correct = (pred == task.target.cpu()).double().flatten()
     hits = torch.zeros(length, dtype=torch.float64).index_add_(0, distance, correct)

@@ -21,15 +21,16 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from ..lasso.common import _soft_threshold as soft_threshold  # unchecked: inner loops
+from ..engines.lasso.common import soft_threshold  # unchecked: inner loops
+from ..normalizers import softmax, sparsemax
 from ..subspace import UnrolledISTAAttention
-from ..training import TrainingDivergedError
+from ..training import TrainingDivergedError, to_device
 from ..utils import (
-    _module_input,
     as_float_array,
     as_tensor,
     check_int,
     check_positive,
+    module_input,
 )
 
 __all__ = [
@@ -122,7 +123,12 @@ def faces(n_faces: int = 3, n_images: int = 40, pixels: int = 100, seed: int = 0
 
 
 def sparse_combination_batch(
-    step: int, size: int = 64, n_keys: int = 12, n_queries: int = 8, dim: int = 8
+    step: int,
+    size: int = 64,
+    n_keys: int = 12,
+    n_queries: int = 8,
+    dim: int = 8,
+    device: torch.device | str | None = None,
 ):
     """A batch of the sparse-combination task, reproducible from ``step``.
 
@@ -139,6 +145,9 @@ def sparse_combination_batch(
         Tasks in the batch.
     n_keys, n_queries, dim : int
         Keys (at least 2) and queries per task, and their size.
+    device : str or torch.device, optional
+        Where the tensors go (default: the CPU). They are drawn on the CPU and moved,
+        so a seed gives the same data on every device.
 
     Returns
     -------
@@ -160,7 +169,7 @@ def sparse_combination_batch(
     w = torch.randn(size, n_queries, 2, generator=g).sign()
     w = w * (0.5 + torch.rand(size, n_queries, 2, generator=g))
     C = torch.zeros(size, n_queries, n_keys).scatter_(-1, pick, w)
-    return C @ k, k, v, C @ v, C != 0
+    return to_device((C @ k, k, v, C @ v, C != 0), device)
 
 
 def combination_report(output, weights, test, n_params: int) -> dict:
@@ -294,7 +303,7 @@ class AttentionStack(nn.Module):
         """
         like = self.ff[0][0].weight
         queries, keys, values = (
-            _module_input(x, name, like, min_ndim=2)
+            module_input(x, name, like, min_ndim=2)
             for x, name in ((queries, "queries"), (keys, "keys"), (values, "values"))
         )
         for x, name in ((queries, "queries"), (keys, "keys"), (values, "values")):
@@ -370,7 +379,7 @@ class SelfExpressiveNet(nn.Module):
         """
         like = self.query[0].weight
         queries, keys = (
-            _module_input(x, name, like, ndim=2)
+            module_input(x, name, like, ndim=2)
             for x, name in ((queries, "queries"), (keys, "keys"))
         )
         for x, name in ((queries, "queries"), (keys, "keys")):
@@ -396,6 +405,7 @@ def fit_self_expressive_net(
     n_steps: int = 300,
     lr: float = 3e-3,
     seed: int = 0,
+    device: torch.device | str | None = None,
 ):
     """Train :class:`SelfExpressiveNet` on ``X``.
 
@@ -417,6 +427,8 @@ def fit_self_expressive_net(
         Adam's learning rate.
     seed : int
         Seeds the model's initialisation.
+    device : str or torch.device, optional
+        Where ``X``, the model and the fit live (default: the CPU).
 
     Returns
     -------
@@ -425,10 +437,10 @@ def fit_self_expressive_net(
     losses : list of float
         The loss at every step.
     """
-    X = torch.as_tensor(as_float_array(X, "X"), dtype=torch.float32)
+    X = torch.as_tensor(as_float_array(X, "X"), dtype=torch.float32, device=device)
     torch.manual_seed(check_int(seed, "seed", minimum=0))
     return _fit_self_expression(
-        SelfExpressiveNet(X.shape[1], hidden), X, lam, n_steps, lr
+        SelfExpressiveNet(X.shape[1], hidden).to(X.device), X, lam, n_steps, lr
     )
 
 
@@ -522,11 +534,12 @@ class LearnedISTACodes(nn.Module):
                 "underflows; rescale them"
             )
         keep = (
-            1.0 - torch.eye(len(queries), len(keys), dtype=keys.dtype)
+            1.0
+            - torch.eye(len(queries), len(keys), dtype=keys.dtype, device=keys.device)
             if exclude_self
             else 1.0
         )
-        C = torch.zeros(len(queries), len(keys), dtype=keys.dtype)
+        C = torch.zeros(len(queries), len(keys), dtype=keys.dtype, device=keys.device)
         for t in range(self.n_iter):
             eps = (
                 base * 2 * torch.sigmoid(self.raw_step[t])
@@ -547,6 +560,7 @@ def fit_learned_ista(
     n_steps: int = 200,
     lr: float = 0.05,
     seed: int = 0,
+    device: torch.device | str | None = None,
 ):
     """Train :class:`LearnedISTACodes` on ``X``: ``½‖X − C X‖² + λ‖C‖₁``, diag(C) = 0.
 
@@ -564,6 +578,8 @@ def fit_learned_ista(
         Adam's learning rate.
     seed : int
         Seeds the model's initialisation.
+    device : str or torch.device, optional
+        Where ``X``, the model and the fit live (default: the CPU).
 
     Returns
     -------
@@ -572,10 +588,10 @@ def fit_learned_ista(
     losses : list of float
         The loss at every step.
     """
-    X = torch.as_tensor(as_float_array(X, "X"))
+    X = torch.as_tensor(as_float_array(X, "X"), device=device)
     torch.manual_seed(check_int(seed, "seed", minimum=0))
     return _fit_self_expression(
-        LearnedISTACodes(n_iter, lam).to(X.dtype), X, lam, n_steps, lr
+        LearnedISTACodes(n_iter, lam).to(X.device, X.dtype), X, lam, n_steps, lr
     )
 
 
@@ -620,6 +636,7 @@ def normalized_self_expression(
     n_steps: int = 300,
     lr: float = 0.1,
     seed: int = 0,
+    device: torch.device | str | None = None,
 ):
     """Self-expressive coefficients on the simplex: ``C = normalizer(Z)``.
 
@@ -640,24 +657,26 @@ def normalized_self_expression(
         Adam's learning rate.
     seed : int
         Seeds the initial logits.
+    device : str or torch.device, optional
+        Where ``X``, the model and the fit live (default: the CPU).
 
     Returns
     -------
     C : ndarray, shape (n_samples, n_samples)
         Rows on the probability simplex, zero diagonal.
     """
-    from ..normalizers import softmax, sparsemax
-
     norm = {"softmax": softmax, "sparsemax": sparsemax}.get(normalizer)
     if norm is None:
         raise ValueError(
             f"normalizer must be 'softmax' or 'sparsemax', got {normalizer!r}"
         )
-    X = torch.as_tensor(as_float_array(X, "X"))
+    X = torch.as_tensor(as_float_array(X, "X"), device=device)
     lr = check_positive(lr, "lr")
     torch.manual_seed(check_int(seed, "seed", minimum=0))
-    Z = (0.01 * torch.randn(len(X), len(X), dtype=X.dtype)).requires_grad_()
-    mask = torch.eye(len(X), dtype=torch.bool)
+    # Drawn on the CPU and moved: the same seed gives the same start on every device.
+    Z = (0.01 * torch.randn(len(X), len(X), dtype=X.dtype)).to(X.device)
+    Z.requires_grad_()
+    mask = torch.eye(len(X), dtype=torch.bool, device=X.device)
     opt = torch.optim.Adam([Z], lr=lr)
     for _ in range(check_int(n_steps, "n_steps")):
         C = norm(Z.masked_fill(mask, -torch.inf), dim=-1)
@@ -666,4 +685,4 @@ def normalized_self_expression(
         loss.backward()
         opt.step()
     with torch.no_grad():
-        return norm(Z.masked_fill(mask, -torch.inf), dim=-1).numpy()
+        return norm(Z.masked_fill(mask, -torch.inf), dim=-1).cpu().numpy()

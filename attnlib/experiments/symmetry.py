@@ -28,17 +28,17 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm import tqdm
 
-from ..attention import MultiHeadAttention
-from ..symmetry import KnowledgeAttention, _as_output
+from ..attention import MultiHeadAttention, output_of
+from ..symmetry import KnowledgeAttention
 from ..training import TrainingDivergedError, train
-from ..utils import _module_input, as_tensor, check_int, check_positive
+from ..utils import as_tensor, check_int, check_positive, module_input
 
 __all__ = [
     "TEACHERS",
@@ -104,7 +104,7 @@ class SequenceMLP(nn.Module):
         torch.Tensor, shape of ``x``
             The predicted sequences.
         """
-        x = _module_input(x, "x", self.net[0].weight, min_ndim=2)
+        x = module_input(x, "x", self.net[0].weight, min_ndim=2)
         if x.shape[-2:] != (self.length, self.embed_dim):
             raise ValueError(
                 f"x must end in shape ({self.length}, {self.embed_dim}), got "
@@ -233,7 +233,8 @@ class RidgeBaseline(nn.Module):
         x, y = x.flatten(-2).double(), y.flatten(-2).double()
         xm, ym = x.mean(0), y.mean(0)
         xc, yc = x - xm, y - ym
-        gram = xc.T @ xc + self.ridge * len(x) * torch.eye(x.shape[1], dtype=x.dtype)
+        eye = torch.eye(x.shape[1], dtype=x.dtype, device=x.device)
+        gram = xc.T @ xc + self.ridge * len(x) * eye
         coef = torch.linalg.solve(gram, xc.T @ yc)  # (in, out)
         self.linear.weight.data = coef.T.to(self.linear.weight)
         self.linear.bias.data = (ym - xm @ coef).to(self.linear.bias)
@@ -414,7 +415,7 @@ class WithSkip(nn.Module):
         torch.Tensor, shape of ``x``
             The model's output plus the skip term.
         """
-        out = _as_output(self.model(x))
+        out = output_of(self.model(x))
         x = as_tensor(x, "x", min_ndim=2, dtype=out.dtype, device=out.device)
         return out + self.skip.to(out) * x
 
@@ -566,7 +567,8 @@ def relative_error(model: Callable, x, y) -> float:
     x = as_tensor(x, "x", min_ndim=2)
     y = as_tensor(y, "y", min_ndim=2, device=x.device)
     with torch.no_grad():
-        pred = _as_output(model(x))
+        pred = output_of(model(x))
+        y = y.to(pred.device)  # a module computes where its parameters are
         if pred.shape != y.shape:
             raise ValueError(
                 f"model(x) has shape {tuple(pred.shape)} but y has {tuple(y.shape)}"
@@ -624,11 +626,11 @@ def fit_and_score(
     if hasattr(model, "fit"):
         model.fit(x, y)
         with torch.no_grad():
-            final = float(((_as_output(model(x)) - y) ** 2).mean())
+            final = float(((output_of(model(x)) - y) ** 2).mean())
     else:
 
         def loss(m, batch):
-            return ((_as_output(m(batch[0])) - batch[1]) ** 2).mean()
+            return ((output_of(m(batch[0])) - batch[1]) ** 2).mean()
 
         history = train(
             model,
@@ -652,7 +654,7 @@ def fit_and_score(
 
 def _mse(model, x, y) -> float:
     with torch.no_grad():
-        return float(((_as_output(model(x)) - y) ** 2).mean())
+        return float(((output_of(model(x)) - y) ** 2).mean())
 
 
 def fit_tuned(
@@ -714,7 +716,7 @@ def fit_tuned(
     power = float((held[1] ** 2).mean())
 
     def loss(m, batch):
-        return ((_as_output(m(batch[0])) - batch[1]) ** 2).mean()
+        return ((output_of(m(batch[0])) - batch[1]) ** 2).mean()
 
     best = {"val": math.inf}
     for lr in grid["lr"]:
@@ -780,6 +782,7 @@ def sample_efficiency(
     n_test: int = 256,
     grid: dict | None = None,
     progress: bool = True,
+    device: torch.device | str | None = None,
 ) -> list[dict]:
     """Learning curves of several learners on a task that is equivariant with knowledge.
 
@@ -810,6 +813,10 @@ def sample_efficiency(
         The validation grid of the trained learners (``GRID`` by default).
     progress : bool
         Show a progress bar over the fits.
+    device : str or torch.device, optional
+        Where the teacher, the data, the learners and the scores live (default: the
+        CPU). Draws are made on the CPU and moved, so a seed gives the same data on
+        every device.
 
     Returns
     -------
@@ -834,6 +841,7 @@ def sample_efficiency(
             f"learners must be names from {tuple(LEARNERS)}, got {list(learners)}"
         )
     test_lengths = [check_int(n, "test_lengths") for n in test_lengths]
+    where = torch.device("cpu") if device is None else torch.device(device)
     rows = []
     jobs = [(seed, size, name) for seed in seeds for size in sizes for name in learners]
     # These models are so small that extra threads only add synchronisation overhead.
@@ -847,7 +855,7 @@ def sample_efficiency(
             if seed not in labellers:
                 labeller = make_teacher(
                     embed_dim, n_knowledge, kernel=teacher, seed=seed
-                )
+                ).to(where)
                 tests = {
                     f"test_n{n}": knowledge_task(
                         labeller, n_test, n, seed=10_000 + 100 * seed + n
@@ -859,14 +867,14 @@ def sample_efficiency(
             x, y = knowledge_task(labeller, size, length, noise=noise, seed=seed)
             make = LEARNERS[name]
             torch.manual_seed(seed)
-            model = make(length, embed_dim, n_knowledge)
+            model = make(length, embed_dim, n_knowledge).to(where)
             start = time.perf_counter()
             chosen = dict(lr=None, weight_decay=None, n_steps=None, val=None)
             if hasattr(model, "fit"):
                 model.fit(x, y)
             else:
                 model, chosen = fit_tuned(
-                    lambda make=make: make(length, embed_dim, n_knowledge),
+                    lambda make=make: make(length, embed_dim, n_knowledge).to(where),
                     (x, y),
                     grid=grid,
                     seed=seed,

@@ -20,13 +20,12 @@ Two ways of normalising are used, both through :func:`attnlib.attention.attentio
   ``ValueError`` rather than returning NaN.
 """
 
-from .core import KERNELS, loo_predictions, nadaraya_watson, nadaraya_watson_streaming
+from .core import KERNELS, loo_predictions, nadaraya_watson
 from .estimators import MetricNadarayaWatson, NadarayaWatson
 
 __all__ = [
     "KERNELS",
     "nadaraya_watson",
-    "nadaraya_watson_streaming",
     "loo_predictions",
     "NadarayaWatson",
     "MetricNadarayaWatson",

@@ -7,18 +7,17 @@ kernels, a row normaliser for the compact ones and callables) are described in
 
 from __future__ import annotations
 
-import os
-import warnings
-from typing import Callable, Union
+from collections.abc import Callable
 
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from ..attention import SCORES, attention
-from ..kernel_sums import _nadaraya_watson_sums
-from ..utils import as_tensor, check_int, check_positive
+from ..attention import SCORES, attend
+from ..engines.kernelsums import fused_sums
+from ..errors import ScoreError
+from ..utils import as_tensor, available_memory, check_positive
 
-Kernel = Union[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
+Kernel = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 #: Built-in kernels, as functions of ``u = (x - x_j) / h``: ``gaussian``
 #: ``exp(-||u||²/2)``, ``laplace`` ``exp(-||u||₁)``, ``epanechnikov``
@@ -138,10 +137,8 @@ def _kernel_attention(
             return (s - top.amax(-1, keepdim=True).detach()) * scale
 
         try:
-            return attention(xq, xt, y, score=shifted, temperature=1.0, mask=mask)
-        except ValueError as err:
-            if not str(err).startswith("score(q, k) gave"):
-                raise
+            return attend(xq, xt, y, score=shifted, temperature=1.0, mask=mask)
+        except ScoreError as err:
             raise _overflow_error(xq.dtype) from err
     score = _VALUE_KERNELS.get(kernel, kernel)
 
@@ -152,7 +149,7 @@ def _kernel_attention(
         return values
 
     normalise = lambda values: _normalise_rows(values, offset)  # noqa: E731
-    return attention(
+    return attend(
         xq / bandwidth,
         xt / bandwidth,
         y,
@@ -185,15 +182,9 @@ def nadaraya_watson(
 ):
     """Nadaraya–Watson regression: a kernel-weighted average of the training targets.
 
-    Memory stays bounded whatever ``n_query × n_train`` (below ~1 GiB beyond the
-    inputs), unless the weights are asked for. The Gaussian and Laplace kernels on the
-    CPU, without gradients, run as a fused compiled loop
-    (:func:`attnlib.kernel_sums.nadaraya_watson_sums`: distance, exponential and
-    weighted sums in one pass, on ``torch.get_num_threads()`` threads); everything else
-    (other kernels, other devices, inputs that require gradients) runs as
-    :func:`~attnlib.attention.attention` on blocks of queries small enough that a
-    block's weights take at most 2²¹ numbers, with gradients recomputed block by block
-    (checkpointing).
+    One attention call: queries ``x_query``, keys ``x_train``, values ``y_train`` and
+    the score ``log κ``. Memory stays bounded whatever ``n_query × n_train``, unless
+    the weights are asked for.
 
     Parameters
     ----------
@@ -250,6 +241,17 @@ def nadaraya_watson(
         _check_weights_fit(xq.shape[0], xt.shape[0], xq.element_size())
         prediction, weights = _kernel_attention(xq, xt, y, kernel, bandwidth)
         return (prediction[:, 0] if squeeze else prediction), weights
+    prediction = _predict(xq, xt, y, kernel, bandwidth)
+    return prediction[:, 0] if squeeze else prediction
+
+
+def _predict(xq, xt, y, kernel: Kernel, bandwidth: float) -> torch.Tensor:
+    """Nadaraya–Watson on checked 2-D tensors, without forming the weights.
+
+    The Gaussian and Laplace kernels on the CPU without gradients go to the fused
+    engine (:func:`attnlib.engines.kernelsums.fused_sums`); the rest is attention on
+    blocks of queries.
+    """
     grad = torch.is_grad_enabled() and any(t.requires_grad for t in (xq, xt, y))
     fused = (
         kernel in _SOFTMAX_KERNELS
@@ -257,7 +259,7 @@ def nadaraya_watson(
         and xq.dtype in (torch.float32, torch.float64)
     )
     if fused and not grad:
-        out = _nadaraya_watson_sums(  # the inputs are checked above
+        out = fused_sums(  # the inputs are checked by the caller
             xq.detach().numpy(),
             xt.detach().numpy(),
             y.detach().numpy(),
@@ -266,13 +268,11 @@ def nadaraya_watson(
             torch.get_num_threads(),
         )
         prediction = torch.from_numpy(out)
-        if not torch.isfinite(
-            prediction
-        ).all():  # the inputs are finite (checked): overflow
+        # The inputs are finite (checked), so a non-finite prediction is an overflow.
+        if not torch.isfinite(prediction).all():
             raise _overflow_error(xq.dtype)
-    else:
-        prediction = _blockwise(xq, xt, y, kernel, bandwidth, grad)
-    return prediction[:, 0] if squeeze else prediction
+        return prediction
+    return _blockwise(xq, xt, y, kernel, bandwidth, grad)
 
 
 # Elements of the weight matrix of one block of queries in the blockwise path (16 MiB in
@@ -316,7 +316,7 @@ def _block_prediction(
 def _check_weights_fit(n_query: int, n_train: int, itemsize: int) -> None:
     """Raise before allocating a weight matrix (and two temporaries) too large."""
     need = 3 * n_query * n_train * itemsize
-    available = _available_memory()
+    available = available_memory()
     if need > available:
         raise ValueError(
             f"return_weights=True needs the {n_query} x {n_train} weight matrix: "
@@ -324,24 +324,6 @@ def _check_weights_fit(n_query: int, n_train: int, itemsize: int) -> None:
             f"{available / 2**30:.1f} GiB available; call nadaraya_watson without "
             "return_weights (its memory stays bounded), or pass fewer x_query rows"
         )
-
-
-def _available_memory() -> int:
-    """Bytes the system can still give (MemAvailable), or total physical memory.
-
-    Total physical memory where MemAvailable is unknown.
-    """
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 2**63
 
 
 def loo_predictions(
@@ -379,53 +361,3 @@ def loo_predictions(
     not_self = ~torch.eye(xt.shape[0], dtype=torch.bool, device=xt.device)
     prediction, _ = _kernel_attention(xt, xt, y, kernel, bandwidth, mask=not_self)
     return prediction[:, 0] if squeeze else prediction
-
-
-def nadaraya_watson_streaming(
-    x_query,
-    x_train,
-    y_train,
-    *,
-    kernel: Kernel = "gaussian",
-    bandwidth: float = 1.0,
-    chunk_size: int = 4096,
-    query_chunk_size: int = 1024,
-) -> torch.Tensor:
-    """Deprecated: :func:`nadaraya_watson` now streams itself.
-
-    This is ``nadaraya_watson(...)``.
-
-    ``chunk_size`` and ``query_chunk_size`` are checked and otherwise ignored.
-
-    .. deprecated:: 0.1.0
-       Call :func:`nadaraya_watson`; this alias warns (``DeprecationWarning``).
-
-    Parameters
-    ----------
-    x_query, x_train, y_train : tensor or array-like, shapes as in nadaraya_watson
-        Queries, training inputs and targets.
-    kernel, bandwidth : str or callable, float
-        As in :func:`nadaraya_watson`.
-    chunk_size, query_chunk_size : int
-        Ignored (checked).
-
-    Returns
-    -------
-    torch.Tensor, shape of ``y_train`` with ``n_query`` rows
-        The predictions of :func:`nadaraya_watson`.
-
-    Implements
-    ----------
-    Eq. (5) of the self-expression paper, as :func:`nadaraya_watson`.
-    """
-    warnings.warn(
-        "nadaraya_watson_streaming is deprecated: nadaraya_watson never forms the "
-        "weight matrix unless return_weights=True; call it instead",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    check_int(chunk_size, "chunk_size")
-    check_int(query_chunk_size, "query_chunk_size")
-    return nadaraya_watson(
-        x_query, x_train, y_train, kernel=kernel, bandwidth=bandwidth
-    )

@@ -8,7 +8,6 @@ adds to the estimator.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 import torch
@@ -20,7 +19,7 @@ from torch import nn
 from ..attention import attention
 from ..training import train
 from ..utils import check_int, check_positive, host_array
-from .core import Kernel, _check_kernel, loo_predictions, nadaraya_watson
+from .core import Kernel, _check_kernel, _predict, loo_predictions, nadaraya_watson
 
 
 def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
@@ -49,13 +48,6 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
     bandwidths : array-like of float, optional
         Candidates for ``"loo"``; default: 30 values geometrically spaced from 0.01 to 3
         times the median pairwise distance.
-    chunk_size : int, default="deprecated"
-        Unused: :meth:`predict` calls :func:`nadaraya_watson`, whose memory is bounded
-        without it.
-
-        .. deprecated:: 0.1.0
-           ``chunk_size`` has no effect; setting it warns (``FutureWarning``) and it
-           will be removed in 0.3.0. Leave it out.
 
     Attributes
     ----------
@@ -80,12 +72,10 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         kernel: Kernel = "gaussian",
         bandwidth="loo",
         bandwidths=None,
-        chunk_size="deprecated",
     ):
         self.kernel = kernel
         self.bandwidth = bandwidth
         self.bandwidths = bandwidths
-        self.chunk_size = chunk_size
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -113,7 +103,7 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         X, y = validate_data(
             self,
             host_array(X),
-            host_array(y),
+            host_array(y, "y"),
             dtype=np.float64,
             y_numeric=True,
             multi_output=True,
@@ -124,15 +114,6 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             np.require(y, np.float64, requirements="W"),
         )  # torch wants writable
         _check_kernel(self.kernel)
-        if not (isinstance(self.chunk_size, str) and self.chunk_size == "deprecated"):
-            warnings.warn(
-                "chunk_size was deprecated in version 0.1.0 and will be removed in "
-                "0.3.0; it has no effect (predict's memory is bounded without it): "
-                "leave it out",
-                FutureWarning,
-                stacklevel=2,
-            )
-            check_int(self.chunk_size, "chunk_size")
         if loo:
             grid = (
                 _default_bandwidths(X)
@@ -171,6 +152,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
     def predict(self, X) -> np.ndarray:
         """Predict at new points, streamed over the training set.
 
+        ``X`` is checked once, here; the prediction runs on the checked arrays.
+
         Parameters
         ----------
         X : array-like, shape (n_samples, n_features)
@@ -182,18 +165,16 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             The kernel-weighted averages of the training targets.
         """
         check_is_fitted(self, "X_fit_")
-        X = np.require(
-            validate_data(self, host_array(X), dtype=np.float64, reset=False),
-            requirements="W",
-        )
-        pred = nadaraya_watson(
-            torch.from_numpy(X),
+        X = validate_data(self, host_array(X), dtype=np.float64, reset=False)
+        y = self.y_fit_.reshape(len(self.y_fit_), -1)
+        pred = _predict(
+            torch.from_numpy(np.require(X, requirements="W")),
             torch.from_numpy(self.X_fit_),
-            torch.from_numpy(self.y_fit_),
-            kernel=self.kernel,
-            bandwidth=self.bandwidth_,
-        )
-        return pred.numpy()
+            torch.from_numpy(np.require(y, requirements="W")),
+            self.kernel,
+            self.bandwidth_,
+        ).numpy()
+        return pred.reshape(len(X), *self.y_fit_.shape[1:])
 
 
 class _LearnedMetric(nn.Module):
@@ -247,13 +228,6 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
     verbose : int
         0 (default) trains silently, as inside cross-validation; 1 or more shows the
         tqdm progress bar of :func:`attnlib.training.train`.
-    progress : bool, optional
-        Older spelling of ``verbose`` (``True`` is ``verbose=1``); ``None`` (default)
-        follows ``verbose``.
-
-        .. deprecated:: 0.1.0
-           Use ``verbose`` instead; setting ``progress`` warns (``FutureWarning``)
-           and it will be removed in 0.3.0.
     random_state : int, RandomState or None
         Seeds the mini-batches and PyTorch's generator; an int gives the same fit every
         time.
@@ -289,7 +263,6 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         weight_decay: float = 0.0,
         batch_size: int | None = None,
         verbose: int = 0,
-        progress: bool | None = None,
         random_state=0,
     ):
         self.n_components = n_components
@@ -298,7 +271,6 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         self.weight_decay = weight_decay
         self.batch_size = batch_size
         self.verbose = verbose
-        self.progress = progress
         self.random_state = random_state
 
     def __sklearn_tags__(self):
@@ -324,7 +296,7 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         X, y = validate_data(
             self,
             host_array(X),
-            host_array(y),
+            host_array(y, "y"),
             dtype=np.float64,
             y_numeric=True,
             multi_output=True,
@@ -345,18 +317,6 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         check_positive(self.weight_decay, "weight_decay", allow_zero=True)
         verbose = check_int(self.verbose, "verbose", minimum=0)
         progress = verbose > 0
-        if self.progress is not None:
-            warnings.warn(
-                "progress was deprecated in version 0.1.0 and will be removed in "
-                "0.3.0; use verbose instead (verbose=1 for progress=True, 0 for False)",
-                FutureWarning,
-                stacklevel=2,
-            )
-            if not isinstance(self.progress, (bool, np.bool_, numbers.Integral)):
-                raise ValueError(
-                    f"progress must be True or False, got {self.progress!r}"
-                )
-            progress = bool(self.progress)
         batch = (
             n
             if self.batch_size is None

@@ -11,10 +11,10 @@ from torch import nn
 
 from ..attention import attention
 from ..utils import (
-    _check_type,
-    _module_input,
-    _names_input,
     check_int,
+    check_type,
+    module_input,
+    names_input,
 )
 from .maps import _normalizer, _squeeze_query
 from .tasks import RoutingTask
@@ -88,7 +88,7 @@ class ConvRouter(nn.Module):
         torch.Tensor, shape (batch, length, n_out)
             The logits.
         """
-        x = _module_input(x, "x", self.readout.weight, ndim=3)
+        x = module_input(x, "x", self.readout.weight, ndim=3)
         h = x.transpose(1, 2)  # Conv1d wants channels before positions
         h = torch.relu(self.convs[0](h))
         for conv in self.convs[1:]:
@@ -151,7 +151,7 @@ class AttentionRouter(nn.Module):
 
         The values are ``(batch, length, d_model)``.
         """
-        x = _module_input(x, "x", self.readout.weight, ndim=3)
+        x = module_input(x, "x", self.readout.weight, ndim=3)
         q, k, v = self.q(x), self.k(x), self.v(x)
         if self.pos is not None:
             if x.shape[1] > self.pos.shape[0]:
@@ -160,7 +160,7 @@ class AttentionRouter(nn.Module):
                     f"{self.pos.shape[0]}"
                 )
             q, k = q + self.pos[: x.shape[1]], k + self.pos[: x.shape[1]]
-        with _names_input("x"):
+        with names_input("x"):
             return attention(q, k, v, normalizer=self.normalize)
 
     def forward(self, x) -> torch.Tensor:
@@ -230,8 +230,8 @@ class WeekdayMux(nn.Module):
     def attend(self, friends, day):
         """The chosen tokens ``(batch, features)``, weights ``(batch, n_friends)``."""
         w = self.readout.weight
-        friends = _module_input(friends, "friends", w, ndim=3)
-        day = _module_input(day, "day", w, ndim=2)
+        friends = module_input(friends, "friends", w, ndim=3)
+        day = module_input(day, "day", w, ndim=2)
         if day.shape[0] != friends.shape[0]:
             raise ValueError(
                 f"day and friends must have the same batch size, got {day.shape[0]} "
@@ -274,8 +274,8 @@ class WeekdayMux(nn.Module):
 
 
 def _check_model_task(model, task) -> None:
-    _check_type(model, "model", nn.Module, "an nn.Module")
-    _check_type(task, "task", RoutingTask, "a RoutingTask (see routing_task)")
+    check_type(model, "model", nn.Module, "an nn.Module")
+    check_type(task, "task", RoutingTask, "a RoutingTask (see routing_task)")
 
 
 def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
@@ -322,6 +322,7 @@ def accuracy_by_distance(model: nn.Module, task: RoutingTask) -> np.ndarray:
     model.eval()
     pred = model(task.x).argmax(-1).cpu()  # counted on the CPU, whatever the device
     model.train(was_training)
+    # Counted on the CPU, where the result goes (NumPy).
     length, marker, target = task.x.shape[1], task.marker.cpu(), task.target.cpu()
     distance = (torch.arange(length)[None, :] - marker[:, None]).abs()
     correct = (pred == target[:, None]).double()

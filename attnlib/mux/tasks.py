@@ -265,7 +265,8 @@ def conv_matrix(kernel, length: int) -> torch.Tensor:
         raise ValueError(f"kernel must have an odd length, got {kernel.numel()}")
     half = kernel.numel() // 2
     offsets = (
-        torch.arange(length)[None, :] - torch.arange(length)[:, None]
+        torch.arange(length, device=kernel.device)[None, :]
+        - torch.arange(length, device=kernel.device)[:, None]
     )  # key - query
     inside = offsets.abs() <= half
     return torch.where(

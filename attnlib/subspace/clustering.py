@@ -21,7 +21,7 @@ from ..sparse_coding import (  # noqa: F401 (re-exported)
     UnrolledISTAAttention,
     sparse_coding_attention,
 )
-from ..utils import check_int
+from ..utils import check_int, host_array
 from .expression import _as_coefficients, self_expressive
 
 
@@ -132,6 +132,10 @@ def spectral_clustering(
         abs(values).max(), 1e-300
     ):
         raise ValueError("A must be symmetric with non-negative entries")
+    if not np.any(values):
+        # No sample is linked to any other: every partition is as good as any, and
+        # scikit-learn would return one without a word.
+        raise ValueError("A is all zero: no affinity to cluster by")
     model = SpectralClustering(
         n_clusters,
         affinity="precomputed",
@@ -290,7 +294,7 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
         SubspaceClustering
             The fitted estimator.
         """
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        X = validate_data(self, host_array(X), dtype=np.float64, ensure_min_samples=2)
         n_clusters = check_int(self.n_clusters, "n_clusters")
         if n_clusters > X.shape[0]:
             raise ValueError(
@@ -305,6 +309,12 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
         self.affinity_matrix_ = affinity(
             self.coef_, normalize=self.normalize, keep=self.keep
         )
+        A = self.affinity_matrix_
+        if not np.any(A.data if sp.issparse(A) else A):
+            raise ValueError(
+                "every self-expressive coefficient is zero: lam is too large for the "
+                "scale of X (lam or X) and there is no affinity to cluster by"
+            )
         self.spectral_labels_ = spectral_clustering(
             self.affinity_matrix_, n_clusters, random_state=self.random_state
         )

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from ..lasso import (
     SolverInfo,
-    _lam_column,
+    lam_column,
     soft_threshold,  # noqa: F401 (re-exported)
     ssc_rows,
 )
@@ -61,13 +61,13 @@ def ssc_objective(X, C, lam) -> float:
     Eq. (12) of the self-expression paper, transposed.
     """
     X = as_float_array(host_array(X), "X")
-    C = _as_coefficients(host_array(C))
+    C = _as_coefficients(host_array(C, "C"))
     if C.shape[0] != X.shape[0]:
         raise ValueError(
             f"C must be ({X.shape[0]}, {X.shape[0]}), one row per sample of X, "
             f"got {C.shape}"
         )
-    lam = _lam_column(lam, X.shape[0])
+    lam = lam_column(lam, X.shape[0])
     R = X - C @ X
     l1 = np.asarray(abs(C).sum(axis=1)).reshape(-1, 1)
     return float(0.5 * (R * R).sum() + (lam * l1).sum())

@@ -1,9 +1,10 @@
 """The threshold search of sparsemax and entmax as numba-compiled loops: the fallback.
 
-:mod:`attnlib.entmax_kernels` runs the same loops compiled from C where the machine has
-a C compiler; this module serves where it has none (or with ``ATTNLIB_KERNELS=numba``).
-It is imported only then, so that numba's start-up is paid only where it is used. The
-algorithm is explained in :mod:`attnlib.normalizers` ("threshold search").
+:mod:`attnlib.engines.entmax_kernels` runs the same loops compiled from C where the
+machine has a C compiler; this module serves where it has none (or with
+``ATTNLIB_KERNELS=numba``). It is imported only then, so that numba's start-up is paid
+only where it is used. The algorithm is explained in :mod:`attnlib.normalizers`
+("threshold search").
 """
 
 from __future__ import annotations

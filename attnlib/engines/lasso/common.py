@@ -13,75 +13,13 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..utils import check_positive
-
 
 def soft_threshold(x, threshold):
-    """The proximal map of ``threshold * |x|``: ``sign(x) * max(|x| - threshold, 0)``.
-
-    Works on NumPy arrays and (differentiably) on PyTorch tensors.
-
-    Parameters
-    ----------
-    x : tensor or array-like, any shape
-        The points, finite.
-    threshold : float or array-like, shape broadcastable with ``x``
-        Non-negative and finite.
-
-    Returns
-    -------
-    tensor or ndarray, the broadcast shape
-        A tensor for a tensor ``x``, else a NumPy array.
-
-    Implements
-    ----------
-    The shrinkage of ISTA, Eq. (15) of the self-expression paper (two-sided).
-    """
-    if isinstance(x, torch.Tensor):
-        bad = not torch.isfinite(x).all() if x.is_floating_point() else False
-    else:
-        try:
-            x = np.asarray(x, dtype=np.float64)
-        except (TypeError, ValueError) as err:
-            raise ValueError(
-                f"x must be array-like of numbers, got {type(x).__name__}"
-            ) from err
-        bad = not np.all(np.isfinite(x))
-    if bad:
-        raise ValueError("x contains NaN or infinite values")
-    if isinstance(threshold, torch.Tensor):
-        ok = bool(torch.isfinite(threshold).all() and (threshold >= 0).all())
-    else:
-        try:
-            t = np.asarray(threshold, dtype=np.float64)
-        except (TypeError, ValueError):
-            t = np.array(np.nan)
-        ok = bool(np.all(np.isfinite(t)) and np.all(t >= 0))
-    if not ok:
-        raise ValueError(
-            f"threshold must be finite and non-negative, got {threshold!r}"
-        )
-    return _soft_threshold(x, threshold)
-
-
-def _soft_threshold(x, threshold):
-    """:func:`soft_threshold` without the checks, for the solvers' inner loops."""
+    """``sign(x) * max(|x| - threshold, 0)`` on checked input (see
+    :func:`attnlib.lasso.soft_threshold`), for the solvers' inner loops."""
     if isinstance(x, torch.Tensor):
         return torch.sign(x) * torch.relu(x.abs() - threshold)
     return np.sign(x) * np.maximum(np.abs(x) - threshold, 0.0)
-
-
-def _lam_column(lam, n: int) -> np.ndarray:
-    """``lam`` as an ``(n, 1)`` column: one weight per sample (row of C)."""
-    if np.ndim(lam) == 0:
-        return np.full((n, 1), check_positive(lam, "lam"))
-    lam = np.asarray(lam, dtype=np.float64)
-    if lam.shape != (n,) or not np.all(np.isfinite(lam)) or np.any(lam <= 0):
-        raise ValueError(
-            f"lam must be a positive number or a positive array of shape ({n},), "
-            f"got shape {lam.shape}"
-        )
-    return lam[:, None]
 
 
 class SolverInfo(NamedTuple):

@@ -7,8 +7,8 @@ and caches the same loops as well, but a new process pays numba's own start-up (
 its typing and target registries, about 0.2 s of CPU) on its first jitted call even when
 every kernel comes from its cache: longer than the call itself on any input a chapter
 passes. Where no C compiler is present, the build fails, or ``ATTNLIB_KERNELS=numba`` is
-set, the loops come from numba (:mod:`attnlib.entmax_numba`) instead; ``backend()`` says
-which is in use.
+set, the loops come from numba (:mod:`attnlib.engines.entmax_numba`) instead;
+``backend()`` says which is in use.
 
 The library is cached in ``$ATTNLIB_CACHE_DIR`` if that is set, else in ``__pycache__``
 beside this file, else in the user's cache directory (``~/.cache/attnlib``), under a

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .common import SolverInfo, _soft_threshold, _sparse_gap, _top_k_per_row
+from .common import SolverInfo, _sparse_gap, _top_k_per_row, soft_threshold
 
 # ----------------------------------------------------------------------------------
 # The dictionaries the solvers see. Row i of the problem expresses the target y_i with
@@ -22,7 +22,7 @@ from .common import SolverInfo, _soft_threshold, _sparse_gap, _top_k_per_row
 # ----------------------------------------------------------------------------------
 
 
-class _DenseKeys:
+class DenseKeys:
     """Row r (sample ``rows[r]``) uses every sample as a key, its own coefficient 0."""
 
     def __init__(self, X: np.ndarray, rows: np.ndarray | None = None):
@@ -30,7 +30,7 @@ class _DenseKeys:
         self.rows = np.arange(X.shape[0]) if rows is None else rows
 
     def subset(self, sel):
-        return _DenseKeys(self.X, self.rows[sel])
+        return DenseKeys(self.X, self.rows[sel])
 
     def reconstruct(self, C):  # (n, N) -> (n, D): the rows C[r] K_r
         return C @ self.X
@@ -175,14 +175,14 @@ class _RowIterations:
             target = keys.correlate(self.Y)
             for _ in range(n_steps):
                 A = solve(target + rho * self.C - self.dual)
-                self.C = keys.restrict(_soft_threshold(A + self.dual / rho, lam / rho))
+                self.C = keys.restrict(soft_threshold(A + self.dual / rho, lam / rho))
                 self.dual += rho * (A - self.C)
             return
         for _ in range(n_steps):
             point = self.Z if self.solver == "fista" else self.C
             grad = keys.correlate(keys.reconstruct(point) - self.Y)
             C_new = keys.restrict(
-                _soft_threshold(point - self.step * grad, self.step * lam)
+                soft_threshold(point - self.step * grad, self.step * lam)
             )
             if self.solver == "fista":
                 # Restart the momentum of rows whose last step went uphill (O'Donoghue &
@@ -194,7 +194,7 @@ class _RowIterations:
             self.C = C_new
 
 
-def _lasso_rows(
+def lasso_rows(
     keys, Y, lam, solver, C0, max_iter, tol, rho, polish=True, check_every=20
 ):
     """Solve every row's Lasso at once.
@@ -255,7 +255,7 @@ def _kkt_violations(X, R, idx, lam, slack, block=1024):
     return bad
 
 
-def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=20):
+def ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=20):
     """SSC on working sets: solve on k candidate keys per row, add violators, repeat."""
     N = X.shape[0]
     k = min(
@@ -268,7 +268,7 @@ def _ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=2
     n_iter = 0
     for n_round in range(1, max_rounds + 1):  # noqa: B007 (reported after the loop)
         keys = _RestrictedKeys(X, idx[todo])
-        coef[todo], info = _lasso_rows(
+        coef[todo], info = lasso_rows(
             keys, X[todo], lam[todo], solver, coef[todo], max_iter, tol, rho, polish
         )
         n_iter += info.n_iter

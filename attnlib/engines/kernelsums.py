@@ -1,7 +1,6 @@
 """Fused kernel sums: ``Σ_j exp(-κ(x, x_j)) [y_j, 1]`` for many queries, no matrix.
 
-The kernel matrix is never formed.
-
+An engine (internal fast path) of :func:`attnlib.kernel_regression.nadaraya_watson`.
 Nadaraya–Watson, and attention in general, ends in sums of exponentials weighted by
 values. Formed as a matrix, the weights cost ``n_query × n_train`` memory and a trip
 through it; fused, each pair costs a distance, one exponential and two multiply-adds,
@@ -28,7 +27,7 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from .utils import check_int, check_positive
+from ..utils import check_int, check_positive
 
 __all__ = ["exp_nonpositive", "nadaraya_watson_sums"]
 
@@ -44,6 +43,8 @@ _FAST = dict(
     cache=True,
     nogil=True,
 )
+#: The numba options of the reassociating loops, for the other engines' loops.
+JIT_OPTIONS = _FAST
 
 _LOG2E = 1.4426950408889634
 _LN2_HI = (
@@ -366,8 +367,6 @@ def nadaraya_watson_sums(
 ):
     """Gaussian (or Laplace) Nadaraya–Watson predictions, fused: no weight matrix.
 
-    No weight matrix is formed.
-
     Parameters
     ----------
     x_query : ndarray, shape (n_query, d)
@@ -411,10 +410,10 @@ def nadaraya_watson_sums(
         )
     bandwidth = check_positive(bandwidth, "bandwidth")
     threads = check_int(threads, "threads")
-    return _nadaraya_watson_sums(x_query, x_train, y_train, bandwidth, l1, threads)
+    return fused_sums(x_query, x_train, y_train, bandwidth, l1, threads)
 
 
-def _nadaraya_watson_sums(x_query, x_train, y_train, bandwidth, l1, threads):
+def fused_sums(x_query, x_train, y_train, bandwidth, l1, threads):
     """:func:`nadaraya_watson_sums` on inputs its caller has checked."""
     dtype = x_query.dtype
     if (

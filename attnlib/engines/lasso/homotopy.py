@@ -12,10 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..utils import as_float_array, check_int, check_positive, host_array
 from .common import SolverInfo, _sparse_gap, _top_k_per_row
-
-__all__ = ["lasso_codes"]
 
 
 def _solve_batch(G, b):
@@ -39,7 +36,7 @@ def _active_system(B, active):
     return order, valid, K, gram
 
 
-def _homotopy_rows(B, Y, lam, max_steps=1000):
+def homotopy_rows(B, Y, lam, max_steps=1000):
     """Exact Lasso ``min_c ½‖y − Σⱼ cⱼ bⱼ‖² + λ‖c‖₁`` per row, by the homotopy path.
 
     Starting from ``c = 0`` at ``λ = max |B y|``, λ decreases; on each segment the
@@ -127,7 +124,7 @@ def _exact_on_support(B, Y, lam, coef):
     return out
 
 
-def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
+def ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
     """SSC by exact homotopy on working sets of k keys.
 
     The working sets grow by the keys whose optimality conditions are violated.
@@ -142,7 +139,7 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
     )  # max_j |x_j · r_i| over all keys j ≠ i: the gap certificate needs it
     todo, steps = rows, 0
     for n_round in range(1, max_rounds + 1):
-        coef[todo], s = _homotopy_rows(X[idx[todo]], X[todo], lam[todo, 0], max_steps)
+        coef[todo], s = homotopy_rows(X[idx[todo]], X[todo], lam[todo, 0], max_steps)
         steps += s
         bad = []
         for start in range(0, todo.size, block):
@@ -183,40 +180,3 @@ def _ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
         n_round,
         k,
     )
-
-
-def lasso_codes(Y, K, lam: float, max_steps: int = 1000) -> np.ndarray:
-    """Exact Lasso codes ``min_c ½‖y − c K‖² + λ‖c‖₁`` of each row of Y over K's rows.
-
-    Parameters
-    ----------
-    Y : array-like, shape (n_queries, n_features)
-        The rows to code.
-    K : array-like, shape (n_keys, n_features)
-        The dictionary.
-    lam : float
-        The ℓ1 weight λ.
-    max_steps : int
-        Homotopy path segments at most.
-
-    Returns
-    -------
-    C : ndarray, shape (n_queries, n_keys)
-        The Lasso codes.
-
-    Implements
-    ----------
-    Eqs. (16)-(17) of the self-expression paper (rows as tokens), solved exactly by the
-    homotopy path (Osborne, Presnell & Turlach 2000) for all queries at once.
-    """
-    Y, K = as_float_array(host_array(Y), "Y"), as_float_array(host_array(K), "K")
-    if Y.ndim != 2 or K.ndim != 2 or Y.shape[1] != K.shape[1]:
-        raise ValueError(
-            "Y and K must be 2-D with the same number of features, got "
-            f"{Y.shape} and {K.shape}"
-        )
-    lam = check_positive(lam, "lam")
-    B = np.broadcast_to(K, (len(Y),) + K.shape)
-    return _homotopy_rows(
-        B, Y, np.full(len(Y), lam), check_int(max_steps, "max_steps")
-    )[0]

@@ -1,7 +1,7 @@
 /* The compiled row loops of sparsemax and α-entmax on the CPU (attnlib/normalizers.py):
  * the threshold search of the forward map and the vector-Jacobian product of its backward.
  *
- * attnlib/entmax_kernels.py compiles this file once per machine with the system's C
+ * attnlib/engines/entmax_kernels.py compiles this file once per machine with the system's C
  * compiler and loads it with ctypes. The algorithm is explained in normalizers.py
  * ("threshold search"): Newton's method from below on the gaps z = x - max x. The first
  * pass reads a row from memory and writes its gaps; every later pass runs in cache.

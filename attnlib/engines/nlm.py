@@ -1,6 +1,6 @@
-"""Exact non-local means at the speed of the hardware.
+"""Exact non-local means at the speed of the hardware (an internal fast path).
 
-:func:`nonlocal_means` computes exact NLM with the conventions of
+The engine of :func:`attnlib.denoise.nonlocal_means`: exact NLM with the conventions of
 ``skimage.restoration.denoise_nl_means(fast_mode=False)`` but organises the work by
 offset: for each displacement ``δ`` in the search window it forms the image of squared
 differences ``(y(x) - y(x + δ))²``, blurs it with the separable Gaussian patch kernel,
@@ -18,17 +18,14 @@ import numba
 import numpy as np
 import torch
 
-from ..kernel_sums import _FAST as _JIT
-from ..kernel_sums import fast_exp
-from ..utils import check_int, check_positive
-from .common import _as_image, _like_input, _odd_patch_size, _reflect_pad, image_is_grey
-from .filters import patch_kernel
+from .kernelsums import JIT_OPTIONS as _JIT
+from .kernelsums import fast_exp
 
 # ----------------------------------------------------------------------- fast exact NLM
 # The loops below are compiled by numba (cached on disk) and run over row strips: for a
 # strip of ``strip_rows`` rows and one offset δ, the squared differences of the two
 # shifted images are blurred by the separable patch kernel (a row pass, then a column
-# pass), exponentiated with the vectorised exponential of ``kernel_sums``, and added to
+# pass), exponentiated with the vectorised exponential of ``kernelsums``, and added to
 # the sums at x (weight of +δ) and at x + δ (the same weight, for -δ). A strip's rows,
 # buffers and sums stay in the L2 cache while all the offsets pass over them.
 
@@ -135,24 +132,24 @@ def _half_window(d_rows: int, d_cols: int) -> np.ndarray:
     return np.array(offsets, dtype=np.int64).reshape(-1, 2)
 
 
-def _nlm_offsets(
-    chw: torch.Tensor,
-    s: int,
+def nlm_offsets(
+    vals: np.ndarray,
+    pad: np.ndarray,
+    g: np.ndarray,
     d_rows: int,
     d_cols: int,
     h: float,
     var: float,
     strip_rows: int,
-) -> torch.Tensor:
-    """Exact NLM by offsets (see the comment above).
+) -> np.ndarray:
+    """Exact NLM by offsets (see the comment above), on checked input.
 
-    ``chw`` is ``(C, H, W)`` float32 or float64.
+    ``vals`` is the ``(C, H, W)`` image, float32 or float64; ``pad`` the same reflected
+    by half a patch on each side; ``g`` the float64 1-D patch kernel; ``var`` = σ².
     """
-    c, hh, ww = chw.shape
-    vals = np.ascontiguousarray(chw.detach().cpu().numpy())
+    c, hh, ww = vals.shape
+    vals, pad = np.ascontiguousarray(vals), np.ascontiguousarray(pad)
     dtype = vals.dtype
-    pad = np.ascontiguousarray(_reflect_pad(torch.from_numpy(vals), s // 2).numpy())
-    g = patch_kernel(s, dtype=torch.float64).numpy()
     # Fold the normalisation of the patch distance, 1 / (C h² (Σg)²), into one factor.
     factor = dtype.type(1 / (c * h * h * g.sum() ** 2))
     # Weights below the smallest normal float are flushed to it: a weight of 1e-38
@@ -193,85 +190,4 @@ def _nlm_offsets(
     # The centre offset: distance max(-2σ²/h², 0) = 0, weight exactly one.
     num = vals + sum(n for n, _ in sums)
     den = 1 + sum(d for _, d in sums)
-    return torch.from_numpy(num / den).to(chw.device)
-
-
-def nonlocal_means(
-    image,
-    patch_size: int = 7,
-    patch_distance: int = 11,
-    h: float = 0.1,
-    sigma: float = 0.0,
-    *,
-    window: str | None = "square",
-    strip_rows: int = 32,
-):
-    """Exact non-local means denoising, as scikit-image's slow mode.
-
-    With the parameters and meaning of scikit-image's slow mode.
-
-    Each pixel ``x`` becomes a weighted mean of the pixels ``x + δ`` of its search
-    window (``|δ|∞ ≤ patch_distance``, clipped to the image), with weight
-    ``exp(-max(d²(x, x+δ) - 2σ², 0) / h²)`` where ``d²`` is the Gaussian-weighted mean
-    squared difference of the two patches (averaged over channels; image reflected at
-    the border). Unlike scikit-image, the exponential is exact to a few ulps of the
-    dtype and no weight is cut off (weights below the smallest normal number count as
-    that number).
-
-    Parameters
-    ----------
-    image : array-like or tensor, shape (H, W) or (H, W, C)
-        Grey or channels-last colour image; tensors keep their dtype and device. Grey or
-        channels-last colour image. The computation runs in its dtype, float32 or
-        float64, at nearly the same speed (float64 agrees with a float64 NumPy
-        restatement to about 1e-15); other dtypes are computed in float32 and cast back,
-        and array-likes of non-float types become float32. Tensors on other devices are
-        computed on the CPU.
-    patch_size : int
-        Side of the patches; even sizes are rounded up to the next odd one, as
-        scikit-image does.
-    patch_distance : int
-        Radius of the square search window.
-    h : float
-        Cut-off distance in grey levels: larger ``h`` averages more.
-    sigma : float
-        Standard deviation of the noise, subtracted from the patch distances when
-        positive.
-    window : {"square", None}
-        ``None`` ignores ``patch_distance`` and searches the whole image (truly global
-        NLM).
-    strip_rows : int
-        Tuning: rows per strip, the unit of work that stays in cache while every offset
-        of the window passes over it. The strips are shared between
-        ``torch.get_num_threads()`` worker threads (PyTorch's setting is read, not
-        changed).
-
-    Returns
-    -------
-    Same type, dtype and shape as ``image``: the denoised image.
-
-    Implements
-    ----------
-    Buades, Coll and Morel (2005), as in ``skimage.restoration.denoise_nl_means`` with
-    ``fast_mode=False``; §3.2 of the self-expression paper (NLM as patch
-    self-attention).
-    """
-    chw, from_numpy = _as_image(image)
-    s = _odd_patch_size(patch_size)
-    h = check_positive(h, "h")
-    sigma = check_positive(sigma, "sigma", allow_zero=True)
-    strip_rows = check_int(strip_rows, "strip_rows")
-    _, hh, ww = chw.shape
-    if window is None:
-        d_rows, d_cols = hh - 1, ww - 1
-    elif window == "square":
-        d_rows = d_cols = check_int(patch_distance, "patch_distance", minimum=0)
-        d_rows, d_cols = min(d_rows, hh - 1), min(d_cols, ww - 1)
-    else:
-        raise ValueError(f"window must be 'square' or None, got {window!r}")
-    with torch.no_grad():
-        work = chw if chw.dtype in (torch.float32, torch.float64) else chw.float()
-        out = _nlm_offsets(work, s, d_rows, d_cols, h, sigma**2, strip_rows).to(
-            chw.dtype
-        )
-    return _like_input(out, image_is_grey(image), from_numpy)
+    return num / den

@@ -1,0 +1,33 @@
+"""The typed errors of attnlib, for callers that handle one failure and not another.
+
+Every error is a ``ValueError`` (bad input), so ``except ValueError`` keeps working; a
+caller that must tell one failure from another catches its type instead of reading the
+message.
+"""
+
+from __future__ import annotations
+
+__all__ = ["ScoreError"]
+
+
+class ScoreError(ValueError):
+    """A row of attention scores is NaN, ``+inf`` or all ``-inf``.
+
+    Raised by :func:`attnlib.attention.attention` when ``score(q, k)`` overflows its
+    dtype (inputs too large) or a score callable returns something undefined; callers
+    that compute the scores from their own inputs re-raise it naming those inputs.
+
+    Parameters
+    ----------
+    what : str
+        ``"NaN"``, ``"+inf"`` or ``"only -inf"``: what a row held.
+    dtype : object
+        The scores' dtype.
+    """
+
+    def __init__(self, what: str, dtype):
+        self.what, self.dtype = what, dtype
+        super().__init__(
+            f"score(q, k) gave {what} in a row (q and k too large for {dtype}, or a "
+            "score callable's output)"
+        )

@@ -1,0 +1,137 @@
+"""The battery's specs for ``attnlib.attention``."""
+
+from __future__ import annotations
+
+import importlib
+
+from .core import (
+    INVALID,
+    VALID,
+    Spec,
+    _randn,
+)
+
+MODULE = "attention"
+
+
+def specs():
+    A = importlib.import_module("attnlib.attention")
+
+    return {
+        "attention.attention": Spec(
+            lambda q, k, v, temperature, score, normalizer: A.attention(
+                q, k, v, temperature=temperature, score=score, normalizer=normalizer
+            ),
+            lambda: dict(
+                q=_randn(4, 3),
+                k=_randn(5, 3, seed=1),
+                v=_randn(5, 2, seed=2),
+                temperature=None,
+                score="scaled_dot",
+                normalizer="softmax",
+            ),
+            {
+                "q": "array",
+                "k": "array",
+                "v": "array",
+                "temperature": "positive",
+                "score": "choice",
+                "normalizer": "choice",
+            },
+            optional=("temperature",),
+            group=("q", "k", "v"),
+            extra=[
+                ("k,v rows differ", lambda a: a | dict(v=a["v"][:-1]), INVALID, "v"),
+                (
+                    "q,k features differ",
+                    lambda a: a | dict(k=a["k"][:, :2]),
+                    INVALID,
+                    "k",
+                ),
+                (
+                    "q,k ~1e20 t=1e-40",
+                    lambda a: (
+                        a | dict(q=a["q"] * 1e20, k=a["k"] * 1e20, temperature=1e-40)
+                    ),
+                    VALID,
+                    "q",
+                ),
+                (
+                    "t=1e-40",
+                    lambda a: a | dict(temperature=1e-40),
+                    VALID,
+                    "temperature",
+                ),
+                (
+                    "t=1e-40 none",
+                    lambda a: a | dict(temperature=1e-40, normalizer="none"),
+                    VALID,
+                    "temperature",
+                ),
+                (
+                    "batch mismatch",
+                    lambda a: a | dict(q=_randn(2, 4, 3), k=_randn(3, 5, 3)),
+                    INVALID,
+                    "batch",
+                ),
+            ],
+        ),
+        "attention.attend": Spec(
+            lambda temperature, score, normalizer: A.attend(
+                _randn(4, 3),
+                _randn(5, 3, seed=1),
+                _randn(5, 2, seed=2),
+                temperature=temperature,
+                score=score,
+                normalizer=normalizer,
+            ),
+            lambda: dict(temperature=None, score="scaled_dot", normalizer="softmax"),
+            {"temperature": "positive", "score": "choice", "normalizer": "choice"},
+            optional=("temperature",),
+        ),
+        "attention.register_normalizer": Spec(
+            A.register_normalizer,
+            lambda: dict(name="battery-softmax", fn=A._NORMALIZERS["softmax"]),
+            {},
+            extra=[
+                ("fn not callable", lambda a: a | dict(fn="softmax"), INVALID, "fn"),
+                ("name not a string", lambda a: a | dict(name=3), INVALID, "name"),
+            ],
+        ),
+        "attention.MultiHeadAttention": Spec(
+            lambda embed_dim, num_heads, kdim, query, key, value: A.MultiHeadAttention(
+                embed_dim, num_heads, kdim=kdim, vdim=kdim
+            )(query, key, value),
+            lambda: dict(
+                embed_dim=4,
+                num_heads=2,
+                kdim=3,
+                query=_randn(2, 3, 4),
+                key=_randn(2, 5, 3, seed=1),
+                value=_randn(2, 5, 3, seed=2),
+            ),
+            {
+                "embed_dim": "int",
+                "num_heads": "int",
+                "kdim": "int",
+                "query": "array",
+                "key": "array",
+                "value": "array",
+            },
+            optional=("kdim", "value"),
+            group=("query", "key", "value", "kdim"),
+        ),
+        "attention.TransformerEncoderLayer": Spec(
+            lambda d_model, num_heads, dim_feedforward, x: A.TransformerEncoderLayer(
+                d_model, num_heads, dim_feedforward
+            )(x),
+            lambda: dict(d_model=4, num_heads=2, dim_feedforward=8, x=_randn(2, 3, 4)),
+            {
+                "d_model": "int",
+                "num_heads": "int",
+                "dim_feedforward": "int",
+                "x": "array",
+            },
+            optional=("dim_feedforward",),
+        ),
+    }
