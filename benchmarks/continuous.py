@@ -423,7 +423,7 @@ def control_sweep(quick: bool, save=lambda rows: None):
       length``), where no place matters more than another and the paper's continuous
       model, with μ and σ² from a max-pooled summary, should work;
       ``continuous-narrow`` is that model with σ² started at ``NARROW_VAR`` instead of
-      its default start (about 1).
+      its default start (about 1), on both tasks.
 
     Seed-major; ``save`` gets the rows so far.
     """
@@ -456,6 +456,9 @@ def control_sweep(quick: bool, save=lambda rows: None):
         ("diffuse", "continuous-narrow", 1),
         ("diffuse", "continuous-narrow", 2),
     ]
+    # The same narrow start on the span task: is the span model's failure its wide
+    # start (as on diffuse labels) or the place its max-pooled summary cannot give?
+    configs += [("span", "continuous-narrow", 1), ("span", "continuous-narrow", 2)]
     accs = {c: [] for c in configs}
     rows = []
     for seed in seeds:
