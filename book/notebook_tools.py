@@ -18,7 +18,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-SETUP_TAGS = ["setup", "hide-input"]
+# hide-cell: the setup (code and its one printed line) folds into one toggle, so that a
+# chapter's first screen on a phone shows its title and opening.
+SETUP_TAGS = ["setup", "hide-cell"]
 
 # Its last line fits 88 columns in the chapters; only the doubled braces make it longer
 # here (hence the noqa).

@@ -559,3 +559,34 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
         r'<span class="claims-count">(\d+)</span>', (html / "index.html").read_text()
     )
     assert counts == ["4", "1", "1", "2"]
+    # each claim cell shows a callout, linked to its row of the ledger and back
+    assert chapter.count('class="claim-callout') == 3
+    assert 'href="claims.html#ledger-01-cell1"' in chapter
+    assert 'id="ledger-01-cell1"' in ledger and "<p>kind</p>" in ledger
+    assert "held when this page was built" in chapter
+
+
+def test_kind_seeds_and_control_are_validated_where_present():
+    def problems(**extra):
+        nb = notebook(claim())
+        nb["cells"][0]["metadata"]["claim"].update(extra)
+        return L.schema_problems(L.claims(nb)[0])
+
+    assert problems() == []  # not yet migrated: shown as such, no problem
+    assert problems(kind="identity") == []
+    assert problems(kind="experiment", seeds=[0, 1, 2, 3, 4], control="c") == []
+    assert "kind must be one of" in problems(kind="proof")[0]
+    assert (
+        "at least 5 distinct" in problems(kind="experiment", seeds=[1, 1, 2, 3, 4])[0]
+    )
+    assert "lists its seeds" in problems(kind="experiment")[0]
+    assert (
+        "belong to an experiment" in problems(kind="identity", seeds=[0, 1, 2, 3, 4])[0]
+    )
+    assert "control must be" in problems(kind="identity", control=" ")[0]
+
+
+def test_sources_are_named_by_their_papers():
+    assert L.source_key("seed 002, Eq. (8)") == "Martins et al. (2020), Eq. (8)"
+    assert L.source_key("seed 000 §3") == "Anonymous (2022) §3"
+    assert L.source_key("seed 003", cite=True) == "{cite:t}`ma2021symmetry`"

@@ -470,3 +470,103 @@ def test_the_figure_check_draws_svg_and_finds_a_blank_one(browser, tmp_path):
         )
     assert page_figure_problems(tmp_path / "blank.svg.html", browser)[1] != []
     assert page_figure_problems(tmp_path / "drawn.svg.html", browser) == (1, [])
+
+
+# ------------------------------------------------------------ what a reader sees (32)
+# tests/site_audit.py measures each page once per width in the browser; the tests below
+# read its findings. Each fails on the pages built before issue 32 (see the counts in
+# site_audit's docstring): 48 of 48 figures uncaptioned and without alt text, 26 shown
+# below 90 % of their size, 35 progress lines, tables that scroll at both widths.
+sys.path.insert(0, str(Path(__file__).parent))
+from site_audit import audit  # noqa: E402
+
+_AUDITS: dict = {}
+
+
+@pytest.fixture(scope="module")
+def reader_view(server, browser):
+    """``reader_view(name, width)``: the page's findings, measured once per width."""
+
+    def get(name, width):
+        if (name, width) not in _AUDITS:
+            page, _ = _open(browser, f"{server}/{name}.html", WIDTHS[width])
+            _AUDITS[name, width] = audit(page, WIDTHS[width])
+            page.close()
+        return _AUDITS[name, width]
+
+    return get
+
+
+def _listed(found, *rules):
+    return [f"{rule}: {item}" for rule in rules for item in found[rule]]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_figure_is_captioned_described_and_shown_whole(reader_view, name):
+    """A figure is a numbered figure with a caption, alt text in words, and it displays
+    at 90 % of its natural width or more at 1280 px (labels stay legible)."""
+    found = reader_view(name, "desktop")
+    bad = _listed(found, "uncaptioned", "no_alt", "shrunk")
+    assert bad == [], f"{name}, {found['figures']} figures:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", PAGES)
+def test_nothing_is_wider_than_the_column(reader_view, name, width):
+    """No element overflows the column and no table scrolls sideways, at either width
+    (a code cell may scroll on a phone: its 88 columns cannot fit)."""
+    bad = _listed(reader_view(name, width), "too_wide")
+    assert bad == [], f"{name} at {WIDTHS[width]}px:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_no_output_is_a_progress_bar_or_a_raw_repr(reader_view, name):
+    """Outputs are for readers: no progress line, no dict/array/np.float64 repr, no
+    17-digit float, no ``6.153000e+09`` or ``nan`` cell, no numeric row index."""
+    bad = _listed(reader_view(name, "desktop"), "progress", "raw")
+    assert bad == [], f"{name}:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_each_slider_changes_its_frame(reader_view, name):
+    found = reader_view(name, "desktop")
+    assert found["sliders"] == [], "\n".join(found["sliders"])
+
+
+def test_the_reader_checks_fail_on_planted_problems(browser, tmp_path):
+    """Each rule finds what it is for: a bare figure, a shrunk one, a wide table, a
+    progress line, raw reprs, and a slider whose frames do not change."""
+    from attnlib.plotting import frame_slider
+
+    png = io.BytesIO()
+    Image.new("RGB", (1400, 300), (0, 114, 178)).save(png, format="PNG")
+    data = base64.b64encode(png.getvalue()).decode()
+    wide = "".join(f"<td>column_number_{i}</td>" for i in range(30))
+
+    def draw(v):
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(3, 2))
+        ax.plot([0, v])
+        return fig
+
+    broken = frame_slider(draw, [1, 2], label="T")._repr_html_().replace("oninput", "x")
+    (tmp_path / "page.html").write_text(
+        "<html><head><style>img{max-width:100%}</style></head><body>"
+        '<article class="bd-article" style="width:600px">'
+        f'<img src="data:image/png;base64,{data}" alt="">'
+        f'<div class="cell_output"><table><tr>{wide}</tr></table>'
+        "<pre>training: 100%|██████████| 25/25 [00:01&lt;00:00, 20.1it/s]</pre>"
+        "<pre>{'ssc': np.float64(0.30000000000000004)}</pre></div>"
+        f"{broken}</article></body></html>"
+    )
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto((tmp_path / "page.html").as_uri())
+    found = audit(page, 1280)
+    page.close()
+    assert found["uncaptioned"] and found["no_alt"] and found["shrunk"]
+    assert any("table scrolls" in t for t in found["too_wide"])
+    assert len(found["progress"]) == 1
+    kinds = {r.split(":")[0] for r in found["raw"]}
+    assert {"numpy scalar repr", "dict repr", "float with 10+ decimals"} <= kinds
+    assert len(found["sliders"]) == 1

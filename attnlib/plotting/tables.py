@@ -75,9 +75,13 @@ def table(
         styler = styler.hide(axis="index")
     if caption:
         styler = styler.set_caption(caption)
-    return styler.set_table_attributes('class="attnlib-table"').set_table_styles(
-        [
-            {"selector": "th", "props": "white-space: normal; text-align: right;"},
-            {"selector": "td", "props": "text-align: right;"},
-        ]
+    numbers = [names[c] for c in df.columns if pd.api.types.is_numeric_dtype(df[c])]
+    # numbers right-aligned under right-aligned headers, words left-aligned
+    styler = styler.set_properties(subset=numbers, **{"text-align": "right"})
+    styler = styler.set_table_attributes('class="attnlib-table"').set_table_styles(
+        [{"selector": "th", "props": "white-space: normal; text-align: left;"}]
+    )
+    return styler.set_table_styles(
+        {name: [{"selector": "th", "props": "text-align: right;"}] for name in numbers},
+        overwrite=False,
     )

@@ -4,7 +4,10 @@ Every code cell that checks a claim of the book is tagged ``claim`` and carries 
 statement, source, independent reference and tolerance in its metadata (and, where the
 source is wrong, an ``erratum``). This extension
 
-* gives every claim cell an HTML anchor ``claim-<cell id>`` on its chapter's page;
+* puts a small callout above every claim cell of a chapter's page (anchor
+  ``claim-<cell id>``): its number, linked to its row of the ledger, its kind, its
+  statement, what it is checked against, the tolerance, the seeds of an experiment, the
+  control of an explanation, and whether it held when the page was built;
 * provides the directive ``{claims-ledger}``: one table per chapter, one row per claim,
   each linked to its cell, with counts per chapter and in total;
 * provides the directive ``{errata-list}``: every erratum with its source, its chapter
@@ -19,11 +22,42 @@ whenever a chapter changes; nothing generated is written into the source tree.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import claims_lib
 from docutils import nodes
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
+
+logger = logging.getLogger(__name__)
+_EQ_LABEL = re.compile(r"(?<![`\w-])\(?(eq-[0-9]+[a-z]?-[\w-]+)\)?")
+
+
+def _myst(text: str, cite: bool = True) -> str:
+    """Metadata text made ready for MyST: sources named by key, equation labels as
+    references (``Eq. (eq-07a-A)`` -> the book's number)."""
+    text = claims_lib.source_key(text, cite=cite)
+    return _EQ_LABEL.sub(lambda m: f"{{eq}}`{m.group(1)}`", text)
+
+
+def _cites(app) -> bool:
+    """Whether sources can be cited (sphinxcontrib-bibtex loaded), else plain keys."""
+    return "sphinxcontrib.bibtex" in app.extensions
+
+
+def _kind_text(c) -> str:
+    """The claim's kind as the ledger and the callout show it."""
+    if not c.kind:
+        return "not yet classified"
+    if c.kind == "experiment" and c.seeds:
+        return f"experiment, {len(set(c.seeds))} seeds"
+    return c.kind
+
+
+def _ledger_anchor(path: Path, claim) -> str:
+    """The id of a claim's row in the ledger (cell ids are unique per notebook)."""
+    return f"ledger-{_chapter_key(path)}-{claim.cell_id}"
 
 
 class claim_ref(nodes.Inline, nodes.TextElement):
@@ -66,8 +100,11 @@ class _LedgerDirective(SphinxDirective):
     has_content = False
 
     def inline(self, text: str) -> list[nodes.Node]:
-        """Metadata text parsed as inline MyST (so ``$math$`` and code render)."""
-        parsed, messages = self.state.inline_text(text, self.lineno)
+        """Metadata text parsed as inline MyST (so ``$math$`` and code render), its
+        sources named by key and linked to the bibliography."""
+        parsed, messages = self.state.inline_text(
+            _myst(text, cite=_cites(self.env.app)), self.lineno
+        )
         return parsed + messages
 
     def paragraph(self, *children) -> nodes.paragraph:
@@ -80,6 +117,7 @@ def _table(
     widths,
     classes,
     stacked=False,
+    ids=None,
 ):
     table = nodes.table(classes=classes + ["colwidths-given"])
     group = nodes.tgroup(cols=len(header))
@@ -87,8 +125,8 @@ def _table(
     for width in widths:
         group += nodes.colspec(colwidth=width)
 
-    def row(cells, labels=False):
-        r = nodes.row()
+    def row(cells, labels=False, anchor=None):
+        r = nodes.row(ids=[anchor] if anchor else [])
         for name, content in zip(header, cells):
             entry = nodes.entry()
             if labels:  # shown instead of the header when a phone stacks the cells
@@ -103,8 +141,8 @@ def _table(
     thead = nodes.thead()
     thead += row([[nodes.Text(h)] for h in header])
     tbody = nodes.tbody()
-    for cells in rows:
-        tbody += row(cells, labels=stacked)
+    for i, cells in enumerate(rows):
+        tbody += row(cells, labels=stacked, anchor=ids[i] if ids else None)
     group += thead
     group += tbody
     return table
@@ -139,6 +177,31 @@ class ClaimsLedger(_LedgerDirective):
                 ),
             )
         ]
+        out.append(
+            self.paragraph(
+                nodes.Text(
+                    "The sources are named by their authors and year; the seed "
+                    "texts the book follows are:"
+                )
+            )
+        )
+        out.append(
+            _table(
+                ["key", "paper"],
+                [
+                    # the key as the ledger's source column shows it
+                    [
+                        self.inline(
+                            f"{{cite:t}}`{bib}`" if _cites(self.env.app) else key
+                        ),
+                        self.inline(f"*{title}*"),
+                    ]
+                    for key, title, bib in claims_lib.SOURCES.values()
+                ],
+                [25, 75],
+                ["claims-sources"],
+            )
+        )
         summary = [
             [
                 [_link(d, "", nodes.Text(claims_lib.chapter_title(nb) or d))],
@@ -179,8 +242,14 @@ class ClaimsLedger(_LedgerDirective):
             if not cs:
                 out.append(self.paragraph(nodes.emphasis("", "No claim cell yet.")))
                 continue
-            rows = []
+            rows, anchors = [], []
             for c in cs:
+                for problem in claims_lib.schema_problems(c):
+                    logger.warning(
+                        f"claim {key}.{c.number} ({path.name}): {problem}",
+                        location=docname,
+                    )
+                anchors.append(_ledger_anchor(path, c))
                 statement = self.inline(c.statement)
                 if c.erratum:
                     mark = nodes.emphasis("", "(erratum)")
@@ -193,10 +262,14 @@ class ClaimsLedger(_LedgerDirective):
                     reference = [
                         nodes.inline("", "", *reference, classes=["consistency"])
                     ]
+                kind = [nodes.Text(_kind_text(c))]
+                if not c.kind:
+                    kind = [nodes.emphasis("", "", *kind)]
                 rows.append(
                     [
                         [_link(docname, c.anchor, nodes.Text(f"{key}.{c.number}"))],
                         statement,
+                        kind,
                         self.inline(c.source),
                         reference,
                         self.inline(c.tolerance),
@@ -204,11 +277,12 @@ class ClaimsLedger(_LedgerDirective):
                 )
             out.append(
                 _table(
-                    ["#", "claim", "source", "checked against", "tolerance"],
+                    ["#", "claim", "kind", "source", "checked against", "tolerance"],
                     rows,
-                    [8, 35, 16, 26, 15],
+                    [7, 31, 11, 15, 23, 13],
                     ["claims-ledger"],
                     stacked=True,
+                    ids=anchors,
                 )
             )
         return out
@@ -275,22 +349,110 @@ class ClaimsCount(SphinxRole):
         return [nodes.inline("", str(value), classes=["claims-count"])], []
 
 
+def _parse_markdown(doctree, text: str) -> list[nodes.Node]:
+    """``text`` parsed as MyST in the setting of ``doctree`` (math, roles, code)."""
+    from docutils.utils import new_document
+    from myst_parser.parsers.sphinx_ import MystParser
+
+    doc = new_document(doctree.get("source", ""), doctree.settings)
+    MystParser().parse(text, doc)
+    if len(doc.children) == 1 and isinstance(doc.children[0], nodes.paragraph):
+        return list(doc.children[0].children)
+    return list(doc.children)
+
+
+def _callout(app, doctree, path: Path, c, held: bool) -> nodes.container:
+    """The callout shown above a claim cell."""
+    key = _chapter_key(path)
+    ledger = app.config.claims_ledger_page
+    label = nodes.strong("", f"Claim {key}.{c.number}")
+    if ledger in app.env.found_docs:
+        label = _link(ledger, _ledger_anchor(path, c), label)
+    status = (
+        nodes.inline("", "✓ held when this page was built", classes=["claim-held"])
+        if held
+        else nodes.inline("", "✗ did not hold", classes=["claim-failed"])
+    )
+
+    cite = _cites(app)
+
+    def field(name, text):
+        return [
+            nodes.inline("", f"{name}: ", classes=["claim-field"]),
+            *_parse_markdown(doctree, _myst(text, cite=cite)),
+        ]
+
+    head = nodes.paragraph(
+        "",
+        "",
+        label,
+        nodes.Text(" · "),
+        nodes.inline("", _kind_text(c), classes=["claim-kind"]),
+        nodes.Text(" · "),
+        status,
+        classes=["claim-head"],
+    )
+    box = nodes.container(classes=["claim-callout"], ids=[c.anchor])
+    box += head
+    box += nodes.paragraph(
+        "",
+        "",
+        *_parse_markdown(doctree, _myst(c.statement, cite=cite)),
+        classes=["claim-stmt"],
+    )
+    details = field("checked against", c.reference)
+    if c.tolerance:
+        details += [nodes.Text(" · "), *field("tolerance", c.tolerance)]
+    if c.source:
+        details += [nodes.Text(" · "), *field("source", c.source)]
+    if c.kind == "experiment" and c.seeds:
+        seeds = sorted(set(c.seeds))
+        details += [nodes.Text(" · "), *field("seeds", ", ".join(map(str, seeds)))]
+    box += nodes.paragraph("", "", *details, classes=["claim-details"])
+    if c.control:
+        box += nodes.paragraph("", "", *field("control", c.control))
+    if c.erratum:
+        box += nodes.paragraph("", "", *field("erratum", c.erratum))
+    return box
+
+
+def _failed(cell: nodes.Node) -> bool:
+    """Whether a cell's outputs on the page hold an error (its assert failed)."""
+    return any(
+        "traceback" in n.get("classes", [])
+        for n in cell.findall(nodes.Element)
+        if n is not cell
+    )
+
+
 def anchor_claim_cells(app, doctree):
-    """Give every claim cell of a notebook page the id ``claim-<cell id>``."""
+    """Put a callout with the anchor ``claim-<cell id>`` above every claim cell."""
     path = Path(app.env.doc2path(app.env.docname))
     if path.suffix != ".ipynb":
         return
-    cells = claims_lib.load(path)["cells"]
-    for node in doctree.findall(nodes.container):
+    nb = claims_lib.load(path)
+    cells = nb["cells"]
+    by_index = {c.index: c for c in claims_lib.claims(nb, path)}
+    for node in list(doctree.findall(nodes.container)):
         if node.get("nb_element") != "cell_code":
             continue
         index = node.get("cell_index")
-        meta = node.get("cell_metadata") or {}
-        if index is None or not ("claim" in meta.get("tags", []) or "claim" in meta):
+        if index is None or index not in by_index:
             continue
-        anchor = f"claim-{cells[index].get('id', f'cell-{index}')}"
-        if anchor not in node["ids"]:
-            node["ids"].append(anchor)
+        c = by_index[index]
+        c.cell_id = str(cells[index].get("id", f"cell-{index}"))
+        for problem in claims_lib.schema_problems(c):
+            logger.warning(
+                f"claim {_chapter_key(path)}.{c.number}: {problem}", location=node
+            )
+        try:
+            box = _callout(app, doctree, path, c, held=not _failed(node))
+        except Exception as err:  # a callout must never break the chapter's page
+            logger.warning(f"claim callout not rendered: {err}", location=node)
+            if c.anchor not in node["ids"]:
+                node["ids"].append(c.anchor)
+            continue
+        node.parent.insert(node.parent.index(node), box)
 
 
 def resolve_links(app, doctree, fromdocname):
@@ -333,6 +495,7 @@ def setup(app):
     app.connect("env-merge-info", merge)
     app.connect("builder-inited", add_static)
     app.add_config_value("claims_errata_page", "book/errata", "env")
+    app.add_config_value("claims_ledger_page", "book/claims", "env")
     app.add_node(claim_ref)
     app.add_directive("claims-ledger", ClaimsLedger)
     app.add_directive("errata-list", ErrataList)

@@ -32,6 +32,53 @@ ROOT = Path(__file__).resolve().parents[2]
 MAX_LINE = 88
 CONSISTENCY = "consistency check:"
 REQUIRED_FIELDS = ("statement", "source", "reference", "tolerance")
+#: The kinds of claim (metadata ``kind``): an identity is a mathematical equivalence
+#: or a formula checked numerically; an experiment an ordering, gain, threshold or
+#: count from a trained or randomised run, asserted over ``seeds``; an illustration one
+#: run shown as such.
+KINDS = ("identity", "experiment", "illustration")
+MIN_SEEDS = 5
+
+#: The sources the book follows (the seed texts of ../shared/README.md), by seed number:
+#: a key for the ledger and the errata (author-year, as the bibliography cites it), the
+#: paper's title, and its entry in book/references.bib.
+SOURCES = {
+    "000": (
+        "Anonymous (2022)",
+        "Attention: Self-Expression Is All You Need",
+        "selfexpression2022",
+    ),
+    "002": (
+        "Martins et al. (2020)",
+        "Sparse and Continuous Attention Mechanisms",
+        "martins2020sparse",
+    ),
+    "003": (
+        "Ma & Ying (2021)",
+        "Why Self-Attention Is Natural for Sequence-to-Sequence Problems? "
+        "A Perspective from Symmetries",
+        "ma2021symmetry",
+    ),
+    "004": ("Wiki note (2023)", "Attention (a wiki note)", "attentionwiki"),
+}
+_SEED = re.compile(r"\bseeds?\s+0*(\d{1,3})\b", re.I)
+
+
+def source_key(text: str, cite: bool = False) -> str:
+    """``text`` with every "seed 000" named by its paper's key ("Anonymous (2022)").
+
+    ``cite``: as a MyST citation role instead (linked to the bibliography).
+    """
+
+    def name(m):
+        entry = SOURCES.get(m.group(1).zfill(3))
+        if entry is None:
+            return m.group(0)
+        return f"{{cite:t}}`{entry[2]}`" if cite else entry[0]
+
+    return _SEED.sub(name, text)
+
+
 # The box's title; chapter 08 says "the source" (its source is a note, not a paper).
 DEPARTURES_TITLE = r"Where we depart from the (?:paper|papers|source|sources)"
 DEPARTURES_CLASS = "departures"
@@ -166,6 +213,9 @@ class Claim:
     has_metadata: bool
     number: int = 0  # 1-based position among the chapter's claims
     extra: dict = field(default_factory=dict)
+    kind: str = ""  # identity | experiment | illustration ("" not yet classified)
+    seeds: list = field(default_factory=list)
+    control: str = ""
 
     @property
     def anchor(self) -> str:
@@ -206,7 +256,10 @@ def claims(nb: dict, path: Path | str = "") -> list[Claim]:
                 tagged=tagged,
                 has_metadata=bool(data),
                 number=len(found) + 1,
-                extra={"cell_type": cell["cell_type"]},
+                extra={"cell_type": cell["cell_type"], "metadata": data},
+                kind=text("kind"),
+                seeds=data.get("seeds") if isinstance(data.get("seeds"), list) else [],
+                control=text("control"),
             )
         )
     return found
@@ -295,6 +348,38 @@ def is_circular(reference: str, root: Path = ROOT) -> bool:
     if not names_attnlib(ref, root):
         return False
     return not any(re.search(p, ref, re.I) for p in INDEPENDENT)
+
+
+def schema_problems(c: Claim) -> list[str]:
+    """What is wrong with a claim's ``kind``, ``seeds`` and ``control`` where present.
+
+    Absent fields are not problems here (the build shows "not yet classified"); the
+    test of the schema requires them.
+    """
+    meta = c.extra.get("metadata", {})
+    found = []
+    if "kind" in meta and meta["kind"] not in KINDS:
+        found.append(f"kind must be one of {', '.join(KINDS)}, got {meta['kind']!r}")
+    if "seeds" in meta:
+        seeds = meta["seeds"]
+        ok = isinstance(seeds, list) and all(
+            isinstance(x, int) and not isinstance(x, bool) for x in seeds
+        )
+        if not ok:
+            found.append(f"seeds must be a list of integers, got {seeds!r}")
+        elif len(set(seeds)) < MIN_SEEDS:
+            found.append(
+                f"seeds must hold at least {MIN_SEEDS} distinct integers, got {seeds}"
+            )
+        if meta.get("kind") not in (None, "experiment"):
+            found.append(f"seeds belong to an experiment, not to a {meta['kind']}")
+    elif meta.get("kind") == "experiment":
+        found.append(f"an experiment lists its seeds (at least {MIN_SEEDS})")
+    if "control" in meta and not (
+        isinstance(meta["control"], str) and meta["control"].strip()
+    ):
+        found.append(f"control must be one line of text, got {meta['control']!r}")
+    return found
 
 
 def claim_problems(nb: dict, path: Path | str = "", root: Path = ROOT) -> list[str]:

@@ -1,0 +1,95 @@
+"""The bibliography in author-year form, with a link for every source.
+
+sphinxcontrib-bibtex cites author-year in the text (``bibtex_reference_style``) but
+labels the bibliography with pybtex's alphabetic style ("[BLeonardC13]"). This style
+labels each entry as it is cited, "Martins et al. 2020", sorts by author and year, and
+ends each entry with its link (the ``url`` field, or an arXiv or DOI link built from the
+``eprint``/``doi`` fields or an "arXiv:NNNN.NNNNN" note; failing those, a search for
+its title).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote_plus
+
+from pybtex.plugin import register_plugin
+from pybtex.richtext import HRef, Text
+from pybtex.style.formatting.unsrt import Style as UnsrtStyle
+from pybtex.style.labels import BaseLabelStyle
+from pybtex.style.sorting.author_year_title import SortingStyle
+
+
+def _last_names(person) -> str:
+    names = (person.prelast_names + person.last_names) or person.first_names
+    return " ".join(str(Text.from_latex(n)) for n in names)
+
+
+class AuthorYearLabels(BaseLabelStyle):
+    """``Nadaraya 1964``, ``Roweis & Saul 2000``, ``Martins et al. 2020``."""
+
+    def format_labels(self, sorted_entries):
+        labels = [self._label(entry) for entry in sorted_entries]
+        total = {label: labels.count(label) for label in labels}
+        seen: dict[str, int] = {}
+        for label in labels:  # two works of one year: 2016a, 2016b
+            seen[label] = seen.get(label, 0) + 1
+            yield label if total[label] == 1 else f"{label}{chr(96 + seen[label])}"
+
+    @staticmethod
+    def _label(entry) -> str:
+        people = entry.persons.get("author") or entry.persons.get("editor") or []
+        names = [_last_names(p) for p in people]
+        etal = names and names[-1] == "others"
+        names = [n for n in names if n != "others"]
+        if not names:
+            who = entry.fields.get("title", entry.key).split(":")[0]
+        elif len(names) == 1 and not etal:
+            who = names[0]
+        elif len(names) == 2 and not etal:
+            who = f"{names[0]} & {names[1]}"
+        else:
+            who = f"{names[0]} et al."
+        who = who.replace("{", "").replace("}", "")
+        return f"{who} {entry.fields.get('year', 'n.d.')}"
+
+
+def entry_url(entry) -> str | None:
+    """The link of a bibliography entry, if it has or implies one."""
+    fields = entry.fields
+    if fields.get("url"):
+        return fields["url"]
+    if fields.get("doi"):
+        return "https://doi.org/" + fields["doi"]
+    eprint = fields.get("eprint") or ""
+    match = re.search(r"arXiv:\s*([\w./-]+\d)", fields.get("note", "")) or (
+        re.match(r"([\w./-]+\d)$", eprint)
+    )
+    if match:
+        return f"https://arxiv.org/abs/{match.group(1)}"
+    # No address recorded: a search for the title, so that every entry has a link
+    # (not for a one- or two-word title, which a search would not find).
+    title = re.sub(r"[{}$\\]", "", fields.get("title", ""))
+    if len(title.split()) < 3:
+        return None
+    return "https://scholar.google.com/scholar?q=" + quote_plus(f'"{title}"')
+
+
+class AuthorYearStyle(UnsrtStyle):
+    """pybtex's ``unsrt`` entries, author-year labels, sorted, each with its link."""
+
+    default_label_style = AuthorYearLabels
+    default_sorting_style = SortingStyle
+
+    def format_entry(self, label, entry, bib_data=None):
+        formatted = super().format_entry(label, entry, bib_data=bib_data)
+        url = entry_url(entry)
+        # unsrt links the url, doi and eprint fields itself
+        if url and not any(entry.fields.get(f) for f in ("url", "doi", "eprint")):
+            formatted.text = Text(formatted.text, " ", HRef(url, url))
+        return formatted
+
+
+def setup(app):
+    register_plugin("pybtex.style.formatting", "authoryear", AuthorYearStyle)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
