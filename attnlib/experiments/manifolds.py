@@ -249,8 +249,10 @@ def fill_in_blanks(
     W_self = lle_weights(Xq, K, keys=Xk, dense=True).weights
     return {
         "error": {name: mse(W, Xk, Xq) for name, W in weights.items()},
-        "error_by_axis": {name: [float(v) for v in ((W @ Xk - Xq) ** 2).mean(0)]
-                          for name, W in weights.items()},
+        "error_by_axis": {
+            name: [float(v) for v in ((W @ Xk - Xq) ** 2).mean(0)]
+            for name, W in weights.items()
+        },
         "chart_error": {name: mse(W, Zk, Zq) for name, W in weights.items()},
         "bending": {
             name: float(np.median(np.abs((weights[name] * ds2).sum(1))))
