@@ -99,6 +99,11 @@ def test_fill_in_blanks_flat_sheet_and_bad_input():
     assert flat["error"]["LLE (affine)"] < 1e-3 < roll["error"]["LLE (affine)"]
     np.testing.assert_allclose(flat["chart_error"]["softmax"], flat["error"]["softmax"])
     assert 0 < roll["negative"] < 1 and 0 < roll["inside_hull"] <= 1
+    for name, axes in roll["error_by_axis"].items():  # the split sums to the error
+        np.testing.assert_allclose(sum(axes), roll["error"][name])
+    # the chart's height is the y coordinate: weights reproducing the chart get it free
+    assert roll["error_by_axis"]["LLE (affine)"][1] < 1e-3  # up to the regulariser
+    assert roll["error_by_axis"]["softmax"][1] > 1e-2
     with pytest.raises(ValueError, match="sheet"):
         fill_in_blanks(0, sheet="sphere")
     with pytest.raises(ValueError, match="temperature_scale"):

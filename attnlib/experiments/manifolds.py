@@ -187,7 +187,11 @@ def fill_in_blanks(
     the chart* form the mask, weights are computed from the chart alone, and the
     prediction is the same weights applied to the training points in 3-D. The hidden
     3-D point is never used, unlike LLE's own reconstruction, which solves the
-    weights from the point it rebuilds.
+    weights from the point it rebuilds; but the chart's height *is* its second 3-D
+    coordinate (and on the flat sheet the chart is the point itself), so weights that
+    reproduce the chart reproduce those coordinates for free. ``"error_by_axis"``
+    separates them from the rolled coordinates ``x`` and ``z``, which the chart does
+    not contain.
 
     Parameters
     ----------
@@ -206,7 +210,9 @@ def fill_in_blanks(
     dict
         ``"error"``: mean squared 3-D error of each weighting (``"LLE (affine)"``,
         ``"convex, fitted"``, ``"softmax"``, ``"sparsemax"``, ``"uniform"``,
-        ``"nearest key"``); ``"chart_error"``: the same in the chart (how well each
+        ``"nearest key"``); ``"error_by_axis"``: the same split into the three
+        coordinates ``(x, y, z)``, a list of three per weighting (they sum to
+        ``"error"``); ``"chart_error"``: the same in the chart (how well each
         weighting reproduces the hidden point's coordinates); ``"bending"``: median
         over hidden points of ``|Σ_i w_i (s_i - s_q)²|`` for LLE and the convex fit
         (the weights' second moment along the rolled direction); ``"inside_hull"``:
@@ -243,6 +249,10 @@ def fill_in_blanks(
     W_self = lle_weights(Xq, K, keys=Xk, dense=True).weights
     return {
         "error": {name: mse(W, Xk, Xq) for name, W in weights.items()},
+        "error_by_axis": {
+            name: [float(v) for v in ((W @ Xk - Xq) ** 2).mean(0)]
+            for name, W in weights.items()
+        },
         "chart_error": {name: mse(W, Zk, Zq) for name, W in weights.items()},
         "bending": {
             name: float(np.median(np.abs((weights[name] * ds2).sum(1))))
