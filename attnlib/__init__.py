@@ -4,12 +4,8 @@ One module per idea; every chapter of the book imports it. The core is
 :func:`attnlib.attention.attention`, of which every other method is a special case.
 """
 
-from .attention import (
-    AttentionResult,
-    MultiHeadAttention,
-    TransformerEncoderLayer,
-    attention,
-)
+from .attention import AttentionResult, attention
+from .layers import MultiHeadAttention, TransformerEncoderLayer
 
 __version__ = "0.1.0"
 

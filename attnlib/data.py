@@ -26,9 +26,8 @@ class TranslationPairs(NamedTuple):
     """Sentence pairs: ``tgt[b, perm[b, j]]`` is the translation of ``src[b, j]``."""
 
     src: torch.Tensor  # (n_pairs, length, dim): source-language word embeddings
-    tgt: (
-        torch.Tensor
-    )  # (n_pairs, length, dim): target-language word embeddings, shuffled
+    # (n_pairs, length, dim): target-language word embeddings, shuffled
+    tgt: torch.Tensor
     perm: torch.Tensor  # (n_pairs, length): where each source word's translation sits
     src_words: torch.Tensor  # (n_pairs, length): word ids of the source sentence
 

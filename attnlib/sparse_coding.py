@@ -118,7 +118,7 @@ class UnrolledISTAAttention(nn.Module):
     """A sparse attention layer: unrolled ISTA steps coding the queries over the keys.
 
     Queries, keys and values are learned projections of the tokens, as in
-    :class:`attnlib.attention.MultiHeadAttention` (same four ``d×d`` maps); each of the
+    :class:`attnlib.layers.MultiHeadAttention` (same four ``d×d`` maps); each of the
     ``n_iter`` layers has its own learned step ``ε_t`` (relative to ``1/‖K‖²``) and
     threshold ``λ_t`` (LISTA, Gregor & LeCun 2010). With ``lista=True`` the
     self-attention map ``I − ε K Kᵀ`` uses its own learned key projection, decoupled

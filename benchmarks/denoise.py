@@ -77,9 +77,8 @@ def speed_rows(quick: bool):
         params = dict(patch_size=7, patch_distance=11, h=0.08, sigma=sigma)
         for name, clean in cases.items():
             rng = np.random.default_rng(0)
-            noisy = clean + 0.1 * rng.standard_normal(
-                clean.shape
-            )  # float64, as img_as_float gives
+            # float64, as img_as_float gives
+            noisy = clean + 0.1 * rng.standard_normal(clean.shape)
             axis = -1 if clean.ndim == 3 else None
             torch.set_num_threads(1)
             t_slow, slow = median_cpu_seconds(

@@ -1,7 +1,9 @@
-"""Nadaraya–Watson kernel sums: attnlib's fused kernel against KeOps and PyTorch's SDPA.
+"""Nadaraya–Watson kernel sums: attnlib's fused loops against KeOps and PyTorch's SDPA.
 
-    python benchmarks/kernel_regression.py            # 10^6 keys x 10^4 queries, d = 1
-    and 8 python benchmarks/kernel_regression.py --quick    # tiny sizes (CI)
+    # 10^6 keys x 10^4 queries, d = 1 and 8
+    python benchmarks/kernel_regression.py
+    # tiny sizes (CI)
+    python benchmarks/kernel_regression.py --quick
 
 The same Gaussian-kernel predictions ``Σ_j w_ij y_j / Σ_j w_ij``,
 ``w_ij = exp(-|x_i - x_j|² / (2σ²))``, computed in float32, side by side in one process,
@@ -23,10 +25,10 @@ throughput is reported in pairs per second):
 Accuracy: every method's largest error on the first ``--accuracy-queries`` queries
 against a float64 reference (the same sums in float64 by PyTorch, differences formed
 directly). The limit: ``torch.exp`` on one core on 16 384 float32 numbers in cache, and
-the exponential of ``attnlib.engines.kernelsums`` on the same; a kernel's fraction of the limit
-is its pairs/s over that. Memory: growth of the peak resident set (``VmHWM``, reset
-through ``/proc/self/clear_refs``) over the resident set before the call, for
-``nadaraya_watson`` on 2 000 x 10^6 in 1-D.
+the exponential of ``attnlib.engines.kernelsums`` on the same; an implementation's
+fraction of the limit is its pairs/s over that. Memory: growth of the peak resident
+set (``VmHWM``, reset through ``/proc/self/clear_refs``) over the resident set before
+the call, for ``nadaraya_watson`` on 2 000 x 10^6 in 1-D.
 """
 
 from __future__ import annotations
@@ -47,8 +49,8 @@ from _common import (
     median_cpu_seconds,
     write_result,
 )  # benchmarks/ is on sys.path
-from attnlib.engines.kernelsums import _exp_array, exp_nonpositive
 
+from attnlib.engines.kernelsums import _exp_array, exp_nonpositive
 from attnlib.kernel_regression import nadaraya_watson
 
 TARGETS = {
@@ -136,9 +138,8 @@ def exp_limits(repeats: int = 7) -> dict:
     x = -torch.rand(16384, generator=torch.Generator().manual_seed(0)) * 80
     out = torch.empty_like(x)
     xn, outn = x.numpy(), out.numpy().copy()
-    exp_nonpositive(
-        xn
-    )  # loads the compiled loop, timed below without the checks around it
+    # loads the compiled loop, timed below without the checks around it
+    exp_nonpositive(xn)
     rates = {}
     for name, fn in {
         "torch.exp": lambda: torch.exp(x, out=out),
@@ -180,7 +181,7 @@ def fresh_peak_mib(n_query: int, n_train: int) -> float:
         f"sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
         "import kernel_regression as b; "
         f"xq, xt, y, h = b.problem({n_train}, {n_query}, 1); "
-        # one tiny call first: loading the compiled kernel is not the call's memory
+        # one tiny call first: loading the compiled loops is not the call's memory
         "b.nadaraya_watson(xq[:2, 0], xt[:2, 0], y[:2], bandwidth=h); "
         "print(b.peak_growth_mib("
         "lambda: b.nadaraya_watson(xq[:, 0], xt[:, 0], y, bandwidth=h)))"

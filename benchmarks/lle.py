@@ -5,9 +5,10 @@ input in one process, interleaved, and the table reports median times, the ratio
 attnlib / scikit-learn, and how closely the two embeddings agree (largest entry-wise
 difference after matching column signs, and the reconstruction errors).
 
-    python benchmarks/lle.py           # the full run, writes attnlib/results/lle.json
-    python benchmarks/lle.py --quick   # tiny sizes, a smoke test (< 30 s), to
-    lle.quick.json
+    # the full run, writes attnlib/results/lle.json
+    python benchmarks/lle.py
+    # tiny sizes, a smoke test (< 30 s), to lle.quick.json
+    python benchmarks/lle.py --quick
 """
 
 from __future__ import annotations

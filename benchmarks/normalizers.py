@@ -23,9 +23,10 @@ cache), so each row also records the ratio of the best rounds
   attnlib.normalizers, then time their first sparsemax, 1.5-entmax and 1.3-entmax call
   on a 4 × 16 input (the compiled loops already cached); medians over processes.
 
-    python benchmarks/normalizers.py           # the full run, writes
-    attnlib/results/normalizers.json python benchmarks/normalizers.py --quick   # tiny
-    sizes, a smoke test (< 30 s), to normalizers.quick.json
+    # the full run, writes attnlib/results/normalizers.json
+    python benchmarks/normalizers.py
+    # tiny sizes, a smoke test (< 30 s), to normalizers.quick.json
+    python benchmarks/normalizers.py --quick
 
 Where CUDA is present the run also times the GPU section (:func:`gpu_section`) and
 writes it apart, to ``normalizers_gpu.json`` (``normalizers_gpu.quick.json``), naming
@@ -145,9 +146,8 @@ def with_numba_loops(fn):
 def first_call(n_processes: int) -> dict:
     """Median times (wall, CPU) of the first calls in ``n_processes`` new processes."""
     run = [sys.executable, "-c", FIRST_CALL]
-    subprocess.run(
-        run, check=True, capture_output=True
-    )  # the cache exists from here on
+    # the cache exists from here on
+    subprocess.run(run, check=True, capture_output=True)
     runs = [
         json.loads(subprocess.run(run, check=True, capture_output=True).stdout)
         for _ in range(n_processes)

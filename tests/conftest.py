@@ -146,9 +146,8 @@ def built_book():
     return result
 
 
-@pytest.hookimpl(
-    optionalhook=True
-)  # a hook of pytest-xdist, absent from make test-latest
+# a hook of pytest-xdist, absent from make test-latest
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """`--dist loadfile`, except that test_site.py and test_pdf.py share a worker."""
     if config.getvalue("dist") != "loadfile":

@@ -309,16 +309,14 @@ def test_tiny_temperature_gives_the_arg_max_limit_and_huge_scores_raise():
 def test_float64_inputs_and_modules_are_never_cast():
     q, k, v = qkv(dtype=torch.float64)
     assert attention(q.numpy(), k.numpy(), v.numpy()).output.dtype == torch.float64
-    out, w = attention(
-        q.float(), k, v.float()
-    )  # mixed dtypes are promoted, never cast down
+    # mixed dtypes are promoted, never cast down
+    out, w = attention(q.float(), k, v.float())
     assert out.dtype == w.dtype == torch.float64
     torch.testing.assert_close(
         out, attention(q.float().double(), k, v.float().double()).output
     )
-    assert (
-        attention(q, k.tolist(), v.numpy()).output.dtype == torch.float64
-    )  # array-likes follow q
+    # array-likes follow q
+    assert attention(q, k.tolist(), v.numpy()).output.dtype == torch.float64
     m = MultiHeadAttention(8, 2)
     with pytest.raises(
         ValueError, match="query must have the module's dtype torch.float32"

@@ -89,9 +89,10 @@ def test_extract_patches_matches_numpy_windows(rng, patch_size, expected):
     img = rng.random((8, 9, 2))
     r = expected // 2
     padded = np.pad(img, ((r, r), (r, r), (0, 0)), mode="reflect")
+    # (H, W, C, s, s)
     win = np.lib.stride_tricks.sliding_window_view(
         padded, (expected, expected), axis=(0, 1)
-    )  # (H, W, C, s, s)
+    )
     ref = win.transpose(0, 1, 3, 4, 2).reshape(8 * 9, -1)
     np.testing.assert_allclose(dn.extract_patches(img, patch_size).numpy(), ref)
 
@@ -200,9 +201,8 @@ def test_float32_and_tensor_inputs_keep_type(rng):
     np.testing.assert_allclose(out, nlm_reference(img, 3, 2, 0.2), atol=1e-5)
     t = dn.nonlocal_means(torch.tensor(img, dtype=torch.float64), 3, 2, 0.2)
     assert isinstance(t, torch.Tensor) and t.dtype == torch.float64
-    half = dn.nonlocal_means(
-        torch.tensor(img, dtype=torch.float16), 3, 2, 0.2
-    )  # runs in float32
+    # runs in float32
+    half = dn.nonlocal_means(torch.tensor(img, dtype=torch.float16), 3, 2, 0.2)
     assert half.dtype == torch.float16
     np.testing.assert_allclose(half.numpy(), nlm_reference(img, 3, 2, 0.2), atol=2e-3)
 

@@ -50,7 +50,7 @@ DOCUMENTED = _documented()
 CHECKS = {"GL08", "SS01", "PR01", "PR02", "PR07", "RT01"}
 #: Callables that implement no equation (plumbing): no Implements section needed.
 NO_EQUATION = {
-    "attention": {"register_normalizer", "AttentionResult"},
+    "attention": {"register_normalizer", "resolve", "AttentionResult"},
     "utils": "all",
     "training": "all",
     "data": {
@@ -119,13 +119,11 @@ def _is_namedtuple(path: str) -> bool:
 @pytest.mark.parametrize("module, name, path", TARGETS, ids=[t[2] for t in TARGETS])
 def test_numpydoc_validation(module, name, path):
     with warnings.catch_warnings():
-        warnings.simplefilter(
-            "ignore"
-        )  # numpydoc warns about the Implements section it does not know
+        # numpydoc warns about the Implements section it does not know
+        warnings.simplefilter("ignore")
         result = numpydoc_validate.validate(path)
-    checks = (
-        {"GL08", "SS01"} if _is_namedtuple(path) else CHECKS
-    )  # fields are commented, not parameters
+    # fields are commented, not parameters
+    checks = {"GL08", "SS01"} if _is_namedtuple(path) else CHECKS
     # methods: scikit-learn's y=None and PyTorch's forward are documented by their class
     if "." in name:
         checks = (

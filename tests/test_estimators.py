@@ -67,9 +67,8 @@ def test_metric_nw_random_state_none_verbose_and_n_iter(capsys):
     model = MetricNadarayaWatson(n_steps=4, random_state=None).fit(X, y)
     assert model.n_iter_ == 4 and np.isfinite(model.predict(X)).all()
     cross_val_score(MetricNadarayaWatson(n_steps=3), X, y, cv=2)
-    assert (
-        capsys.readouterr().err == ""
-    )  # quiet by default, also inside cross-validation
+    # quiet by default, also inside cross-validation
+    assert capsys.readouterr().err == ""
     MetricNadarayaWatson(n_steps=3, verbose=1).fit(X, y)
     captured = capsys.readouterr()
     assert "metric NW" in captured.err + captured.out

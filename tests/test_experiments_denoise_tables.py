@@ -90,10 +90,13 @@ def test_psnr_table_puts_each_one_thread_row_in_its_column():
 def test_baseline_table_splits_sweep_and_longer_run():
     from attnlib.experiments.denoise_tables import baseline_table
 
-    rows = [{"run": r, "seed": s, "method": m, "parameters": p, "psnr_db": v}
-            for r, s, off in [("sweep", 0, 0.0), ("sweep", 1, 1.0), ("long", 0, 0.5)]
-            for m, p, v in [("NLM", 0, 20.0), ("CNN", 9, 21.0), ("x", 1, 3.0)]
-            for v in [v + off] if not (r == "long" and m == "x")]
+    rows = [
+        {"run": r, "seed": s, "method": m, "parameters": p, "psnr_db": v}
+        for r, s, off in [("sweep", 0, 0.0), ("sweep", 1, 1.0), ("long", 0, 0.5)]
+        for m, p, v in [("NLM", 0, 20.0), ("CNN", 9, 21.0), ("x", 1, 3.0)]
+        for v in [v + off]
+        if not (r == "long" and m == "x")
+    ]
     per_seed, params, conv = baseline_table({"baseline_rows": rows})
     assert list(per_seed.columns) == ["NLM", "CNN", "x"]
     assert list(per_seed.index) == [0, 1]

@@ -86,19 +86,25 @@ def test_baseline_run_scores_against_scikit_image_and_is_seeded():
     b = baseline_run(0, n_steps=3, widths=(2,), heads=(1,))
     c = baseline_run(1, n_steps=3, widths=(2,), heads=())
     img = a["images"]
-    assert set(a["psnr"]) == {"Gaussian filter", "exact NLM", "attention, 1 head",
-                              "CNN, width 2"}
-    assert a["psnr"] == b["psnr"]                      # the seed fixes everything
+    assert set(a["psnr"]) == {
+        "Gaussian filter",
+        "exact NLM",
+        "attention, 1 head",
+        "CNN, width 2",
+    }
+    assert a["psnr"] == b["psnr"]  # the seed fixes everything
     assert c["psnr"]["Gaussian filter"] != a["psnr"]["Gaussian filter"]  # new noise
-    np.testing.assert_allclose(img["Gaussian filter"],
-                               ndimage.gaussian_filter(img["noisy"], 0.75))
+    np.testing.assert_allclose(
+        img["Gaussian filter"], ndimage.gaussian_filter(img["noisy"], 0.75)
+    )
     for name, out in img.items():
         if name not in ("clean", "noisy"):
-            ref = peak_signal_noise_ratio(img["clean"], out.astype(np.float64),
-                                          data_range=1.0)
+            ref = peak_signal_noise_ratio(
+                img["clean"], out.astype(np.float64), data_range=1.0
+            )
             np.testing.assert_allclose(a["psnr"][name], ref, rtol=1e-6)
     assert a["parameters"]["CNN, width 2"] == count_parameters(SmallCNNDenoiser(2))
     with pytest.raises(ValueError, match="seed"):
         baseline_run(-1, n_steps=1)
-    with pytest.raises(ValueError, match="lr"):
+    with pytest.raises(ValueError, match="lr must be"):
         baseline_run(0, n_steps=1, lr=0)

@@ -51,9 +51,12 @@ def test_swiss_roll_sheets_unroll_by_arc_length():
     roll, flat, chart = swiss_roll_sheets(50, 3)
     X, t = make_swiss_roll(50, random_state=3)
     np.testing.assert_allclose(roll, X)
-    for j in (0, 17, 49):      # arc length of (t cos t, t sin t) from 0, by quadrature
-        arc = quad(lambda u: np.hypot(np.cos(u) - u * np.sin(u),
-                                      np.sin(u) + u * np.cos(u)), 0, t[j])[0]
+    for j in (0, 17, 49):  # arc length of (t cos t, t sin t) from 0, by quadrature
+        arc = quad(
+            lambda u: np.hypot(np.cos(u) - u * np.sin(u), np.sin(u) + u * np.cos(u)),
+            0,
+            t[j],
+        )[0]
         np.testing.assert_allclose(chart[j, 0], arc, rtol=1e-10)
     np.testing.assert_allclose(chart[:, 1], X[:, 1])
     np.testing.assert_allclose(flat, np.column_stack([chart, np.zeros(50)]))
@@ -71,12 +74,16 @@ def test_convex_weights_match_a_constrained_solver():
     assert (W >= 0).all()
     np.testing.assert_allclose(W.sum(1), 1, atol=1e-6)
     for q, w in zip(queries, W):
-        ref = minimize(lambda v, q=q: ((v @ keys - q) ** 2).sum(), np.full(6, 1 / 6),
-                       bounds=[(0, 1)] * 6, method="SLSQP",
-                       constraints={"type": "eq", "fun": lambda v: v.sum() - 1},
-                       options={"ftol": 1e-14, "maxiter": 500})
+        ref = minimize(
+            lambda v, q=q: ((v @ keys - q) ** 2).sum(),
+            np.full(6, 1 / 6),
+            bounds=[(0, 1)] * 6,
+            method="SLSQP",
+            constraints={"type": "eq", "fun": lambda v: v.sum() - 1},
+            options={"ftol": 1e-14, "maxiter": 500},
+        )
         np.testing.assert_allclose(((w @ keys - q) ** 2).sum(), ref.fun, atol=1e-6)
-    inside = keys[:3].mean(0, keepdims=True)              # inside the hull: exact
+    inside = keys[:3].mean(0, keepdims=True)  # inside the hull: exact
     w_in = convex_weights(inside, keys, nbr[:1])
     np.testing.assert_allclose(w_in @ keys, inside, atol=1e-6)
     with pytest.raises(ValueError, match="neighbors"):
@@ -92,6 +99,11 @@ def test_fill_in_blanks_flat_sheet_and_bad_input():
     assert flat["error"]["LLE (affine)"] < 1e-3 < roll["error"]["LLE (affine)"]
     np.testing.assert_allclose(flat["chart_error"]["softmax"], flat["error"]["softmax"])
     assert 0 < roll["negative"] < 1 and 0 < roll["inside_hull"] <= 1
+    for name, axes in roll["error_by_axis"].items():  # the split sums to the error
+        np.testing.assert_allclose(sum(axes), roll["error"][name])
+    # the chart's height is the y coordinate: weights reproducing the chart get it free
+    assert roll["error_by_axis"]["LLE (affine)"][1] < 1e-3  # up to the regulariser
+    assert roll["error_by_axis"]["softmax"][1] > 1e-2
     with pytest.raises(ValueError, match="sheet"):
         fill_in_blanks(0, sheet="sphere")
     with pytest.raises(ValueError, match="temperature_scale"):
@@ -111,7 +123,7 @@ def test_crossing_planes_and_samples():
     for W in weights.values():
         assert W.shape == (30, 30) and (W.diagonal() == 0).all()
     knn = weights["LLE, kNN mask"] != 0
-    assert not (weights["sparse, kNN mask"][~knn]).any()    # same mask, other penalty
+    assert not (weights["sparse, kNN mask"][~knn]).any()  # same mask, other penalty
     data, labels = manifold_sample("digits", 1, n=60)
     assert data.shape == (60, 64) and len(np.unique(data, axis=0)) > 50
     scores = trust_scores(data, 8)

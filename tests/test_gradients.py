@@ -16,7 +16,6 @@ import inspect
 import pytest
 import torch
 
-from attnlib.attention import MultiHeadAttention, TransformerEncoderLayer
 from attnlib.continuous import (
     ContinuousAttention1D,
     ContinuousAttention2D,
@@ -31,6 +30,7 @@ from attnlib.denoise import (
 )
 from attnlib.experiments.digits import DigitClassifier
 from attnlib.experiments.documents import DocumentClassifier
+from attnlib.layers import MultiHeadAttention, TransformerEncoderLayer
 from attnlib.mux import AttentionRouter, ConvRouter, WeekdayMux
 from attnlib.normalizers import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
 from attnlib.sparse_coding import UnrolledISTAAttention
@@ -186,7 +186,7 @@ def test_document_classifier_uses_every_parameter(kind):
 
 def test_every_public_module_is_gradchecked():
     public = set()
-    for name in ("attention", "denoise", "sparse_coding", "symmetry", "mux"):
+    for name in ("layers", "denoise", "sparse_coding", "symmetry", "mux"):
         public |= _modules(importlib.import_module(f"attnlib.{name}"))
     public |= _modules(importlib.import_module("attnlib.continuous"))
     # Chapter 07b's classifiers (experiments, a layer above the ideas).

@@ -65,9 +65,8 @@ def test_matches_textbook_formula(kernel):
     )
     np.testing.assert_allclose(pred.numpy(), K @ y / K.sum(1), rtol=1e-10)
     assert pred.dtype == torch.float64 and pred.shape == (9,)
-    alone = nadaraya_watson(
-        *args, kernel=kernel, bandwidth=0.6
-    )  # fused or blockwise: no weights
+    # fused or blockwise: no weights
+    alone = nadaraya_watson(*args, kernel=kernel, bandwidth=0.6)
     np.testing.assert_allclose(alone.numpy(), K @ y / K.sum(1), rtol=1e-10)
 
 
@@ -272,9 +271,8 @@ def test_weights_that_do_not_fit_raise_before_allocating(monkeypatch):
         ValueError, match="return_weights=True needs the 100 x 1000 weight matrix"
     ):
         nadaraya_watson(xq, xt, y, return_weights=True)
-    assert nadaraya_watson(xq, xt, y).shape == (
-        100,
-    )  # without weights nothing large is needed
+    # without weights nothing large is needed
+    assert nadaraya_watson(xq, xt, y).shape == (100,)
 
 
 def test_gaussian_equals_pytorch_sdpa_on_augmented_vectors():

@@ -58,9 +58,8 @@ def test_weekday_task_target_is_the_preference_of_the_friend_on_the_rota():
     friends, day = a.friends.numpy(), a.day.numpy()
     ids, prefs = np.argmax(friends[..., :nf], -1), np.argmax(friends[..., nf:], -1)
     for s in range(n):
-        np.testing.assert_array_equal(
-            np.sort(ids[s]), np.arange(nf)
-        )  # every friend once
+        # every friend once
+        np.testing.assert_array_equal(np.sort(ids[s]), np.arange(nf))
         decider = a.rota.numpy()[np.argmax(day[s])]
         assert prefs[s, list(ids[s]).index(decider)] == a.target[s]
     assert not torch.equal(a.friends, weekday_task(n, nf, nr, seed=2).friends)
@@ -112,9 +111,8 @@ def test_conv_matrix_equals_numpy_correlate_and_torch_conv1d(half, length, seed)
     kernel, x = rng.standard_normal(2 * half + 1), rng.standard_normal(length)
     M = conv_matrix(torch.from_numpy(kernel), length).numpy()
     padded = np.concatenate([np.zeros(half), x, np.zeros(half)])
-    expected = np.array(
-        [padded[j : j + 2 * half + 1] @ kernel for j in range(length)]
-    )  # cross-correlation
+    # cross-correlation
+    expected = np.array([padded[j : j + 2 * half + 1] @ kernel for j in range(length)])
     np.testing.assert_allclose(M @ x, expected, atol=1e-12)
     torch_out = F.conv1d(
         torch.from_numpy(x)[None, None],

@@ -84,12 +84,10 @@ def test_every_make_target_named_exists():
 
 def test_setup_statements_match_the_files():
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert (
-        config["execute"]["execute_notebooks"] == "cache"
-    )  # "make book caches executed notebooks"
-    assert (
-        "PYTEST_WORKERS ?= 2" in MAKEFILE and "-n $(PYTEST_WORKERS)" in MAKEFILE
-    )  # "two workers"
+    # "make book caches executed notebooks"
+    assert config["execute"]["execute_notebooks"] == "cache"
+    # "two workers"
+    assert "PYTEST_WORKERS ?= 2" in MAKEFILE and "-n $(PYTEST_WORKERS)" in MAKEFILE
     assert (
         "-n -W --keep-going" in README
         and '"-n", "-W", "--keep-going"' in (ROOT / "tests" / "conftest.py").read_text()
@@ -102,9 +100,8 @@ def test_setup_statements_match_the_files():
         "Python 3.11 or 3.12" in README
         and 'requires-python = ">=3.11"' in (ROOT / "pyproject.toml").read_text()
     )
-    assert (
-        "apt-get install" in MAKEFILE.split("browser:")[1].split("\n\n")[0]
-    )  # make test installs chromium
+    # make test installs chromium
+    assert "apt-get install" in MAKEFILE.split("browser:")[1].split("\n\n")[0]
     assert (
         "attention-before-attention.pdf" in README
         and "book/attention-before-attention.pdf" in MAKEFILE

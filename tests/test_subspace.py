@@ -141,9 +141,8 @@ def test_lrsc_forms(small):
     objective = lambda M: (
         0.5 * np.sum((X - M @ X) ** 2) + lam * np.linalg.norm(M, "nuc")
     )
-    assert (
-        objective(paper) > objective(C_exact) + 1e-3
-    )  # the paper's printed form is not it
+    # the paper's printed form is not it
+    assert objective(paper) > objective(C_exact) + 1e-3
 
 
 @pytest.mark.parametrize("solver", ["ista", "fista", "admm"])
@@ -208,9 +207,8 @@ def test_active_set_reaches_the_sklearn_lasso_optimum(
 
 
 def test_active_set_equals_the_other_solvers_on_subspaces(small):
-    X = (
-        small.X
-    )  # points on subspaces: many ties and near-degenerate supports for the path
+    # points on subspaces: many ties and near-degenerate supports for the path
+    X = small.X
     C = self_expressive(X, "ssc", 0.01, solver="active_set", working_set=8).toarray()
     C_admm = self_expressive(X, "ssc", 0.01, solver="admm", tol=1e-12, max_iter=100_000)
     np.testing.assert_allclose(C, C_admm, atol=1e-6)
@@ -224,9 +222,8 @@ def test_active_set_equals_the_other_solvers_on_subspaces(small):
 
 def test_active_set_survives_duplicated_samples():
     d = union_of_subspaces(2, 2, 4, 8, seed=6)
-    X = np.vstack(
-        [d.X, d.X[:3]]
-    )  # duplicated rows: singular Gram matrices, a non-unique Lasso
+    # duplicated rows: singular Gram matrices, a non-unique Lasso
+    X = np.vstack([d.X, d.X[:3]])
     C, info = self_expressive(
         X, "ssc", LAM, solver="active_set", tol=1e-9, return_info=True
     )
@@ -275,9 +272,8 @@ def test_spectral_clustering_matches_sklearn_and_accuracy_is_hungarian():
     ref = SpectralClustering(3, affinity="precomputed", random_state=1).fit_predict(A)
     np.testing.assert_array_equal(labels, ref)
     assert clustering_accuracy(d.labels, labels) == 1.0
-    big = union_of_subspaces(
-        3, 2, 6, 30, seed=2
-    )  # LOBPCG, the choice above 2 000 samples
+    # LOBPCG, the choice above 2 000 samples
+    big = union_of_subspaces(3, 2, 6, 30, seed=2)
     A = affinity(self_expressive(big.X, "ssc", 0.02))
     ref = SpectralClustering(
         3, affinity="precomputed", random_state=0, eigen_solver="lobpcg"
@@ -328,9 +324,8 @@ def test_subspace_clustering_defaults_cluster_the_benchmark_protocol():
 def test_defaults_are_the_committed_sweeps_choice():
     bench = results.load("subspace")
     assert DEFAULT_LAM["ssc"] == bench["sweep"]["chosen"]["lam"]
-    assert (
-        bench["sweep"]["chosen"]["normalize"] == "None"
-    )  # SubspaceClustering's default
+    # SubspaceClustering's default
+    assert bench["sweep"]["chosen"]["normalize"] == "None"
     for method in ("lsr", "lrsc"):
         assert DEFAULT_LAM[method] == bench["sweep_closed"][method]["chosen"]
     by_n = {r["N"]: r["accuracy"] for r in bench["defaults"]}

@@ -87,9 +87,8 @@ def test_equivariance_error_zero_for_gram_based_map_and_order_one_for_broken():
     b = torch.randn(8, dtype=torch.float64, generator=gen(1))
     assert equivariance_error(equivariant, X, generator=gen(2)) < ROUND_OFF
     assert equivariance_error(lambda x: equivariant(x) + b, X, generator=gen(2)) > 0.1
-    assert (
-        equivariance_error(torch.tanh, X, generator=gen(2)) > 0.1
-    )  # entrywise maps are not
+    # entrywise maps are not
+    assert equivariance_error(torch.tanh, X, generator=gen(2)) > 0.1
 
 
 def test_equivariance_error_with_knowledge_needs_z_to_rotate():

@@ -52,9 +52,8 @@ def test_as_tensor_dtypes_and_devices():
         == torch.get_default_dtype()
     )
     assert as_tensor([1.0], "x", dtype=torch.float64).dtype == torch.float64
-    assert (
-        as_tensor(0.3, "x", min_ndim=0, dtype=torch.float64).item() == 0.3
-    )  # no float32 detour
+    # no float32 detour
+    assert as_tensor(0.3, "x", min_ndim=0, dtype=torch.float64).item() == 0.3
     assert torch.isinf(as_tensor([1.0, -np.inf], "x", allow_inf=True)).any()
 
 

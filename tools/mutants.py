@@ -104,28 +104,28 @@ MUTANTS: list[Mutant] = [
     # ------------------------------------------------------------------ attention
     M(
         "mha-value-projection-from-kdim",
-        A + "attention.py",
+        A + "layers.py",
         "self.v_proj = nn.Linear(vdim, embed_dim, bias=bias)",
         "self.v_proj = nn.Linear(kdim, embed_dim, bias=bias)",
         T_ATT,
     ),
     M(
         "encoder-feedforward-width-2d",
-        A + "attention.py",
+        A + "layers.py",
         "4 * d_model\n            if dim_feedforward is None",
         "2 * d_model\n            if dim_feedforward is None",
         T_ATT,
     ),
     M(
         "encoder-first-residual-dropped",
-        A + "attention.py",
+        A + "layers.py",
         "x = self.norm1(x + attended)",
         "x = self.norm1(attended)",
         T_ATT,
     ),
     M(
         "mha-value-defaults-to-query",
-        A + "attention.py",
+        A + "layers.py",
         "value = key if value is None else",
         "value = query if value is None else",
         T_ATT,
@@ -537,7 +537,7 @@ MUTANTS: list[Mutant] = [
     # ------------------------------------------------------------------- symmetry
     M(
         "rbf-kernel-ignores-a",
-        A + "symmetry.py",
+        A + "symmetry/heads.py",
         "q = y @ a\n",
         "q = y\n",
         T_SYM,
@@ -545,7 +545,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "linear-value-not-transposed",
-        A + "symmetry.py",
+        A + "symmetry/heads.py",
         "else (heads @ w.transpose(-2, -1)).sum(-3)",
         "else (heads @ w).sum(-3)",
         T_SYM,
@@ -553,7 +553,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "knowledge-attention-residual-dropped",
-        A + "symmetry.py",
+        A + "symmetry/heads.py",
         "h = h + mixed if self.residual else mixed",
         "h = mixed",
         T_SYM,
@@ -561,7 +561,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "higher-order-moment-wrong-count",
-        A + "symmetry.py",
+        A + "symmetry/heads.py",
         "second_moment = y.transpose(-2, -1) @ y / y.shape[-2]",
         "second_moment = y.transpose(-2, -1) @ y / y.shape[-1]",
         T_SYM,
@@ -569,14 +569,14 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "householder-projection-not-reflection",
-        A + "symmetry.py",
+        A + "symmetry/groups.py",
         "- 2 * torch.outer(u, u) / norm2",
         "- torch.outer(u, u) / norm2",
         T_SYM,
     ),
     M(
         "quadratic-kernel-default-temperature-one",
-        A + "symmetry.py",
+        A + "symmetry/heads.py",
         "temperature=temperature or math.sqrt(k),",
         "temperature=temperature or 1.0,",
         T_SYM,
@@ -584,7 +584,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "random-orthogonal-without-sign-fix",
-        A + "symmetry.py",
+        A + "symmetry/groups.py",
         "return (q * torch.where(signs == 0, torch.ones_like(signs), signs)).to(dtype)",
         "return q.to(dtype)",
         T_SYM,

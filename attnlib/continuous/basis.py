@@ -204,8 +204,9 @@ def _ridge_operator(positions, basis: GaussianRBF, lam: float) -> torch.Tensor:
     # N = 32–128), so a float32 solve loses most digits of B (28–190 % of its largest
     # entry). The operator G = (FᵀF + λI)⁻¹Fᵀ depends on the positions only: it is
     # solved in float64 by Cholesky and applied to H in H's dtype (relative error of B
-    # ~2e-7 in float32). A device without float64 (MPS) has G solved on the CPU: a
-    # small N × L matrix that never carries a gradient.
+    # in float32: ~2e-7 on noise-like tokens, up to ~5e-5 on smooth or constant ones,
+    # whose coefficients cancel). A device without float64 (MPS) has G solved on the
+    # CPU: a small N × L matrix that never carries a gradient.
     device = positions.device
     if device.type == "mps":
         positions = positions.cpu()

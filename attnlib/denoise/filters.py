@@ -85,8 +85,6 @@ def gaussian_filter_attention(image, sigma: float, *, truncate: float = 4.0):
 def pixel_nlm(image, h: float):
     """The simplest non-local means: each pixel attends to pixels of similar intensity.
 
-    Every pixel attends to every pixel of similar intensity.
-
     Queries, keys and values are the pixels' intensities (vectors, for colour images)
     and the weights are ``softmax(-||y - y'||² / (2h²))`` over the whole image.
 

@@ -91,13 +91,13 @@ class PatchAttentionDenoiser(nn.Module):
             torch.linalg.qr(torch.randn(dim, dim, generator=g, dtype=torch.float64))[0]
             for _ in range(self.num_heads - 1)
         ]
+        # q = k = token @ proj[head]
         self.proj = nn.Parameter(
             torch.stack([torch.eye(dim, dtype=torch.float64), *rotations]).float()
-        )  # q = k = token @ proj[head]
+        )
         self.h = check_positive(h, "h")
-        self.log_h_scale = nn.Parameter(
-            torch.zeros(self.num_heads)
-        )  # learned bandwidth h·e^scale per head
+        # learned bandwidth h·e^scale per head
+        self.log_h_scale = nn.Parameter(torch.zeros(self.num_heads))
         self.mix = nn.Parameter(torch.zeros(self.num_heads))
         self.pos_weight = (
             nn.Parameter(torch.zeros(self.num_heads)) if positional else None
@@ -187,12 +187,12 @@ class PatchAttentionDenoiser(nn.Module):
         b, c, hh, ww = bchw.shape
         if b == 0:
             return bchw.permute(0, 2, 3, 1).reshape(shape)
+        # h enters below
         tokens = torch.stack(
             [patch_tokens(im.permute(1, 2, 0), self.patch_size, 1.0) for im in bchw]
-        )  # h enters below
-        q = (
-            tokens[:, None] @ self.proj
-        )  # (B, heads, n, dim): query = key for self-attention
+        )
+        # (B, heads, n, dim): query = key for self-attention
+        q = tokens[:, None] @ self.proj
         dist = 2 * SCORES["neg_sq_dist"](q, q)  # -‖q - k‖², 0 on the diagonal
         if not torch.isfinite(dist).all():
             raise ValueError(
@@ -209,16 +209,14 @@ class PatchAttentionDenoiser(nn.Module):
         )
         pos = _pixel_grid(hh, ww, dtype=bchw.dtype, device=bchw.device)
         if self.pos_weight is not None:
-            pos_sq = (
-                2 * SCORES["neg_sq_dist"](pos, pos) / (hh * ww)
-            )  # -|x - x'|², scaled to the image
+            # -|x - x'|², scaled to the image
+            pos_sq = 2 * SCORES["neg_sq_dist"](pos, pos) / (hh * ww)
             scores = scores + self.pos_weight[:, None, None] * pos_sq
         mask = None
         if self.patch_distance is not None:
             mask = (pos[:, None] - pos[None]).abs().amax(-1) <= self.patch_distance
-        values = bchw.reshape(b, 1, c, -1).transpose(
-            -1, -2
-        )  # (B, 1, n, C), shared by the heads
+        # (B, 1, n, C), shared by the heads
+        values = bchw.reshape(b, 1, c, -1).transpose(-1, -2)
         out, _ = attention(
             scores, scores, values, score=lambda s, _k: s, mask=mask, temperature=1.0
         )

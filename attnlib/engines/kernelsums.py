@@ -57,9 +57,8 @@ _LN2_LO64 = 1.9082149292705877e-10
 
 @numba.njit(**_EXACT)
 def _exp32(x):
-    x = max(
-        x, np.float32(-87.0)
-    )  # callers pass x <= 0; below -87 the result is not normal
+    # callers pass x <= 0; below -87 the result is not normal
+    x = max(x, np.float32(-87.0))
     k = np.floor(x * np.float32(_LOG2E) + np.float32(0.5))
     f = x - k * np.float32(_LN2_HI)
     f = f - k * np.float32(_LN2_LO)
@@ -150,7 +149,7 @@ def _exp_array(x, out):
 
 
 def exp_nonpositive(x: np.ndarray) -> np.ndarray:
-    """The vectorised exponential of the compiled kernels, on an array.
+    """The vectorised exponential of the compiled loops, on an array.
 
     For tests and timing.
 
@@ -203,9 +202,8 @@ def exp_nonpositive(x: np.ndarray) -> np.ndarray:
 # overflows still gives the nearest neighbour: c is clipped to the largest finite
 # number, and D_j - D_min = 0 is never multiplied by inf. A block's sums are added in
 # the dtype, in vector lanes; the blocks' sums are added in float64.
-_L1_BYTES = (
-    48 * 1024
-)  # L1 data cache of recent x86 cores (32 KiB on older ones: then L2 serves)
+# L1 data cache of recent x86 cores (32 KiB on older ones: then L2 serves)
+_L1_BYTES = 48 * 1024
 _TILE = 64
 _SLACK = 1.0
 
@@ -263,9 +261,10 @@ def _sum_1d(q, x, y, shift, c):
 
 @numba.njit(**_FAST)
 def _sum_block(dist, m, yt, start, shift, c, block_num):
-    """Weights of the block's distances into ``dist``.
+    """Turn the block's distances in ``dist`` into weights, in place.
 
-    Returns ``block_num`` and the weight sum and min.
+    The weighted sums of ``yt`` go to ``block_num``; returns the block's weight sum and
+    its smallest distance.
     """
     den, low = shift - shift, _bits(dist.dtype.type(np.inf))
     for j in range(m):
@@ -426,13 +425,13 @@ def fused_sums(x_query, x_train, y_train, bandwidth, l1, threads):
             f"{dtype}"
         )
     xq = np.ascontiguousarray(x_query)
+    # keys along the lanes
     xt, yt = (
         np.ascontiguousarray(x_train.T),
         np.ascontiguousarray(y_train.T),
-    )  # keys along the lanes
-    c = (
-        1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth
-    )  # inf, not 1/0, for a tiny bandwidth
+    )
+    # inf, not 1/0, for a tiny bandwidth
+    c = 1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth
     c = min(c, float(np.finfo(dtype).max))
     out = np.empty((xq.shape[0], yt.shape[0]), dtype=dtype)
     per_key = (xt.shape[0] + yt.shape[0] + 1) * xt.itemsize

@@ -32,10 +32,7 @@ from .kernelsums import fast_exp
 
 @numba.njit(**_JIT)
 def _nlm_strip(pad, vals, g, offsets, y0, y1, factor, bias, floor, num, den, hz, e, w):
-    """Add the weights of ``offsets`` for the pixels of rows ``[y0, y1)``.
-
-    ``offsets`` has rows ``(dy, dx)``.
-    """
+    """Add the weights of ``offsets`` (``(dy, dx)`` rows) to pixel rows ``[y0, y1)``."""
     # Every inner loop runs over slices indexed from 0: LLVM then vectorises it (offset
     # indices such as a[j0 + j] kept it scalar and cost a factor of two).
     c, hh, ww = vals.shape

@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy import ndimage
+from skimage import color, data, img_as_float
 from torch import nn
 from torch.nn import functional as F
 
+from ..denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
+from ..training import train
 from ..utils import check_int, check_positive, module_input
 
 __all__ = [
@@ -144,18 +148,35 @@ def training_images() -> list[np.ndarray]:
 
     ``brick``, ``grass``, ``gravel`` and two opposite quarters of ``astronaut``
     (grey); ``camera``, the test image, is not among them.
+
+    Returns
+    -------
+    list of ndarray
+        Five grey images, float64 in [0, 1].
     """
-    from skimage import color, data, img_as_float
 
     astro = color.rgb2gray(data.astronaut())
-    return [img_as_float(data.brick()), img_as_float(data.grass()),
-            img_as_float(data.gravel()), astro[:256, :256], astro[256:, 256:]]
+    return [
+        img_as_float(data.brick()),
+        img_as_float(data.grass()),
+        img_as_float(data.gravel()),
+        astro[:256, :256],
+        astro[256:, 256:],
+    ]
 
 
-def baseline_run(seed: int, *, n_steps: int = 2000, cnn_steps: int | None = None,
-                 lr: float = 0.005,
-                 widths=(4, 8, 16, 32), heads=(1, 4), noise: float = 0.1,
-                 return_images: bool = False, device=None) -> dict:
+def baseline_run(
+    seed: int,
+    *,
+    n_steps: int = 2000,
+    cnn_steps: int | None = None,
+    lr: float = 0.005,
+    widths=(4, 8, 16, 32),
+    heads=(1, 4),
+    noise: float = 0.1,
+    return_images: bool = False,
+    device=None,
+) -> dict:
     """One seed of chapter 03's learned-attention-against-CNN comparison.
 
     Trains :class:`attnlib.denoise.PatchAttentionDenoiser` (patch 5, window 5; one
@@ -196,40 +217,49 @@ def baseline_run(seed: int, *, n_steps: int = 2000, cnn_steps: int | None = None
         trainable parameters of every learned model; with ``return_images``,
         ``"images"``: ``"clean"``, ``"noisy"`` and every method's output (arrays).
     """
-    from scipy import ndimage
-    from skimage import data, img_as_float
-
-    from ..denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
-    from ..training import train
-
     seed = check_int(seed, "seed", minimum=0)
     n_steps = check_int(n_steps, "n_steps")
     cnn_steps = n_steps if cnn_steps is None else check_int(cnn_steps, "cnn_steps")
     lr, noise = check_positive(lr, "lr"), check_positive(noise, "noise")
     clean = img_as_float(data.camera())[60:124, 200:264]
     noisy = clean + noise * np.random.default_rng(seed).standard_normal(clean.shape)
-    out = {"Gaussian filter": ndimage.gaussian_filter(noisy, 0.75),
-           "exact NLM": nonlocal_means(noisy, 5, 5, 1.2 * noise, sigma=noise)}
-    builders = {f"attention, {h} head{'s' * (h > 1)}": (
-        lambda h=h: PatchAttentionDenoiser(5, h=noise, num_heads=h,
-                                           positional=h > 1, patch_distance=5))
-        for h in heads}
-    builders.update({f"CNN, width {w}": (lambda w=w: SmallCNNDenoiser(w))
-                     for w in widths})
+    out = {
+        "Gaussian filter": ndimage.gaussian_filter(noisy, 0.75),
+        "exact NLM": nonlocal_means(noisy, 5, 5, 1.2 * noise, sigma=noise),
+    }
+    builders = {
+        f"attention, {h} head{'s' * (h > 1)}": (
+            lambda h=h: PatchAttentionDenoiser(
+                5, h=noise, num_heads=h, positional=h > 1, patch_distance=5
+            )
+        )
+        for h in heads
+    }
+    builders.update(
+        {f"CNN, width {w}": (lambda w=w: SmallCNNDenoiser(w)) for w in widths}
+    )
     images, n_params = training_images(), {}
     for name, build in builders.items():
         torch.manual_seed(seed)
         model = build()
         n_params[name] = count_parameters(model)
-        train(model, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
-              crop_batches(images, crop=16, noise=noise, seed=seed),
-              n_steps=cnn_steps if name.startswith("CNN") else n_steps, lr=lr,
-              seed=seed, device=device, progress=False)
+        train(
+            model,
+            lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
+            crop_batches(images, crop=16, noise=noise, seed=seed),
+            n_steps=cnn_steps if name.startswith("CNN") else n_steps,
+            lr=lr,
+            seed=seed,
+            device=device,
+            progress=False,
+        )
         with torch.no_grad():
             x = torch.tensor(noisy, dtype=torch.float32, device=device)
             out[name] = model.eval()(x).cpu().numpy()
-    result = {"psnr": {k: float(psnr(clean, v)) for k, v in out.items()},
-              "parameters": n_params}
+    result = {
+        "psnr": {k: float(psnr(clean, v)) for k, v in out.items()},
+        "parameters": n_params,
+    }
     if return_images:
         result["images"] = {"clean": clean, "noisy": noisy, **out}
     return result

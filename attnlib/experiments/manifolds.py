@@ -15,10 +15,11 @@ import scipy.sparse as sp
 import torch
 from scipy.optimize import nnls
 from scipy.sparse.csgraph import connected_components
-from sklearn.datasets import make_swiss_roll
+from sklearn.datasets import load_digits, make_s_curve, make_swiss_roll
+from sklearn.manifold import trustworthiness
 
 from ..attention import attention
-from ..lle import lle_weights
+from ..lle import lle_embedding, lle_weights
 from ..utils import as_float_array, check_int, check_positive, host_array
 
 __all__ = [
@@ -138,7 +139,9 @@ def convex_weights(queries, keys, neighbors) -> np.ndarray:
     Parameters
     ----------
     queries : array-like, shape (m, d)
+        The points to reproduce.
     keys : array-like, shape (n, d)
+        The points they are reproduced from.
     neighbors : array-like of int, shape (m, K)
         The keys each query may use (its mask).
 
@@ -160,16 +163,22 @@ def convex_weights(queries, keys, neighbors) -> np.ndarray:
     W = np.zeros((len(queries), len(keys)))
     for j, nbr in enumerate(neighbors):
         local = keys[nbr]
-        lam = 1e3 * max(np.abs(local).max(), 1.0)       # the sum-to-one row's weight
+        lam = 1e3 * max(np.abs(local).max(), 1.0)  # the sum-to-one row's weight
         A = np.vstack([local.T, np.full(len(nbr), lam)])
         w = nnls(A, np.append(queries[j], lam))[0]
-        W[j, nbr] = w / w.sum()                          # exact sum, a 1e-6 change
+        W[j, nbr] = w / w.sum()  # exact sum, a 1e-6 change
     return W
 
 
-def fill_in_blanks(seed: int, *, sheet: str = "roll", n: int = 1200,
-                   n_held: int = 200, n_neighbors: int = 10,
-                   temperature_scale: float = 1.0) -> dict:
+def fill_in_blanks(
+    seed: int,
+    *,
+    sheet: str = "roll",
+    n: int = 1200,
+    n_held: int = 200,
+    n_neighbors: int = 10,
+    temperature_scale: float = 1.0,
+) -> dict:
     """Predict held-out points of a sheet from their intrinsic coordinates.
 
     ``n_held`` points of :func:`swiss_roll_sheets` (seed ``seed``, split by
@@ -178,7 +187,11 @@ def fill_in_blanks(seed: int, *, sheet: str = "roll", n: int = 1200,
     the chart* form the mask, weights are computed from the chart alone, and the
     prediction is the same weights applied to the training points in 3-D. The hidden
     3-D point is never used, unlike LLE's own reconstruction, which solves the
-    weights from the point it rebuilds.
+    weights from the point it rebuilds; but the chart's height *is* its second 3-D
+    coordinate (and on the flat sheet the chart is the point itself), so weights that
+    reproduce the chart reproduce those coordinates for free. ``"error_by_axis"``
+    separates them from the rolled coordinates ``x`` and ``z``, which the chart does
+    not contain.
 
     Parameters
     ----------
@@ -188,13 +201,18 @@ def fill_in_blanks(seed: int, *, sheet: str = "roll", n: int = 1200,
         The curved swiss roll or the same sheet unrolled flat.
     n, n_held, n_neighbors : int
         Points in all, hidden points, and ``K``.
+    temperature_scale : float, default=1.0
+        Factor on the softmax and sparsemax temperature, which is otherwise the median
+        squared chart distance from a hidden point to its neighbours.
 
     Returns
     -------
     dict
         ``"error"``: mean squared 3-D error of each weighting (``"LLE (affine)"``,
         ``"convex, fitted"``, ``"softmax"``, ``"sparsemax"``, ``"uniform"``,
-        ``"nearest key"``); ``"chart_error"``: the same in the chart (how well each
+        ``"nearest key"``); ``"error_by_axis"``: the same split into the three
+        coordinates ``(x, y, z)``, a list of three per weighting (they sum to
+        ``"error"``); ``"chart_error"``: the same in the chart (how well each
         weighting reproduces the hidden point's coordinates); ``"bending"``: median
         over hidden points of ``|Σ_i w_i (s_i - s_q)²|`` for LLE and the convex fit
         (the weights' second moment along the rolled direction); ``"inside_hull"``:
@@ -205,8 +223,10 @@ def fill_in_blanks(seed: int, *, sheet: str = "roll", n: int = 1200,
     """
     if sheet not in ("roll", "flat"):
         raise ValueError(f"sheet must be 'roll' or 'flat', got {sheet!r}")
-    n, n_held, K = (check_int(v, name) for v, name in
-                    ((n, "n"), (n_held, "n_held"), (n_neighbors, "n_neighbors")))
+    n, n_held, K = (
+        check_int(v, name)
+        for v, name in ((n, "n"), (n_held, "n_held"), (n_neighbors, "n_neighbors"))
+    )
     roll, flat, chart = swiss_roll_sheets(n, check_int(seed, "seed", minimum=0))
     X = roll if sheet == "roll" else flat
     held, train = np.split(np.random.default_rng(seed).permutation(n), [n_held])
@@ -218,8 +238,8 @@ def fill_in_blanks(seed: int, *, sheet: str = "roll", n: int = 1200,
     weights = {"LLE (affine)": W_lle, "convex, fitted": convex_weights(Zq, Zk, nbr)}
     for normalizer in ("softmax", "sparsemax"):
         weights[normalizer] = attention(
-            q, k, k, score="neg_sq_dist", mask=m, normalizer=normalizer,
-            temperature=tau).weights.numpy()
+            q, k, k, score="neg_sq_dist", mask=m, normalizer=normalizer, temperature=tau
+        ).weights.numpy()
     weights["uniform"] = mask / K
     nearest = np.zeros_like(W_lle)
     nearest[np.arange(n_held), nbr[:, 0]] = 1.0
@@ -229,18 +249,26 @@ def fill_in_blanks(seed: int, *, sheet: str = "roll", n: int = 1200,
     W_self = lle_weights(Xq, K, keys=Xk, dense=True).weights
     return {
         "error": {name: mse(W, Xk, Xq) for name, W in weights.items()},
+        "error_by_axis": {
+            name: [float(v) for v in ((W @ Xk - Xq) ** 2).mean(0)]
+            for name, W in weights.items()
+        },
         "chart_error": {name: mse(W, Zk, Zq) for name, W in weights.items()},
-        "bending": {name: float(np.median(np.abs((weights[name] * ds2).sum(1))))
-                    for name in ("LLE (affine)", "convex, fitted")},
-        "inside_hull": float(np.mean(np.linalg.norm(
-            weights["convex, fitted"] @ Zk - Zq, axis=1) < 1e-6)),
+        "bending": {
+            name: float(np.median(np.abs((weights[name] * ds2).sum(1))))
+            for name in ("LLE (affine)", "convex, fitted")
+        },
+        "inside_hull": float(
+            np.mean(np.linalg.norm(weights["convex, fitted"] @ Zk - Zq, axis=1) < 1e-6)
+        ),
         "negative": float((W_lle[mask] < 0).mean()),
         "reconstruction": mse(W_self, Xk, Xq),
     }
 
 
-def crossing_planes(seed: int, n_per_plane: int = 60, n_neighbors: int = 6,
-                    alpha: float = 1e-2):
+def crossing_planes(
+    seed: int, n_per_plane: int = 60, n_neighbors: int = 6, alpha: float = 1e-2
+):
     """Unit vectors on two random planes through the origin, and three weightings.
 
     Parameters
@@ -273,15 +301,22 @@ def crossing_planes(seed: int, n_per_plane: int = 60, n_neighbors: int = 6,
     P = np.vstack([rng.normal(size=(n_per_plane, 2)) @ B.T for B in bases])
     P /= np.linalg.norm(P, axis=1, keepdims=True)
     W_lle, _, nbr = lle_weights(P, n_neighbors, dense=True)
-    lasso = Lasso(alpha=check_positive(alpha, "alpha"), fit_intercept=False,
-                  max_iter=10_000, precompute=True)
+    lasso = Lasso(
+        alpha=check_positive(alpha, "alpha"),
+        fit_intercept=False,
+        max_iter=10_000,
+        precompute=True,
+    )
     W_knn, W_all = np.zeros_like(W_lle), np.zeros_like(W_lle)
     for j in range(len(P)):
         W_knn[j, nbr[j]] = lasso.fit(P[nbr[j]].T, P[j]).coef_
         keys = np.delete(np.arange(len(P)), j)
         W_all[j, keys] = lasso.fit(P[keys].T, P[j]).coef_
-    weights = {"LLE, kNN mask": W_lle, "sparse, kNN mask": W_knn,
-               "sparse, all keys": W_all}
+    weights = {
+        "LLE, kNN mask": W_lle,
+        "sparse, kNN mask": W_knn,
+        "sparse, all keys": W_all,
+    }
     return P, np.repeat([0, 1], n_per_plane), weights
 
 
@@ -294,17 +329,17 @@ def manifold_sample(name: str, seed: int, n: int = 1000):
         scikit-learn's generators (``random_state=seed``), or ``n`` of the 1 797
         handwritten digits chosen by ``numpy.random.default_rng(seed)``.
     seed : int
+        Seed of the generator or of the choice of digits.
     n : int
         Number of points.
 
     Returns
     -------
     data : ndarray, shape (n, D), float64
+        The points.
     colour : ndarray, shape (n,)
         Position on the sheet, or the digit.
     """
-    from sklearn.datasets import load_digits, make_s_curve
-
     seed, n = check_int(seed, "seed", minimum=0), check_int(n, "n")
     if name == "swiss roll":
         data, colour = make_swiss_roll(n, random_state=seed)
@@ -327,6 +362,7 @@ def trust_scores(data, n_neighbors: int = 12, regs=(1e-3,)) -> dict:
     Parameters
     ----------
     data : array-like, shape (n, D)
+        The points to embed.
     n_neighbors : int
         ``K`` of the mask, and the neighbourhood trustworthiness scores.
     regs : sequence of float
@@ -339,19 +375,18 @@ def trust_scores(data, n_neighbors: int = 12, regs=(1e-3,)) -> dict:
         ``trustworthiness`` of each embedding; ``"residual"``: median over points of
         ``‖x_j - (W X)_j‖ / ‖x_j - mean‖`` for LLE's weights at the first ``reg``.
     """
-    from sklearn.manifold import trustworthiness
-
-    from ..lle import lle_embedding
-
     data = as_float_array(host_array(data), "data")
     K = check_int(n_neighbors, "n_neighbors")
     scores = {}
     for i, reg in enumerate(regs):
         W = lle_weights(data, K, reg=reg).weights
         if i == 0:
-            scores["residual"] = float(np.median(
-                np.linalg.norm(W @ data - data, axis=1)
-                / np.linalg.norm(data - data.mean(0), axis=1)))
+            scores["residual"] = float(
+                np.median(
+                    np.linalg.norm(W @ data - data, axis=1)
+                    / np.linalg.norm(data - data.mean(0), axis=1)
+                )
+            )
         Y = lle_embedding(W, 2, random_state=0).embedding
         scores[f"LLE, reg={reg:g}"] = float(trustworthiness(data, Y, n_neighbors=K))
     Y = lle_embedding(knn_softmax_weights(data, K), 2, random_state=0).embedding

@@ -20,8 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..attention import MultiHeadAttention
 from ..engines.lasso.common import soft_threshold  # unchecked: inner loops
+from ..layers import MultiHeadAttention
 from ..normalizers import softmax, sparsemax
 from ..subspace import UnrolledISTAAttention
 from ..training import TrainingDivergedError, to_device
@@ -232,7 +232,7 @@ class AttentionStack(nn.Module):
     ``h ← h + attend(h, keys, values)``, then ``h ← h + FF(h)`` with a two-layer ReLU
     feed-forward, ``n_layers`` times, from ``h = queries``. ``kind`` picks the
     attention: ``"softmax"`` or ``"sparsemax"``
-    (:class:`attnlib.attention.MultiHeadAttention`, one head) or ``"ista"``
+    (:class:`attnlib.layers.MultiHeadAttention`, one head) or ``"ista"``
     (:class:`attnlib.sparse_coding.UnrolledISTAAttention`, which adds two scalars per
     unrolled step). The parameter counts are otherwise equal.
 

@@ -35,7 +35,8 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from ..attention import MultiHeadAttention, output_of
+from ..attention import output_of
+from ..layers import MultiHeadAttention
 from ..symmetry import KnowledgeAttention
 from ..training import TrainingDivergedError, train
 from ..utils import as_tensor, check_int, check_positive, module_input

@@ -126,9 +126,8 @@ def _kernel_attention(
             centre = xt.mean(0).detach()
             xq, xt = xq - centre, xt - centre
         base = SCORES[_SOFTMAX_KERNELS[kernel]]
-        inverse = (
-            1 / bandwidth / bandwidth if kernel == "gaussian" else 1 / bandwidth
-        )  # inf, not 1/0
+        # inf, not 1/0
+        inverse = 1 / bandwidth / bandwidth if kernel == "gaussian" else 1 / bandwidth
         scale = min(inverse, torch.finfo(xq.dtype).max)
 
         def shifted(a, b):

@@ -109,10 +109,11 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             multi_output=True,
             ensure_min_samples=2 if loo else 1,
         )
+        # torch wants writable
         X, y = (
             np.require(X, requirements="W"),
             np.require(y, np.float64, requirements="W"),
-        )  # torch wants writable
+        )
         _check_kernel(self.kernel)
         if loo:
             grid = (
@@ -302,10 +303,11 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
             multi_output=True,
             ensure_min_samples=2,
         )
+        # torch wants writable
         X, y = (
             np.require(X, requirements="W"),
             np.require(y, np.float64, requirements="W"),
-        )  # torch wants writable
+        )
         n, d = X.shape
         p = (
             d

@@ -92,9 +92,8 @@ class ConvRouter(nn.Module):
         h = x.transpose(1, 2)  # Conv1d wants channels before positions
         h = torch.relu(self.convs[0](h))
         for conv in self.convs[1:]:
-            h = h + torch.relu(
-                conv(h)
-            )  # residual, so that deep stacks still train in a few hundred steps
+            # residual, so that deep stacks still train in a few hundred steps
+            h = h + torch.relu(conv(h))
         return self.readout(h).transpose(1, 2)
 
 
@@ -180,10 +179,9 @@ class AttentionRouter(nn.Module):
 
 
 class WeekdayMux(nn.Module):
-    """The friends' multiplexer: the day (via ``Q``) scores each friend's token.
+    """The friends' multiplexer: the day, through ``Q``, scores each friend's token.
 
-    Each friend's token is seen through ``K``.
-
+    The tokens are seen through ``K``:
     ``a(x_i, c) = x_iᵀ KᵀQ c``; the output is the chosen friend's token ``Σ α_i x_i``,
     read out linearly to restaurant logits.
 

@@ -140,9 +140,8 @@ def weekday_task(
             f"{rota.tolist()}"
         )
     prefs = torch.randint(n_restaurants, (n, n_friends), generator=g)
-    slots = torch.argsort(
-        torch.rand(n, n_friends, generator=g), dim=1
-    )  # slots[b, i]: friend in slot i
+    # slots[b, i]: friend in slot i
+    slots = torch.argsort(torch.rand(n, n_friends, generator=g), dim=1)
     day = torch.randint(n_friends, (n,), generator=g)
     dtype = torch.get_default_dtype()
     friends = torch.cat(
@@ -264,10 +263,11 @@ def conv_matrix(kernel, length: int) -> torch.Tensor:
     if kernel.numel() % 2 == 0:
         raise ValueError(f"kernel must have an odd length, got {kernel.numel()}")
     half = kernel.numel() // 2
+    # key - query
     offsets = (
         torch.arange(length, device=kernel.device)[None, :]
         - torch.arange(length, device=kernel.device)[:, None]
-    )  # key - query
+    )
     inside = offsets.abs() <= half
     return torch.where(
         inside,

@@ -89,6 +89,11 @@ def specs():
             {"temperature": "positive", "score": "choice", "normalizer": "choice"},
             optional=("temperature",),
         ),
+        "attention.resolve": Spec(
+            A.resolve,
+            lambda: dict(score="scaled_dot", normalizer="softmax"),
+            {"score": "choice", "normalizer": "choice"},
+        ),
         "attention.register_normalizer": Spec(
             A.register_normalizer,
             lambda: dict(name="battery-softmax", fn=A._NORMALIZERS["softmax"]),
@@ -97,41 +102,5 @@ def specs():
                 ("fn not callable", lambda a: a | dict(fn="softmax"), INVALID, "fn"),
                 ("name not a string", lambda a: a | dict(name=3), INVALID, "name"),
             ],
-        ),
-        "attention.MultiHeadAttention": Spec(
-            lambda embed_dim, num_heads, kdim, query, key, value: A.MultiHeadAttention(
-                embed_dim, num_heads, kdim=kdim, vdim=kdim
-            )(query, key, value),
-            lambda: dict(
-                embed_dim=4,
-                num_heads=2,
-                kdim=3,
-                query=_randn(2, 3, 4),
-                key=_randn(2, 5, 3, seed=1),
-                value=_randn(2, 5, 3, seed=2),
-            ),
-            {
-                "embed_dim": "int",
-                "num_heads": "int",
-                "kdim": "int",
-                "query": "array",
-                "key": "array",
-                "value": "array",
-            },
-            optional=("kdim", "value"),
-            group=("query", "key", "value", "kdim"),
-        ),
-        "attention.TransformerEncoderLayer": Spec(
-            lambda d_model, num_heads, dim_feedforward, x: A.TransformerEncoderLayer(
-                d_model, num_heads, dim_feedforward
-            )(x),
-            lambda: dict(d_model=4, num_heads=2, dim_feedforward=8, x=_randn(2, 3, 4)),
-            {
-                "d_model": "int",
-                "num_heads": "int",
-                "dim_feedforward": "int",
-                "x": "array",
-            },
-            optional=("dim_feedforward",),
         ),
     }

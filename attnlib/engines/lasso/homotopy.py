@@ -125,18 +125,18 @@ def _exact_on_support(B, Y, lam, coef):
 
 
 def ssc_active_set(X, lam, k, tol, max_steps, max_rounds=50, block=1024):
-    """SSC by exact homotopy on working sets of k keys.
+    """SSC by exact homotopy on working sets of k keys, grown by violating keys.
 
-    The working sets grow by the keys whose optimality conditions are violated.
+    A key joins a row's set when its optimality condition fails for that row; the
+    rounds stop when none does (or after ``max_rounds``).
     """
     N, D = X.shape
     k = min(max(k, D + 1), N - 1)
     rows = np.arange(N)
     idx = _top_k_per_row(X, X, k, rows)  # first guess: the most correlated samples
     coef = np.zeros((N, k))
-    worst = np.empty(
-        N
-    )  # max_j |x_j · r_i| over all keys j ≠ i: the gap certificate needs it
+    # max_j |x_j · r_i| over all keys j ≠ i: the gap certificate needs it
+    worst = np.empty(N)
     todo, steps = rows, 0
     for n_round in range(1, max_rounds + 1):
         coef[todo], s = homotopy_rows(X[idx[todo]], X[todo], lam[todo, 0], max_steps)

@@ -258,9 +258,8 @@ def _kkt_violations(X, R, idx, lam, slack, block=1024):
 def ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=20):
     """SSC on working sets: solve on k candidate keys per row, add violators, repeat."""
     N = X.shape[0]
-    k = min(
-        max(k, 2 * X.shape[1]), N - 1
-    )  # room for a support of up to D keys, and more
+    # room for a support of up to D keys, and more
+    k = min(max(k, 2 * X.shape[1]), N - 1)
     rows = np.arange(N)
     idx = _top_k_per_row(X, X, k, rows)  # start from the most correlated samples
     coef = np.zeros((N, k))

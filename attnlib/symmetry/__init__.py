@@ -1,0 +1,40 @@
+"""Symmetry: why a map that ignores the choice of embedding must look like attention.
+
+A sequence-to-sequence map is *orthogonal equivariant* when rotating the embedding space
+rotates its output in the same way. Ma & Ying (2021) show that such a map returns, for
+every token, a combination of the input tokens whose coefficients depend only on inner
+products; with "knowledge" vectors ``Z`` living in the same space, the coefficients may
+depend on ``Z``'s inner products with the tokens, and self-attention is the simplest
+finite-parameter instance of that form.
+
+Convention: tokens are rows, as everywhere in attnlib. A sequence is ``X`` of shape
+``(n, d)``, the knowledge ``Z`` is ``(k, d)``, a rotation acts as ``X -> X @ Q.T`` and a
+permutation of the tokens as ``X -> P @ X``. The paper writes tokens as columns
+(``X ∈ R^{d×n}``, ``f(X) = X g(XᵀX)``); its coefficient matrix ``g`` is our
+``weights.T`` and its ``ZᵀX`` is our ``X @ Z.T``.
+
+The group elements and the equivariance test live in :mod:`attnlib.symmetry.groups`,
+the heads of that form in :mod:`attnlib.symmetry.heads`; every name is imported from
+here.
+"""
+
+from .groups import (
+    GROUPS as GROUPS,
+)
+from .groups import (
+    equivariance_error,
+    householder,
+    random_orthogonal,
+    random_permutation,
+)
+from .heads import KERNELS as KERNELS
+from .heads import KnowledgeAttention, knowledge_attention
+
+__all__ = [
+    "random_orthogonal",
+    "random_permutation",
+    "householder",
+    "equivariance_error",
+    "knowledge_attention",
+    "KnowledgeAttention",
+]

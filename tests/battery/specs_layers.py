@@ -1,0 +1,52 @@
+"""The battery's specs for ``attnlib.layers``."""
+
+from __future__ import annotations
+
+import importlib
+
+from .core import Spec, _randn
+
+MODULE = "layers"
+
+
+def specs():
+    L = importlib.import_module("attnlib.layers")
+
+    return {
+        "layers.MultiHeadAttention": Spec(
+            lambda embed_dim, num_heads, kdim, query, key, value: L.MultiHeadAttention(
+                embed_dim, num_heads, kdim=kdim, vdim=kdim
+            )(query, key, value),
+            lambda: dict(
+                embed_dim=4,
+                num_heads=2,
+                kdim=3,
+                query=_randn(2, 3, 4),
+                key=_randn(2, 5, 3, seed=1),
+                value=_randn(2, 5, 3, seed=2),
+            ),
+            {
+                "embed_dim": "int",
+                "num_heads": "int",
+                "kdim": "int",
+                "query": "array",
+                "key": "array",
+                "value": "array",
+            },
+            optional=("kdim", "value"),
+            group=("query", "key", "value", "kdim"),
+        ),
+        "layers.TransformerEncoderLayer": Spec(
+            lambda d_model, num_heads, dim_feedforward, x: L.TransformerEncoderLayer(
+                d_model, num_heads, dim_feedforward
+            )(x),
+            lambda: dict(d_model=4, num_heads=2, dim_feedforward=8, x=_randn(2, 3, 4)),
+            {
+                "d_model": "int",
+                "num_heads": "int",
+                "dim_feedforward": "int",
+                "x": "array",
+            },
+            optional=("dim_feedforward",),
+        ),
+    }
