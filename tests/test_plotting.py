@@ -201,6 +201,9 @@ def test_table_shows_words_fixed_decimals_a_dash_and_no_index():
     assert 'class="row_heading' not in page  # the numeric index is hidden
     page = table(df, formats={"rel_error": "{:.1e}"}).to_html()
     assert "3.3e-01" in page
+    df["share"] = [0.25, 0.5]  # a format for one column keeps the others' precision
+    page = table(df, precision=1, formats={"rel_error": "{:.1e}"}).to_html()
+    assert ">0.2<" in page and ">0.250000<" not in page
     with pytest.raises(ValueError, match="headers names columns not in df"):
         table(df, headers={"nope": "x"})
     with pytest.raises(ValueError, match="df must be a pandas DataFrame"):

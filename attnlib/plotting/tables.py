@@ -69,8 +69,8 @@ def table(
     out = df.rename(columns=names)
     styler = out.style.format(precision=precision, na_rep=na)
     fixed = {names[c]: f for c, f in formats.items()}
-    if fixed:
-        styler = styler.format(fixed, na_rep=na)
+    if fixed:  # only these columns: the others keep ``precision``
+        styler = styler.format(fixed, na_rep=na, subset=list(fixed))
     if not index:
         styler = styler.hide(axis="index")
     if caption:
