@@ -10,7 +10,7 @@ working sets.
 solver.
 
 Here the inputs are checked once and the solver picked; the solvers themselves are
-engines (:mod:`attnlib.engines.lasso`) that trust what they are given.
+engines (``attnlib.engines.lasso``) that trust what they are given.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 :class:`MultiHeadAttention` runs several heads of the one equation in learned subspaces;
 :class:`TransformerEncoderLayer` wraps it with a feed-forward block, residuals and layer
-norms. Both accept the same ``score`` and ``normalizer`` as :func:`attention`.
+norms. Both accept the same ``score`` and ``normalizer`` as
+:func:`~attnlib.attention.attention`.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ class MultiHeadAttention(nn.Module):
     bias : bool
         Whether the four projections have biases.
     score : str or callable
-        How queries are compared with keys, see :func:`attention`.
+        How queries are compared with keys, see :func:`~attnlib.attention.attention`.
     normalizer : str or callable
-        How a row of scores becomes weights, see :func:`attention`.
+        How a row of scores becomes weights, see :func:`~attnlib.attention.attention`.
 
     Implements
     ----------
@@ -185,9 +186,9 @@ class TransformerEncoderLayer(nn.Module):
     activation : callable
         The MLP's non-linearity (ReLU by default).
     score : str or callable
-        How queries are compared with keys, see :func:`attention`.
+        How queries are compared with keys, see :func:`~attnlib.attention.attention`.
     normalizer : str or callable
-        How a row of scores becomes weights, see :func:`attention`.
+        How a row of scores becomes weights, see :func:`~attnlib.attention.attention`.
 
     Implements
     ----------

@@ -111,7 +111,7 @@ def swiss_roll_sheets(n: int, random_state: int):
     n : int
         Number of points.
     random_state : int
-        Seed of :func:`sklearn.datasets.make_swiss_roll`.
+        Seed of scikit-learn's ``make_swiss_roll``.
 
     Returns
     -------

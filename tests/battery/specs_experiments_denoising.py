@@ -19,6 +19,30 @@ def specs():
     Dn = importlib.import_module("attnlib.experiments.denoising")
 
     return {
+        # One step per model, one small CNN: the arguments meet check_int and
+        # check_positive before anything trains.
+        "experiments.denoising.baseline_run": Spec(
+            Dn.baseline_run,
+            lambda: dict(
+                seed=0, n_steps=1, cnn_steps=1, widths=(2,), heads=(1,), lr=0.005,
+                noise=0.1,
+            ),
+            {
+                "seed": "int0",
+                "n_steps": "int",
+                "cnn_steps": "int",
+                "lr": "positive",
+                "noise": "positive",
+            },
+            optional=("cnn_steps",),
+            # noise 1e-30: the noisy crop equals the clean one, so exact NLM's PSNR is
+            # +inf, the correct answer.
+            overflow={"noise": ("1e-30",)},
+        ),
+        # No argument: the baseline call checks that the five images load, grey.
+        "experiments.denoising.training_images": Spec(
+            Dn.training_images, lambda: {}, {}
+        ),
         "experiments.denoising.SmallCNNDenoiser": Spec(
             lambda width, kernel_size, image: Dn.SmallCNNDenoiser(width, kernel_size)(
                 image
