@@ -13,8 +13,8 @@ permutation of the tokens as ``X -> P @ X``. The paper writes tokens as columns
 (``X ∈ R^{d×n}``, ``f(X) = X g(XᵀX)``); its coefficient matrix ``g`` is our
 ``weights.T`` and its ``ZᵀX`` is our ``X @ Z.T``.
 
-The group elements and the equivariance test live in :mod:`attnlib.symmetry.groups`,
-the heads of that form in :mod:`attnlib.symmetry.heads`; every name is imported from
+The group elements and the equivariance test live in ``attnlib.symmetry.groups``,
+the heads of that form in ``attnlib.symmetry.heads``; every name is imported from
 here.
 """
 
