@@ -24,7 +24,12 @@ def specs():
         "experiments.denoising.baseline_run": Spec(
             Dn.baseline_run,
             lambda: dict(
-                seed=0, n_steps=1, cnn_steps=1, widths=(2,), heads=(1,), lr=0.005,
+                seed=0,
+                n_steps=1,
+                cnn_steps=1,
+                widths=(2,),
+                heads=(1,),
+                lr=0.005,
                 noise=0.1,
             ),
             {

@@ -46,14 +46,23 @@ def specs():
         "experiments.manifolds.fill_in_blanks": Spec(
             Mf.fill_in_blanks,
             lambda: dict(seed=0, sheet="roll", n=60, n_held=10, n_neighbors=5),
-            {"seed": "int0", "sheet": "choice", "n": "int", "n_held": "int",
-             "n_neighbors": "int"},
+            {
+                "seed": "int0",
+                "sheet": "choice",
+                "n": "int",
+                "n_held": "int",
+                "n_neighbors": "int",
+            },
         ),
         "experiments.manifolds.crossing_planes": Spec(
             Mf.crossing_planes,
             lambda: dict(seed=0, n_per_plane=10, n_neighbors=4, alpha=1e-2),
-            {"seed": "int0", "n_per_plane": "int", "n_neighbors": "int",
-             "alpha": "positive"},
+            {
+                "seed": "int0",
+                "n_per_plane": "int",
+                "n_neighbors": "int",
+                "alpha": "positive",
+            },
         ),
         "experiments.manifolds.manifold_sample": Spec(
             Mf.manifold_sample,
