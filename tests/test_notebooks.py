@@ -111,8 +111,9 @@ def test_every_module_is_in_the_api_reference():
     index = (ROOT / "book" / "api.md").read_text()
     pages = sorted(p.stem for p in (ROOT / "book" / "api").glob("*.md"))
     assert [p for p in pages if f"(api/{p}.md)" not in index] == []
-    # Every public module and package of attnlib, and every experiment module; the
-    # modules inside a package (lasso, continuous) are documented by its __all__.
+    # Every public module and package of attnlib, and every experiment module or
+    # package; the modules inside a package (continuous, experiments.symmetry) are
+    # documented by its __all__.
     package = ROOT / "attnlib"
     modules = sorted(
         [p.stem for p in package.glob("*.py") if not p.stem.startswith("_")]
@@ -121,6 +122,10 @@ def test_every_module_is_in_the_api_reference():
             f"experiments.{p.stem}"
             for p in (package / "experiments").glob("*.py")
             if not p.stem.startswith("_")
+        ]
+        + [
+            f"experiments.{p.parent.name}"
+            for p in package.glob("experiments/*/__init__.py")
         ]
     )
     modules.remove("experiments")  # a namespace for the modules listed one by one
