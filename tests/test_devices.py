@@ -13,6 +13,7 @@ import torch
 from simulated_cuda import SimulatedCuda, is_simulated_cuda
 from torch import nn
 
+from attnlib.devices import device_or_cpu
 from attnlib.training import train
 from attnlib.utils import get_device
 
@@ -23,6 +24,20 @@ CUDA = torch.device("cuda", 0)
 def cuda():
     with SimulatedCuda():
         yield get_device()
+
+
+# -- device=None: the CPU, even where an accelerator is present --
+
+
+def test_device_or_cpu_keeps_none_on_the_cpu_even_with_cuda_present(cuda):
+    assert get_device() == cuda and device_or_cpu(None) == torch.device("cpu")
+    assert device_or_cpu() == torch.device("cpu")
+    assert device_or_cpu("cuda") == torch.device("cuda")
+    assert device_or_cpu("cuda:1") == torch.device("cuda", 1)  # named, not checked
+    assert device_or_cpu(cuda) is cuda
+    for bad in ("no-such-device", 0.5, True, ["cpu"]):
+        with pytest.raises(ValueError, match="device must be a device name"):
+            device_or_cpu(bad)
 
 
 # -- the guard itself: it catches what CUDA would refuse, and lets the rest compute --
@@ -181,18 +196,14 @@ def test_classify_accuracy_with_the_model_on_a_device(cuda):
 
 def test_routing_cells_with_models_on_a_device(cuda):
     """Chapter 08's routing section: models on the device, tasks built there or not."""
-    from attnlib.experiments.routing import (
+    from attnlib.experiments.routing import pointer_task
+    from attnlib.experiments.routing_scores import (
+        accuracy_by_distance,
         accuracy_by_offset,
         pointer_loss,
-        pointer_task,
-    )
-    from attnlib.mux import (
-        AttentionRouter,
-        ConvRouter,
-        accuracy_by_distance,
         routing_loss,
-        routing_task,
     )
+    from attnlib.mux import AttentionRouter, ConvRouter, routing_task
 
     for where in (None, cuda):
         m = AttentionRouter(5, 4, d_model=8).to(cuda)

@@ -53,6 +53,7 @@ NO_EQUATION = {
     "attention": {"register_normalizer", "resolve", "AttentionResult"},
     "utils": "all",
     "training": "all",
+    "devices": "all",
     "data": {
         "shuffled_translation",
         "captioned_images",
@@ -65,8 +66,8 @@ NO_EQUATION = {
     "results": "all",
     # Training pairs and a metric for the denoising experiment.
     "denoise": {"crop_batches", "psnr"},
-    # Data for the experiments and their training/evaluation helpers.
-    "mux": {"translation_sequences", "routing_loss", "accuracy_by_distance"},
+    # Data for the equivariance checks.
+    "mux": {"translation_sequences"},
     # Which compiled loops this process uses.
     "engines.entmax_kernels": {"backend"},
     "lasso": {"lam_column"},

@@ -8,13 +8,11 @@ import torch
 from scipy.linalg import toeplitz
 
 from attnlib.experiments.routing import (
-    accuracy_by_offset,
     best_convolution,
     dirichlet_laplacian,
     fit_linear_stack,
     green_function,
     layers_to_see_everything,
-    pointer_loss,
     pointer_task,
 )
 from attnlib.mux import ConvRouter, conv_matrix
@@ -45,31 +43,14 @@ def test_pointer_task_has_many_answers_per_sequence():
     assert np.mean(best_single) < 0.5
 
 
-def test_accuracy_by_offset_and_loss_against_a_direct_count():
-    t = pointer_task(8, length=6, n_values=3, seed=1)
-
-    class Oracle(torch.nn.Module):
-        def forward(self, x):
-            return 10 * torch.nn.functional.one_hot(t.target, 3).float()
-
-    acc = accuracy_by_offset(Oracle(), t)
-    offsets = (torch.arange(6)[None] - t.source).abs()
-    present = set(offsets.flatten().tolist())
-    assert all(acc[d] == 1.0 for d in present) and all(
-        math.isnan(acc[d]) for d in range(6) if d not in present
-    )
-    assert pointer_loss(Oracle(), t) < 1e-3
-
-
 @pytest.mark.parametrize("length,kernel", [(24, 5), (8, 5), (10, 3), (1000, 5), (7, 7)])
 def test_layers_to_see_everything_matches_the_closed_form_and_a_conv_stack(
     length, kernel
 ):
     layers = layers_to_see_everything(length, kernel)
     assert layers == math.ceil(2 * (length - 1) / (kernel - 1))
-    if (
-        length <= 24
-    ):  # a real stack: the last output feels the first input only at that depth
+    # a real stack: the last output feels the first input only at that depth
+    if length <= 24:
         for depth, feels in [(layers - 1, False), (layers, True)]:
             if depth == 0:
                 continue

@@ -6,18 +6,16 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from torch import nn
 
+from attnlib.experiments.routing_scores import accuracy_by_distance, routing_loss
 from attnlib.mux import (
     AttentionRouter,
     ConvRouter,
     RoutingTask,
     WeekdayMux,
-    accuracy_by_distance,
     conv_matrix,
     hard_mux,
     hardmax,
-    routing_loss,
     routing_task,
     shift_tokens,
     soft_mux,
@@ -281,38 +279,6 @@ def test_one_attention_layer_learns_routing_at_every_distance():
     train(model, routing_loss, batches, n_steps=80, lr=2e-2, progress=False)
     acc = accuracy_by_distance(model, routing_task(200, 16, 6, seed=0))
     assert acc.min() > 0.95
-
-
-# --------------------------------------------------------------------- training helpers
-
-
-class _Fixed(nn.Module):
-    def __init__(self, logits):
-        super().__init__()
-        self.logits = logits
-
-    def forward(self, x):
-        return self.logits
-
-
-def test_accuracy_by_distance_and_loss_against_a_direct_count():
-    t = routing_task(30, 8, 4, seed=5)
-    logits = torch.randn(30, 8, 4, generator=torch.Generator().manual_seed(0))
-    acc = accuracy_by_distance(_Fixed(logits), t)
-    pred, target, marker = logits.argmax(-1).numpy(), t.target.numpy(), t.marker.numpy()
-    for d in range(8):
-        pairs = [(b, j) for b in range(30) for j in range(8) if abs(j - marker[b]) == d]
-        expected = (
-            np.mean([pred[b, j] == target[b] for b, j in pairs]) if pairs else np.nan
-        )
-        np.testing.assert_allclose(acc[d], expected)
-    logp = torch.log_softmax(logits, -1).numpy()
-    expected_loss = -np.mean(
-        [logp[b, j, target[b]] for b in range(30) for j in range(8)]
-    )
-    np.testing.assert_allclose(
-        routing_loss(_Fixed(logits), t).item(), expected_loss, rtol=1e-6
-    )
 
 
 def test_to_device_keeps_named_tuples():

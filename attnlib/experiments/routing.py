@@ -15,6 +15,9 @@ however wide, comes close to it. A *stack* of zero-padded convolutions is not on
 convolution: the padding cuts each layer's band at the borders, so the product of the
 layers' matrices is not Toeplitz there, and a deep enough stack learns the borders and
 approaches the inverse (:func:`fit_linear_stack`).
+
+The losses and accuracies that train and read the models on either task are in
+:mod:`attnlib.experiments.routing_scores`.
 """
 
 from __future__ import annotations
@@ -24,16 +27,13 @@ from typing import NamedTuple
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from ..training import to_device
-from ..utils import as_float_array, check_int, check_type
+from ..utils import as_float_array, check_int
 
 __all__ = [
     "PointerTask",
     "pointer_task",
-    "pointer_loss",
-    "accuracy_by_offset",
     "layers_to_see_everything",
     "dirichlet_laplacian",
     "green_function",
@@ -119,63 +119,6 @@ def pointer_task(
         x.to(torch.get_default_dtype()), values.gather(1, source), source
     )
     return to_device(task, device)
-
-
-def _check_model_task(model, task) -> None:
-    check_type(model, "model", nn.Module, "an nn.Module")
-    check_type(task, "task", PointerTask, "a PointerTask (see pointer_task)")
-
-
-def pointer_loss(model: nn.Module, task: PointerTask) -> torch.Tensor:
-    """Mean cross-entropy over every position of every sequence.
-
-    Parameters
-    ----------
-    model : nn.Module
-        Maps ``task.x`` ``(n, length, features)`` to logits ``(n, length, n_values)``.
-    task : PointerTask
-        The sequences and their targets (:func:`pointer_task`).
-
-    Returns
-    -------
-    torch.Tensor, shape ()
-        The loss, differentiable with respect to the model's parameters.
-    """
-    _check_model_task(model, task)
-    logits = model(task.x)
-    return F.cross_entropy(logits.flatten(0, 1), task.target.flatten())
-
-
-@torch.no_grad()
-def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
-    """Accuracy at position i as a function of the reading distance ``|i - source[i]|``.
-
-    Parameters
-    ----------
-    model : nn.Module
-        Maps ``task.x`` ``(n, length, features)`` to logits ``(n, length, n_values)``.
-    task : PointerTask
-        The sequences and their targets (:func:`pointer_task`); evaluated in eval
-        mode, the model's mode restored after.
-
-    Returns
-    -------
-    ndarray, shape (length,)
-        Entry d is the accuracy at distance d (NaN where no position has that distance).
-    """
-    _check_model_task(model, task)
-    was_training = model.training
-    model.eval()
-    pred = model(task.x).argmax(-1).cpu()  # counted on the CPU, whatever the device
-    model.train(was_training)
-    length = task.x.shape[1]
-    # Counted on the CPU, where the result goes (NumPy).
-    distance = (torch.arange(length)[None, :] - task.source.cpu()).abs().flatten()
-    correct = (pred == task.target.cpu()).double().flatten()
-    hits = torch.zeros(length, dtype=torch.float64).index_add_(0, distance, correct)
-    counts = torch.bincount(distance, minlength=length).double()
-    with np.errstate(invalid="ignore"):
-        return (hits / counts).numpy()
 
 
 def layers_to_see_everything(length: int, kernel_size: int) -> int:
@@ -350,9 +293,8 @@ def fit_linear_stack(
     if kernel_size % 2 == 0:
         raise ValueError(f"kernel_size must be odd, got {kernel_size}")
     n = len(target)
-    basis = torch.eye(n, dtype=torch.float64)[
-        :, None, :
-    ]  # column k: the response to e_k
+    # column k: the response to e_k
+    basis = torch.eye(n, dtype=torch.float64)[:, None, :]
 
     def matrix(kernels):
         x = basis

@@ -1,10 +1,9 @@
 """Chapter 08's trained experiments, one seed at a time, for the committed sweep.
 
-Each function runs one experiment of chapter 08 for one seed, which draws the training
-and test data and initialises every model, and returns a flat dictionary of numbers.
-``benchmarks/mux.py`` runs them over seeds and writes ``attnlib/results/mux.json``; the
-chapter asserts its claims on the medians and ranges, and ``tests/test_results.py``
-recomputes one seed.
+The seed draws the training and test data and initialises every model, and each
+function returns a flat dictionary of numbers. ``benchmarks/mux.py`` runs them over
+seeds and writes ``attnlib/results/mux.json``; the chapter asserts its claims on the
+medians and ranges, and ``tests/test_results.py`` recomputes one seed.
 
 - :func:`reach_bound`: the least relative error, on white noise, of any model whose
   output j depends only on inputs within ``reach`` of j, for a linear target.
@@ -20,18 +19,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..mux import (
-    AttentionRouter,
-    ConvRouter,
-    WeekdayMux,
-    accuracy_by_distance,
-    routing_loss,
-    routing_task,
-    weekday_task,
-)
+from ..devices import device_or_cpu
+from ..mux import AttentionRouter, ConvRouter, WeekdayMux, routing_task, weekday_task
 from ..training import to_device, train
 from ..utils import as_float_array, check_int
-from .routing import green_function, pointer_loss, pointer_task
+from .routing import green_function, pointer_task
+from .routing_scores import accuracy_by_distance, pointer_loss, routing_loss
 
 __all__ = [
     "reach_bound",
@@ -47,9 +40,10 @@ LENGTH, N_VALUES = 24, 6
 
 
 def reach_bound(target, reach: int) -> float:
-    """``‖target outside the band |i − j| ≤ reach‖_F / ‖target‖_F``.
+    """A floor on the relative error of any model that sees ``reach`` inputs each side.
 
-    For white-noise inputs ``f`` (independent, mean 0, variance 1) and the linear map
+    The floor is ``‖target outside the band |i − j| ≤ reach‖_F / ‖target‖_F``. For
+    white-noise inputs ``f`` (independent, mean 0, variance 1) and the linear map
     ``y = target @ f``, any model whose output j is a function of ``f[j - reach : j +
     reach + 1]`` alone, linear or not, has ``E‖out − y‖² ≥ Σ_{|i−j|>reach} target_ij²``:
     for Gaussian noise the best such output is the conditional mean, the in-band part
@@ -112,7 +106,7 @@ def wide_stack_run(
     """
     seed, depth = check_int(seed, "seed", minimum=0), check_int(depth, "depth")
     n = check_int(n, "n", minimum=2)
-    device = torch.device("cpu") if device is None else torch.device(device)
+    device = device_or_cpu(device)
     G = torch.as_tensor(green_function(n), dtype=torch.float32, device=device)
     scale = G.norm() / n**0.5  # targets of unit scale, so one lr suits every n
 
@@ -172,7 +166,7 @@ def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
         The numbers above, one key each, as floats.
     """
     seed = check_int(seed, "seed", minimum=0)
-    device = torch.device("cpu") if device is None else torch.device(device)
+    device = device_or_cpu(device)
     batches = lambda s: to_device(  # noqa: E731
         routing_task(32, LENGTH, N_VALUES, seed=10**5 * (seed + 1) + s), device
     )
@@ -231,7 +225,7 @@ def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
         The numbers above, one key each, as floats.
     """
     seed = check_int(seed, "seed", minimum=0)
-    device = torch.device("cpu") if device is None else torch.device(device)
+    device = device_or_cpu(device)
     n_in = 2 * LENGTH + N_VALUES
     batches = lambda s: to_device(  # noqa: E731
         pointer_task(32, LENGTH, N_VALUES, seed=10**5 * (seed + 1) + s), device
@@ -302,7 +296,7 @@ def weekday_run(seed: int, *, n_steps: int = 200, device=None) -> dict:
         The numbers above, one key each, as floats.
     """
     seed = check_int(seed, "seed", minimum=0)
-    device = torch.device("cpu") if device is None else torch.device(device)
+    device = device_or_cpu(device)
     rota = weekday_task(1, seed=seed).rota
     batches = lambda s: to_device(  # noqa: E731
         weekday_task(64, seed=10**5 * (seed + 1) + s, rota=rota), device

@@ -9,18 +9,14 @@ self-attention.
 
 The package holds the tasks (``tasks``: routing, the weekday multiplexer, sequences for
 equivariance checks), the multiplexers themselves (``maps``), and the small models the
-chapter trains (``models``); every public name is importable from ``attnlib.mux``.
+chapter trains (``models``); every public name is importable from ``attnlib.mux``. The
+loss and the accuracy by distance that train and read the routers are experiment
+scaffolding, in ``attnlib.experiments.routing_scores``.
 Tokens are rows: sequences are ``(batch, length, features)``.
 """
 
 from .maps import NORMALIZERS, hard_mux, hardmax, soft_mux, straight_through_hardmax
-from .models import (
-    AttentionRouter,
-    ConvRouter,
-    WeekdayMux,
-    accuracy_by_distance,
-    routing_loss,
-)
+from .models import AttentionRouter, ConvRouter, WeekdayMux
 from .tasks import (
     FRIENDS,
     WEEKDAYS,
@@ -48,8 +44,6 @@ __all__ = [
     "ConvRouter",
     "AttentionRouter",
     "WeekdayMux",
-    "routing_loss",
-    "accuracy_by_distance",
     "NORMALIZERS",
     "WEEKDAYS",
     "FRIENDS",

@@ -1,25 +1,18 @@
-"""The models chapter 08 trains: a convolutional router, an attention router and the
-weekday multiplexer, with the loss and the accuracy the chapter reads.
+"""The models chapter 08 trains: two routers (convolution, attention) and WeekdayMux.
+
+Each maps tokens (rows) to logits. The loss and the accuracy that train and read the
+routers serve the chapter's experiment and live in
+``attnlib.experiments.routing_scores``.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..attention import attention
-from ..utils import (
-    check_int,
-    check_type,
-    module_input,
-    names_input,
-)
+from ..utils import check_int, module_input, names_input
 from .maps import _normalizer, _squeeze_query
-from .tasks import RoutingTask
-
-# --------------------------------------------------------------------------- models
 
 
 class ConvRouter(nn.Module):
@@ -266,66 +259,3 @@ class WeekdayMux(nn.Module):
             The logits.
         """
         return self.readout(self.attend(friends, day).output)
-
-
-# --------------------------------------------------------------------- training helpers
-
-
-def _check_model_task(model, task) -> None:
-    check_type(model, "model", nn.Module, "an nn.Module")
-    check_type(task, "task", RoutingTask, "a RoutingTask (see routing_task)")
-
-
-def routing_loss(model: nn.Module, task: RoutingTask) -> torch.Tensor:
-    """Mean cross-entropy at every position (each must name the marked value).
-
-    Parameters
-    ----------
-    model : nn.Module
-        Maps ``task.x``, ``(n, length, n_values + 1)``, to logits
-        ``(n, length, n_values)``.
-    task : RoutingTask
-        The sequences and their targets (:func:`routing_task`).
-
-    Returns
-    -------
-    torch.Tensor, shape ()
-        The loss, differentiable with respect to the model's parameters.
-    """
-    _check_model_task(model, task)
-    logits = model(task.x)
-    target = task.target[:, None].expand(logits.shape[:2])
-    return F.cross_entropy(logits.flatten(0, 1), target.flatten())
-
-
-@torch.no_grad()
-def accuracy_by_distance(model: nn.Module, task: RoutingTask) -> np.ndarray:
-    """Accuracy of the prediction at position j as a function of ``|j - marker|``.
-
-    Parameters
-    ----------
-    model : nn.Module
-        As in :func:`routing_loss`; evaluated in eval mode, its mode restored after.
-    task : RoutingTask
-        The sequences and their targets (:func:`routing_task`).
-
-    Returns
-    -------
-    ndarray, shape (length,)
-        Entry d is the accuracy over all (sequence, position) pairs at distance d from
-        the marked position (NaN if there are none).
-    """
-    _check_model_task(model, task)
-    was_training = model.training
-    model.eval()
-    pred = model(task.x).argmax(-1).cpu()  # counted on the CPU, whatever the device
-    model.train(was_training)
-    # Counted on the CPU, where the result goes (NumPy).
-    length, marker, target = task.x.shape[1], task.marker.cpu(), task.target.cpu()
-    distance = (torch.arange(length)[None, :] - marker[:, None]).abs()
-    correct = (pred == target[:, None]).double()
-    hits = torch.zeros(length, dtype=torch.float64).index_add_(
-        0, distance.flatten(), correct.flatten()
-    )
-    counts = torch.bincount(distance.flatten(), minlength=length).double()
-    return (hits / counts).numpy()

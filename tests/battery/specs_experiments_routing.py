@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import importlib
 
-import numpy as np
-
 from .core import (
     INVALID,
     Spec,
-    _model_task_cases,
 )
 
 MODULE = "experiments.routing"
@@ -17,10 +14,6 @@ MODULE = "experiments.routing"
 
 def specs():
     R = importlib.import_module("attnlib.experiments.routing")
-    M = importlib.import_module("attnlib.mux")
-
-    task = lambda: R.pointer_task(3, length=5, n_values=3)  # noqa: E731
-    model = lambda: M.AttentionRouter(2 * 5 + 3, 3, 4)  # noqa: E731
     return {
         "experiments.routing.pointer_task": Spec(
             R.pointer_task,
@@ -41,20 +34,6 @@ def specs():
                     "n_labels",
                 )
             ],
-        ),
-        "experiments.routing.pointer_loss": Spec(
-            R.pointer_loss,
-            lambda: dict(model=model(), task=task()),
-            {},
-            extra=_model_task_cases(),
-        ),
-        "experiments.routing.accuracy_by_offset": Spec(
-            lambda model, task: (lambda a: a[~np.isnan(a)])(
-                R.accuracy_by_offset(model, task)
-            ),
-            lambda: dict(model=model(), task=task()),
-            {},
-            extra=_model_task_cases(),
         ),
         "experiments.routing.layers_to_see_everything": Spec(
             R.layers_to_see_everything,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 
-import numpy as np
 import torch
 
 from .core import (
@@ -20,19 +19,6 @@ MODULE = "mux"
 def specs():
     M = importlib.import_module("attnlib.mux")
 
-    task = lambda: M.routing_task(4, length=6, n_values=3)  # noqa: E731
-    router = lambda: M.ConvRouter(4, 3, kernel_size=3)  # noqa: E731
-
-    def accuracy(model, task):
-        # NaN marks a distance at which no (sequence, position) pair lies (documented).
-        acc = M.accuracy_by_distance(model, task)
-        return acc[~np.isnan(acc)]
-
-    task_cases = lambda name: [  # noqa: E731
-        ("task a tuple", lambda a: a | {name: (1, 2)}, INVALID, name),
-        ("task None", lambda a: a | {name: None}, INVALID, name),
-        ("model not callable", lambda a: a | dict(model="abc"), INVALID, "model"),
-    ]
     return {
         "mux.routing_task": Spec(
             M.routing_task,
@@ -216,17 +202,5 @@ def specs():
                 "day": "array",
             },
             group=("friends", "day", "n_friends", "n_restaurants"),
-        ),
-        "mux.routing_loss": Spec(
-            M.routing_loss,
-            lambda: dict(model=router(), task=task()),
-            {},
-            extra=task_cases("task"),
-        ),
-        "mux.accuracy_by_distance": Spec(
-            accuracy,
-            lambda: dict(model=router(), task=task()),
-            {},
-            extra=task_cases("task"),
         ),
     }
