@@ -38,7 +38,8 @@ __all__ = [
 class AlignmentTask(NamedTuple):
     """Source ids ``(n, S)``, target ids ``(n, T)``, aligned source positions ``(T,)``.
 
-    The aligned source position is given for each target step.
+    Every sequence shares one monotone alignment: step ``t`` copies the source token at
+    ``aligned[t]``, so ``target = source[:, aligned]``.
     """
 
     source: torch.Tensor

@@ -1,7 +1,5 @@
 """Cluttered digits: chapter 07b's stand-in for visual question answering (Table 2).
 
-They stand in for the paper's visual question answering.
-
 ``load_digits`` digits pasted at random into noisy, cluttered canvases
 (:func:`cluttered_digits`), and a small CNN that reads its feature grid through discrete
 attention or through a 2-D Gaussian or truncated paraboloid moment-matched to it

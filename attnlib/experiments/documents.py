@@ -1,7 +1,5 @@
 """Generated documents: chapter 07b's stand-in for document classification (Table 1).
 
-They stand in for the paper's document classification.
-
 Long token sequences whose binary label is carried by a contiguous span of cue words
 (:func:`span_documents`), or, in the diffuse variant, by cue words spread over the whole
 document; a small classifier that reads them through discrete, continuous, combined or
@@ -50,10 +48,10 @@ TABLE1_ROWS = tuple(PAPER_TABLE1)
 
 
 class SpanDocuments(NamedTuple):
-    """Generated "documents": token ids, binary labels, and the span.
+    """Generated "documents": token ids ``(n, length)``, labels ``(n,)``, span starts.
 
-    Token ids ``(n, length)``, binary labels ``(n,)``, and the span
-    ``[start, start + span)``.
+    Document ``b``'s cue words lie in ``[start[b], start[b] + span)``; ``start`` is
+    ``(n,)``, and ``span`` is one int for every document (``span = length``: diffuse).
     """
 
     tokens: torch.Tensor
@@ -73,9 +71,7 @@ def span_documents(
     seed: int = 0,
     device: torch.device | str | None = None,
 ) -> SpanDocuments:
-    """Long token sequences whose binary label is told by one span at a random place.
-
-    The span is contiguous.
+    """Long token sequences whose label is told by one contiguous span placed at random.
 
     Tokens ``0..vocab-1`` are neutral; ``vocab..vocab+3`` are "positive" and
     ``vocab+4..vocab+7`` "negative" cue words. Inside the span a fraction ``cue`` of the

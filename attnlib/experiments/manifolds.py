@@ -179,7 +179,7 @@ def fill_in_blanks(
     n_neighbors: int = 10,
     temperature_scale: float = 1.0,
 ) -> dict:
-    """Predict held-out points of a sheet from their intrinsic coordinates.
+    """Predict held-out 3-D points of a sheet from their intrinsic (chart) coordinates.
 
     ``n_held`` points of :func:`swiss_roll_sheets` (seed ``seed``, split by
     ``numpy.random.default_rng(seed)``) are hidden. Each hidden point is known only by
