@@ -1,11 +1,10 @@
-"""Chapter 04's experiment helpers: softmax attention on LLE's mask, closed groups, and
-the fill-in-the-blanks prediction task.
+"""Chapter 04's experiment helpers: attention on LLE's mask, closed groups, fill-ins.
 
 None is LLE itself (that is :mod:`attnlib.lle`): the first builds the convex
-competitor that chapter 04 sets against LLE's affine weights, the second finds the
-pieces of a kNN graph that make LLE's embedding collapse, the others predict held-out
-points of a swiss roll (curved) or of the same sheet unrolled (flat) from their
-intrinsic coordinates.
+competitor, softmax attention on LLE's mask, that chapter 04 sets against LLE's affine
+weights; the second finds the pieces of a kNN graph that make LLE's embedding collapse;
+the others predict held-out points of a swiss roll (curved) or of the same sheet
+unrolled (flat) from their intrinsic coordinates, the fill-in-the-blanks task.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Self-expression constrained to the simplex: each point a convex combination of the
-others.
+"""Self-expression on the simplex: each point a convex combination of the others.
 
 :func:`normalized_self_expression` fits free logits, one row per point with its own
 entry masked, through softmax or sparsemax to the self-expression loss: the

@@ -1,10 +1,9 @@
-"""Chapter 06's task: a random teacher that is equivariant with knowledge, its data, and
-the error every learner is scored by.
+"""Chapter 06's task: random teachers, the sequences they label, and the error score.
 
-Each seed draws a new teacher (:func:`make_teacher`), and :func:`knowledge_task` labels
-Gaussian token sequences with it, with label noise for training and without for
-testing; :func:`relative_error` is the score, 0 for a perfect prediction and 1 for
-predicting zero.
+Each seed draws a new teacher (:func:`make_teacher`), orthogonal equivariant with
+knowledge, and :func:`knowledge_task` labels Gaussian token sequences with it, with
+label noise for training and without for testing; :func:`relative_error` is the score
+of every learner, 0 for a perfect prediction and 1 for predicting zero.
 """
 
 from __future__ import annotations
