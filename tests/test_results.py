@@ -61,6 +61,8 @@ class Check:
     value: float
     rtol: float = 0.0
     atol: float = 0.0
+    #: compare orders of magnitude: ``atol`` is then in decades (log10 units)
+    log10: bool = False
 
     def committed(self, result: dict):
         if self.path and self.path[0] == "count":  # ("count", list key, fields)
@@ -72,9 +74,10 @@ class Check:
         return node
 
     def holds(self, result: dict) -> bool:
-        return math.isclose(
-            self.committed(result), self.value, rel_tol=self.rtol, abs_tol=self.atol
-        )
+        a, b = self.committed(result), self.value
+        if self.log10:
+            a, b = math.log10(a), math.log10(b)
+        return math.isclose(a, b, rel_tol=self.rtol, abs_tol=self.atol)
 
     def report(self, result: dict) -> str:
         return (
@@ -158,11 +161,14 @@ def slice_continuous(result: dict) -> list[Check]:
             progress=False,
         )  # fmt: skip
         acc = b.accuracy(model, te.tokens, te.labels)
-        # 5 of 1000 test documents: far below the chapter's gaps (0.5 to chance, 0.03
-        # between combined sparsemax and softmax)
+        # Training is chaotic in round-off: another CPU and torch (an H100 machine's
+        # host, torch 2.11) gave 0.948 for the committed 0.957, and so did a change of
+        # the scores' rounding in attention() (0.946). 15 of 1000 test documents:
+        # far below the chapter's gaps to chance (0.4) and between combined sparsemax
+        # and softmax (0.05).
         checks.append(
             Check(f"documents, {kind} α={alpha} N={n}, seed 0, accuracy",
-                  ("documents", i, "accs", 0), acc, atol=0.005)
+                  ("documents", i, "accs", 0), acc, atol=0.015)
         )  # fmt: skip
     return checks
 
@@ -238,10 +244,13 @@ def slice_kernel_regression(result: dict) -> list[Check]:
     error = float(
         (b.nadaraya_watson(xq, xt, y, bandwidth=h).double() - ref).abs().max()
     )
-    # committed to 3 significant digits; the chapter reads it as "about 1e-7"
+    # A largest round-off error: its digits depend on the CPU's vector width and FMA
+    # (on an H100 machine's host it moved by more than 10 %), and the chapter reads
+    # only that it is the smallest of the methods' errors (the next is 13 to 28 times
+    # larger): within a factor of 2 (0.3 decades).
     return [
         Check("1-D fused max error vs float64", ("rows", i, "max_abs_error_vs_float64"),
-              error, rtol=0.1)
+              error, atol=0.3, log10=True)
     ]  # fmt: skip
 
 
@@ -421,7 +430,7 @@ def test_a_moved_committed_number_fails(name):
                 node = node[key]
             old = node[check.path[-1]]
             step = max(check.atol, check.rtol * abs(old)) * 1.5 + 1e-300
-            node[check.path[-1]] = old + step
+            node[check.path[-1]] = old * 10**step if check.log10 else old + step
         assert not _holds_everywhere(name, moved), check.what
 
 
