@@ -301,6 +301,48 @@ def slice_normalizers(result: dict) -> list[Check]:
     return checks
 
 
+def slice_normalizers_gpu(result: dict) -> list[Check]:
+    """Every number of normalizers_gpu.json is a time on a GPU that CI does not have.
+    Recomputed: the timed rows are the GPU section's configurations today (a count per
+    map, shape, scale and dtype), and the attention row its shape; on the CPU, on 256
+    rows of the first shape, the engine that CUDA dispatches to
+    (attnlib.engines.entmax) gives the entmax package's values and gradients in both
+    dtypes (as the GPU section's peers)."""
+    import entmax as E
+
+    from attnlib.engines import entmax as engine
+
+    b = bench("normalizers")
+    checks = [
+        Check(f"one timed row {m} {list(shape)} ×{scale} {dtype}",
+              ("count", "rows", (("map", m), ("shape", list(shape)), ("scale", scale),
+                                 ("dtype", dtype))), 1.0)
+        for shape in b.GPU_SHAPES for scale in b.SCALES
+        for dtype in ("float32", "bfloat16")
+        for m in ("sparsemax", "entmax15", "entmax a=1.25")
+    ]  # fmt: skip
+    checks += [
+        Check(f"attention shape, axis {i}", ("attention", "shape", i), n, atol=0.5)
+        for i, n in enumerate(b.ATTENTION_SHAPE)  # integers: equal, or 1 apart
+    ]
+    assert len(result["attention"]["shape"]) == len(b.ATTENTION_SHAPE)
+    torch.manual_seed(0)
+    x, g = torch.randn(256, b.GPU_SHAPES[0][1]) * b.SCALES[-1], torch.randn(256, 1)
+    for dtype, atol in ((torch.float32, 1e-6), (torch.bfloat16, 8e-3)):
+        xd = x.to(dtype)
+        for alpha, peer in ((2, E.sparsemax), (1.5, E.entmax15)):
+            p = engine.threshold_map(
+                xd, xd.amax(-1, keepdim=True), alpha, torch.float32
+            )
+            ref = xd.float().clone().requires_grad_()  # a leaf of its own
+            (peer(ref, -1) * g).sum().backward()
+            q = peer(ref, -1).detach()
+            grad = engine.entmax_vjp(p, g.expand_as(p), alpha, differentiable=False)
+            assert (p - q).abs().max() < atol, (dtype, alpha)
+            assert (grad - ref.grad).abs().max() < 10 * atol, (dtype, alpha)
+    return checks
+
+
 def slice_subspace(result: dict) -> list[Check]:
     """The λ sweep's chosen setting on its first seed, and the default estimator on the
     first fresh seed (N = 1000, the smallest)."""
@@ -384,6 +426,7 @@ SLICES = {
     "lle": slice_lle,
     "mux": slice_mux,
     "normalizers": slice_normalizers,
+    "normalizers_gpu": slice_normalizers_gpu,
     "self_expression": slice_self_expression,
     "subspace": slice_subspace,
     "symmetry": slice_symmetry,
