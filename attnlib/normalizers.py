@@ -265,16 +265,7 @@ class _Entmax(torch.autograd.Function):
         )
         ctx.compiled = newton and on_cpu
         if not on_cpu:  # sort-based or fixed bisection: no host-device synchronisation
-            z = x.to(cd)
-            z = z - _row_max(z)
-            if isinstance(alpha, torch.Tensor):
-                p = entmax_engine.entmax_bisect(z, alpha)
-            elif alpha == 2:
-                p = entmax_engine.sparsemax_sort(z)
-            elif alpha == 1.5:
-                p = entmax_engine.entmax15_sort(z)
-            else:
-                p = entmax_engine.entmax_bisect(z, alpha)
+            p = entmax_engine.threshold_map(x, _row_max(x), alpha, cd)
         elif ctx.compiled:
             a = (
                 alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
@@ -307,15 +298,17 @@ class _Entmax(torch.autograd.Function):
             return _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape).to(
                 out.dtype
             ), None
-        support = p > 0
-        # p^(2-α) and p log p only on the support: their derivatives at p = 0 are
-        # infinite (NaN once masked), and a second backward would differentiate them.
-        p_in = torch.where(support, p, 1)
-        s = torch.where(support, p_in.pow(2 - alpha), 0)
-        sg = s * g
-        grad_x = sg - s * (sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True))
+        grad_x = entmax_engine.entmax_vjp(
+            p, g, alpha, differentiable=torch.is_grad_enabled()
+        )
         grad_alpha = None
         if ctx.needs_input_grad[1]:
+            support = p > 0
+            # p^(2-α) and p log p only on the support: their derivatives at p = 0 are
+            # infinite (NaN once masked), and a second backward would differentiate
+            # them.
+            p_in = torch.where(support, p, 1)
+            s = torch.where(support, p_in.pow(2 - alpha), 0)
             # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p), with q = 1/(α-1) and s̃
             # = s/Σs.
             q = 1 / (alpha - 1)
