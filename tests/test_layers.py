@@ -73,9 +73,9 @@ def test_the_layer_contracts_hold():
 def test_a_planted_upward_import_breaks_the_contracts(tmp_path):
     shutil.copytree(LIB, tmp_path / "attnlib", ignore=shutil.ignore_patterns("*.json"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    utils = tmp_path / "attnlib" / "utils.py"
+    utils = tmp_path / "attnlib" / "utils" / "__init__.py"
     utils.write_text(
-        utils.read_text() + "\nfrom .experiments import routing  # planted\n"
+        utils.read_text() + "\nfrom ..experiments import routing  # planted\n"
     )
     run = _lint(tmp_path)
     assert run.returncode != 0
