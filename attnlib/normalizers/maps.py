@@ -1,106 +1,26 @@
-"""Normalizers: maps from a row of scores to a probability vector.
+"""Softmax, sparsemax and α-entmax: a row of scores to a probability vector.
 
-Softmax, sparsemax and entmax.
-
-Each map is a *regularised prediction map* ``argmax_p <p, x> - Ω(p)`` over the
-probability simplex (Def. 1 of the sparse-continuous attention paper): the Shannon
-negentropy gives softmax, the 2-Tsallis negentropy sparsemax, and the α-Tsallis
-negentropy α-entmax, which puts exactly zero weight on low scores when α > 1.
-
-The threshold τ of sparsemax and entmax is found without sorting, by Newton's method
-from below (Michelot's algorithm at α = 2); on a CPU it runs as compiled loops over the
-rows, so that each row is read from memory once. See "threshold search" below.
-
-Importing this module registers ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as
-normalizers of
-:func:`attnlib.attention.attention`.
+Each map checks its scores once, moves ``dim`` last and hands the rows to a
+``torch.autograd.Function`` whose forward pass finds the threshold and whose backward
+pass is the map's Jacobian-vector product in closed form.
 """
 
 from __future__ import annotations
 
-import math
-import numbers
-
-import numpy as np
 import torch
 
-from .engines import entmax as entmax_engine
-from .engines import entmax_kernels
-from .utils import as_tensor, check_on_device
+from ..engines import entmax as entmax_engine
+from ..engines import entmax_kernels
+from ..utils import check_on_device
+from .common import (
+    _along_last,
+    _check_index,
+    _check_scores,
+    _compute_dtype,
+    _row_max,
+)
 
-__all__ = [
-    "softmax",
-    "sparsemax",
-    "entmax",
-    "tsallis_entropy",
-    "exp_beta",
-    "log_beta",
-    "fenchel_young_loss",
-]
-
-
-# ----------------------------------------------------------------------------- helpers
-def _check_scores(x, dim: int, name: str = "x") -> tuple[torch.Tensor, int]:
-    """A floating tensor of scores and ``dim`` made non-negative; ``-inf`` allowed.
-
-    ``-inf`` marks masked entries.
-
-    An empty batch (a zero-size dimension other than ``dim``) passes, as in
-    ``torch.softmax``; an empty ``dim`` does not, as no distribution lives on an empty
-    set.
-    """
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        x = as_tensor(x, name, min_ndim=0, allow_inf=True, allow_empty=True)
-    if x.ndim == 0:
-        raise ValueError(f"{name} must have at least one dimension, got a scalar")
-    if (
-        isinstance(dim, bool)
-        or not isinstance(dim, numbers.Integral)
-        or not -x.ndim <= dim < x.ndim
-    ):
-        raise ValueError(
-            f"dim must be an integer in [{-x.ndim}, {x.ndim - 1}], got {dim!r}"
-        )
-    if x.shape[dim] == 0:
-        raise ValueError(
-            f"{name} must have at least one entry along dim {dim}, got shape "
-            f"{tuple(x.shape)}"
-        )
-    return x, int(dim) % x.ndim
-
-
-def _compute_dtype(x: torch.Tensor) -> torch.dtype:
-    # Half precision has too few bits for the threshold search; work in float32 and cast
-    # back.
-    return x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
-
-
-def _row_max(z: torch.Tensor, name: str = "x") -> torch.Tensor:
-    # max propagates NaN and shows +inf and all-masked rows, so one reduction checks the
-    # input.
-    m = z.amax(-1, keepdim=True)
-    if m.device.type != "cpu":  # checked on the device: no synchronisation
-        check_on_device(
-            ~torch.isfinite(m).all(),
-            f"{name} contains NaN or +inf values, or a row that is entirely -inf "
-            "(every key masked)",
-        )
-    elif not torch.isfinite(m).all():
-        if torch.isnan(m).any():
-            raise ValueError(f"{name} contains NaN values")
-        if torch.isposinf(m).any():
-            raise ValueError(f"{name} contains +inf values")
-        raise ValueError(f"{name} has a row that is entirely -inf (every key masked)")
-    return m
-
-
-def _along_last(fn, x: torch.Tensor, dim: int, *args):
-    """Apply ``fn`` (which works on the last dimension) along ``dim``."""
-    if dim == x.ndim - 1:
-        return fn(x, *args)
-    moved = [a.movedim(dim, -1) if isinstance(a, torch.Tensor) else a for a in args]
-    # Contiguous rows keep the reductions along the last dimension fast.
-    return fn(x.movedim(dim, -1).contiguous(), *moved).movedim(-1, dim)
+__all__ = ["softmax", "sparsemax", "entmax"]
 
 
 # ----------------------------------------------------------------------------- softmax
@@ -121,8 +41,6 @@ class _Softmax(torch.autograd.Function):
 
 def softmax(x, dim: int = -1) -> torch.Tensor:
     """Softmax along ``dim``: ``exp(x) / Σ exp(x)``; ``-inf`` entries get weight 0.
-
-    ``-inf`` entries are masked keys.
 
     Parameters
     ----------
@@ -200,9 +118,8 @@ def _entmax_vjp_cpu(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Ten
 def _bisect_entmax(x: torch.Tensor, alpha) -> torch.Tensor:
     """α-entmax for any α > 1 by bisection on τ in Σ [(α-1)x - τ]₊^q = 1.
 
-    ``alpha`` may be a per-row tensor.
-
-    As in the compiled search, the scores are first shifted by their row maximum.
+    ``alpha`` may be a per-row tensor. As in the compiled search, the scores are first
+    shifted by their row maximum.
     """
     return entmax_engine.entmax_bisect(x - _row_max(x), alpha)
 
@@ -214,8 +131,6 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------- sparsemax
 def sparsemax(x, dim: int = -1) -> torch.Tensor:
     """Sparsemax along ``dim``: the Euclidean projection of ``x`` onto the simplex.
-
-    The simplex of probability vectors.
 
     ``sparsemax(x) = [x - τ]₊`` with τ chosen so that the result sums to one; entries
     far below the largest get exactly zero. ``-inf`` entries (masked keys) get weight 0.
@@ -316,8 +231,8 @@ class _Entmax(torch.autograd.Function):
         grad_x = sg - s * (sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True))
         grad_alpha = None
         if ctx.needs_input_grad[1]:
-            # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p), with q = 1/(α-1) and s̃
-            # = s/Σs.
+            # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p),
+            # with q = 1/(α-1) and s̃ = s/Σs.
             q = 1 / (alpha - 1)
             skew = s / s.sum(-1, keepdim=True)
             plogp = torch.where(support, p_in * p_in.log(), 0)
@@ -348,28 +263,6 @@ def _check_alpha(alpha, x: torch.Tensor, dim: int):
             )
         return alpha
     return _check_index(alpha, "alpha")
-
-
-def _check_index(value, name: str) -> float:
-    """A finite Tsallis index ≥ 1."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-        or value < 1
-    ):
-        raise ValueError(f"{name} must be a finite number ≥ 1, got {value!r}")
-    return float(value)
-
-
-def _check_deformation(value, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
-    ):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
 
 
 def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
@@ -414,193 +307,3 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
         if alpha == 1:
             return _along_last(_Softmax.apply, x, dim)
     return _along_last(_Entmax.apply, x, dim, alpha)
-
-
-# ----------------------------------------------------------------------------- Tsallis
-def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
-    """The α-Tsallis entropy ``(1 - Σ p^α) / (α(α-1))``.
-
-    Shannon's ``-Σ p log p`` at α = 1.
-
-    Parameters
-    ----------
-    p : tensor or array-like, shape (..., n, ...)
-        Weights in [0, 1] (usually a probability vector along ``dim``).
-    alpha : float ≥ 1
-        The Tsallis index.
-    dim : int
-        The dimension that is summed over.
-
-    Returns
-    -------
-    tensor, shape of ``p`` without ``dim``
-        The entropy of each slice.
-
-    Implements
-    ----------
-    Minus Eq. (6) of the sparse-continuous attention paper (Martins et al., 2020), with
-    the 1/α scaling of Blondel et al. (2020).
-    """
-    p = as_tensor(p, "p")
-    if ((p < 0) | (p > 1 + 4 * torch.finfo(p.dtype).eps)).any():
-        raise ValueError("p must hold weights in [0, 1]")
-    _, dim = _check_scores(p, dim, "p")
-    alpha = _check_index(alpha, "alpha")
-    if alpha == 1:
-        return -torch.special.xlogy(p, p).sum(dim)
-    return (1 - p.pow(alpha).sum(dim)) / (alpha * (alpha - 1))
-
-
-def exp_beta(u, beta: float) -> torch.Tensor:
-    """The β-exponential ``[1 + (1-β) u]₊^{1/(1-β)}`` (``exp u`` at β = 1).
-
-    Parameters
-    ----------
-    u : tensor or array-like, any shape
-        Any real values.
-    beta : float
-        The deformation; entmax with index α uses β = 2 - α.
-
-    Returns
-    -------
-    tensor, shape of ``u``
-        ``exp_β(u)``; ``inf`` where the result exceeds the dtype's range (as ``exp``
-        does).
-
-    Implements
-    ----------
-    Eq. (4) (right) of the sparse-continuous attention paper (Martins et al., 2020).
-    """
-    u = as_tensor(u, "u", min_ndim=0)
-    beta = _check_deformation(beta, "beta")
-    if beta == 1:
-        return u.exp()
-    return (1 + (1 - beta) * u).clamp_min(0).pow(1 / (1 - beta))
-
-
-def log_beta(u, beta: float) -> torch.Tensor:
-    """The β-logarithm ``(u^{1-β} - 1) / (1-β)`` (``log u`` at β = 1), for ``u ≥ 0``.
-
-    Parameters
-    ----------
-    u : tensor or array-like, any shape
-        Non-negative values.
-    beta : float
-        The deformation.
-
-    Returns
-    -------
-    tensor, shape of ``u``
-        ``log_β(u)``; ``-inf`` at ``u = 0`` for β ≥ 1, as ``log`` gives.
-
-    Implements
-    ----------
-    Eq. (4) (left) of the sparse-continuous attention paper (Martins et al., 2020).
-    """
-    u = as_tensor(u, "u", min_ndim=0)
-    if (u < 0).any():
-        raise ValueError("u must be non-negative")
-    beta = _check_deformation(beta, "beta")
-    if beta == 1:
-        return u.log()
-    return (u.pow(1 - beta) - 1) / (1 - beta)
-
-
-def fenchel_young_loss(
-    scores, target, alpha=1.5, reduction: str = "mean"
-) -> torch.Tensor:
-    """The Fenchel–Young loss of α-entmax: ``⟨p̂ - y, θ⟩ + H_α(p̂) - H_α(y)``.
-
-    With ``p̂ = entmax(θ)``.
-
-    It is non-negative, zero iff ``entmax(scores) = target``, and its gradient in the
-    scores is ``p̂ - y``. α = 1 gives the cross-entropy (softmax) loss, α = 2 the
-    sparsemax loss.
-
-    Parameters
-    ----------
-    scores : tensor, shape (..., n)
-        Scores θ along the last dimension.
-    target : tensor, shape (...) of class indices, or (..., n) of probabilities
-        The desired distribution y.
-    alpha : float ≥ 1
-        The Tsallis index.
-    reduction : {"mean", "sum", "none"}
-        How the per-row losses are combined.
-
-    Returns
-    -------
-    tensor
-        A scalar, or the per-row losses of shape (...) when ``reduction="none"``.
-
-    Implements
-    ----------
-    The Fenchel–Young loss of Blondel et al. (2020), Def. 2, with the Tsallis
-    regulariser of Eq. (6) of the sparse-continuous attention paper.
-    """
-    scores, _ = _check_scores(scores, -1, "scores")
-    if scores.numel() == 0:
-        raise ValueError(
-            f"scores must hold at least one row, got shape {tuple(scores.shape)}"
-        )
-    _row_max(scores, "scores")
-    alpha = _check_index(alpha, "alpha")
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(
-            f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
-        )
-    if isinstance(target, torch.Tensor) and not target.is_floating_point():
-        if target.shape != scores.shape[:-1]:
-            raise ValueError(
-                f"target of class indices must have shape {tuple(scores.shape[:-1])}, "
-                f"got {tuple(target.shape)}"
-            )
-        if (target < 0).any() or (target >= scores.shape[-1]).any():
-            raise ValueError(f"target indices must lie in [0, {scores.shape[-1] - 1}]")
-        target = torch.nn.functional.one_hot(target, scores.shape[-1]).to(scores.dtype)
-    else:
-        floating = isinstance(target, torch.Tensor) or (
-            isinstance(target, np.ndarray) and target.dtype.kind == "f"
-        )
-        target = as_tensor(
-            target,
-            "target",
-            min_ndim=0,
-            device=scores.device,
-            allow_empty=True,
-            dtype=None if floating else scores.dtype,
-        )
-        if target.shape != scores.shape or (target < 0).any():
-            raise ValueError(
-                "target of probabilities must be non-negative with shape "
-                f"{tuple(scores.shape)}"
-            )
-        dtype = torch.promote_types(
-            scores.dtype, target.dtype
-        )  # never cast a float64 target down
-        scores, target = scores.to(dtype), target.to(dtype)
-        total = target.sum(-1)
-        tol = (
-            1e-3
-            if dtype in (torch.float16, torch.bfloat16)
-            else 1e-5
-            if dtype == torch.float32
-            else 1e-10
-        )
-        if not torch.allclose(total, torch.ones_like(total), atol=tol, rtol=0):
-            raise ValueError(
-                "target of probabilities must sum to one along the last dimension "
-                f"(within {tol})"
-            )
-    # p̂ is held fixed: by Danskin's theorem the loss's gradient in θ is then exactly p̂
-    # - y.
-    p_hat = entmax(scores.detach(), alpha)
-    theta = scores.masked_fill(torch.isneginf(scores), 0.0)
-    loss = (
-        ((p_hat - target) * theta).sum(-1)
-        + tsallis_entropy(p_hat, alpha)
-        - tsallis_entropy(target, alpha)
-    )
-    if reduction == "none":
-        return loss
-    return loss.sum() if reduction == "sum" else loss.mean()
