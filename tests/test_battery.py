@@ -104,6 +104,9 @@ NOT_WALKED = {
     # attnlib.lasso, whose specs are in battery/denoise.py and battery/lasso.py.
     "engines.nlm": "the engine of denoise.nonlocal_means",
     "engines.lasso": "the solvers behind attnlib.lasso",
+    # The closed forms and quadrature behind continuous.attention, which checks their
+    # inputs (battery/specs_continuous_attention.py attacks them through it).
+    "continuous.integrals": "the integrals behind continuous.attention",
     # Tables of the committed denoise results: their one argument is results.load's
     # dictionary, checked (tests/test_experiments_denoise_tables.py), not user data.
     "experiments.denoise_tables": "tables of a committed result",
