@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..engines import entmax as entmax_engine
-from ..engines import entmax_kernels
+from ..engines import entmax_loops
 from ..utils import check_on_device
 from .common import (
     _along_last,
@@ -77,7 +77,7 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 # round to ``max(x)``.
 #
 # On a CPU the search runs as compiled loops over the rows
-# (attnlib.engines.entmax_kernels, compiled from C once per machine, or by numba where
+# (attnlib.engines.entmax_loops, compiled from C once per machine, or by numba where
 # no C compiler is present): a row is read from memory once, and every Newton pass over
 # it then runs in cache, vectorised. For α > 2 (where g is not convex) the threshold is
 # bisected with tensor operations. Off the CPU (CUDA) the maps come from
@@ -104,14 +104,14 @@ def _entmax_cpu(x: torch.Tensor, alpha) -> torch.Tensor:
     """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D CPU tensor ``x``."""
     p = torch.empty_like(x)
     top = _row_max(x).squeeze(1)
-    entmax_kernels.forward(x, top, _alpha_rows(alpha, x), p, _family(alpha))
+    entmax_loops.forward(x, top, _alpha_rows(alpha, x), p, _family(alpha))
     return p
 
 
 def _entmax_vjp_cpu(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Tensor:
     """The gradient of α-entmax in its scores (2-D CPU rows ``p``), given ``g``."""
     grad = torch.empty_like(p)
-    entmax_kernels.backward(p, g, _alpha_rows(alpha, p), grad, _family(alpha))
+    entmax_loops.backward(p, g, _alpha_rows(alpha, p), grad, _family(alpha))
     return grad
 
 
