@@ -342,9 +342,8 @@ def attend(
     t_cast = float(torch.tensor(temperature, dtype=scores.dtype))
     exact = t_cast != 0 and math.isfinite(t_cast)
     if isinstance(normalizer, str) and normalizer in _SHIFT_INVARIANT:
-        scores = (
-            scores - top
-        )  # finite gaps: the division below can overflow only to -inf (weight 0)
+        # finite gaps: the division below can overflow only to -inf (weight 0)
+        scores = scores - top
         scores = (
             scores.div_(temperature)
             if exact

@@ -44,11 +44,9 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from _common import (
-    machine,
-    median_cpu_seconds,
-    write_result,
-)  # benchmarks/ is on sys.path
+
+# benchmarks/ is on sys.path
+from _common import machine, median_cpu_seconds, write_result
 
 from attnlib.engines.fastexp import _exp_array, exp_nonpositive
 from attnlib.kernel_regression import nadaraya_watson

@@ -125,9 +125,8 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="alpha"):
         entmax(x, alpha=0.5)
     with pytest.raises(ValueError, match="alpha"):
-        entmax(
-            x, alpha=torch.tensor([1.5, 1.5, 1.5, 1.5])
-        )  # size 4 along the normalised dim
+        # size 4 along the normalised dim
+        entmax(x, alpha=torch.tensor([1.5, 1.5, 1.5, 1.5]))
     with pytest.raises(ValueError, match="alpha"):
         entmax(x, alpha=torch.tensor(1.0))
 
@@ -276,9 +275,8 @@ def test_exp_and_log_beta():
         np.testing.assert_allclose(
             e.numpy(), np.maximum(1 + (1 - beta) * u.numpy(), 0) ** (1 / (1 - beta))
         )
-    torch.testing.assert_close(
-        exp_beta(u, 0.0), (1 + u).clamp_min(0)
-    )  # β = 0: sparsemax's ReLU
+    # β = 0: sparsemax's ReLU
+    torch.testing.assert_close(exp_beta(u, 0.0), (1 + u).clamp_min(0))
     with pytest.raises(ValueError, match="u must be non-negative"):
         log_beta([-1.0], 0.5)
     with pytest.raises(ValueError, match="beta"):
@@ -339,9 +337,8 @@ def hard_rows(n):
     rng = np.random.default_rng(1)
     w = n // min(8, n // 16)
     stacked = rng.normal(size=(3, n)) * 0.1
-    stacked[:, ::w] += np.linspace(
-        3, 2, len(stacked[0, ::w])
-    )  # large scores every w columns, not at the front
+    # large scores every w columns, not at the front
+    stacked[:, ::w] += np.linspace(3, 2, len(stacked[0, ::w]))
     tied = np.round(rng.normal(size=(3, n)), 1)
     tied[:, : n // 2] = tied.max()  # half the row tied at the top
     easy = rng.normal(size=(20, n))
@@ -414,9 +411,8 @@ def test_per_row_tensor_alpha_agrees_with_bisection_in_value_and_gradient():
 
 def test_tensor_alpha_per_slice_of_a_3d_input():
     x = torch.randn(2, 3, 9, dtype=F64) * 3
-    alpha = torch.tensor(
-        [[1.2], [1.5], [2.0]], dtype=F64
-    )  # one α per row of the middle dimension
+    # one α per row of the middle dimension
+    alpha = torch.tensor([[1.2], [1.5], [2.0]], dtype=F64)
     expected = torch.stack(
         [
             torch.stack([reference(x[i, j], alpha[j].item()) for j in range(3)])

@@ -81,12 +81,12 @@ def _smallest_arpack(
 
 
 def _orthogonal_to_constant(M, vectors: np.ndarray, n_components: int):
-    """The ``n_components`` bottom eigenpairs of ``M`` orthogonal to the constant.
+    """The bottom eigenpairs of ``M`` that are orthogonal to the constant vector.
 
-    The search stays within ``span(vectors)``, ``n_components + 1`` orthonormal bottom
-    eigenvectors of ``M``: removing the constant direction leaves (at least)
-    ``n_components`` dimensions, re-diagonalised by a Rayleigh–Ritz step so that the
-    result is centred, orthonormal and ascending.
+    ``vectors`` are ``n_components + 1`` of ``M``'s lowest: the constant direction is
+    removed from their span, and the (at least) ``n_components`` dimensions left are
+    re-diagonalised by a Rayleigh–Ritz step, so that the result is centred, orthonormal
+    and ascending.
     """
     centred = vectors - vectors.mean(axis=0, keepdims=True)
     basis, singular, _ = np.linalg.svd(centred, full_matrices=False)

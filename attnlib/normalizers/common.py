@@ -1,9 +1,8 @@
 """What the normalizers share: checked scores, their row maxima, a dimension moved last.
 
-Every map and loss of ``attnlib.normalizers`` takes its scores through ``_check_scores``
-once, works along the last dimension (``_along_last`` moves ``dim`` there and back) and
-reads each row's maximum once (``_row_max``), which also rejects NaN, ``+inf`` and rows
-whose every key is masked.
+Each helper runs once per call: ``_check_scores`` at the public boundary,
+``_along_last`` around the computation, ``_row_max`` inside it, where the one reduction
+also rejects NaN, ``+inf`` and rows whose every key is masked.
 """
 
 from __future__ import annotations
