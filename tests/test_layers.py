@@ -51,7 +51,6 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-# The entmax loops (owned by the runtime issue) move into attnlib.engines separately.
 #: Imports inside a function that are there for cost, not to dodge a cycle: numba takes
 #: about 0.2 s to import and is needed only on a machine without a C compiler.
 LAZY = {("attnlib.engines.entmax_loops", "attnlib.engines.entmax_numba")}
