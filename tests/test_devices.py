@@ -16,9 +16,8 @@ import torch
 from simulated_cuda import SimulatedCuda, is_simulated_cuda
 from torch import nn
 
-from attnlib.devices import device_or_cpu
 from attnlib.training import train
-from attnlib.utils import get_device
+from attnlib.utils import device_or_cpu, get_device
 
 CUDA = torch.device("cuda", 0)
 

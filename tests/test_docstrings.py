@@ -53,7 +53,6 @@ NO_EQUATION = {
     "attention": {"register_normalizer", "resolve", "AttentionResult"},
     "utils": "all",
     "training": "all",
-    "devices": "all",
     "data": {
         "shuffled_translation",
         "captioned_images",

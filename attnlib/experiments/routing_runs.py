@@ -19,10 +19,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..devices import device_or_cpu
 from ..mux import AttentionRouter, ConvRouter, WeekdayMux, routing_task, weekday_task
 from ..training import to_device, train
-from ..utils import as_float_array, check_int
+from ..utils import as_float_array, check_int, device_or_cpu
 from .routing import green_function, pointer_task
 from .routing_scores import accuracy_by_distance, pointer_loss, routing_loss
 

@@ -1,6 +1,8 @@
 """Where a computation runs: seeds, the device, the memory left.
 
-A chapter's setup cell calls :func:`set_seed` and :func:`get_device` once;
+A chapter's setup cell calls :func:`set_seed` and :func:`get_device` once and passes
+the device on; an experiment function that is given none computes on the CPU
+(:func:`device_or_cpu`), never on a device picked behind the caller's back;
 :func:`attnlib.kernel_regression.nadaraya_watson` asks :func:`available_memory` before
 it allocates a weight matrix.
 """
@@ -15,7 +17,7 @@ import torch
 
 from .validation import check_int
 
-__all__ = ["set_seed", "get_device", "available_memory"]
+__all__ = ["set_seed", "get_device", "device_or_cpu", "available_memory"]
 
 
 def set_seed(seed: int = 0) -> None:
@@ -57,6 +59,32 @@ def get_device(prefer: str | None = None) -> torch.device:
                 f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}"
             ) from err
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def device_or_cpu(device: torch.device | str | None = None) -> torch.device:
+    """The device a caller asked for, as a ``torch.device``; the CPU when it asked none.
+
+    Parameters
+    ----------
+    device : str or torch.device, optional
+        A device such as ``"cpu"``, ``"cuda"`` or ``"cuda:1"``; ``None`` means the CPU.
+
+    Returns
+    -------
+    torch.device
+        ``torch.device(device)``, or ``torch.device("cpu")`` for ``None``.
+    """
+    if device is None:
+        return torch.device("cpu")
+    if isinstance(device, torch.device):
+        return device
+    message = f"device must be a device name such as 'cpu' or 'cuda', got {device!r}"
+    if not isinstance(device, str):
+        raise ValueError(message)
+    try:
+        return torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(message) from err
 
 
 def available_memory() -> int:

@@ -32,6 +32,12 @@ def specs():
             {"prefer": "choice"},
             optional=("prefer",),
         ),
+        "utils.device_or_cpu": Spec(
+            U.device_or_cpu,
+            lambda: dict(device="cpu"),
+            {"device": "choice"},
+            optional=("device",),
+        ),
         "utils.as_tensor": Spec(
             U.as_tensor, lambda: dict(x=_randn(3, 2), name="x"), {"x": "array"}
         ),
