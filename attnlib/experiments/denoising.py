@@ -20,7 +20,7 @@ from torch.nn import functional as F
 
 from ..denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
 from ..training import train
-from ..utils import check_int, check_positive, get_device, module_input
+from ..utils import check_int, check_positive, device_or_cpu, module_input
 
 __all__ = [
     "SmallCNNDenoiser",
@@ -222,7 +222,7 @@ def baseline_run(
     n_steps = check_int(n_steps, "n_steps")
     cnn_steps = n_steps if cnn_steps is None else check_int(cnn_steps, "cnn_steps")
     lr, noise = check_positive(lr, "lr"), check_positive(noise, "noise")
-    where = torch.device("cpu") if device is None else get_device(device)
+    where = device_or_cpu(device)
     clean = img_as_float(data.camera())[60:124, 200:264]
     noisy = clean + noise * np.random.default_rng(seed).standard_normal(clean.shape)
     out = {
