@@ -443,23 +443,24 @@ def test_sources_are_cited_in_one_author_year_form(site):
 
 
 def test_the_rendered_checks_fail_on_the_old_forms():
-    """The two checks above find an unpaired paper equation and a second form of a
-    citation in pages written as before issue 32."""
+    """The two checks above find a paper's equation alone (in its clause) and a second
+    form of a citation, in pages written as before issue 32."""
+    eq = '<a class="reference internal" href="05_x.html#equation-eq-05-{}">({})</a>'
     old = (
         '<table class="claims-ledger"><tr><td><p>'
         '<span class="bibtex-citation">Anonymous authors '
         '[<a href="references.html#id2">2022</a>]</span>, Eqs. (1)-(2)</p></td></tr>'
-        "</table>"
-        '<ol class="errata"><li><p>Eq. (15) thresholds; our <a class="reference '
-        'internal" href="05_x.html#equation-eq-05-ista">(5.5)</a></p></li></ol>'
+        '</table><ol class="errata"><li><p>'
+        f"Eq. (15), our {eq.format('ista', '5.5')}, thresholds one-sided; the step "
+        "for Eq. (12) is two-sided</p></li></ol>"
     )
     assert unpaired_paper_equations(old) == [
-        "ledger: Anonymous authors [2022], Eqs. (1)-(2)"
+        "ledger: Anonymous authors [2022], Eqs. (1)-(2)",
+        "erratum: the step for Eq. (12) is two-sided",
     ]
     new = old.replace(
-        "Eqs. (1)-(2)",
-        'Eqs. (1)–(2), our <a href="01_x.html#equation-eq-01-attention">(1.1)</a>',
-    )
+        "Eqs. (1)-(2)", f"Eqs. (1)–(2), our {eq.format('selfexpr', '1.1')}"
+    ).replace("Eq. (12)", f"Eq. (12), our {eq.format('ssc', '5.2')},")
     assert unpaired_paper_equations(new) == []
     cited = rendered(old).citations
     assert cited == [("ledger", "Anonymous authors [2022]", "references.html#id2")]
