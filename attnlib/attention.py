@@ -341,10 +341,12 @@ def attend(
     # that 0 / 0 and -inf / inf (masked keys) do not become NaN.
     t_cast = float(torch.tensor(temperature, dtype=scores.dtype))
     exact = t_cast != 0 and math.isfinite(t_cast)
-    if isinstance(normalizer, str) and normalizer in _SHIFT_INVARIANT:
-        scores = (
-            scores - top
-        )  # finite gaps: the division below can overflow only to -inf (weight 0)
+    shift = isinstance(normalizer, str) and normalizer in _SHIFT_INVARIANT
+    if shift and not (exact and t_cast >= 1):
+        # A temperature below 1 could overflow the scores to +inf; their gaps to the row
+        # maximum are finite, and can overflow only to -inf (weight 0). (At 1 or above
+        # nothing overflows, and the normalizer shifts by the row maximum itself.)
+        scores = scores - top
         scores = (
             scores.div_(temperature)
             if exact

@@ -33,12 +33,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from _common import (
-    QUICK_RESULTS,
-    RESULTS,
-    machine,
-    median_seconds,
-)  # benchmarks/ is on sys.path when a script runs
+
+# benchmarks/ is on sys.path when a script runs
+from _common import QUICK_RESULTS, RESULTS, machine, median_seconds
 
 from attnlib.continuous import (
     GaussianRBF,

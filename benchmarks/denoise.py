@@ -43,13 +43,9 @@ import os
 
 import numpy as np
 import torch
-from _common import (
-    RESULTS,
-    machine,
-    median_cpu_seconds,
-    median_seconds,
-    write_result,
-)  # benchmarks/ is on sys.path when a script runs
+
+# benchmarks/ is on sys.path when a script runs
+from _common import RESULTS, machine, median_cpu_seconds, median_seconds, write_result
 from scipy import ndimage, signal
 from skimage import data, img_as_float
 from skimage.restoration import denoise_nl_means

@@ -25,7 +25,7 @@ throughput is reported in pairs per second):
 Accuracy: every method's largest error on the first ``--accuracy-queries`` queries
 against a float64 reference (the same sums in float64 by PyTorch, differences formed
 directly). The limit: ``torch.exp`` on one core on 16 384 float32 numbers in cache, and
-the exponential of ``attnlib.engines.kernelsums`` on the same; an implementation's
+the exponential of ``attnlib.engines.fastexp`` on the same; an implementation's
 fraction of the limit is its pairs/s over that. Memory: growth of the peak resident
 set (``VmHWM``, reset through ``/proc/self/clear_refs``) over the resident set before
 the call, for ``nadaraya_watson`` on 2 000 x 10^6 in 1-D.
@@ -44,13 +44,11 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from _common import (
-    machine,
-    median_cpu_seconds,
-    write_result,
-)  # benchmarks/ is on sys.path
 
-from attnlib.engines.kernelsums import _exp_array, exp_nonpositive
+# benchmarks/ is on sys.path
+from _common import machine, median_cpu_seconds, write_result
+
+from attnlib.engines.fastexp import _exp_array, exp_nonpositive
 from attnlib.kernel_regression import nadaraya_watson
 
 TARGETS = {

@@ -21,10 +21,9 @@ import numpy as np
 import scipy
 import sklearn
 import torch
-from _common import (
-    machine,
-    write_result,
-)  # benchmarks/ is on sys.path when a script runs
+
+# benchmarks/ is on sys.path when a script runs
+from _common import machine, write_result
 from sklearn.datasets import make_swiss_roll
 from sklearn.manifold import LocallyLinearEmbedding as SklearnLLE
 from threadpoolctl import threadpool_limits

@@ -53,7 +53,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, parse_args, write_result  # noqa: E402
 
-from attnlib.engines import entmax_kernels  # noqa: E402
+from attnlib.engines import entmax_loops  # noqa: E402
 from attnlib.normalizers import entmax, sparsemax  # noqa: E402
 
 SHAPES = [(4096, 1024), (256, 16384), (65536, 64)]
@@ -88,8 +88,8 @@ for name, fn in [("sparsemax", sparsemax), ("entmax15", lambda x: entmax(x, 1.5)
     a = clock()
     fn(x)
     out[name] = [e - s for s, e in zip(a, clock())]
-from attnlib.engines import entmax_kernels
-out["loops"] = entmax_kernels.backend()
+from attnlib.engines import entmax_loops
+out["loops"] = entmax_loops.backend()
 print(json.dumps(out))
 """
 
@@ -131,14 +131,14 @@ def paired_ratio(num: list, den: list) -> float:
 
 def with_numba_loops(fn):
     """``fn`` run on the numba loops (the fallback) instead of the C loops."""
-    numba_loops = entmax_kernels._NumbaLoops()
+    numba_loops = entmax_loops._NumbaLoops()
 
     def run(x):
-        saved, entmax_kernels._impl = entmax_kernels._impl, numba_loops
+        saved, entmax_loops._impl = entmax_loops._impl, numba_loops
         try:
             return fn(x)
         finally:
-            entmax_kernels._impl = saved
+            entmax_loops._impl = saved
 
     return run
 
@@ -166,7 +166,7 @@ def main(quick: bool = False) -> dict:
     # ratios.
     torch.set_num_threads(1)
     n_softmax, n_entmax = (3, 2) if quick else (21, 5)
-    loops = entmax_kernels.backend()
+    loops = entmax_loops.backend()
     # Where the C loops serve, the numba loops run beside them in the same rounds.
     numba = {} if loops != "c" else {k: with_numba_loops(f) for k, f in OURS.items()}
     rows = []

@@ -33,11 +33,9 @@ import warnings
 
 import numpy as np
 import sklearn
-from _common import (
-    machine,
-    parse_args,
-    write_result,
-)  # benchmarks/ is on sys.path when a script runs
+
+# benchmarks/ is on sys.path when a script runs
+from _common import machine, parse_args, write_result
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lasso
 

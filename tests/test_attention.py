@@ -73,7 +73,8 @@ def test_scores_match_their_kernels():
 def test_unit_norm_gaussian_kernel_is_dot_product_attention():
     """Eq. (7) of the self-expression paper: Gaussian kernel on the sphere is softmax.
 
-    On the unit sphere the Gaussian kernel is softmax(q·k/σ²).
+    ``exp(-|q - k|²/(2σ²)) ∝ exp(q·k/σ²)`` when ``|q| = |k| = 1``: the factor that does
+    not depend on ``k`` cancels in the normalisation.
     """
     q, k, v = qkv()
     q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)

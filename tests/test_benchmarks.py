@@ -1,8 +1,8 @@
 """Every benchmark runs in its quick mode and is shown in the appendix.
 
-Each still runs (in its quick mode, as `make bench QUICK=1` does), writes a well-formed
-result beside the committed one without replacing it, and has its section in the book's
-benchmarks appendix. The full runs are not repeated here; they are too slow
+A quick run (what `make bench QUICK=1` does) must write a well-formed result beside the
+committed one without replacing it, and the book's benchmarks appendix must have the
+benchmark's section. The full runs are not repeated here; they are too slow
 for CI and their timings would mean little on a shared machine.
 
 The quick runs' accuracy and error columns are asserted (``QUICK_ACCURACY``): thresholds

@@ -236,9 +236,8 @@ GLUED = code('acc = 0.72\nglue("ch99_acc", acc, display=False)')
 def test_a_glued_number_passes_and_a_planted_drift_is_caught():
     glued = notebook(GLUED, md("Accuracy {glue:text}`ch99_acc:.2f` on the test set."))
     assert L.number_problems(glued) == [] and L.glue_problems(glued) == []
-    drifted = notebook(
-        GLUED, md("Accuracy 0.92 on the test set.")
-    )  # the result is 0.72
+    # the result is 0.72
+    drifted = notebook(GLUED, md("Accuracy 0.92 on the test set."))
     found = L.number_problems(drifted)
     assert len(found) == 1 and "0.92" in found[0]
 

@@ -111,9 +111,8 @@ def test_location_scale_recovers_triangular_and_truncated_parabola():
     torch.testing.assert_close(
         tri, triangular_pdf(t, _t(0.3), _t(sigma**2)), atol=1e-10, rtol=0
     )
-    tp = location_scale_pdf(
-        t, 0.3, sigma, g=lambda u: u**3 / 6
-    )  # derivative by finite differences
+    # derivative by finite differences
+    tp = location_scale_pdf(t, 0.3, sigma, g=lambda u: u**3 / 6)
     torch.testing.assert_close(
         tp, truncated_parabola_pdf(t, _t(0.3), _t(sigma**3)), atol=1e-6, rtol=0
     )
@@ -308,9 +307,8 @@ def test_2d_paraboloid_with_narrow_rbfs_in_a_long_tilted_ellipse():
     m, angle = np.array([0.45, 0.55]), 0.5
     rot = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
     S = rot @ np.diag([0.3, 0.004]) @ rot.T
-    R2 = (
-        2 * (math.gamma(3) / np.sqrt(np.linalg.det(2 * np.pi * S))) ** 0.5
-    )  # the support is xᵀS⁻¹x ≤ R²
+    # the support is xᵀS⁻¹x ≤ R²
+    R2 = 2 * (math.gamma(3) / np.sqrt(np.linalg.det(2 * np.pi * S))) ** 0.5
     tip, flank = np.sqrt(R2 * 0.3) * rot[:, 0], np.sqrt(R2 * 0.004) * rot[:, 1]
     centres = m + np.array([[0, 0], 0.97 * tip, -0.9 * flank, 1.02 * tip + 0.5 * flank])
     s2 = 1e-3

@@ -7,6 +7,9 @@ target on the CPU beside a prediction on the caller's device (the four chapter c
 and the twelve test failures of issue 29 all did).
 """
 
+import inspect
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -400,9 +403,10 @@ def _battery_specs():
 @pytest.mark.filterwarnings("ignore")
 def test_every_public_callable_runs_on_a_device():
     """The battery's valid baseline of every public callable (tests/test_battery.py),
-    with its tensor arguments moved to the simulated device: no device mixing inside
-    (issue 29 found conv_matrix, hardmax, RidgeBaseline.fit and LearnedISTACodes
-    building CPU tensors beside their inputs)."""
+    with its tensor arguments moved to the simulated device and ``device="cuda"``
+    where it takes one: no device mixing inside (issue 29 found conv_matrix, hardmax,
+    RidgeBaseline.fit and LearnedISTACodes building CPU tensors beside their inputs; a
+    GPU run found baseline_run training a CPU model with ``device="cuda"``)."""
     mixed = []
     for name, spec in _battery_specs().items():
         args = spec.args()
@@ -411,12 +415,21 @@ def test_every_public_callable_runs_on_a_device():
                 k: v.to("cuda") if isinstance(v, torch.Tensor) else v
                 for k, v in args.items()
             }
+            if _takes_device(spec.call) and "device" not in moved:
+                moved["device"] = "cuda"  # as a chapter's setup cell passes it on
             try:
                 spec.call(**moved)
-            except RuntimeError as err:
-                if "same device" in str(err):
+            except (RuntimeError, ValueError) as err:
+                if re.search("same device|but the model is on", str(err)):
                     mixed.append(name)
     assert sorted(mixed) == sorted(CALLER_MIX)
+
+
+def _takes_device(fn) -> bool:
+    try:
+        return "device" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
 
 
 def test_check_on_device_raises_at_once_on_the_cpu_and_asserts_elsewhere():

@@ -68,7 +68,7 @@ NO_EQUATION = {
     # Data for the experiments and their training/evaluation helpers.
     "mux": {"translation_sequences", "routing_loss", "accuracy_by_distance"},
     # Which compiled loops this process uses.
-    "engines.entmax_kernels": {"backend"},
+    "engines.entmax_loops": {"backend"},
     "lasso": {"lam_column"},
     # The book's glue, the typed errors and the engines (internal fast paths of the
     # ideas, which carry the Implements sections).
@@ -204,7 +204,7 @@ def test_every_module_is_documented():
     """
     root = Path(importlib.import_module("attnlib").__file__).parent
     for p in root.rglob("*.py"):
-        internal = "engines" in p.parts or p.stem in ("entmax_numba", "entmax_kernels")
+        internal = "engines" in p.parts or p.stem in ("entmax_numba", "entmax_loops")
         public = p.parent in (root, root / "experiments") and p.name != "__init__.py"
         public |= p.name == "__init__.py" and p.parent.name not in (
             "attnlib",

@@ -30,9 +30,8 @@ def test_sparse_combination_batch_targets_are_the_codes_applied_to_values():
             idx = right[b, i].nonzero()[:, 0]
             C[b, i, idx] = torch.linalg.lstsq(k[b, idx].T, q[b, i]).solution
     torch.testing.assert_close(C @ v, target, atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(
-        se.sparse_combination_batch(3, size=4)[0], q
-    )  # reproducible
+    # reproducible
+    torch.testing.assert_close(se.sparse_combination_batch(3, size=4)[0], q)
 
 
 def test_attention_stacks_have_equal_sizes_up_to_the_ista_scalars():

@@ -261,10 +261,11 @@ def test_default_grid_has_every_setting():
 
 
 def test_sequences_needed_interpolates_in_log_log():
+    # error = 100 / size²
     sizes, errors = (
         np.array([10.0, 100.0]),
         np.array([1.0, 0.01]),
-    )  # error = 100 / size²
+    )
     assert sequences_needed(sizes, errors, 0.1) == pytest.approx(10**1.5)
     assert math.isnan(sequences_needed(sizes, errors, 0.001))
 

@@ -210,6 +210,5 @@ def test_a_chapter_executes_through_the_servers_kernel(lab):
         f"the kernel runs {python}, not this environment"
     )
     assert Path(module).resolve().is_relative_to(ROOT / "attnlib"), module
-    assert (
-        "attnlib" in printed.splitlines()[2]
-    )  # the setup cell's banner: attnlib <version>, torch ...
+    # the setup cell's banner: attnlib <version>, torch ...
+    assert "attnlib" in printed.splitlines()[2]

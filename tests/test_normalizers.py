@@ -125,9 +125,8 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="alpha"):
         entmax(x, alpha=0.5)
     with pytest.raises(ValueError, match="alpha"):
-        entmax(
-            x, alpha=torch.tensor([1.5, 1.5, 1.5, 1.5])
-        )  # size 4 along the normalised dim
+        # size 4 along the normalised dim
+        entmax(x, alpha=torch.tensor([1.5, 1.5, 1.5, 1.5]))
     with pytest.raises(ValueError, match="alpha"):
         entmax(x, alpha=torch.tensor(1.0))
 
@@ -276,9 +275,8 @@ def test_exp_and_log_beta():
         np.testing.assert_allclose(
             e.numpy(), np.maximum(1 + (1 - beta) * u.numpy(), 0) ** (1 / (1 - beta))
         )
-    torch.testing.assert_close(
-        exp_beta(u, 0.0), (1 + u).clamp_min(0)
-    )  # β = 0: sparsemax's ReLU
+    # β = 0: sparsemax's ReLU
+    torch.testing.assert_close(exp_beta(u, 0.0), (1 + u).clamp_min(0))
     with pytest.raises(ValueError, match="u must be non-negative"):
         log_beta([-1.0], 0.5)
     with pytest.raises(ValueError, match="beta"):
@@ -339,9 +337,8 @@ def hard_rows(n):
     rng = np.random.default_rng(1)
     w = n // min(8, n // 16)
     stacked = rng.normal(size=(3, n)) * 0.1
-    stacked[:, ::w] += np.linspace(
-        3, 2, len(stacked[0, ::w])
-    )  # large scores every w columns, not at the front
+    # large scores every w columns, not at the front
+    stacked[:, ::w] += np.linspace(3, 2, len(stacked[0, ::w]))
     tied = np.round(rng.normal(size=(3, n)), 1)
     tied[:, : n // 2] = tied.max()  # half the row tied at the top
     easy = rng.normal(size=(20, n))
@@ -377,7 +374,7 @@ def test_gradcheck_on_hard_rows(alpha):
 @pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0])
 def test_bisection_off_the_cpu_agrees_with_the_package(alpha):
     """Off the CPU (CUDA) every α is bisected by tensor ops; checked here on the CPU."""
-    import attnlib.normalizers as N
+    import attnlib.normalizers.maps as N
 
     x = hard_rows(100)
     torch.testing.assert_close(
@@ -414,9 +411,8 @@ def test_per_row_tensor_alpha_agrees_with_bisection_in_value_and_gradient():
 
 def test_tensor_alpha_per_slice_of_a_3d_input():
     x = torch.randn(2, 3, 9, dtype=F64) * 3
-    alpha = torch.tensor(
-        [[1.2], [1.5], [2.0]], dtype=F64
-    )  # one α per row of the middle dimension
+    # one α per row of the middle dimension
+    alpha = torch.tensor([[1.2], [1.5], [2.0]], dtype=F64)
     expected = torch.stack(
         [
             torch.stack([reference(x[i, j], alpha[j].item()) for j in range(3)])
@@ -496,7 +492,7 @@ def test_empty_batch_returns_empty_like_torch_softmax(fn):
 @pytest.mark.parametrize("compiled", [True, False])
 def test_double_backward_is_exact(alpha, compiled, monkeypatch):
     """gradgradcheck on the compiled CPU path and the tensor path (as off the CPU)."""
-    import attnlib.normalizers as N
+    import attnlib.normalizers.maps as N
 
     if not compiled:
         monkeypatch.setattr(N, "_entmax_cpu", lambda x, a: N._bisect_entmax(x, a))
@@ -528,7 +524,7 @@ def test_half_precision_gradient_matches_float32(dtype):
 # Every family (q = 1, 2, 4 and any) in both dtypes, forward and backward.
 _EVERY_LOOP = (
     "import torch\n"
-    "from attnlib.engines import entmax_kernels as K\n"
+    "from attnlib.engines import entmax_loops as K\n"
     "from attnlib.normalizers import entmax\n"
     "for dtype in (torch.float32, torch.float64):\n"
     "    for a in (2.0, 1.5, 1.25, 1.3):\n"
@@ -557,7 +553,7 @@ def test_c_loops_are_built_once_and_loaded_by_a_new_process(tmp_path):
     import os
     import shutil
 
-    import attnlib.engines.entmax_kernels as K
+    import attnlib.engines.entmax_loops as K
 
     if shutil.which((os.environ.get("CC") or "cc").split()[0]) is None:
         pytest.skip("no C compiler: the numba loops serve (tested below)")
@@ -574,19 +570,19 @@ def test_c_loops_are_built_once_and_loaded_by_a_new_process(tmp_path):
 def test_numba_loops_load_from_the_cache_in_a_new_process():
     """Without the C loops, a new process loads every numba loop from numba's cache."""
     code = (
-        _EVERY_LOOP + "from attnlib.engines.entmax_numba import _KERNELS\n"
-        "stats = [f.stats for pair in _KERNELS.values() for f in pair]\n"
+        _EVERY_LOOP + "from attnlib.engines.entmax_numba import LOOPS\n"
+        "stats = [f.stats for pair in LOOPS.values() for f in pair]\n"
         "print(K.backend(), sum(sum(s.cache_hits.values()) for s in stats),"
         " sum(sum(s.cache_misses.values()) for s in stats))\n"
     )
-    _run(code, ATTNLIB_KERNELS="numba")  # fills the cache
-    assert _run(code, ATTNLIB_KERNELS="numba") == ["numba", "16", "0"]
+    _run(code, ATTNLIB_LOOPS="numba")  # fills the cache
+    assert _run(code, ATTNLIB_LOOPS="numba") == ["numba", "16", "0"]
 
 
 def test_without_a_working_compiler_the_numba_loops_serve(tmp_path):
     code = (
         "import torch\n"
-        "from attnlib.engines import entmax_kernels as K\n"
+        "from attnlib.engines import entmax_loops as K\n"
         "from attnlib.normalizers import sparsemax\n"
         "p = sparsemax(torch.tensor([[1.0, 0.5, -2.0]]))\n"
         "print(K.backend(), K.builds, *p[0].tolist())\n"
@@ -613,7 +609,7 @@ def _loop_inputs(dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, F64])
 def test_c_and_numba_loops_agree(dtype):
     """The numba fallback computes what the C loops (checked above) compute."""
-    import attnlib.engines.entmax_kernels as K
+    import attnlib.engines.entmax_loops as K
 
     if K.backend() != "c":
         pytest.skip("no C compiler: the suite above tests the numba loops")
@@ -635,7 +631,7 @@ def test_c_and_numba_loops_agree(dtype):
 
 
 def test_loops_reject_mismatched_tensors():
-    import attnlib.engines.entmax_kernels as K
+    import attnlib.engines.entmax_loops as K
 
     x = torch.randn(3, 5)
     am1 = torch.full((3,), 0.5, dtype=F64)

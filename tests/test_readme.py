@@ -1,11 +1,11 @@
 """What README.md shows, followed as a new reader would follow it.
 
 Every fenced Python block executes and its claims hold (re-checked here against
-independent restatements); every `make <target>` it names exists; `make serve` answers
-on loopback with the index page; the layout table names only paths that exist and every
-top-level tracked path appears in it; the README links nothing outside the repository;
-the statements about the set-up (Python versions, caching, workers, the pinned torch,
-the install spec) match the files that make them true.
+independent restatements); every `make <target>` it names exists;
+`make serve` answers on loopback with the index page; the layout table names only paths
+that exist and every top-level tracked path appears in it; the README links nothing
+outside the repository; the statements about the set-up (Python versions, caching,
+workers, the pinned torch, the install spec) match the files that make them true.
 """
 
 import os

@@ -61,6 +61,8 @@ class Check:
     value: float
     rtol: float = 0.0
     atol: float = 0.0
+    #: compare orders of magnitude: ``atol`` is then in decades (log10 units)
+    log10: bool = False
 
     def committed(self, result: dict):
         if self.path and self.path[0] == "count":  # ("count", list key, fields)
@@ -72,9 +74,10 @@ class Check:
         return node
 
     def holds(self, result: dict) -> bool:
-        return math.isclose(
-            self.committed(result), self.value, rel_tol=self.rtol, abs_tol=self.atol
-        )
+        a, b = self.committed(result), self.value
+        if self.log10:
+            a, b = math.log10(a), math.log10(b)
+        return math.isclose(a, b, rel_tol=self.rtol, abs_tol=self.atol)
 
     def report(self, result: dict) -> str:
         return (
@@ -158,11 +161,14 @@ def slice_continuous(result: dict) -> list[Check]:
             progress=False,
         )  # fmt: skip
         acc = b.accuracy(model, te.tokens, te.labels)
-        # 5 of 1000 test documents: far below the chapter's gaps (0.5 to chance, 0.03
-        # between combined sparsemax and softmax)
+        # Training is chaotic in round-off: another CPU and torch (an H100 machine's
+        # host, torch 2.11) gave 0.948 for the committed 0.957, and so did a change of
+        # the scores' rounding in attention() (0.946). 15 of 1000 test documents:
+        # far below the chapter's gaps to chance (0.4) and between combined sparsemax
+        # and softmax (0.05).
         checks.append(
             Check(f"documents, {kind} α={alpha} N={n}, seed 0, accuracy",
-                  ("documents", i, "accs", 0), acc, atol=0.005)
+                  ("documents", i, "accs", 0), acc, atol=0.015)
         )  # fmt: skip
     return checks
 
@@ -238,10 +244,13 @@ def slice_kernel_regression(result: dict) -> list[Check]:
     error = float(
         (b.nadaraya_watson(xq, xt, y, bandwidth=h).double() - ref).abs().max()
     )
-    # committed to 3 significant digits; the chapter reads it as "about 1e-7"
+    # A largest round-off error: its digits depend on the CPU's vector width and FMA
+    # (on an H100 machine's host it moved by more than 10 %), and the chapter reads
+    # only that it is the smallest of the methods' errors (the next is 13 to 28 times
+    # larger): within a factor of 2 (0.3 decades).
     return [
         Check("1-D fused max error vs float64", ("rows", i, "max_abs_error_vs_float64"),
-              error, rtol=0.1)
+              error, atol=0.3, log10=True)
     ]  # fmt: skip
 
 
@@ -289,6 +298,48 @@ def slice_normalizers(result: dict) -> list[Check]:
         diff = (b.OURS[ours](x) - theirs(x)).abs().max().item()
         grad = (b.fwd_bwd(b.OURS[ours], x, g) - b.fwd_bwd(theirs, x, g)).abs().max()
         assert diff < 1e-4 and grad.item() < 1e-3, (name, diff, grad.item())
+    return checks
+
+
+def slice_normalizers_gpu(result: dict) -> list[Check]:
+    """Every number of normalizers_gpu.json is a time on a GPU that CI does not have.
+    Recomputed: the timed rows are the GPU section's configurations today (a count per
+    map, shape, scale and dtype), and the attention row its shape; on the CPU, on 256
+    rows of the first shape, the engine that CUDA dispatches to
+    (attnlib.engines.entmax) gives the entmax package's values and gradients in both
+    dtypes (as the GPU section's peers)."""
+    import entmax as E
+
+    from attnlib.engines import entmax as engine
+
+    b = bench("normalizers")
+    checks = [
+        Check(f"one timed row {m} {list(shape)} ×{scale} {dtype}",
+              ("count", "rows", (("map", m), ("shape", list(shape)), ("scale", scale),
+                                 ("dtype", dtype))), 1.0)
+        for shape in b.GPU_SHAPES for scale in b.SCALES
+        for dtype in ("float32", "bfloat16")
+        for m in ("sparsemax", "entmax15", "entmax a=1.25")
+    ]  # fmt: skip
+    checks += [
+        Check(f"attention shape, axis {i}", ("attention", "shape", i), n, atol=0.5)
+        for i, n in enumerate(b.ATTENTION_SHAPE)  # integers: equal, or 1 apart
+    ]
+    assert len(result["attention"]["shape"]) == len(b.ATTENTION_SHAPE)
+    torch.manual_seed(0)
+    x, g = torch.randn(256, b.GPU_SHAPES[0][1]) * b.SCALES[-1], torch.randn(256, 1)
+    for dtype, atol in ((torch.float32, 1e-6), (torch.bfloat16, 8e-3)):
+        xd = x.to(dtype)
+        for alpha, peer in ((2, E.sparsemax), (1.5, E.entmax15)):
+            p = engine.threshold_map(
+                xd, xd.amax(-1, keepdim=True), alpha, torch.float32
+            )
+            ref = xd.float().clone().requires_grad_()  # a leaf of its own
+            (peer(ref, -1) * g).sum().backward()
+            q = peer(ref, -1).detach()
+            grad = engine.entmax_vjp(p, g.expand_as(p), alpha, differentiable=False)
+            assert (p - q).abs().max() < atol, (dtype, alpha)
+            assert (grad - ref.grad).abs().max() < 10 * atol, (dtype, alpha)
     return checks
 
 
@@ -375,6 +426,7 @@ SLICES = {
     "lle": slice_lle,
     "mux": slice_mux,
     "normalizers": slice_normalizers,
+    "normalizers_gpu": slice_normalizers_gpu,
     "self_expression": slice_self_expression,
     "subspace": slice_subspace,
     "symmetry": slice_symmetry,
@@ -421,7 +473,7 @@ def test_a_moved_committed_number_fails(name):
                 node = node[key]
             old = node[check.path[-1]]
             step = max(check.atol, check.rtol * abs(old)) * 1.5 + 1e-300
-            node[check.path[-1]] = old + step
+            node[check.path[-1]] = old * 10**step if check.log10 else old + step
         assert not _holds_everywhere(name, moved), check.what
 
 

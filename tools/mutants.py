@@ -211,7 +211,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "kernel-sums-exp64-coefficient",
-        A + "engines/kernelsums.py",
+        A + "engines/fastexp.py",
         "p = p * f + 1 / 720\n",
         "p = p * f + 1 / 700\n",
         T_KS,
@@ -284,7 +284,7 @@ MUTANTS: list[Mutant] = [
     # ------------------------------------------------------------------------ LLE
     M(
         "lle-sign-convention-flipped",
-        A + "lle.py",
+        A + "lle/embedding.py",
         "signs = np.sign(vectors[np.abs(vectors).argmax(0)",
         "signs = -np.sign(vectors[np.abs(vectors).argmax(0)",
         T_LLE,
@@ -292,21 +292,21 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "lle-ridge-not-scaled-by-trace",
-        A + "lle.py",
+        A + "lle/weights.py",
         "torch.where(trace > 0, reg * trace, ",
         "torch.where(trace > 0, reg + 0 * trace, ",
         T_LLE,
     ),
     M(
         "lle-weights-not-normalised",
-        A + "lle.py",
+        A + "lle/weights.py",
         "w = w / w.sum(-1, keepdim=True)",
         "w = w",
         T_LLE,
     ),
     M(
         "lle-cost-matrix-transposed",
-        A + "lle.py",
+        A + "lle/embedding.py",
         "M = (A.T @ A).tocsc()",
         "M = (A @ A.T).tocsc()",
         T_LLE,
@@ -314,7 +314,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "lle-transform-ignores-reg",
-        A + "lle.py",
+        A + "lle/embedding.py",
         "_weights_on_neighbors(X, self.X_fit_, ind, self.reg, dense=False)",
         "_weights_on_neighbors(X, self.X_fit_, ind, 0.0, dense=False)",
         T_LLE,
@@ -413,28 +413,28 @@ MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------- normalizers
     M(
         "fenchel-young-masked-scores-not-zeroed",
-        A + "normalizers.py",
+        A + "normalizers/tsallis.py",
         "theta = scores.masked_fill(torch.isneginf(scores), 0.0)",
         "theta = scores",
         T_NORM,
     ),
     M(
         "tsallis-entropy-without-alpha",
-        A + "normalizers.py",
+        A + "normalizers/tsallis.py",
         "return (1 - p.pow(alpha).sum(dim)) / (alpha * (alpha - 1))",
         "return (1 - p.pow(alpha).sum(dim)) / (alpha - 1)",
         T_NORM,
     ),
     M(
         "softmax-backward-drops-p",
-        A + "normalizers.py",
+        A + "normalizers/maps.py",
         "return pg - p * pg.sum(-1, keepdim=True)",
         "return pg - pg.sum(-1, keepdim=True)",
         T_NORM,
     ),
     M(
         "entmax-backward-exponent",
-        A + "normalizers.py",
+        A + "normalizers/maps.py",
         "s = torch.where(support, p_in.pow(2 - alpha), 0)",
         "s = torch.where(support, p_in.pow(alpha - 1), 0)",
         T_NORM,
@@ -448,21 +448,21 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "entmax-compiled-slope",
-        A + "engines/entmax_kernels.c",
+        A + "engines/entmax_loops.c",
         "    case 2:\n        return SQRT(p);",
         "    case 2:\n        return p;",
         T_NORM,
     ),
     M(
         "exp-beta-not-clamped",
-        A + "normalizers.py",
+        A + "normalizers/tsallis.py",
         "return (1 + (1 - beta) * u).clamp_min(0).pow(1 / (1 - beta))",
         "return (1 + (1 - beta) * u).pow(1 / (1 - beta))",
         T_NORM,
     ),
     M(
         "log-beta-sign",
-        A + "normalizers.py",
+        A + "normalizers/tsallis.py",
         "return (u.pow(1 - beta) - 1) / (1 - beta)",
         "return (u.pow(1 - beta) - 1) / (beta - 1)",
         T_NORM,
@@ -515,7 +515,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "truncated-parabola-radius",
-        A + "continuous/attention.py",
+        A + "continuous/integrals.py",
         "return (1.5 * sigma2) ** (1 / 3)",
         "return (3 * sigma2) ** (1 / 3)",
         T_CONT,
@@ -529,7 +529,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "gaussian-2d-normaliser-det",
-        A + "continuous/attention.py",
+        A + "continuous/integrals.py",
         "/ (2 * math.pi * torch.sqrt(det))",
         "/ (2 * math.pi * det)",
         T_CONT,
@@ -635,7 +635,7 @@ MUTANTS: list[Mutant] = [
     # ----------------------------------------------------- utils, training, data
     M(
         "set-seed-ignores-seed-for-torch",
-        A + "utils.py",
+        A + "utils/runtime.py",
         "torch.manual_seed(seed)",
         "torch.manual_seed(0)",
         T_UTILS,

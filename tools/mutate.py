@@ -49,6 +49,7 @@ NUMBA_FILES = {
     "attnlib/engines/entmax_numba.py",
     "attnlib/engines/nlm.py",
     "attnlib/engines/kernelsums.py",
+    "attnlib/engines/fastexp.py",
 }
 THREADS = {
     k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

@@ -18,7 +18,8 @@ One idea per module:
 * ``attnlib.continuous.densities``: the densities and their thresholds (Eqs. 10–13);
 * ``attnlib.continuous.basis``: the RBF value functions and their ridge fit (Eq. 16);
 * ``attnlib.continuous.attention``: ``r`` and its Jacobian in 1-D and 2-D (Eqs. 15,
-  17–18, Algorithm 1);
+  17–18, Algorithm 1), through the closed forms and quadrature of
+  ``attnlib.continuous.integrals``;
 * ``attnlib.continuous.modules``: the ``nn.Module`` layers.
 
 The chapter's experiments live in ``attnlib.experiments.documents``,

@@ -378,9 +378,8 @@ def support_ellipse(
     mu = as_tensor(mu, "mu", ndim=1, dtype=torch.float64)
     if mu.shape != (2,):
         raise ValueError(f"mu must have shape (2,), got {tuple(mu.shape)}")
-    mu = (
-        mu.detach().cpu().numpy().copy()
-    )  # a copy: reversed views have negative strides
+    # a copy: reversed views have negative strides
+    mu = mu.detach().cpu().numpy().copy()
     Sigma64 = as_tensor(Sigma, "Sigma", ndim=2, dtype=torch.float64).detach().cpu()
     S = _spd(Sigma64, "Sigma", 2, Sigma64).numpy()
     if scale is None:

@@ -9,9 +9,11 @@ of times. Every step is a tensor operation with a shape known in advance: no
 device. The maps are exact up to the round-off of the compute dtype (float32 for
 half-precision inputs).
 
-The functions work on the last dimension of scores already shifted by their row
-maximum (every row's largest entry is 0; ``-inf`` marks a masked entry) and return
-probabilities in the compute dtype. :func:`attnlib.normalizers.sparsemax` and
+The maps take the scores as given (any floating dtype), their row maxima and the
+compute dtype, and return probabilities in the compute dtype. A row is sorted in its
+own dtype, half the bytes for half precision: shifting by the row maximum and widening
+to the compute dtype keep the order, so the sorted, shifted row is the same as if the
+scores had been widened first. :func:`attnlib.normalizers.sparsemax` and
 :func:`attnlib.normalizers.entmax` dispatch here for tensors that are not on the CPU,
 and validate their input before.
 """
@@ -20,7 +22,13 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["sparsemax_sort", "entmax15_sort", "entmax_bisect", "entmax_vjp"]
+__all__ = [
+    "threshold_map",
+    "sparsemax_sort",
+    "entmax15_sort",
+    "entmax_bisect",
+    "entmax_vjp",
+]
 
 
 def _positions(z: torch.Tensor) -> torch.Tensor:
@@ -29,61 +37,102 @@ def _positions(z: torch.Tensor) -> torch.Tensor:
     return torch.arange(1, n + 1, dtype=z.dtype, device=z.device)
 
 
-def sparsemax_sort(z: torch.Tensor) -> torch.Tensor:
-    """Sparsemax of the rows of ``z`` (shifted scores, last dimension).
+def threshold_map(x: torch.Tensor, top: torch.Tensor, alpha, dtype) -> torch.Tensor:
+    """α-entmax of the rows of ``x`` by the cheapest exact route for ``alpha``.
 
     Parameters
     ----------
-    z : tensor, shape (..., n)
-        Scores minus their row maximum; ``-inf`` entries get weight 0.
+    x : tensor, shape (..., n)
+        Scores, any floating dtype; ``-inf`` entries get weight 0.
+    top : tensor, shape (..., 1)
+        The row maxima of ``x`` (finite).
+    alpha : float > 1 or tensor broadcastable to (..., 1)
+        The Tsallis index: 2 sorts (sparsemax), 1.5 sorts (1.5-entmax), anything else,
+        a tensor included, bisects.
+    dtype : torch.dtype
+        The compute dtype.
 
     Returns
     -------
-    tensor, shape (..., n)
-        ``[z - τ]₊`` summing to one along the last dimension.
+    tensor, shape (..., n), of ``dtype``
+        The probabilities.
+    """
+    if not isinstance(alpha, torch.Tensor) and alpha == 2:
+        return sparsemax_sort(x, top, dtype)
+    if not isinstance(alpha, torch.Tensor) and alpha == 1.5:
+        return entmax15_sort(x, top, dtype)
+    return entmax_bisect(x - top.to(dtype), alpha)
+
+
+def _sorted_shifted(x: torch.Tensor, top: torch.Tensor, dtype) -> torch.Tensor:
+    """The rows of ``x`` sorted in decreasing order minus their maxima, in ``dtype``."""
+    # a tensor minus a wider one is computed (and stored) in the wider dtype
+    return torch.sort(x, dim=-1, descending=True).values - top.to(dtype)
+
+
+def sparsemax_sort(x: torch.Tensor, top: torch.Tensor, dtype) -> torch.Tensor:
+    """Sparsemax of the rows of ``x`` (last dimension).
+
+    Parameters
+    ----------
+    x : tensor, shape (..., n)
+        Scores, any floating dtype; ``-inf`` entries get weight 0.
+    top : tensor, shape (..., 1)
+        The row maxima of ``x``.
+    dtype : torch.dtype
+        The compute dtype.
+
+    Returns
+    -------
+    tensor, shape (..., n), of ``dtype``
+        ``[z - τ]₊`` summing to one along the last dimension, ``z = x - max x``.
 
     Implements
     ----------
     The sort-based threshold of Martins & Astudillo (2016), Algorithm 1.
     """
-    zs = torch.sort(z, dim=-1, descending=True).values
+    zs = _sorted_shifted(x, top, dtype)
     # -inf entries: their prefix sums are -inf too and never pass the test below.
     cums = zs.cumsum(-1) - 1
-    support = (zs * _positions(z) > cums).sum(-1, keepdim=True)  # >= 1: the maximum
-    tau = cums.gather(-1, support - 1) / support.to(z.dtype)
-    return (z - tau).clamp_min(0)
+    support = (zs * _positions(zs) > cums).sum(-1, keepdim=True)  # >= 1: the maximum
+    tau = cums.gather(-1, support - 1) / support.to(dtype)
+    return (x - top.to(dtype)).sub_(tau).clamp_min_(0)
 
 
-def entmax15_sort(z: torch.Tensor) -> torch.Tensor:
-    """1.5-entmax of the rows of ``z`` (shifted scores, last dimension).
+def entmax15_sort(x: torch.Tensor, top: torch.Tensor, dtype) -> torch.Tensor:
+    """1.5-entmax of the rows of ``x`` (last dimension).
 
     Parameters
     ----------
-    z : tensor, shape (..., n)
-        Scores minus their row maximum; ``-inf`` entries get weight 0.
+    x : tensor, shape (..., n)
+        Scores, any floating dtype; ``-inf`` entries get weight 0.
+    top : tensor, shape (..., 1)
+        The row maxima of ``x``.
+    dtype : torch.dtype
+        The compute dtype.
 
     Returns
     -------
-    tensor, shape (..., n)
-        ``[z/2 - τ]₊²`` summing to one along the last dimension.
+    tensor, shape (..., n), of ``dtype``
+        ``[u - τ]₊²`` summing to one along the last dimension, ``u = (x - max x) / 2``.
 
     Implements
     ----------
     The exact sort-based threshold of Peters et al. (2019), Algorithm 2: on the
     prefix of the k largest halved scores, τ solves ``Σ (u_j - τ)² = 1``.
     """
-    u = z / 2
-    us = torch.sort(u, dim=-1, descending=True).values
-    finite = torch.isfinite(us)
-    us0 = torch.where(finite, us, 0)  # masked entries: no inf - inf in the sums
-    k = _positions(u)
-    mean = us0.cumsum(-1) / k
-    mean_sq = (us0 * us0).cumsum(-1) / k
-    ss = k * (mean_sq - mean * mean)
-    tau = mean - ((1 - ss) / k).clamp_min(0).sqrt()
-    support = ((tau <= us) & finite).sum(-1, keepdim=True).clamp_min(1)
+    us = _sorted_shifted(x, top, dtype).mul_(0.5)
+    us0 = us.nan_to_num(neginf=0.0)  # masked entries: no inf - inf in the sums
+    k = _positions(us)
+    mean = us0.cumsum(-1).div_(k)
+    # the variance of each prefix, then τ = mean - sqrt([1/k - variance]₊)
+    var = us0.square_().cumsum(-1).div_(k).sub_(mean.square())
+    tau = mean.sub_(var.neg_().add_(k.reciprocal()).clamp_min_(0).sqrt_())
+    # a masked entry is -inf in us: τ <= -inf fails there, so the support stays finite
+    support = (tau <= us).sum(-1, keepdim=True).clamp_min(1)
     tau_star = tau.gather(-1, support - 1)
-    return (u - tau_star).clamp_min(0).square()
+    u = (x - top.to(dtype)).mul_(0.5)
+    return u.sub_(tau_star).clamp_min_(0).square_()
 
 
 def entmax_bisect(z: torch.Tensor, alpha, n_iter: int | None = None) -> torch.Tensor:
@@ -124,7 +173,9 @@ def entmax_bisect(z: torch.Tensor, alpha, n_iter: int | None = None) -> torch.Te
     return p / p.sum(-1, keepdim=True)
 
 
-def entmax_vjp(p: torch.Tensor, g: torch.Tensor, alpha) -> torch.Tensor:
+def entmax_vjp(
+    p: torch.Tensor, g: torch.Tensor, alpha, differentiable: bool = True
+) -> torch.Tensor:
     """The gradient in the scores of α-entmax at ``p``, given the output's gradient.
 
     Parameters
@@ -135,6 +186,10 @@ def entmax_vjp(p: torch.Tensor, g: torch.Tensor, alpha) -> torch.Tensor:
         The gradient of the loss in ``p``.
     alpha : float > 1 or tensor broadcastable to (..., 1)
         The Tsallis index.
+    differentiable : bool, default=True
+        Build the result from operations whose own derivatives are finite at ``p = 0``
+        (for a second backward pass). If False, sparsemax (α = 2) and 1.5-entmax take
+        shorter routes: the support's indicator and ``√p``.
 
     Returns
     -------
@@ -145,8 +200,17 @@ def entmax_vjp(p: torch.Tensor, g: torch.Tensor, alpha) -> torch.Tensor:
     ----------
     Eq. (14) of the sparse-continuous attention paper in the finite case.
     """
-    support = p > 0
-    p_in = torch.where(support, p, 1)
-    s = torch.where(support, p_in.pow(2 - alpha), 0)
+    plain = not differentiable and not isinstance(alpha, torch.Tensor)
+    if plain and alpha == 2:  # s is the support's indicator
+        support = p > 0
+        g_in = torch.where(support, g, 0)
+        mean = g_in.sum(-1, keepdim=True) / support.sum(-1, keepdim=True)
+        return g_in.sub_(mean).masked_fill_(~support, 0)
+    if plain and alpha == 1.5:  # √0 = 0 off the support
+        s = p.sqrt()
+    else:  # p^(2-α) only on the support: its derivative at 0 is infinite
+        support = p > 0
+        s = torch.where(support, torch.where(support, p, 1).pow(2 - alpha), 0)
     sg = s * g
-    return sg - s * (sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True))
+    return torch.addcmul(sg, s, sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True),
+                         value=-1)  # fmt: skip

@@ -1,9 +1,9 @@
 """The threshold search of sparsemax and entmax as numba-compiled loops: the fallback.
 
-:mod:`attnlib.engines.entmax_kernels` runs the same loops compiled from C where the
+:mod:`attnlib.engines.entmax_loops` runs the same loops compiled from C where the
 machine has a C compiler; this module serves where it has none (or with
-``ATTNLIB_KERNELS=numba``). It is imported only then, so that numba's start-up is paid
-only where it is used. The algorithm is explained in :mod:`attnlib.normalizers`
+``ATTNLIB_LOOPS=numba``). It is imported only then, so that numba's start-up is paid
+only where it is used. The algorithm is explained in ``attnlib.normalizers.maps``
 ("threshold search").
 """
 
@@ -21,7 +21,7 @@ _FASTMATH = {"nsz", "arcp", "contract", "reassoc"}
 # pays numba's own start-up (its typing and target registries) on its first call.
 _JIT = dict(fastmath=_FASTMATH, error_model="numpy")
 _inline = numba.njit(inline="always", **_JIT)
-_kernel = numba.njit(nogil=True, cache=True, **_JIT)
+_compiled = numba.njit(nogil=True, cache=True, **_JIT)
 
 
 # Three small functions for each q: the powers (e^q, e^(q-1)) of a gap e ≥ 0, with e^0
@@ -159,48 +159,48 @@ def _backward_rows(p, g, am1, out, slope):
 # One compiled pair per power family, each written out at module level: numba caches
 # only functions it can find again in this file (not closures), and the family as a
 # compile-time constant keeps its loops specialised and vectorised.
-@_kernel
+@_compiled
 def _forward_q1(x, top, am1, p):
     _forward_rows(x, top, am1, p, _powers_1, _root_1, False)
 
 
-@_kernel
+@_compiled
 def _forward_q2(x, top, am1, p):
     _forward_rows(x, top, am1, p, _powers_2, _root_2, False)
 
 
-@_kernel
+@_compiled
 def _forward_q4(x, top, am1, p):
     _forward_rows(x, top, am1, p, _powers_4, _root_4, False)
 
 
-@_kernel
+@_compiled
 def _forward_any(x, top, am1, p):
     _forward_rows(x, top, am1, p, _powers_any, _root_any, True)
 
 
-@_kernel
+@_compiled
 def _backward_q1(p, g, am1, out):
     _backward_rows(p, g, am1, out, _slope_1)
 
 
-@_kernel
+@_compiled
 def _backward_q2(p, g, am1, out):
     _backward_rows(p, g, am1, out, _slope_2)
 
 
-@_kernel
+@_compiled
 def _backward_q4(p, g, am1, out):
     _backward_rows(p, g, am1, out, _slope_4)
 
 
-@_kernel
+@_compiled
 def _backward_any(p, g, am1, out):
     _backward_rows(p, g, am1, out, _slope_any)
 
 
 #: The compiled (forward, backward) loops for q = 1/(α-1); 0 stands for any 1 < α ≤ 2.
-_KERNELS = {
+LOOPS = {
     1: (_forward_q1, _backward_q1),
     2: (_forward_q2, _backward_q2),
     4: (_forward_q4, _backward_q4),

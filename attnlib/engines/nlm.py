@@ -18,14 +18,14 @@ import numba
 import numpy as np
 import torch
 
-from .kernelsums import JIT_OPTIONS as _JIT
-from .kernelsums import fast_exp
+from .fastexp import JIT_OPTIONS as _JIT
+from .fastexp import fast_exp
 
 # ----------------------------------------------------------------------- fast exact NLM
 # The loops below are compiled by numba (cached on disk) and run over row strips: for a
 # strip of ``strip_rows`` rows and one offset δ, the squared differences of the two
 # shifted images are blurred by the separable patch kernel (a row pass, then a column
-# pass), exponentiated with the vectorised exponential of ``kernelsums``, and added to
+# pass), exponentiated with the vectorised exponential of ``fastexp``, and added to
 # the sums at x (weight of +δ) and at x + δ (the same weight, for -δ). A strip's rows,
 # buffers and sums stay in the L2 cache while all the offsets pass over them.
 

@@ -20,7 +20,7 @@ from torch.nn import functional as F
 
 from ..denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
 from ..training import train
-from ..utils import check_int, check_positive, module_input
+from ..utils import check_int, check_positive, get_device, module_input
 
 __all__ = [
     "SmallCNNDenoiser",
@@ -208,7 +208,8 @@ def baseline_run(
     return_images : bool
         Also return the clean and noisy test crops and every method's output.
     device : torch.device or str, optional
-        Where the models train and run; the test crop is scored on the host.
+        Where the models are moved, train and run (default: the CPU); the test crop
+        is scored on the host.
 
     Returns
     -------
@@ -221,6 +222,7 @@ def baseline_run(
     n_steps = check_int(n_steps, "n_steps")
     cnn_steps = n_steps if cnn_steps is None else check_int(cnn_steps, "cnn_steps")
     lr, noise = check_positive(lr, "lr"), check_positive(noise, "noise")
+    where = torch.device("cpu") if device is None else get_device(device)
     clean = img_as_float(data.camera())[60:124, 200:264]
     noisy = clean + noise * np.random.default_rng(seed).standard_normal(clean.shape)
     out = {
@@ -241,7 +243,7 @@ def baseline_run(
     images, n_params = training_images(), {}
     for name, build in builders.items():
         torch.manual_seed(seed)
-        model = build()
+        model = build().to(where)
         n_params[name] = count_parameters(model)
         train(
             model,
@@ -250,11 +252,11 @@ def baseline_run(
             n_steps=cnn_steps if name.startswith("CNN") else n_steps,
             lr=lr,
             seed=seed,
-            device=device,
+            device=where,
             progress=False,
         )
         with torch.no_grad():
-            x = torch.tensor(noisy, dtype=torch.float32, device=device)
+            x = torch.tensor(noisy, dtype=torch.float32, device=where)
             out[name] = model.eval()(x).cpu().numpy()
     result = {
         "psnr": {k: float(psnr(clean, v)) for k, v in out.items()},

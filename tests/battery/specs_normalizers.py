@@ -53,10 +53,11 @@ def specs():
             lambda: dict(u=_randn(3, 5), beta=0.5),
             {"u": "array", "beta": "real"},
             allow={"u": ("scalar",)},
+            # exp_β(u) beyond the dtype, or past its pole
             overflow={
                 "u": ("x1e30",),
                 "beta": ("1e30",),
-            },  # exp_β(u) beyond the dtype, or past its pole
+            },
         ),
         "normalizers.log_beta": Spec(
             N.log_beta,

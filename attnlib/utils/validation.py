@@ -1,24 +1,21 @@
-"""Small shared helpers: seeding, devices, memory and input validation.
+"""Input validation at the public boundary: array-likes to checked tensors or arrays.
 
-Every public function of attnlib validates its inputs with the helpers below, so that
+Every public function of attnlib checks its inputs once with the helpers below, so that
 bad input fails early with a ``ValueError`` that names the argument and says what was
-expected.
+expected; private functions and engines then trust what they are handed. Booleans and
+complex values are refused rather than converted.
 """
 
 from __future__ import annotations
 
 import numbers
-import os
-import random
 
 import numpy as np
 import torch
 
-from .errors import ScoreError
+from ..errors import ScoreError
 
 __all__ = [
-    "set_seed",
-    "get_device",
     "as_tensor",
     "as_float_array",
     "check_positive",
@@ -27,50 +24,8 @@ __all__ = [
     "check_numeric",
     "check_int",
     "host_array",
-    "available_memory",
     "check_on_device",
 ]
-
-
-def set_seed(seed: int = 0) -> None:
-    """Seed Python's, NumPy's and PyTorch's generators so a chapter is reproducible.
-
-    Parameters
-    ----------
-    seed : int
-        A seed in ``[0, 2**32 - 1]`` (NumPy's range).
-    """
-    seed = check_int(seed, "seed", minimum=0, maximum=2**32 - 1)
-    random.seed(seed)
-    np.random.seed(seed)  # noqa: NPY002 (the global generator is what gets seeded)
-    torch.manual_seed(seed)
-
-
-def get_device(prefer: str | None = None) -> torch.device:
-    """The device to compute on: ``prefer`` if given, else CUDA if present, else CPU.
-
-    Parameters
-    ----------
-    prefer : str or torch.device, optional
-        A device such as ``"cpu"`` or ``"cuda:0"``.
-
-    Returns
-    -------
-    torch.device
-        The device.
-    """
-    if prefer is not None:
-        if not isinstance(prefer, (str, torch.device)):
-            raise ValueError(
-                f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}"
-            )
-        try:
-            return torch.device(prefer)
-        except RuntimeError as err:
-            raise ValueError(
-                f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}"
-            ) from err
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def as_tensor(
@@ -432,24 +387,3 @@ class names_input:
                 f"{self.name} is too large: its scores overflow ({err}); rescale it"
             ) from err
         return False
-
-
-def available_memory() -> int:
-    """Bytes the system can still give (``MemAvailable``), else total physical memory.
-
-    Returns
-    -------
-    int
-        ``2**63`` where neither is known.
-    """
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 2**63

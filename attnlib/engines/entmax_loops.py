@@ -1,12 +1,12 @@
 """The compiled row loops behind sparsemax and entmax on the CPU, ready in milliseconds.
 
-The loops (``entmax_kernels.c`` beside this file) are compiled once per machine with the
+The loops (``entmax_loops.c`` beside this file) are compiled once per machine with the
 system's C compiler (``$CC``, else ``cc``) and cached as a shared library; every later
 process loads that library with ctypes, which takes about a millisecond. numba compiles
 and caches the same loops as well, but a new process pays numba's own start-up (loading
 its typing and target registries, about 0.2 s of CPU) on its first jitted call even when
-every kernel comes from its cache: longer than the call itself on any input a chapter
-passes. Where no C compiler is present, the build fails, or ``ATTNLIB_KERNELS=numba`` is
+every loop comes from its cache: longer than the call itself on any input a chapter
+passes. Where no C compiler is present, the build fails, or ``ATTNLIB_LOOPS=numba`` is
 set, the loops come from numba (:mod:`attnlib.engines.entmax_numba`) instead;
 ``backend()`` says which is in use.
 
@@ -35,7 +35,7 @@ import torch
 
 __all__ = ["forward", "backward", "backend"]
 
-_SOURCE = Path(__file__).with_name("entmax_kernels.c")
+_SOURCE = Path(__file__).with_name("entmax_loops.c")
 # IEEE semantics except what the loops' reductions need to vectorise: no
 # -ffinite-math-only (-inf marks a masked key); the numba loops' fastmath flags.
 _FLAGS = [
@@ -130,13 +130,13 @@ class _NumbaLoops:
     def __init__(self):
         from . import entmax_numba
 
-        self.kernels = entmax_numba._KERNELS
+        self.loops = entmax_numba.LOOPS
 
     def forward(self, x, top, am1, p, family):
-        self.kernels[family][0](*(t.detach().numpy() for t in (x, top, am1, p)))
+        self.loops[family][0](*(t.detach().numpy() for t in (x, top, am1, p)))
 
     def backward(self, p, g, am1, out, family):
-        self.kernels[family][1](*(t.detach().numpy() for t in (p, g, am1, out)))
+        self.loops[family][1](*(t.detach().numpy() for t in (p, g, am1, out)))
 
 
 def _load_c():
@@ -146,7 +146,7 @@ def _load_c():
         _SOURCE.read_bytes()
         + " ".join([*flags, sys.platform, platform.machine()]).encode()
     ).hexdigest()[:16]
-    paths = [d / f"entmax_kernels-{key}.so" for d in _cache_dirs()]
+    paths = [d / f"entmax_loops-{key}.so" for d in _cache_dirs()]
     for path in paths:
         if path.exists():
             try:
@@ -165,7 +165,7 @@ def _load_c():
 def _loops():
     global _impl
     if _impl is None:
-        if os.environ.get("ATTNLIB_KERNELS", "").lower() != "numba":
+        if os.environ.get("ATTNLIB_LOOPS", "").lower() != "numba":
             _impl = _load_c()
         if _impl is None:
             _impl = _NumbaLoops()
@@ -178,7 +178,7 @@ def backend() -> str:
     Returns
     -------
     str
-        ``"c"`` (the shared library built from ``entmax_kernels.c``) or ``"numba"``.
+        ``"c"`` (the shared library built from ``entmax_loops.c``) or ``"numba"``.
     """
     return "c" if isinstance(_loops(), _CLoops) else "numba"
 

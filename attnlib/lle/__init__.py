@@ -1,0 +1,29 @@
+"""Locally linear embedding (LLE) as masked self-attention.
+
+Each point (a *query*) writes itself as an affine combination of its ``K`` nearest
+neighbours (the *keys*, which are also the *values*). The coefficients are the rows of a
+``[query, key]`` weight matrix ``W`` that is zero outside the k-nearest-neighbour *mask*
+and whose rows sum to one, like attention weights. Unlike softmax attention, a weight
+may be negative and depends on all of the query's neighbours at once, through their
+local Gram matrix. The embedding keeps those weights and finds low-dimensional points
+that they reconstruct as well as possible: the bottom eigenvectors of
+``(I - W)ᵀ(I - W)``.
+
+The papers put tokens in columns; their coefficients ``c_ij`` (key ``i``, query ``j``)
+are our ``W[j, i]``.
+
+One idea per module:
+
+* ``attnlib.lle.weights``: the neighbourhoods and the barycentric weights (LLE's first
+  two steps, and LLE as one call of attention);
+* ``attnlib.lle.embedding``: the embedding those weights define (the third step) and the
+  scikit-learn estimator.
+"""
+
+from . import embedding as _embedding
+from . import weights as _weights
+from .embedding import LLEEmbedding, LocallyLinearEmbedding, lle_embedding
+from .weights import LLEWeights, barycenter_weights, lle_attention, lle_weights
+
+# The package's public names are its modules' (each keeps its own ``__all__``).
+__all__ = [*_weights.__all__, *_embedding.__all__]

@@ -1,0 +1,29 @@
+"""Normalizers: maps from a row of scores to a probability vector, and their losses.
+
+Each map is a *regularised prediction map* ``argmax_p <p, x> - Ω(p)`` over the
+probability simplex (Def. 1 of the sparse-continuous attention paper): the Shannon
+negentropy gives softmax, the 2-Tsallis negentropy sparsemax, and the α-Tsallis
+negentropy α-entmax, which puts exactly zero weight on low scores when α > 1.
+
+The threshold τ of sparsemax and entmax is found without sorting, by Newton's method
+from below (Michelot's algorithm at α = 2); on a CPU it runs as compiled loops over the
+rows (in ``attnlib.engines``), so that each row is read from memory once.
+:func:`attnlib.attention.attention` knows ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as
+normalizers by name.
+
+One idea per module:
+
+* ``attnlib.normalizers.maps``: softmax, sparsemax and entmax, with their backward
+  passes and the threshold search;
+* ``attnlib.normalizers.tsallis``: the Tsallis entropies, the β-exponential and
+  β-logarithm, and the Fenchel–Young loss;
+* ``attnlib.normalizers.common``: the checks and row plumbing the two share.
+"""
+
+from . import maps as _maps
+from . import tsallis as _tsallis
+from .maps import entmax, softmax, sparsemax
+from .tsallis import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
+
+# The package's public names are its modules' (each keeps its own ``__all__``).
+__all__ = [*_maps.__all__, *_tsallis.__all__]

@@ -1,0 +1,302 @@
+"""Softmax, sparsemax and α-entmax: a row of scores to a probability vector.
+
+Each map checks its scores once, moves ``dim`` last and hands the rows to a
+``torch.autograd.Function`` whose forward pass finds the threshold and whose backward
+pass is the map's Jacobian-vector product in closed form.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..engines import entmax as entmax_engine
+from ..engines import entmax_loops
+from ..utils import check_on_device
+from .common import (
+    _along_last,
+    _check_index,
+    _check_scores,
+    _compute_dtype,
+    _row_max,
+)
+
+__all__ = ["softmax", "sparsemax", "entmax"]
+
+
+# ----------------------------------------------------------------------------- softmax
+class _Softmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        _row_max(x)
+        p = torch.softmax(x, dim=-1)
+        ctx.save_for_backward(p)
+        return p
+
+    @staticmethod
+    def backward(ctx, g):
+        (p,) = ctx.saved_tensors
+        pg = p * g
+        return pg - p * pg.sum(-1, keepdim=True)
+
+
+def softmax(x, dim: int = -1) -> torch.Tensor:
+    """Softmax along ``dim``: ``exp(x) / Σ exp(x)``; ``-inf`` entries get weight 0.
+
+    Parameters
+    ----------
+    x : tensor or array-like, shape (..., n, ...)
+        Scores; ``-inf`` marks a masked entry.
+    dim : int
+        The dimension that is normalised.
+
+    Returns
+    -------
+    tensor, same shape, dtype and device as ``x``
+        Probabilities summing to one along ``dim``.
+
+    Implements
+    ----------
+    Eqs. (2)-(3) of the sparse-continuous attention paper (Martins et al., 2020): the
+    Ω-RPM of the Shannon negentropy.
+    """
+    x, dim = _check_scores(x, dim)
+    if x.numel() == 0:
+        return x.clone()
+    return _along_last(_Softmax.apply, x, dim)
+
+
+# --------------------------------------------------------------------- threshold search
+# Write p ∝ [e]₊^q with e = (α-1)(x - t) and q = 1/(α-1). The weights sum to one at the
+# threshold t*, the root of g(t) = ‖[e]₊‖_q = 1. For α ≤ 2 (q ≥ 1), g is convex and
+# decreasing in t, so Newton's method started below t* climbs monotonically to it and
+# never overshoots; for α = 2 it is Michelot's algorithm, exact once the support stops
+# changing. The start ``max(x) - q`` is below t* because no weight exceeds one; it puts
+# every e in [0, 1], so that e^q neither overflows nor, for the largest, underflows,
+# however large q is. Both searches run on the scores minus their row maximum (as the
+# entmax package does): at an offset of 1e9 in float32, ``max(x) - q`` itself would
+# round to ``max(x)``.
+#
+# On a CPU the search runs as compiled loops over the rows
+# (attnlib.engines.entmax_loops, compiled from C once per machine, or by numba where
+# no C compiler is present): a row is read from memory once, and every Newton pass over
+# it then runs in cache, vectorised. For α > 2 (where g is not convex) the threshold is
+# bisected with tensor operations. Off the CPU (CUDA) the maps come from
+# attnlib.engines.entmax: sparsemax and 1.5-entmax sort each row once and take the
+# threshold in closed form on every prefix; any other α is bisected a fixed number of
+# times; no step reads a value back to the host.
+
+
+def _family(alpha) -> int:
+    """q = 1/(α-1) where the loops have a family without pow (1, 2, 4), else 0."""
+    if isinstance(alpha, torch.Tensor):
+        return 0
+    q = 1 / (alpha - 1)
+    return int(q) if q in (1, 2, 4) else 0
+
+
+def _alpha_rows(alpha, x: torch.Tensor) -> torch.Tensor:
+    """α - 1 for each row of the 2-D ``x`` (``alpha`` a number or a column), float64."""
+    am1 = torch.as_tensor(alpha - 1, dtype=torch.float64)
+    return am1.expand(len(x), 1).reshape(-1).contiguous()
+
+
+def _entmax_cpu(x: torch.Tensor, alpha) -> torch.Tensor:
+    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D CPU tensor ``x``."""
+    p = torch.empty_like(x)
+    top = _row_max(x).squeeze(1)
+    entmax_loops.forward(x, top, _alpha_rows(alpha, x), p, _family(alpha))
+    return p
+
+
+def _entmax_vjp_cpu(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Tensor:
+    """The gradient of α-entmax in its scores (2-D CPU rows ``p``), given ``g``."""
+    grad = torch.empty_like(p)
+    entmax_loops.backward(p, g, _alpha_rows(alpha, p), grad, _family(alpha))
+    return grad
+
+
+def _bisect_entmax(x: torch.Tensor, alpha) -> torch.Tensor:
+    """α-entmax for any α > 1 by bisection on τ in Σ [(α-1)x - τ]₊^q = 1.
+
+    ``alpha`` may be a per-row tensor. As in the compiled search, the scores are first
+    shifted by their row maximum.
+    """
+    return entmax_engine.entmax_bisect(x - _row_max(x), alpha)
+
+
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    return x.contiguous().view(-1, x.shape[-1])
+
+
+# ---------------------------------------------------------------------------- sparsemax
+def sparsemax(x, dim: int = -1) -> torch.Tensor:
+    """Sparsemax along ``dim``: the Euclidean projection of ``x`` onto the simplex.
+
+    ``sparsemax(x) = [x - τ]₊`` with τ chosen so that the result sums to one; entries
+    far below the largest get exactly zero. ``-inf`` entries (masked keys) get weight 0.
+
+    Parameters
+    ----------
+    x : tensor or array-like, shape (..., n, ...)
+        Scores; ``-inf`` marks a masked entry. float16, bfloat16, float32 or float64.
+    dim : int
+        The dimension that is normalised.
+
+    Returns
+    -------
+    tensor, same shape, dtype and device as ``x``
+        Sparse probabilities summing to one along ``dim``.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` holds NaN or +inf, or a slice along ``dim`` is entirely ``-inf``.
+
+    Implements
+    ----------
+    Eq. (9) of the sparse-continuous attention paper (Martins et al., 2020) in the
+    finite case, i.e. sparsemax of Martins & Astudillo (2016); its Jacobian
+    ``Diag(s) - s sᵀ / 1ᵀs`` is Eq. (14) with α = 2. The threshold is found by
+    Michelot's (1986) algorithm.
+    """
+    x, dim = _check_scores(x, dim)
+    if x.numel() == 0:
+        return x.clone()
+    return _along_last(_Entmax.apply, x, dim, 2.0)
+
+
+# ----------------------------------------------------------------------------- entmax
+class _Entmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, alpha):
+        cd = _compute_dtype(x)
+        alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
+        ctx.alpha = alpha
+        on_cpu = x.device.type == "cpu"
+        newton = (
+            on_cpu and bool((alpha <= 2).all())  # no host read off the CPU
+            if isinstance(alpha, torch.Tensor)
+            else alpha <= 2
+        )
+        ctx.compiled = newton and on_cpu
+        if not on_cpu:  # sort-based or fixed bisection: no host-device synchronisation
+            p = entmax_engine.threshold_map(x, _row_max(x), alpha, cd)
+        elif ctx.compiled:
+            a = (
+                alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
+                if isinstance(alpha, torch.Tensor)
+                else alpha
+            )
+            p = _entmax_cpu(_rows(x.to(cd)), a).view(x.shape)
+        else:
+            p = _bisect_entmax(x.to(cd), alpha)
+        out = p.to(x.dtype)
+        # The output itself is saved (not a copy in the compute dtype), so that a
+        # backward run with create_graph=True differentiates through it: double backward
+        # is exact.
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, g):
+        alpha = ctx.alpha
+        (out,) = ctx.saved_tensors
+        cd = _compute_dtype(out)
+        p, g = out.to(cd), g.to(cd)
+        # Under create_graph=True (grad mode on here) the compiled loops would return a
+        # gradient without a graph; the tensor formula below is differentiable.
+        if (
+            ctx.compiled
+            and not isinstance(alpha, torch.Tensor)
+            and not torch.is_grad_enabled()
+        ):
+            return _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape).to(
+                out.dtype
+            ), None
+        grad_x = entmax_engine.entmax_vjp(
+            p, g, alpha, differentiable=torch.is_grad_enabled()
+        )
+        grad_alpha = None
+        if ctx.needs_input_grad[1]:
+            support = p > 0
+            # p^(2-α) and p log p only on the support: their derivatives at p = 0 are
+            # infinite (NaN once masked), and a second backward would differentiate
+            # them.
+            p_in = torch.where(support, p, 1)
+            s = torch.where(support, p_in.pow(2 - alpha), 0)
+            # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p),
+            # with q = 1/(α-1) and s̃ = s/Σs.
+            q = 1 / (alpha - 1)
+            skew = s / s.sum(-1, keepdim=True)
+            plogp = torch.where(support, p_in * p_in.log(), 0)
+            dp = q * q * (p - skew) - q * (plogp - skew * plogp.sum(-1, keepdim=True))
+            grad_alpha = (g * dp).sum(-1, keepdim=True).sum_to_size(alpha.shape)
+        return grad_x.to(out.dtype), grad_alpha
+
+
+def _check_alpha(alpha, x: torch.Tensor, dim: int):
+    if isinstance(alpha, torch.Tensor):
+        if not alpha.is_floating_point():
+            alpha = alpha.to(torch.get_default_dtype())
+        if alpha.ndim > x.ndim or (alpha.ndim == x.ndim and alpha.shape[dim] != 1):
+            raise ValueError(
+                "alpha must be a number or a tensor broadcastable to x with size 1 "
+                f"along dim, got shape {tuple(alpha.shape)}"
+            )
+        check_on_device(
+            (~torch.isfinite(alpha) | (alpha <= 1)).any(),
+            "alpha as a tensor must hold finite values greater than 1",
+        )
+        alpha = alpha.to(x.device)
+        if alpha.ndim < x.ndim:  # align with x so that it can be moved with dim
+            alpha = alpha.reshape((1,) * (x.ndim - alpha.ndim) + tuple(alpha.shape))
+        if alpha.shape[dim] != 1:
+            raise ValueError(
+                f"alpha must have size 1 along dim, got shape {tuple(alpha.shape)}"
+            )
+        return alpha
+    return _check_index(alpha, "alpha")
+
+
+def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
+    """α-entmax along ``dim``: ``[(α-1) x - τ]₊^{1/(α-1)}``, τ making it sum to one.
+
+    α = 1 is softmax and α = 2 sparsemax; in between, the map is sparse (for α > 1) and
+    smooth. ``-inf`` entries (masked keys) get weight 0.
+
+    Parameters
+    ----------
+    x : tensor or array-like, shape (..., n, ...)
+        Scores; ``-inf`` marks a masked entry. float16, bfloat16, float32 or float64.
+    alpha : float ≥ 1, or tensor > 1 of a shape broadcastable to x's, 1 along dim
+        The Tsallis index. A tensor (e.g. a learned parameter) may have one value per
+        slice: its shape must broadcast to ``x`` with size 1 along ``dim``; gradients
+        flow to it.
+    dim : int
+        The dimension that is normalised.
+
+    Returns
+    -------
+    tensor, same shape, dtype and device as ``x``
+        Probabilities summing to one along ``dim``.
+
+    Raises
+    ------
+    ValueError
+        If ``alpha`` < 1, if ``x`` holds NaN or +inf, or a slice is entirely ``-inf``.
+
+    Implements
+    ----------
+    Eq. (7) of the sparse-continuous attention paper (Martins et al., 2020), the
+    Ω_α-RPM, in the finite case (α-entmax of Peters et al., 2019); backward pass by Eq.
+    (14), whose finite form is ``Diag(s) - s sᵀ / 1ᵀs`` with ``s = p^(2-α)`` on the
+    support, and the derivative in α of Correia et al. (2019).
+    """
+    x, dim = _check_scores(x, dim)
+    alpha = _check_alpha(alpha, x, dim)
+    if x.numel() == 0:
+        return x.clone()
+    if not isinstance(alpha, torch.Tensor):
+        if alpha == 1:
+            return _along_last(_Softmax.apply, x, dim)
+    return _along_last(_Entmax.apply, x, dim, alpha)

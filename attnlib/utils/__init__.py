@@ -1,0 +1,34 @@
+"""Small shared helpers: input validation, seeds, devices and memory.
+
+The foundation every other module stands on (it imports nothing of attnlib but
+``attnlib.errors``). One idea per module:
+
+* ``attnlib.utils.validation``: array-likes to checked tensors and arrays, and the
+  checks of numbers (:func:`as_tensor`, :func:`check_int`...), used once at each public
+  boundary;
+* ``attnlib.utils.runtime``: seeding, the device, the memory left.
+
+A helper added to either module is re-exported here by adding it to the import below
+(and, if public, to that module's ``__all__``).
+"""
+
+from . import runtime as _runtime
+from . import validation as _validation
+from .runtime import available_memory, get_device, set_seed
+from .validation import (
+    as_float_array,
+    as_tensor,
+    check_in_range,
+    check_int,
+    check_numeric,
+    check_on_device,
+    check_positive,
+    check_real,
+    check_type,
+    host_array,
+    module_input,
+    names_input,
+)
+
+# The package's public names are its modules' (each keeps its own ``__all__``).
+__all__ = [*_runtime.__all__, *_validation.__all__]
