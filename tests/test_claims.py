@@ -509,10 +509,13 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
     err = claim(
         "assert not a\nassert b",
         statement="Eq. 8 is wrong, $x^2$",
+        # the book's equation beside the paper's, bare and inside other parentheses
+        source="seed 000, Eq. (8), our eq-01-x (the formula; eq-01-x)",
         erratum="Eq. 8 writes $x^2$; it is $x$",
     )
     cons = claim(reference="consistency check: attnlib against itself")
-    nb1 = notebook(md("# 01 · First"), claim(), err, cons)
+    equation = md("$$\nx = 1\n$$ (eq-01-x)")
+    nb1 = notebook(md("# 01 · First"), claim(), err, cons, equation)
     nb2 = notebook(md("# 02 · Second"), claim())
     for i, cell in enumerate(nb1["cells"] + nb2["cells"]):
         cell["id"] = f"cell{i}"
@@ -522,7 +525,10 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
         {k: CONFIG[k] for k in ("title", "only_build_toc_files", "parse")}
     )
     config["execute"] = {"execute_notebooks": "off"}
-    config["sphinx"] = {"local_extensions": {"claims": "book/_ext"}}
+    config["sphinx"] = {
+        "local_extensions": {"claims": "book/_ext", "chapter_numbers": "book/_ext"},
+        "config": {"math_numfig": True, "numfig": True},
+    }
     (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
     toc = {
         "format": "jb-book",
@@ -546,7 +552,7 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
     ledger = (html / "claims.html").read_text()
     for i in (1, 2, 3):
         assert f'href="01_first.html#claim-cell{i}"' in ledger
-    assert 'href="02_second.html#claim-cell5"' in ledger
+    assert 'href="02_second.html#claim-cell6"' in ledger
     assert 'href="errata.html#erratum-01-cell2"' in ledger
     assert re.search(
         r"<strong>4 claims</strong> in 2 chapters; 1 consistency check", ledger
@@ -554,6 +560,11 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
     errata_page = (html / "errata.html").read_text()
     assert 'id="erratum-01-cell2"' in errata_page
     assert 'href="01_first.html#claim-cell2"' in errata_page
+    # the book's equation as a numbered link, the enclosing parenthesis kept
+    link = r'<a class="reference internal" href="(?:01_first.html)?#equation-eq-01-x">'
+    shown = rf"our {link}\(1\.1\)</a> \(the formula; {link}\(1\.1\)</a>\)"
+    assert re.search(shown, ledger) and re.search(shown, errata_page)
+    assert re.search(shown, chapter)  # the callout
     counts = re.findall(
         r'<span class="claims-count">(\d+)</span>', (html / "index.html").read_text()
     )
@@ -589,3 +600,95 @@ def test_sources_are_named_by_their_papers():
     assert L.source_key("seed 002, Eq. (8)") == "Martins et al. (2020), Eq. (8)"
     assert L.source_key("seed 000 §3") == "Anonymous (2022) §3"
     assert L.source_key("seed 003", cite=True) == "{cite:t}`ma2021symmetry`"
+
+
+# ------------------------------------------------ the papers' equations and the book's
+# A claim that names a paper's equation names the book's equation beside it, so that the
+# ledger, the errata and the callouts read "Eq. (6), our (2.2)" (issue 32). On the
+# metadata before issue 32 the check finds 84 problems in 41 claims (37 sources named
+# "Eq. (N)" alone, and no source named the book's equation).
+def test_paper_equations_are_named_beside_the_books():
+    found = [p for c in L.all_claims() for p in L.claim_equation_problems(c)]
+    assert found == [], f"{len(found)} problems:\n" + "\n".join(found)
+
+
+def test_the_books_equations_named_in_claims_and_the_map_exist():
+    """Every label in PAPER_EQUATIONS and in the claims' metadata is a displayed,
+    labelled equation of some chapter (so that ``{eq}`` resolves to its number)."""
+    labels = {label for p in NOTEBOOKS for label in L.equation_labels(L.load(p))}
+    mapped = {
+        label
+        for equations in L.PAPER_EQUATIONS.values()
+        for ours in equations.values()
+        for label in ours
+    }
+    named = {
+        label
+        for c in L.all_claims()
+        for key in ("statement", "source", "reference", "tolerance", "erratum")
+        for label in L.BOOK_EQ.findall(getattr(c, key))
+    }
+    assert mapped - labels == set() and named - labels == set()
+    assert len(named) >= 30
+
+
+@pytest.mark.parametrize(
+    "text, problems",
+    [
+        ("seed 000, Eqs. (1)-(2)", 2),  # the old metadata: the paper's numbers alone
+        ("seed 000, Eq. (6), our eq-02-gauss", 0),
+        ("seed 000, Eq. (6), our eq-02-nw", 1),  # the wrong counterpart
+        ("seed 000, Eqs. (16)–(18), our eq-05-sparse-coding", 1),  # 18 unpaired
+        ("seed 000, Eqs. (16)–(18), our eq-05-sparse-coding and eq-05-unrolled", 0),
+        ("Eq. (15), our eq-05-ista; the ISTA step for Eq. (12) is ...", 1),
+        ("seed 002, Eq. (10) (truncated parabola), our eq-07b-parabola", 0),
+        ("seed 002, Eq. (99)", 1),  # no counterpart recorded
+        ("Eq. (eq-03-nlm) and our (7b.3)", 0),  # the book's equations only
+        ("seed 004 (its last formula), our eq-08-selfattn", 0),
+    ],
+)
+def test_the_equation_check_finds_a_paper_equation_alone(text, problems):
+    assert len(L.paper_equation_problems(text, "000")) == problems
+
+
+def test_paper_equation_numbers_are_read_in_every_written_form():
+    text = "Eq. (18) (Eq. 14 for α = 1, 2); Eqs. (16)–(18), Eqs. (5), (6), Eqs. 10–13"
+    assert L.paper_equation_numbers(text) == [
+        [18],
+        [14],
+        [16, 17, 18],
+        [5, 6],
+        [10, 11, 12, 13],
+    ]
+    assert L.paper_equation_numbers("Eq. (8.3), our (7b.3)") == []
+
+
+def test_source_keys_are_the_bibliographys_author_year_labels():
+    """claims_lib.SOURCES names each paper as the bibliography labels it
+    (book/_ext/bibstyle.py), "Anonymous (2022)" for the entry "Anonymous 2022"."""
+    import bibstyle
+    from pybtex.database import parse_file
+
+    bib = parse_file(str(ROOT / "book" / "references.bib"))
+    for key, _, entry in L.SOURCES.values():
+        label = bibstyle.AuthorYearLabels._label(bib.entries[entry])
+        who, year = label.rsplit(" ", 1)
+        assert key == f"{who} ({year})", (key, label)
+
+
+def test_no_chapter_passes_the_default_display_false_to_glue():
+    """attnlib.notebook.glue shows nothing unless asked (issue 28): the argument is
+    plumbing on the page."""
+    import ast
+
+    found = []
+    for path in NOTEBOOKS:
+        for i, cell in enumerate(L.load(path)["cells"]):
+            if cell["cell_type"] != "code":
+                continue
+            for node in ast.walk(L._parse(L.source(cell)) or ast.Module(body=[])):
+                func = getattr(node, "func", None)
+                name = getattr(func, "id", getattr(func, "attr", ""))
+                if name == "glue" and any(k.arg == "display" for k in node.keywords):
+                    found.append(f"{path.name} cell {i}")
+    assert found == [], "\n".join(found)

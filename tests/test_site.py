@@ -16,8 +16,10 @@ import base64
 import functools
 import http.server
 import io
+import re
 import sys
 import threading
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
@@ -279,6 +281,189 @@ def test_the_ledger_links_every_claim_cell_and_the_preface_counts_them(site):
     assert f"<strong>{len(claims)} claim" in ledger
     counts = (site / "book" / "index.html").read_text(encoding="utf-8")
     assert f'<span class="claims-count">{len(claims)}</span>' in counts
+
+
+# ------------------------------------------- paper equations and sources, as rendered
+# The ledger, the errata and the callouts show a paper's equation number only beside
+# the book's equation it corresponds to, a numbered link ("Eq. (6), our (2.2)"); and
+# they name the sources in one author-year form, the bibliography's. Both fail on the
+# pages built before issue 32 (37 ledger sources named "Eq. (N)" alone; the ledger
+# read "Anonymous authors [2022]" where the bibliography's label was "Anonymous
+# authors 2022" and claims_lib's key "Anonymous (2022)").
+class _Rendered(HTMLParser):
+    """The text of each ledger cell (``td`` of ``table.claims-ledger``), erratum
+    (``li`` of ``ol.errata``) and claim callout (``div.claim-callout``), with each link
+    to one of the book's equations written as ``⟦eq 2.2⟧``, and the text and target of
+    each author-year citation (``span.bibtex-citation``) inside them."""
+
+    KINDS = {("td", "claims-ledger"): "ledger", ("li", "errata"): "erratum"}
+
+    def __init__(self):
+        super().__init__()
+        self.items, self.citations = [], []  # (kind, text); (kind, text, target)
+        self._stack, self._item, self._eq, self._cite, self._table = (
+            [],
+            None,
+            0,
+            None,
+            [],
+        )
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        classes = (attrs.get("class") or "").split()
+        if tag == "table":
+            self._table.append("claims-ledger" in classes)
+        if tag == "ol":
+            self._table.append("errata" in classes)
+        kind = None
+        if self._item is None:
+            if tag == "td" and self._table and self._table[-1]:
+                kind = "ledger"
+            elif tag == "li" and self._table and self._table[-1]:
+                kind = "erratum"
+            elif tag == "div" and "claim-callout" in classes:
+                kind = "callout"
+        if kind:
+            self._item = [kind, "", tag, 0]
+        if self._item is not None and tag == self._item[2]:
+            self._item[3] += 1
+        if self._item is None:
+            return
+        if tag == "span" and "bibtex-citation" in classes:
+            self._cite = ["", None, 0]
+        if self._cite is not None and tag == "span":
+            self._cite[2] += 1
+        if tag == "a":
+            href = attrs.get("href", "")
+            if "#equation-eq-" in href:
+                self._eq += 1
+                self._item[1] += "⟦eq "
+            elif self._cite is not None and self._cite[1] is None:
+                self._cite[1] = href
+
+    def handle_endtag(self, tag):
+        if tag in ("table", "ol") and self._table:
+            self._table.pop()
+        if self._item is None:
+            return
+        if tag == "a" and self._eq:
+            self._eq -= 1
+            self._item[1] += "⟧"
+        if tag == "span" and self._cite is not None:
+            self._cite[2] -= 1
+            if self._cite[2] == 0:
+                text = " ".join(self._cite[0].split())
+                self.citations.append((self._item[0], text, self._cite[1]))
+                self._cite = None
+        if tag == self._item[2]:
+            self._item[3] -= 1
+            if self._item[3] == 0:
+                self.items.append((self._item[0], " ".join(self._item[1].split())))
+                self._item = None
+
+    def handle_data(self, data):
+        if self._item is not None:
+            self._item[1] += data
+        if self._cite is not None:
+            self._cite[0] += data
+
+
+def rendered(html: str) -> _Rendered:
+    parser = _Rendered()
+    parser.feed(html)
+    return parser
+
+
+def unpaired_paper_equations(html: str) -> list:
+    """Ledger cells, errata and callouts of the page ``html`` that name a paper's
+    equation ("Eq. (6)", "Eqs. 10–13") with no link to one of the book's numbered
+    equations, ``(2.2)``, in the same clause."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import claims_lib
+
+    found = []
+    for kind, text in rendered(html).items:
+        for clause in re.split(r";|(?<=[.!?])\s+(?=[A-Z])", text):
+            if claims_lib.paper_equation_numbers(clause) and not re.search(
+                r"⟦eq \(\d+[a-z]?\.\d+\)⟧", clause
+            ):
+                found.append(f"{kind}: {clause.strip()}")
+    return found
+
+
+def citation_forms(site: Path, pages) -> dict:
+    """For each bibliography entry cited in the ledger cells, errata and callouts of
+    ``pages``: {label in the bibliography: set of the forms the pages cite it in}."""
+    references = (site / "book" / "references.html").read_text(encoding="utf-8")
+    labels = {
+        ident: " ".join(label.split())
+        for ident, label in re.findall(
+            r'<div class="citation" id="([^"]+)"[^>]*>\s*<span class="label">'
+            r'<span class="fn-bracket">\[</span>(.*?)<span class="fn-bracket">',
+            references,
+            re.S,
+        )
+    }
+    forms: dict = {}
+    for name in pages:
+        page = (site / "book" / f"{name}.html").read_text(encoding="utf-8")
+        for _, text, target in rendered(page).citations:
+            ident = urldefrag(target or "")[1]
+            label = unescape(re.sub(r"<[^>]+>", "", labels.get(ident, ident)))
+            forms.setdefault(label, set()).add(text)
+    return forms
+
+
+def test_paper_equations_are_shown_beside_the_books(site):
+    """Every ledger row, erratum and callout that names a paper's equation shows the
+    book's equation beside it as a numbered link (claims_lib.PAPER_EQUATIONS)."""
+    pages = ["claims", "errata"] + [p.stem for p in (ROOT / "book").glob("*.ipynb")]
+    bad = []
+    for name in pages:
+        html = (site / "book" / f"{name}.html").read_text(encoding="utf-8")
+        bad += [f"{name}: {item}" for item in unpaired_paper_equations(html)]
+    assert bad == [], f"{len(bad)} without the book's equation:\n" + "\n".join(bad)
+
+
+def test_sources_are_cited_in_one_author_year_form(site):
+    """The ledger, the errata and the callouts cite each source as the bibliography
+    labels it, in one form: "Anonymous (2022)" beside the entry "Anonymous 2022"."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import claims_lib
+
+    pages = ["claims", "errata"] + [p.stem for p in (ROOT / "book").glob("*.ipynb")]
+    forms = citation_forms(site, pages)
+    keys = {key for key, _, _ in claims_lib.SOURCES.values()}
+    for key in keys:
+        label = key.replace("(", "").replace(")", "")
+        assert forms.get(label) == {key}, (key, forms.get(label), sorted(forms))
+    for label, cited in forms.items():
+        assert len(cited) == 1, f"{label} is cited as {sorted(cited)}"
+
+
+def test_the_rendered_checks_fail_on_the_old_forms():
+    """The two checks above find a paper's equation alone (in its clause) and a second
+    form of a citation, in pages written as before issue 32."""
+    eq = '<a class="reference internal" href="05_x.html#equation-eq-05-{}">({})</a>'
+    old = (
+        '<table class="claims-ledger"><tr><td><p>'
+        '<span class="bibtex-citation">Anonymous authors '
+        '[<a href="references.html#id2">2022</a>]</span>, Eqs. (1)-(2)</p></td></tr>'
+        '</table><ol class="errata"><li><p>'
+        f"Eq. (15), our {eq.format('ista', '5.5')}, thresholds one-sided; the step "
+        "for Eq. (12) is two-sided</p></li></ol>"
+    )
+    assert unpaired_paper_equations(old) == [
+        "ledger: Anonymous authors [2022], Eqs. (1)-(2)",
+        "erratum: the step for Eq. (12) is two-sided",
+    ]
+    new = old.replace(
+        "Eqs. (1)-(2)", f"Eqs. (1)–(2), our {eq.format('selfexpr', '1.1')}"
+    ).replace("Eq. (12)", f"Eq. (12), our {eq.format('ssc', '5.2')},")
+    assert unpaired_paper_equations(new) == []
+    cited = rendered(old).citations
+    assert cited == [("ledger", "Anonymous authors [2022]", "references.html#id2")]
 
 
 # ---------------------------------------------------------------- figures have content

@@ -6,11 +6,19 @@ labels each entry as it is cited, "Martins et al. 2020", sorts by author and yea
 ends each entry with its link (the ``url`` field, or an arXiv or DOI link built from the
 ``eprint``/``doi`` fields or an "arXiv:NNNN.NNNNN" note; failing those, a search for
 its title).
+
+Citations in the text take the same author-year form, with round brackets
+(``bibtex_reference_style: author_year_round``): "Martins et al. (2020)" for
+``{cite:t}``, "(Ma & Ying, 2021; Anonymous, 2022)" for ``{cite}``; the ledger, the
+errata and the claim callouts name their sources with ``{cite:t}`` and so read alike
+(``claims_lib.SOURCES`` holds the same keys, for pages built without the
+bibliography).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from urllib.parse import quote_plus
 
 from pybtex.plugin import register_plugin
@@ -90,6 +98,38 @@ class AuthorYearStyle(UnsrtStyle):
         return formatted
 
 
+def author_year_round():
+    """sphinxcontrib-bibtex's author-year citations in round brackets, two authors
+    joined by "&" and "et al." in roman, as the bibliography's labels write them."""
+    from sphinxcontrib.bibtex.style.referencing import BracketStyle, PersonStyle
+    from sphinxcontrib.bibtex.style.referencing.author_year import (
+        AuthorYearReferenceStyle,
+    )
+
+    def round_brackets():
+        return BracketStyle(left="(", right=")", sep="; ")
+
+    def persons():
+        return PersonStyle(sep2=" & ", last_sep=", & ", other=" et al.")
+
+    @dataclass
+    class AuthorYearRound(AuthorYearReferenceStyle):
+        bracket_textual: BracketStyle = field(default_factory=round_brackets)
+        bracket_parenthetical: BracketStyle = field(default_factory=round_brackets)
+        bracket_author: BracketStyle = field(default_factory=round_brackets)
+        bracket_label: BracketStyle = field(default_factory=round_brackets)
+        bracket_year: BracketStyle = field(default_factory=round_brackets)
+        person: PersonStyle = field(default_factory=persons)
+
+    return AuthorYearRound
+
+
 def setup(app):
     register_plugin("pybtex.style.formatting", "authoryear", AuthorYearStyle)
+    import sphinxcontrib.bibtex.plugin
+
+    group = "sphinxcontrib.bibtex.style.referencing"
+    sphinxcontrib.bibtex.plugin.register_plugin(
+        group, "author_year_round", author_year_round()
+    )
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -31,14 +31,20 @@ from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
 logger = logging.getLogger(__name__)
-_EQ_LABEL = re.compile(r"(?<![`\w-])\(?(eq-[0-9]+[a-z]?-[\w-]+)\)?")
+# A label of the book's equations, bare or in its own parentheses ("Eq. (eq-07a-A)");
+# a parenthesis that only encloses it with other words stays ("(softmax;
+# eq-08-softmux)").
+_EQ_LABEL = re.compile(
+    r"\((eq-[0-9]+[a-z]?-[\w-]*[A-Za-z0-9])\)|(?<![`\w-])(eq-[0-9]+[a-z]?-[\w-]*[A-Za-z0-9])"
+)
 
 
 def _myst(text: str, cite: bool = True) -> str:
     """Metadata text made ready for MyST: sources named by key, equation labels as
-    references (``Eq. (eq-07a-A)`` -> the book's number)."""
+    references (``Eq. (eq-07a-A)`` and ``our eq-07a-A`` -> the book's number, a link;
+    the paper's own number stays beside it, as the metadata writes it)."""
     text = claims_lib.source_key(text, cite=cite)
-    return _EQ_LABEL.sub(lambda m: f"{{eq}}`{m.group(1)}`", text)
+    return _EQ_LABEL.sub(lambda m: f"{{eq}}`{m.group(1) or m.group(2)}`", text)
 
 
 def _cites(app) -> bool:

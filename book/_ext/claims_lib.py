@@ -63,6 +63,152 @@ SOURCES = {
 }
 _SEED = re.compile(r"\bseeds?\s+0*(\d{1,3})\b", re.I)
 
+#: The papers' numbered equations and the book's labelled equations that state them
+#: (read in ../shared/seeds/; the book's are in rows where the papers' are in columns,
+#: chapter 01's convention). A claim's metadata that names a paper's equation names
+#: one of these beside it ("seed 000, Eq. (6), our eq-02-gauss"), so that the ledger,
+#: the errata and the callouts show both numbers (:func:`paper_equation_problems`).
+#: The wiki note (seed 004) numbers no equation.
+PAPER_EQUATIONS = {
+    "000": {
+        1: ("eq-01-attention", "eq-01-matrix", "eq-01-convention"),
+        2: ("eq-01-attention", "eq-01-matrix", "eq-01-convention"),
+        3: ("eq-01-self",),
+        4: ("eq-01-self",),
+        5: ("eq-02-nw",),
+        6: ("eq-02-gauss", "eq-03-gauss"),
+        7: ("eq-02-sphere",),
+        8: ("eq-03-pixel-nlm",),
+        9: ("eq-04-weights",),
+        10: ("eq-04-embedding",),
+        11: ("eq-05-selfexpr",),
+        12: ("eq-05-ssc",),
+        14: ("eq-05-lsr",),  # its large-λ limit
+        15: ("eq-05-ista",),
+        16: ("eq-05-sparse-coding",),
+        17: ("eq-05-sparse-coding",),
+        18: ("eq-05-unrolled",),
+    },
+    "002": {
+        1: ("eq-07a-rpm", "eq-07b-rpm"),
+        4: ("eq-07a-expbeta",),
+        5: ("eq-07a-escort",),
+        6: ("eq-07a-tsallis",),
+        7: ("eq-07a-entmax",),
+        8: ("eq-07a-gradient",),
+        9: ("eq-07b-sparsemax",),
+        10: ("eq-07b-parabola", "eq-07a-epanechnikov"),
+        11: ("eq-07b-paraboloid",),
+        12: ("eq-07b-triangle",),
+        13: ("eq-07b-location-scale",),
+        14: ("eq-07a-jacobian",),
+        15: ("eq-07b-rho",),
+        16: ("eq-07b-ridge",),
+        17: ("eq-07b-prop3",),
+        18: ("eq-07b-prop3", "eq-07a-jacobian"),
+    },
+    "003": {
+        1: ("eq-06-selfattn",),
+        2: ("eq-06-prop2",),
+        3: ("eq-06-products",),
+        4: ("eq-06-practical",),
+        5: ("eq-06-practical",),
+        6: ("eq-06-practical", "eq-06-stacked"),
+    },
+    "004": {},
+}
+#: The seed a chapter follows, for a paper equation named without its seed.
+CHAPTER_SEEDS = {
+    "01": "000",
+    "02": "000",
+    "03": "000",
+    "04": "000",
+    "05": "000",
+    "06": "003",
+    "07a": "002",
+    "07b": "002",
+    "08": "004",
+}
+#: A paper's equation as metadata names it: "Eq. (6)", "Eqs. (1)-(2)", "Eqs. 10–13",
+#: "Eqs. (10) and (12)", "Eqs. (5), (6)". A number with a decimal point, "(7b.3)", is
+#: the book's (as a page shows it), not a paper's.
+PAPER_EQ = re.compile(
+    r"\bEqs?\.\s*\(?(\d+)(?![\d.]*\d)\)?"
+    r"((?:\s*(?:[-–,]|and)\s*\(?\d+(?![\d.]*\d)\)?)*)"
+)
+#: A label of the book's equations, ``eq-07b-parabola``.
+BOOK_EQ = re.compile(r"\beq-\d+[a-z]?-[\w-]*[A-Za-z0-9]")
+_CLAUSE = re.compile(r";|(?<=[.!?])\s+(?=[A-Z])")
+
+
+def paper_equation_numbers(text: str) -> list[list[int]]:
+    """The paper equations ``text`` names, one list per mention ("Eqs. (16)-(18)" gives
+    16, 17, 18)."""
+    found = []
+    for m in PAPER_EQ.finditer(text):
+        numbers = [int(m.group(1))]
+        for sep, n in re.findall(r"([-–,]|and)\s*\(?(\d+)", m.group(2)):
+            n = int(n)
+            if sep in "-–" and n > numbers[-1]:
+                numbers += list(range(numbers[-1] + 1, n + 1))
+            else:
+                numbers.append(n)
+        found.append(numbers)
+    return found
+
+
+def paper_equation_problems(text: str, seed: str = "000") -> list[str]:
+    """Where ``text`` names a paper's equation without the book's equation that states
+    it, in the same clause (between semicolons or sentences).
+
+    ``seed``: the paper meant where a clause names none ("seed 002, ..." names it).
+    """
+    found = []
+    named = _SEED.search(text)
+    default = named.group(1).zfill(3) if named else seed
+    for clause in _CLAUSE.split(text):
+        mentions = paper_equation_numbers(clause)
+        if not mentions:
+            continue
+        named = _SEED.search(clause)
+        paper = named.group(1).zfill(3) if named else default
+        labels = set(BOOK_EQ.findall(clause))
+        known = PAPER_EQUATIONS.get(paper, {})
+        for n in sorted({n for numbers in mentions for n in numbers}):
+            ours = known.get(n)
+            if ours is None:
+                found.append(
+                    f"names Eq. ({n}) of seed {paper}, which has no counterpart in "
+                    "claims_lib.PAPER_EQUATIONS"
+                )
+            elif not labels & set(ours):
+                found.append(
+                    f"names Eq. ({n}) of seed {paper} without the book's equation "
+                    f"({' or '.join(ours)}) in the same clause: {clause.strip()!r}"
+                )
+    return found
+
+
+def claim_equation_problems(c: Claim) -> list[str]:
+    """A claim's fields that name a paper's equation without the book's (every field
+    the ledger, the errata and the callout show)."""
+    seed = CHAPTER_SEEDS.get(c.notebook.stem.split("_", 1)[0], "000")
+    found = []
+    for key in ("statement", "source", "reference", "tolerance", "erratum", "control"):
+        for problem in paper_equation_problems(getattr(c, key), seed):
+            found.append(f"{c.notebook.name} claim {c.number} ({key}): {problem}")
+    return found
+
+
+def equation_labels(nb: dict) -> list[str]:
+    """The labels of a notebook's displayed equations (``$$ ... $$ (eq-NN-name)``)."""
+    return [
+        m.group(1)
+        for cell in nb["cells"]
+        if cell["cell_type"] == "markdown"
+        for m in re.finditer(r"\$\$[ \t]*\((eq-[\w-]+)\)", source(cell))
+    ]
+
 
 def source_key(text: str, cite: bool = False) -> str:
     """``text`` with every "seed 000" named by its paper's key ("Anonymous (2022)").
