@@ -107,9 +107,6 @@ NOT_WALKED = {
     # The closed forms and quadrature behind continuous.attention, which checks their
     # inputs (battery/specs_continuous_attention.py attacks them through it).
     "continuous.integrals": "the integrals behind continuous.attention",
-    # Its one public function is re-exported and walked as
-    # engines.kernelsums.exp_nonpositive (battery/specs_engines_kernelsums.py).
-    "engines.fastexp": "walked as engines.kernelsums.exp_nonpositive",
     # Tables of the committed denoise results: their one argument is results.load's
     # dictionary, checked (tests/test_experiments_denoise_tables.py), not user data.
     "experiments.denoise_tables": "tables of a committed result",

@@ -6,7 +6,6 @@ import importlib
 
 from .core import (
     Spec,
-    _rand,
     _randn,
 )
 
@@ -17,11 +16,6 @@ def specs():
     Ks = importlib.import_module("attnlib.engines.kernelsums")
 
     return {
-        "engines.kernelsums.exp_nonpositive": Spec(
-            Ks.exp_nonpositive,
-            lambda: dict(x=-_rand(8).double().numpy() * 5),
-            {"x": "array"},
-        ),
         "engines.kernelsums.nadaraya_watson_sums": Spec(
             Ks.nadaraya_watson_sums,
             lambda: dict(
