@@ -694,3 +694,60 @@ def test_no_chapter_passes_the_default_display_false_to_glue():
                 if name == "glue" and any(k.arg == "display" for k in node.keywords):
                     found.append(f"{path.name} cell {i}")
     assert found == [], "\n".join(found)
+
+
+# ----------------------------------------------------- citations used as nouns (issue 32)
+# ``{cite}`` prints "(Anonymous, 2022)": used as a noun ("Eq. 6 of {cite}`x`") or inside
+# round brackets it gave "(Eq. 6 of (Anonymous, 2022))". A noun takes ``{cite:t}``
+# ("Anonymous (2022)"), a citation inside brackets ``{cite:alp}`` ("Anonymous, 2022").
+# On main before this check the rule found 30 such places (01 ×5, 02 ×4, 03, 04 ×2,
+# 05 ×3, 07a ×6, 07b, closing ×2, index ×4).
+_PAREN_CITE = re.compile(r"\{cite(?::p)?\}`[^`]*`")
+_NOUN_WORD = re.compile(r"\b(?:of|in|by|see|also|following|from)\s*$", re.I)
+_NOT_PROSE = re.compile(r"\$\$.*?\$\$|\$[^$]*\$|``.*?``|`[^`]*`|\]\([^)]*\)", re.S)
+
+
+def parenthetical_cites_misused(text: str) -> list[str]:
+    """The parenthetical citations of ``text`` that stand after of/in/by/see/also/
+    following/from, or inside an open round bracket of their paragraph (brackets in
+    maths, code and link targets not counted)."""
+    found = []
+    for para in re.split(r"\n\s*\n", text):
+        for m in _PAREN_CITE.finditer(para):
+            before = _NOT_PROSE.sub(" ", para[: m.start()])
+            if _NOUN_WORD.search(before) or before.count("(") > before.count(")"):
+                found.append(" ".join(para[max(0, m.start() - 40) : m.end()].split()))
+    return found
+
+
+def _book_prose():
+    for path in NOTEBOOKS:
+        for cell in L.load(path)["cells"]:
+            if cell["cell_type"] == "markdown":
+                yield path.name, L.source(cell)
+    for path in sorted((ROOT / "book").glob("*.md")):
+        yield path.name, path.read_text()
+
+
+def test_no_parenthetical_citation_is_used_as_a_noun_or_inside_brackets():
+    found = [f"{name}: {hit}" for name, text in _book_prose()
+             for hit in parenthetical_cites_misused(text)]
+    assert found == [], f"{len(found)} places:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "text, bad",
+    [
+        ("(Eq. 6 of {cite}`a`)", 1),
+        ("Eqs. (1)-(2) of {cite}`a`.", 1),
+        ("(see also {cite:p}`a`)", 1),
+        ("with a full covariance ({cite}`a`, §3.1)", 1),
+        ("in {cite}`a`; of {cite}`b`", 2),
+        ("attention {cite}`a`, Eqs. (1)-(2) of {cite:t}`b`", 0),
+        ("(Eq. 6 of {cite:alp}`a`) and Nadaraya {cite}`a` (1964)", 0),
+        ("$f(x$ is {cite}`a`", 0),  # a bracket in maths is not prose
+        ("a (closed) bracket {cite}`a`\n\n(new paragraph", 0),
+    ],
+)
+def test_the_citation_rule(text, bad):
+    assert len(parenthetical_cites_misused(text)) == bad
