@@ -751,3 +751,42 @@ def test_no_parenthetical_citation_is_used_as_a_noun_or_inside_brackets():
 )
 def test_the_citation_rule(text, bad):
     assert len(parenthetical_cites_misused(text)) == bad
+
+
+# ------------------------------------------- in-text citations as the bibliography labels
+def _in_text_citations():
+    """{key: (parenthetical, textual)} for every entry of book/references.bib, formatted
+    by the book's reference style (book/_ext/bibstyle.py) as sphinxcontrib-bibtex does."""
+    import bibstyle
+    from pybtex.database import parse_file
+    from sphinxcontrib.bibtex.style.template import SphinxReferenceInfo
+
+    bib = parse_file(str(ROOT / "book" / "references.bib"))
+    style = bibstyle.author_year_round()()
+    cites = {}
+    for entry in bibstyle.AuthorYearStyle().format_entries(bib.entries.values()):
+        info = SphinxReferenceInfo(None, "a", "b", entry.key, None, "", "")
+        data = {"entry": bib.entries[entry.key], "formatted_entry": entry,
+                "reference_info": info, "style": style}
+        cites[entry.key] = tuple(
+            str(style.outer(role, [style.inner(role).format_data(data)]).format())
+            for role in ("p", "t")
+        )
+    return cites
+
+
+def test_in_text_citations_of_distinct_works_are_distinct():
+    """Two works of one author and year were both cited "(You et al., 2016)" while the
+    bibliography labels them 2016a and 2016b (issue 32): the citations carry the
+    label's letter. And "Pedregosa, Fabian and others" reads "Pedregosa et al.", not
+    "Pedregosa & others"."""
+    cites = _in_text_citations()
+    for form in (0, 1):
+        texts = [c[form] for c in cites.values()]
+        assert len(set(texts)) == len(texts), sorted(t for t in texts
+                                                     if texts.count(t) > 1)
+    assert cites["you2016ensc"][0] != cites["you2016sscomp"][0]
+    assert cites["pedregosa2011sklearn"] == (
+        "(Pedregosa et al., 2011)", "Pedregosa et al. (2011)")
+    assert not [c for c in cites.values() if "others" in c[0] + c[1]]
+    assert cites["attentionwiki"][1] == "Wiki note (n.d.)"  # undated: the seed has none

@@ -466,6 +466,52 @@ def test_the_rendered_checks_fail_on_the_old_forms():
     assert cited == [("ledger", "Anonymous authors [2022]", "references.html#id2")]
 
 
+_CITATION = re.compile(
+    r'<a class="reference internal" href="(?:[^"#]*/)?references\.html#([^"]+)"'
+    r'[^>]*>([^<]*)</a>'
+)
+
+
+def ambiguous_citations(pages: dict) -> list:
+    """Parenthetical citations (link text "Author, 2016a") that name two bibliography
+    entries with one text, or that read "& others", in ``pages`` ({name: html})."""
+    targets: dict = {}
+    bad = []
+    for name, html in pages.items():
+        for ident, text in _CITATION.findall(html):
+            text = " ".join(unescape(text).split())
+            if re.search(r", (\d{4}[a-z]?|n\.d\.)$", text):
+                targets.setdefault(text, set()).add(ident)
+            if "others" in text:
+                bad.append(f"{name}: {text}")
+    bad += [f"{text} names {sorted(ids)}" for text, ids in targets.items() if len(ids) > 1]
+    return bad
+
+
+def test_no_citation_names_two_works_alike(site):
+    """"(You et al., 2016; You et al., 2016)" cited two papers with one text while the
+    bibliography labelled them 2016a and 2016b (issue 32); "Pedregosa & others" read
+    "& others" where the bibliography said "et al."."""
+    pages = {
+        str(path.relative_to(site)): path.read_text(encoding="utf-8")
+        for path in [site / "index.html", *sorted((site / "book").glob("*.html"))]
+    }
+    bad = ambiguous_citations(pages)
+    assert bad == [], "\n".join(bad)
+
+
+def test_the_citation_check_fails_on_the_old_forms():
+    cite = '<a class="reference internal" href="references.html#{}" title="t">{}</a>'
+    old = {"05": "(" + cite.format("id24", "You et al., 2016") + "; "
+           + cite.format("id25", "You et al., 2016") + ")",
+           "02": "(" + cite.format("id9", "Pedregosa &amp; others, 2011") + ")"}
+    assert ambiguous_citations(old) == [
+        "02: Pedregosa & others, 2011", "You et al., 2016 names ['id24', 'id25']"]
+    new = {"05": old["05"].replace("2016<", "2016a<", 1).replace("2016<", "2016b<"),
+           "02": old["02"].replace("&amp; others", "et al.")}
+    assert ambiguous_citations(new) == []
+
+
 # ---------------------------------------------------------------- figures have content
 # A figure that loads can still be empty: a cell that plots nothing, a failed imshow, a
 # white or transparent PNG. Each image of a page's article is decoded (PNG, JPEG, ... by

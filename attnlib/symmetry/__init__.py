@@ -1,7 +1,7 @@
 """Symmetry: why a map that ignores the choice of embedding must look like attention.
 
 A sequence-to-sequence map is *orthogonal equivariant* when rotating the embedding space
-rotates its output in the same way. Ma & Ying (2021) show that such a map returns, for
+rotates its output in the same way. Ma & Ying (2022) show that such a map returns, for
 every token, a combination of the input tokens whose coefficients depend only on inner
 products; with "knowledge" vectors ``Z`` living in the same space, the coefficients may
 depend on ``Z``'s inner products with the tokens, and self-attention is the simplest

@@ -9,7 +9,8 @@ its title).
 
 Citations in the text take the same author-year form, with round brackets
 (``bibtex_reference_style: author_year_round``): "Martins et al. (2020)" for
-``{cite:t}``, "(Ma & Ying, 2021; Anonymous, 2022)" for ``{cite}``; the ledger, the
+``{cite:t}``, "(Ma & Ying, 2022; Anonymous, 2022)" for ``{cite}``, with the
+bibliography's own label ("You et al., 2016a", "Pedregosa et al., 2011"); the ledger, the
 errata and the claim callouts name their sources with ``{cite:t}`` and so read alike
 (``claims_lib.SOURCES`` holds the same keys, for pages built without the
 bibliography).
@@ -98,13 +99,70 @@ class AuthorYearStyle(UnsrtStyle):
         return formatted
 
 
+def _label_parts(data) -> tuple[str, str]:
+    """The bibliography's label of a cited entry, split into who and year:
+    ("You et al.", "2016a"), ("Pedregosa et al.", "2011"), ("Wiki note", "n.d.")."""
+    who, year = data["formatted_entry"].label.rsplit(" ", 1)
+    return who, year
+
+
 def author_year_round():
-    """sphinxcontrib-bibtex's author-year citations in round brackets, two authors
-    joined by "&" and "et al." in roman, as the bibliography's labels write them."""
+    """sphinxcontrib-bibtex's author-year citations in round brackets, written as the
+    bibliography labels its entries (:class:`AuthorYearLabels`): two authors joined by
+    "&", "et al." in roman (also for an author list ending in "and others"), and two
+    works of one author and year told apart as the bibliography tells them, "(You et
+    al., 2016a; You et al., 2016b)"."""
+    from pybtex.style.template import node
     from sphinxcontrib.bibtex.style.referencing import BracketStyle, PersonStyle
     from sphinxcontrib.bibtex.style.referencing.author_year import (
         AuthorYearReferenceStyle,
     )
+    from sphinxcontrib.bibtex.style.referencing.basic_author_year import (
+        BasicAuthorYearParentheticalReferenceStyle as Parenthetical,
+        BasicAuthorYearTextualReferenceStyle as Textual,
+    )
+    from sphinxcontrib.bibtex.style.template import (
+        join,
+        join2,
+        post_text,
+        pre_text,
+        reference,
+    )
+
+    @node
+    def label_who(children, data):
+        return Text(_label_parts(data)[0])
+
+    @node
+    def label_year(children, data):
+        return Text(_label_parts(data)[1])
+
+    @dataclass
+    class LabelParenthetical(Parenthetical):
+        def inner(self, role_name):
+            if "s" in role_name:  # the full author list, as the person style writes it
+                return super().inner(role_name)
+            return join2(sep1=self.pre_text_sep, sep2=self.post_text_sep)[
+                pre_text,
+                reference[join(sep=self.author_year_sep)[label_who, label_year]],
+                post_text,
+            ]
+
+    @dataclass
+    class LabelTextual(Textual):
+        def inner(self, role_name):
+            if "s" in role_name:
+                return super().inner(role_name)
+            return join(sep=self.text_reference_sep)[
+                label_who,
+                join[
+                    self.bracket.left,
+                    join2(sep1=self.pre_text_sep, sep2=self.post_text_sep)[
+                        pre_text, reference[label_year], post_text
+                    ],
+                    self.bracket.right,
+                ],
+            ]
 
     def round_brackets():
         return BracketStyle(left="(", right=")", sep="; ")
@@ -121,7 +179,26 @@ def author_year_round():
         bracket_year: BracketStyle = field(default_factory=round_brackets)
         person: PersonStyle = field(default_factory=persons)
 
+        def __post_init__(self):
+            super().__post_init__()
+            parenthetical, textual = self.styles[:2]
+            assert isinstance(parenthetical, Parenthetical)
+            assert isinstance(textual, Textual)
+            self.styles[:2] = [
+                LabelParenthetical(**_fields(parenthetical)),
+                LabelTextual(**_fields(textual)),
+            ]
+            self.role_style.update(
+                (name, style) for style in self.styles[:2] for name in style.role_names()
+            )
+
     return AuthorYearRound
+
+
+def _fields(style) -> dict:
+    from dataclasses import fields
+
+    return {f.name: getattr(style, f.name) for f in fields(style) if f.init}
 
 
 def setup(app):

@@ -54,12 +54,12 @@ SOURCES = {
         "martins2020sparse",
     ),
     "003": (
-        "Ma & Ying (2021)",
+        "Ma & Ying (2022)",
         "Why Self-Attention Is Natural for Sequence-to-Sequence Problems? "
         "A Perspective from Symmetries",
         "ma2021symmetry",
     ),
-    "004": ("Wiki note (2023)", "Attention (a wiki note)", "attentionwiki"),
+    "004": ("Wiki note (n.d.)", "Attention (a wiki note)", "attentionwiki"),
 }
 _SEED = re.compile(r"\bseeds?\s+(\d{3})\b", re.I)  # "seed 002"; not a random "seed 0"
 
