@@ -790,3 +790,63 @@ def test_in_text_citations_of_distinct_works_are_distinct():
         "(Pedregosa et al., 2011)", "Pedregosa et al. (2011)")
     assert not [c for c in cites.values() if "others" in c[0] + c[1]]
     assert cites["attentionwiki"][1] == "Wiki note (n.d.)"  # undated: the seed has none
+
+
+# ----------------------------------------- partial equation pairs and the papers' boxes
+#: Paper equations that the book's counterpart states only in part, and the words
+#: every claim pairing them says so with (issue 32: "Eq. (1), our (6.3)" hid the
+#: residual and W_V of the paper's Eq. (1)).
+PARTIAL_PAIRS = {
+    ("003", 1, "eq-06-selfattn"): "without its residual",  # ... and W_V
+    ("003", 3, "eq-06-products"): "one product term",  # ... without σ and the sum
+}
+_BOX = re.compile(r"\b(?:Proposition|Theorem|Lemma|Corollary|Definition) \d+")
+
+
+def partial_pair_problems(text: str) -> list[str]:
+    """A paper's equation paired in ``text`` with a book's equation that states it only
+    in part, without the words that say so (the labels name the chapter, and so the
+    paper)."""
+    found = []
+    for (_, number, label), words in PARTIAL_PAIRS.items():
+        for clause in text.split(";"):
+            if label not in clause:
+                continue
+            if number in sum(L.paper_equation_numbers(clause), []) and (
+                words not in clause
+            ):
+                found.append(f"Eq. ({number}) with {label} lacks '{words}'")
+    return found
+
+
+def box_problems(text: str) -> list[str]:
+    """A paper's numbered box (Proposition 3) named without the book's own (a
+    {prf:ref} or an "our" equation) in the same clause."""
+    return [
+        clause.strip()
+        for clause in text.split(";")
+        if _BOX.search(clause) and "{prf:ref}" not in clause and "our " not in clause
+    ]
+
+
+def test_partial_equation_pairs_say_what_they_leave_out_and_boxes_are_paired():
+    found = []
+    for c in L.all_claims():
+        for key in ("statement", "source", "erratum"):
+            text = getattr(c, key) or ""
+            problems = partial_pair_problems(text) + box_problems(text)
+            found += [f"{c.notebook.name} {c.cell_id} {key}: {p}" for p in problems]
+    assert found == [], "\n".join(found)
+
+
+def test_the_pair_and_box_rules_catch_the_old_metadata():
+    old = "seed 003, Eq. (3), our eq-06-products, and §3.3 (kernels)"
+    assert len(partial_pair_problems(old)) == 1
+    assert partial_pair_problems(old.replace(
+        "eq-06-products,", "eq-06-products (one product term of Eq. (3), without σ and "
+        "the sum over i),")) == []
+    erratum = "(the transpose, as the paper's own Eq. 1 has it, our eq-06-selfattn)"
+    assert len(partial_pair_problems(erratum)) == 1
+    assert box_problems("seed 003, Remark 3 (with f = Xg of Proposition 3)") != []
+    assert box_problems("seed 003, Proposition 3, our {prf:ref}`prop-06-permutation`") == []
+    assert box_problems("seed 002, Proposition 3, Eq. (18), our eq-07b-prop3") == []

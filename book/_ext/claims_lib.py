@@ -108,9 +108,9 @@ PAPER_EQUATIONS = {
         18: ("eq-07b-prop3", "eq-07a-jacobian"),
     },
     "003": {
-        1: ("eq-06-selfattn",),
+        1: ("eq-06-selfattn",),  # without the paper's residual X + and W_V
         2: ("eq-06-prop2",),
-        3: ("eq-06-products",),
+        3: ("eq-06-products",),  # one product term, without σ and the sum over i
         4: ("eq-06-practical",),
         5: ("eq-06-practical",),
         6: ("eq-06-practical", "eq-06-stacked"),
