@@ -850,3 +850,27 @@ def test_the_pair_and_box_rules_catch_the_old_metadata():
     assert box_problems("seed 003, Remark 3 (with f = Xg of Proposition 3)") != []
     assert box_problems("seed 003, Proposition 3, our {prf:ref}`prop-06-permutation`") == []
     assert box_problems("seed 002, Proposition 3, Eq. (18), our eq-07b-prop3") == []
+
+
+# ---------------------------------------------------------- no equation label on a page
+# Labels like eq-02-nw resolve to numbers only in prose ({eq}) and in claim metadata
+# (the extension); in code they printed raw: "# Eq. (eq-02-nw)" in 02, 03 and 07a's
+# comments and 08's table header "bound (eq-08-reach)" (issue 32; 8 on main).
+_LABEL = re.compile(r"\beq-\d\d[ab]?-[\w-]+")
+
+
+@by_name
+def test_no_code_cell_shows_an_equation_label(path):
+    found = []
+    for i, cell in enumerate(L.load(path)["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        texts = [L.source(cell)] + [
+            "".join(out.get("text", "")) + "".join(
+                "".join(v) for k, v in out.get("data", {}).items()
+                if k.startswith("text/") and isinstance(v, (str, list))
+            )
+            for out in cell.get("outputs", [])
+        ]
+        found += [f"cell {i}: {m}" for t in texts for m in _LABEL.findall(t)]
+    assert found == [], "\n".join(found)

@@ -512,6 +512,35 @@ def test_the_citation_check_fails_on_the_old_forms():
     assert ambiguous_citations(new) == []
 
 
+_EQ_LABEL = re.compile(r"\beq-\d\d[ab]?-[\w-]+")
+
+
+def leaked_labels(html: str) -> list:
+    """Equation labels (eq-02-nw) in a page's visible text: code comments, outputs and
+    table headers that printed a label where the reader needs words or a number."""
+    html = re.sub(r"<script.*?</script>|<style.*?</style>", "", html, flags=re.S)
+    text = unescape(re.sub(r"<[^>]+>", " ", html))
+    return [" ".join(text[max(0, m.start() - 40) : m.end()].split())
+            for m in _EQ_LABEL.finditer(text)]
+
+
+def test_no_page_shows_an_equation_label(site):
+    """On main before this check: 9 (02, 03, five in 07a, 08's header in code and
+    table)."""
+    bad = [
+        f"{path.name}: {hit}"
+        for path in [site / "index.html", *sorted((site / "book").glob("*.html"))]
+        for hit in leaked_labels(path.read_text(encoding="utf-8"))
+    ]
+    assert bad == [], "\n".join(bad)
+
+
+def test_the_label_check_reads_text_not_anchors():
+    page = ('<div id="equation-eq-02-nw"><a href="#equation-eq-02-nw">(2.1)</a></div>'
+            '<pre><span class="c1"># Eq. (eq-02-nw)</span></pre>')
+    assert leaked_labels(page) == ["# Eq. (eq-02-nw)"]
+
+
 # ---------------------------------------------------------------- figures have content
 # A figure that loads can still be empty: a cell that plots nothing, a failed imshow, a
 # white or transparent PNG. Each image of a page's article is decoded (PNG, JPEG, ... by
