@@ -580,6 +580,9 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
     assert maths.format(typeset) in ledger
     assert maths.format(typeset) in (html / "02_second.html").read_text()
     assert maths.format("x^2") in errata_page and maths.format("x^2") in chapter
+    # and the pages load MathJax to typeset it (Sphinx adds it only to pages with maths)
+    for page in (ledger, errata_page):
+        assert re.search(r"<script[^>]*mathjax[^>]*>", page, re.I)
 
 
 def test_kind_seeds_and_control_are_validated_where_present():
