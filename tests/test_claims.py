@@ -609,6 +609,8 @@ def test_sources_are_named_by_their_papers():
     assert L.source_key("seed 002, Eq. (8)") == "Martins et al. (2020), Eq. (8)"
     assert L.source_key("seed 000 §3") == "Anonymous (2022) §3"
     assert L.source_key("seed 003", cite=True) == "{cite:t}`ma2021symmetry`"
+    # a random seed is not a source: "recomputes seed 0" rendered "Anonymous (2022)"
+    assert L.source_key("recomputes seed 0; seeds 0-4") == "recomputes seed 0; seeds 0-4"
 
 
 # ------------------------------------------------ the papers' equations and the book's

@@ -61,7 +61,7 @@ SOURCES = {
     ),
     "004": ("Wiki note (2023)", "Attention (a wiki note)", "attentionwiki"),
 }
-_SEED = re.compile(r"\bseeds?\s+0*(\d{1,3})\b", re.I)
+_SEED = re.compile(r"\bseeds?\s+(\d{3})\b", re.I)  # "seed 002"; not a random "seed 0"
 
 #: The papers' numbered equations and the book's labelled equations that state them
 #: (read in ../shared/seeds/; the book's are in rows where the papers' are in columns,
