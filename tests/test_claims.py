@@ -516,7 +516,8 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
     cons = claim(reference="consistency check: attnlib against itself")
     equation = md("$$\nx = 1\n$$ (eq-01-x)")
     nb1 = notebook(md("# 01 · First"), claim(), err, cons, equation)
-    nb2 = notebook(md("# 02 · Second"), claim())
+    typeset = r"W_V \in \mathbb{R}^{d_v \times d}"
+    nb2 = notebook(md("# 02 · Second"), claim(statement=f"the map ${typeset}$ fits"))
     for i, cell in enumerate(nb1["cells"] + nb2["cells"]):
         cell["id"] = f"cell{i}"
     write(book / "01_first.ipynb", nb1)
@@ -574,6 +575,14 @@ def test_the_extension_builds_ledger_errata_anchors_and_count(tmp_path):
     assert 'href="claims.html#ledger-01-cell1"' in chapter
     assert 'id="ledger-01-cell1"' in ledger and "<p>kind</p>" in ledger
     assert "held when this page was built" in chapter
+    # the metadata's $...$ maths reaches the ledger, the errata and the callout as maths
+    maths = r'<span class="math notranslate nohighlight">\({}\)</span>'
+    assert maths.format(typeset) in ledger
+    assert maths.format(typeset) in (html / "02_second.html").read_text()
+    assert maths.format("x^2") in errata_page and maths.format("x^2") in chapter
+    # and the pages load MathJax to typeset it (Sphinx adds it only to pages with maths)
+    for page in (ledger, errata_page):
+        assert re.search(r"<script[^>]*mathjax[^>]*>", page, re.I)
 
 
 def test_kind_seeds_and_control_are_validated_where_present():
@@ -874,3 +883,62 @@ def test_no_code_cell_shows_an_equation_label(path):
         ]
         found += [f"cell {i}: {m}" for t in texts for m in _LABEL.findall(t)]
     assert found == [], "\n".join(found)
+
+
+# ------------------------------------------------ mathematics in the metadata
+# The ledger, the errata and the callouts typeset the metadata's $...$ maths (issue 32).
+# On the metadata before issue 32 the check finds 70 problems (70 fields of 8 chapters
+# wrote pseudo-TeX such as "W_V ∈ ℝ^{d_v×d}" as plain text).
+def test_claim_metadata_writes_its_mathematics_in_tex():
+    found = [p for c in L.all_claims() for p in L.claim_math_problems(c)]
+    assert found == [], f"{len(found)} problems:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "text, raw",
+    [
+        ("the value map W_V must be d_v x D", ["W_V", "d_v"]),
+        ("seed 000 states W_V ∈ ℝ^{d_v×d}", ["^", "W_V", "d_v"]),
+        ("W_QᵀW_K/√8", ["ᵀ", "√", "W_QᵀW_K"]),
+        ("ρ₁ = e^{s_ii}/(e^{s_ii} + S)", ["₁", "^", "^", "s_ii", "s_ii"]),
+        ("g(τ) = ‖[(α−1)x − τ]₊‖_{1/(α−1)}", ["‖", "₊", "‖", "_{", "_"]),
+        ("the 2-D r = E_p[ψ]", ["E_p"]),
+        ("(3σ²/2)^{2/3}/5", ["^"]),
+        ("the value map $W_V$ must be $d_v \\times D$", []),
+        (r"$W_V \in \mathbb{R}^{d_v \times d}$, our eq-01-self (seed 000)", []),
+        ("temperature σ², the neg_sq_dist score naming x_query", []),
+        ("`attnlib.foo_bar`, `p_min`, attnlib.kernel_regression.nadaraya_watson", []),
+        ("committed sweep attnlib/results/kernel_regression.json, test_results.py", []),
+    ],
+)
+def test_raw_mathematics_outside_dollars_is_found(text, raw):
+    assert L.raw_math(text) == raw
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        (r"$W_V \in \mathbb{R}^{d_v \times d}$", None),
+        (r"cost $5 and more", "unpaired"),
+        (r"$x^{2$ and $y$", "unbalanced braces"),
+        (r"$\left( x$", "unbalanced \\left"),
+        ("$W_Qᵀ$", "Unicode"),
+        ("$x = eq-01-self$", "equation label or a seed"),
+        ("$$x$$", "display maths"),
+        ("`$not maths` in code", None),
+    ],
+)
+def test_maths_in_the_metadata_pairs_up_and_can_typeset(text, problem):
+    found = L.math_span_problems(text)
+    assert (found == []) if problem is None else (problem in " ".join(found))
+
+
+def test_a_planted_raw_subscript_in_a_copy_of_a_chapter_is_caught(tmp_path):
+    path = next(p for p in NOTEBOOKS if p.name.startswith("01_"))
+    nb = L.load(path)
+    cell = next(c for c in nb["cells"] if "claim" in c["metadata"])
+    cell["metadata"]["claim"]["statement"] += "; the value map W_V is d_v x D"
+    copy_path = write(tmp_path / path.name, nb)
+    claims = L.claims(L.load(copy_path), copy_path)
+    found = [p for c in claims for p in L.claim_math_problems(c)]
+    assert len(found) == 1 and "['W_V', 'd_v']" in found[0]

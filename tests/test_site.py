@@ -442,6 +442,34 @@ def test_sources_are_cited_in_one_author_year_form(site):
         assert len(cited) == 1, f"{label} is cited as {sorted(cited)}"
 
 
+def _words_before_mathjax(markup: str) -> str:
+    """A page's words as they stand before MathJax runs: no scripts, styles, code, or
+    maths (MyST's inline and display maths elements), tags dropped."""
+    for pattern in (
+        r"<script.*?</script>",
+        r"<style.*?</style>",
+        r"<code.*?</code>",
+        r'<span class="math[^"]*">.*?</span>',
+        r'<div class="math[^"]*">.*?</div>',
+    ):
+        markup = re.sub(pattern, " ", markup, flags=re.S)
+    return unescape(re.sub(r"<[^>]+>", " ", markup))
+
+
+def test_the_ledger_and_errata_typeset_their_mathematics(site):
+    """No sub/superscript or Unicode pseudo-TeX outside maths on the ledger and errata
+    (claims_lib.raw_math): before issue 32's pass they showed 164 and 70 (W_V,
+    ℝ^{d_v×d}, e^{s_ii}, ...), in a build without MathJax on either page."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import claims_lib
+
+    for name in ("claims", "errata"):
+        markup = (site / "book" / f"{name}.html").read_text(encoding="utf-8")
+        raw = claims_lib.raw_math(_words_before_mathjax(markup))
+        assert raw == [], f"{name}: {len(raw)} raw: {raw[:20]}"
+        assert 'class="math' in markup, f"{name} has no typeset maths"
+
+
 def test_the_rendered_checks_fail_on_the_old_forms():
     """The two checks above find a paper's equation alone (in its clause) and a second
     form of a citation, in pages written as before issue 32."""

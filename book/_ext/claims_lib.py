@@ -200,6 +200,71 @@ def claim_equation_problems(c: Claim) -> list[str]:
     return found
 
 
+# ------------------------------------------------------- mathematics in the metadata
+# The ledger, the errata and the callouts parse the metadata as inline MyST, so maths
+# written as $...$ is typeset, and pseudo-TeX outside it reaches the page as raw text
+# ("W_V", "ℝ^{d_v×d}", "W_QᵀW_K/√8"; issue 32). Code spans are left alone, and so are
+# names with long parts (neg_sq_dist, x_query) and dotted names and files.
+_CODE_SPAN = re.compile(r"`[^`]*`")
+_MATH_SPAN = re.compile(r"(?<!\\)\$([^$]*)(?<!\\)\$")
+_RAW_MARK = re.compile(r"\^|_\{|[ᵀ√‖∂∇∑∏∫⁻⁺₊₋ⁿ⁰¹⁴-⁹₀-₉]")
+_UNDERSCORED = re.compile(r"[\w.]*_[\w.]*")
+_UNICODE_TEX = re.compile(r"[ᵀ√‖∂∇∑∏∫⁻⁺₊₋ⁿ⁰¹²³⁴-⁹₀-₉ℝ×−]")
+
+
+def raw_math(text: str) -> list[str]:
+    """The sub- and superscripts and Unicode pseudo-TeX of ``text`` outside its
+    ``$...$`` maths and its code spans."""
+    outside = _MATH_SPAN.sub(" ", _CODE_SPAN.sub(" ", text))
+    found = [m.group() for m in _RAW_MARK.finditer(outside)]
+    for m in _UNDERSCORED.finditer(outside):
+        token = m.group().strip(".")
+        if re.search(r"[^\W\d_]\.[^\W\d_]", token):  # attnlib.foo_bar, a_b.json
+            continue
+        if all(len(part) <= 3 for part in token.split("_")):  # W_V, s_ii; not x_query
+            found.append(token)
+    return found
+
+
+def math_span_problems(text: str) -> list[str]:
+    """What keeps ``text``'s ``$...$`` maths from pairing up and typesetting: an odd
+    number of dollars, display maths, an empty span, unbalanced braces or ``\\left``
+    and ``\\right``, Unicode pseudo-TeX inside, or what the extension rewrites (a
+    source's seed, an equation label) inside."""
+    text = _CODE_SPAN.sub(" ", text)
+    found = []
+    if len(re.findall(r"(?<!\\)\$", text)) % 2:
+        found.append("an unpaired $")
+    if re.search(r"(?<!\\)\$\$", text):
+        return found + ["display maths ($$) in a field the ledger shows inline"]
+    for span in _MATH_SPAN.findall(text):
+        braces = re.sub(r"\\[{}]", "", span)
+        if not span.strip():
+            found.append("an empty $...$")
+        if braces.count("{") != braces.count("}"):
+            found.append(f"unbalanced braces in ${span}$")
+        if span.count(r"\left") != span.count(r"\right"):
+            found.append(f"unbalanced \\left and \\right in ${span}$")
+        if _UNICODE_TEX.search(span):
+            found.append(f"Unicode pseudo-TeX inside ${span}$")
+        if BOOK_EQ.search(span) or _SEED.search(span):
+            found.append(f"an equation label or a seed inside ${span}$")
+    return found
+
+
+def claim_math_problems(c: Claim) -> list[str]:
+    """A claim's fields with raw pseudo-TeX outside maths, or maths that cannot
+    typeset (every field the ledger, the errata and the callout show)."""
+    found = []
+    for key in ("statement", "source", "reference", "tolerance", "erratum", "control"):
+        text = getattr(c, key)
+        where = f"{c.notebook.name} claim {c.number} ({key})"
+        if raw := raw_math(text):
+            found.append(f"{where}: raw {raw} outside $...$ in {text!r}")
+        found += [f"{where}: {problem}" for problem in math_span_problems(text)]
+    return found
+
+
 def equation_labels(nb: dict) -> list[str]:
     """The labels of a notebook's displayed equations (``$$ ... $$ (eq-NN-name)``)."""
     return [
