@@ -8,7 +8,8 @@ rule, the list of what breaks it:
 - ``shrunk``: an image displayed below 90 % of its natural width (at desktop width);
 - ``too_wide``: an element wider than the column, or a table or printed output that
   scrolls sideways inside its box (a code cell may scroll on a phone: 88 characters;
-  raw data in a toggle may scroll);
+  raw data in a toggle may scroll), or inline maths running out of its table cell or
+  claim callout;
 - ``raw``: a raw repr in an output (``np.float64(...)``, ``array(``, ``tensor(``, a
   dict, an object address, a float printed with 10 or more decimals) or a table cell
   the reader should not see (``6.153000e+09``, ``nan``, a numeric row index);
@@ -66,6 +67,17 @@ AUDIT_JS = r"""(width) => {
     if (r.right > right && !scrollBox(el.parentElement) && !wide.has(el.parentElement))
       out.too_wide.push(`${el.tagName.toLowerCase()} ends at ${Math.round(r.right)}px` +
                         ` > ${Math.round(right)}px: ${what(el)}`);
+  }
+  // inline maths that runs out of its table cell or claim callout: MathJax does not
+  // wrap it, and the next cell paints over the rest (the ledger at 1280 px, issue 32)
+  const INLINE_MATH = 'mjx-container:not([display="true"])';
+  const MATH_IN_BOXES = `td ${INLINE_MATH}, .claim-callout ${INLINE_MATH}`;
+  for (const m of column.querySelectorAll(MATH_IN_BOXES)) {
+    if (!visible(m)) continue;
+    const box = m.closest("td, .claim-callout").getBoundingClientRect();
+    const over = m.getBoundingClientRect().right - box.right;
+    if (over > 1)
+      out.too_wide.push(`maths runs ${Math.round(over)}px out of its cell: ${what(m)}`);
   }
   const scrolls = (box) => box && box.scrollWidth > box.clientWidth + 1;
   for (const t of column.querySelectorAll("table")) {
