@@ -61,7 +61,9 @@ AUDIT_JS = r"""(width) => {
   };
   const wide = new Set();
   for (const el of column.querySelectorAll("*")) {
-    if (!visible(el)) continue;
+    // MathJax's copy of each formula for screen readers is clipped to nothing on screen
+    // (Chromium lays its MathML out at its own width, which can pass the column's edge)
+    if (!visible(el) || el.closest("mjx-assistive-mml")) continue;
     const r = el.getBoundingClientRect();
     if (r.right > right && !scrollBox(el.parentElement)) wide.add(el);
     if (r.right > right && !scrollBox(el.parentElement) && !wide.has(el.parentElement))

@@ -610,7 +610,9 @@ def test_sources_are_named_by_their_papers():
     assert L.source_key("seed 000 §3") == "Anonymous (2022) §3"
     assert L.source_key("seed 003", cite=True) == "{cite:t}`ma2021symmetry`"
     # a random seed is not a source: "recomputes seed 0" rendered "Anonymous (2022)"
-    assert L.source_key("recomputes seed 0; seeds 0-4") == "recomputes seed 0; seeds 0-4"
+    assert (
+        L.source_key("recomputes seed 0; seeds 0-4") == "recomputes seed 0; seeds 0-4"
+    )
 
 
 # ------------------------------------------------ the papers' equations and the book's
@@ -705,7 +707,7 @@ def test_no_chapter_passes_the_default_display_false_to_glue():
     assert found == [], "\n".join(found)
 
 
-# ----------------------------------------------------- citations used as nouns (issue 32)
+# --------------------------------------------------- citations used as nouns (issue 32)
 # ``{cite}`` prints "(Anonymous, 2022)": used as a noun ("Eq. 6 of {cite}`x`") or inside
 # round brackets it gave "(Eq. 6 of (Anonymous, 2022))". A noun takes ``{cite:t}``
 # ("Anonymous (2022)"), a citation inside brackets ``{cite:alp}`` ("Anonymous, 2022").
@@ -739,8 +741,11 @@ def _book_prose():
 
 
 def test_no_parenthetical_citation_is_used_as_a_noun_or_inside_brackets():
-    found = [f"{name}: {hit}" for name, text in _book_prose()
-             for hit in parenthetical_cites_misused(text)]
+    found = [
+        f"{name}: {hit}"
+        for name, text in _book_prose()
+        for hit in parenthetical_cites_misused(text)
+    ]
     assert found == [], f"{len(found)} places:\n" + "\n".join(found)
 
 
@@ -762,10 +767,11 @@ def test_the_citation_rule(text, bad):
     assert len(parenthetical_cites_misused(text)) == bad
 
 
-# ------------------------------------------- in-text citations as the bibliography labels
+# ----------------------------------------- in-text citations as the bibliography labels
 def _in_text_citations():
-    """{key: (parenthetical, textual)} for every entry of book/references.bib, formatted
-    by the book's reference style (book/_ext/bibstyle.py) as sphinxcontrib-bibtex does."""
+    """{key: (parenthetical, textual)} for every entry of book/references.bib,
+    formatted by the book's reference style (book/_ext/bibstyle.py) as
+    sphinxcontrib-bibtex does."""
     import bibstyle
     from pybtex.database import parse_file
     from sphinxcontrib.bibtex.style.template import SphinxReferenceInfo
@@ -775,8 +781,12 @@ def _in_text_citations():
     cites = {}
     for entry in bibstyle.AuthorYearStyle().format_entries(bib.entries.values()):
         info = SphinxReferenceInfo(None, "a", "b", entry.key, None, "", "")
-        data = {"entry": bib.entries[entry.key], "formatted_entry": entry,
-                "reference_info": info, "style": style}
+        data = {
+            "entry": bib.entries[entry.key],
+            "formatted_entry": entry,
+            "reference_info": info,
+            "style": style,
+        }
         cites[entry.key] = tuple(
             str(style.outer(role, [style.inner(role).format_data(data)]).format())
             for role in ("p", "t")
@@ -792,11 +802,14 @@ def test_in_text_citations_of_distinct_works_are_distinct():
     cites = _in_text_citations()
     for form in (0, 1):
         texts = [c[form] for c in cites.values()]
-        assert len(set(texts)) == len(texts), sorted(t for t in texts
-                                                     if texts.count(t) > 1)
+        assert len(set(texts)) == len(texts), sorted(
+            t for t in texts if texts.count(t) > 1
+        )
     assert cites["you2016ensc"][0] != cites["you2016sscomp"][0]
     assert cites["pedregosa2011sklearn"] == (
-        "(Pedregosa et al., 2011)", "Pedregosa et al. (2011)")
+        "(Pedregosa et al., 2011)",
+        "Pedregosa et al. (2011)",
+    )
     assert not [c for c in cites.values() if "others" in c[0] + c[1]]
     assert cites["attentionwiki"][1] == "Wiki note (n.d.)"  # undated: the seed has none
 
@@ -851,13 +864,23 @@ def test_partial_equation_pairs_say_what_they_leave_out_and_boxes_are_paired():
 def test_the_pair_and_box_rules_catch_the_old_metadata():
     old = "seed 003, Eq. (3), our eq-06-products, and §3.3 (kernels)"
     assert len(partial_pair_problems(old)) == 1
-    assert partial_pair_problems(old.replace(
-        "eq-06-products,", "eq-06-products (one product term of Eq. (3), without σ and "
-        "the sum over i),")) == []
+    assert (
+        partial_pair_problems(
+            old.replace(
+                "eq-06-products,",
+                "eq-06-products (one product term of Eq. (3), without σ and "
+                "the sum over i),",
+            )
+        )
+        == []
+    )
     erratum = "(the transpose, as the paper's own Eq. 1 has it, our eq-06-selfattn)"
     assert len(partial_pair_problems(erratum)) == 1
     assert box_problems("seed 003, Remark 3 (with f = Xg of Proposition 3)") != []
-    assert box_problems("seed 003, Proposition 3, our {prf:ref}`prop-06-permutation`") == []
+    assert (
+        box_problems("seed 003, Proposition 3, our {prf:ref}`prop-06-permutation`")
+        == []
+    )
     assert box_problems("seed 002, Proposition 3, Eq. (18), our eq-07b-prop3") == []
 
 
@@ -875,8 +898,10 @@ def test_no_code_cell_shows_an_equation_label(path):
         if cell["cell_type"] != "code":
             continue
         texts = [L.source(cell)] + [
-            "".join(out.get("text", "")) + "".join(
-                "".join(v) for k, v in out.get("data", {}).items()
+            "".join(out.get("text", ""))
+            + "".join(
+                "".join(v)
+                for k, v in out.get("data", {}).items()
                 if k.startswith("text/") and isinstance(v, (str, list))
             )
             for out in cell.get("outputs", [])

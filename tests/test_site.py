@@ -496,7 +496,7 @@ def test_the_rendered_checks_fail_on_the_old_forms():
 
 _CITATION = re.compile(
     r'<a class="reference internal" href="(?:[^"#]*/)?references\.html#([^"]+)"'
-    r'[^>]*>([^<]*)</a>'
+    r"[^>]*>([^<]*)</a>"
 )
 
 
@@ -512,12 +512,14 @@ def ambiguous_citations(pages: dict) -> list:
                 targets.setdefault(text, set()).add(ident)
             if "others" in text:
                 bad.append(f"{name}: {text}")
-    bad += [f"{text} names {sorted(ids)}" for text, ids in targets.items() if len(ids) > 1]
+    bad += [
+        f"{text} names {sorted(ids)}" for text, ids in targets.items() if len(ids) > 1
+    ]
     return bad
 
 
 def test_no_citation_names_two_works_alike(site):
-    """"(You et al., 2016; You et al., 2016)" cited two papers with one text while the
+    """ "(You et al., 2016; You et al., 2016)" cited two papers with one text while the
     bibliography labelled them 2016a and 2016b (issue 32); "Pedregosa & others" read
     "& others" where the bibliography said "et al."."""
     pages = {
@@ -530,13 +532,22 @@ def test_no_citation_names_two_works_alike(site):
 
 def test_the_citation_check_fails_on_the_old_forms():
     cite = '<a class="reference internal" href="references.html#{}" title="t">{}</a>'
-    old = {"05": "(" + cite.format("id24", "You et al., 2016") + "; "
-           + cite.format("id25", "You et al., 2016") + ")",
-           "02": "(" + cite.format("id9", "Pedregosa &amp; others, 2011") + ")"}
+    old = {
+        "05": "("
+        + cite.format("id24", "You et al., 2016")
+        + "; "
+        + cite.format("id25", "You et al., 2016")
+        + ")",
+        "02": "(" + cite.format("id9", "Pedregosa &amp; others, 2011") + ")",
+    }
     assert ambiguous_citations(old) == [
-        "02: Pedregosa & others, 2011", "You et al., 2016 names ['id24', 'id25']"]
-    new = {"05": old["05"].replace("2016<", "2016a<", 1).replace("2016<", "2016b<"),
-           "02": old["02"].replace("&amp; others", "et al.")}
+        "02: Pedregosa & others, 2011",
+        "You et al., 2016 names ['id24', 'id25']",
+    ]
+    new = {
+        "05": old["05"].replace("2016<", "2016a<", 1).replace("2016<", "2016b<"),
+        "02": old["02"].replace("&amp; others", "et al."),
+    }
     assert ambiguous_citations(new) == []
 
 
@@ -548,8 +559,10 @@ def leaked_labels(html: str) -> list:
     table headers that printed a label where the reader needs words or a number."""
     html = re.sub(r"<script.*?</script>|<style.*?</style>", "", html, flags=re.S)
     text = unescape(re.sub(r"<[^>]+>", " ", html))
-    return [" ".join(text[max(0, m.start() - 40) : m.end()].split())
-            for m in _EQ_LABEL.finditer(text)]
+    return [
+        " ".join(text[max(0, m.start() - 40) : m.end()].split())
+        for m in _EQ_LABEL.finditer(text)
+    ]
 
 
 def test_no_page_shows_an_equation_label(site):
@@ -564,8 +577,10 @@ def test_no_page_shows_an_equation_label(site):
 
 
 def test_the_label_check_reads_text_not_anchors():
-    page = ('<div id="equation-eq-02-nw"><a href="#equation-eq-02-nw">(2.1)</a></div>'
-            '<pre><span class="c1"># Eq. (eq-02-nw)</span></pre>')
+    page = (
+        '<div id="equation-eq-02-nw"><a href="#equation-eq-02-nw">(2.1)</a></div>'
+        '<pre><span class="c1"># Eq. (eq-02-nw)</span></pre>'
+    )
     hits = leaked_labels(page)
     assert len(hits) == 1 and hits[0].endswith("# Eq. (eq-02-nw")
 

@@ -10,8 +10,8 @@ its title).
 Citations in the text take the same author-year form, with round brackets
 (``bibtex_reference_style: author_year_round``): "Martins et al. (2020)" for
 ``{cite:t}``, "(Ma & Ying, 2022; Anonymous, 2022)" for ``{cite}``, with the
-bibliography's own label ("You et al., 2016a", "Pedregosa et al., 2011"); the ledger, the
-errata and the claim callouts name their sources with ``{cite:t}`` and so read alike
+bibliography's own label ("You et al., 2016a", "Pedregosa et al., 2011"); the ledger,
+the errata and the claim callouts name their sources with ``{cite:t}`` and so read alike
 (``claims_lib.SOURCES`` holds the same keys, for pages built without the
 bibliography).
 """
@@ -119,6 +119,8 @@ def author_year_round():
     )
     from sphinxcontrib.bibtex.style.referencing.basic_author_year import (
         BasicAuthorYearParentheticalReferenceStyle as Parenthetical,
+    )
+    from sphinxcontrib.bibtex.style.referencing.basic_author_year import (
         BasicAuthorYearTextualReferenceStyle as Textual,
     )
     from sphinxcontrib.bibtex.style.template import (
@@ -189,7 +191,9 @@ def author_year_round():
                 LabelTextual(**_fields(textual)),
             ]
             self.role_style.update(
-                (name, style) for style in self.styles[:2] for name in style.role_names()
+                (name, style)
+                for style in self.styles[:2]
+                for name in style.role_names()
             )
 
     return AuthorYearRound
