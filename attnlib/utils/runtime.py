@@ -48,16 +48,7 @@ def get_device(prefer: str | None = None) -> torch.device:
         The device.
     """
     if prefer is not None:
-        if not isinstance(prefer, (str, torch.device)):
-            raise ValueError(
-                f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}"
-            )
-        try:
-            return torch.device(prefer)
-        except RuntimeError as err:
-            raise ValueError(
-                f"prefer must be a device name such as 'cpu' or 'cuda', got {prefer!r}"
-            ) from err
+        return _as_device(prefer, "prefer")
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
@@ -74,15 +65,19 @@ def device_or_cpu(device: torch.device | str | None = None) -> torch.device:
     torch.device
         ``torch.device(device)``, or ``torch.device("cpu")`` for ``None``.
     """
-    if device is None:
-        return torch.device("cpu")
-    if isinstance(device, torch.device):
-        return device
-    message = f"device must be a device name such as 'cpu' or 'cuda', got {device!r}"
-    if not isinstance(device, str):
+    return torch.device("cpu") if device is None else _as_device(device, "device")
+
+
+def _as_device(value, name: str) -> torch.device:
+    """``value`` (a device name or a ``torch.device``) as a ``torch.device``; anything
+    else, or a name torch does not know, is a ValueError naming ``name``."""
+    if isinstance(value, torch.device):
+        return value
+    message = f"{name} must be a device name such as 'cpu' or 'cuda', got {value!r}"
+    if not isinstance(value, str):
         raise ValueError(message)
     try:
-        return torch.device(device)
+        return torch.device(value)
     except RuntimeError as err:
         raise ValueError(message) from err
 
