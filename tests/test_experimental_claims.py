@@ -81,6 +81,12 @@ def _int_values(node: ast.AST) -> list[int] | None:
             return values
         return None
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id == "seeds" and len(node.args) == 1 and not node.keywords:
+            # attnlib.utils.seeds: the base seeds, which ATTNLIB_SEED_OFFSET shifts
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and type(arg.value) is int:
+                return list(range(arg.value))
+            return _int_values(arg)
         if node.func.id in ("list", "tuple") and len(node.args) == 1:
             return _int_values(node.args[0])
         if node.func.id == "range" and node.args and not node.keywords:
@@ -222,6 +228,72 @@ class Notebook:
         )
 
 
+# Where a seed is given: keyword arguments, and the calls that seed a generator.
+SEED_KEYWORDS = {"seed", "seeds", "random_state", "rng", "generator"}
+SEEDING_CALLS = {
+    "set_seed",
+    "manual_seed",
+    "default_rng",
+    "RandomState",
+    "check_random_state",
+    "Generator",
+    "seed",
+}
+
+
+def _is_literal_seed(node: ast.AST) -> bool:
+    """An int constant, or a literal list/range of them: a seed no offset can move."""
+    if isinstance(node, ast.Constant):
+        return type(node.value) is int
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id == "seeds":
+            return False
+    return _int_values(node) is not None
+
+
+def literal_seeds(nb: dict, path: Path | str = "") -> list[str]:
+    """Seeds written as numbers in a chapter's code, which ATTNLIB_SEED_OFFSET cannot move.
+
+    Every draw of a chapter follows from ``seeds(...)`` (attnlib.utils), or from the
+    setup cell's ``OFFSET``: a literal ``seed=3``, ``default_rng(0)`` or
+    ``SEEDS = [0, 1, 2, 3, 4]`` would keep one draw fixed while the reader moves the rest.
+    """
+    name = Path(path).name or "notebook"
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        tree = _tree(L.source(cell))
+        if tree is None:
+            continue
+        where = f"{name} cell {i} (id {cell.get('id', '?')})"
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
+                for kw in node.keywords:
+                    if kw.arg in SEED_KEYWORDS and _is_literal_seed(kw.value):
+                        found.append(
+                            f"{where}: literal seed `{kw.arg}={ast.unparse(kw.value)}`"
+                            " (take it from seeds(...) or OFFSET)"
+                        )
+                if called in SEEDING_CALLS and node.args:
+                    if _is_literal_seed(node.args[0]):
+                        found.append(
+                            f"{where}: literal seed in `{ast.unparse(node)}`"
+                            " (take it from seeds(...) or OFFSET)"
+                        )
+            for names, value in _assigned(node) if isinstance(
+                node, (ast.Assign, ast.AnnAssign)
+            ) else ():
+                if any("seed" in n.lower() for n in names) and _is_literal_seed(value):
+                    found.append(
+                        f"{where}: seeds `{ast.unparse(value)}` bound without"
+                        " seeds(...), so ATTNLIB_SEED_OFFSET does not move them"
+                    )
+    return found
+
+
 # ----------------------------------------------------------------- the rules
 def problems(nb: dict, path: Path | str = "") -> list[str]:
     """Every breach of the experimental-claims schema in a notebook, one line each."""
@@ -312,6 +384,33 @@ def problems(nb: dict, path: Path | str = "") -> list[str]:
 def test_claims_follow_the_experimental_schema(path):
     found = problems(L.load(path), path)
     assert found == [], f"{len(found)} problem(s) in {path.name}:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_seed_of_a_chapter_moves_with_the_offset(path):
+    found = literal_seeds(L.load(path), path)
+    assert found == [], f"{len(found)} fixed seed(s) in {path.name}:\n" + "\n".join(
+        found
+    )
+
+
+@pytest.mark.parametrize(
+    "text, fixed",
+    [
+        ("SEEDS = seeds(5)\nx = run(seed=SEEDS[0])", False),
+        ("x = make(random_state=OFFSET + 3)", False),
+        ("rng = np.random.default_rng(s)", False),
+        ("x = run(seed=0)", True),
+        ("rng = np.random.default_rng(7)", True),
+        ("torch.manual_seed(1)", True),
+        ("SEEDS = [0, 1, 2, 3, 4]", True),
+        ("more_seeds = list(range(10))", True),
+        ("KMeans(4, random_state=0)", True),
+        ("run(seeds=[0, 1, 2])", True),
+    ],
+)
+def test_a_literal_seed_is_caught(text, fixed):
+    assert bool(literal_seeds(nb(code(text)))) is fixed
 
 
 # ----------------------------------------------------------------- the rules themselves

@@ -14,7 +14,14 @@ A helper added to either module is re-exported here by adding it to the import b
 
 from . import runtime as _runtime
 from . import validation as _validation
-from .runtime import available_memory, device_or_cpu, get_device, set_seed
+from .runtime import (
+    available_memory,
+    device_or_cpu,
+    get_device,
+    seed_offset,
+    seeds,
+    set_seed,
+)
 from .validation import (
     as_float_array,
     as_tensor,

@@ -1,7 +1,9 @@
 """Where a computation runs: seeds, the device, the memory left.
 
 A chapter's setup cell calls :func:`set_seed` and :func:`get_device` once and passes
-the device on; an experiment function that is given none computes on the CPU
+the device on; every randomised experiment of a chapter takes its seeds from
+:func:`seeds`, which the environment variable ``ATTNLIB_SEED_OFFSET`` shifts
+(:func:`seed_offset`), so that a reader re-runs the whole chapter on seeds of their own; an experiment function that is given none computes on the CPU
 (:func:`device_or_cpu`), never on a device picked behind the caller's back;
 :func:`attnlib.kernel_regression.nadaraya_watson` asks :func:`available_memory` before
 it allocates a weight matrix.
@@ -17,7 +19,20 @@ import torch
 
 from .validation import check_int
 
-__all__ = ["set_seed", "get_device", "device_or_cpu", "available_memory"]
+__all__ = [
+    "set_seed",
+    "seed_offset",
+    "seeds",
+    "get_device",
+    "device_or_cpu",
+    "available_memory",
+]
+
+# The variable that moves every seed of a chapter (and of a benchmark sweep).
+SEED_OFFSET_VARIABLE = "ATTNLIB_SEED_OFFSET"
+# Offsets stay small enough that a seed derived as ``seed * 1000 + j`` still fits
+# NumPy's range ``[0, 2**32 - 1]``.
+MAX_SEED_OFFSET = 10**6
 
 
 def set_seed(seed: int = 0) -> None:
@@ -32,6 +47,63 @@ def set_seed(seed: int = 0) -> None:
     random.seed(seed)
     np.random.seed(seed)  # noqa: NPY002 (the global generator is what gets seeded)
     torch.manual_seed(seed)
+
+
+def seed_offset() -> int:
+    """The shift ``ATTNLIB_SEED_OFFSET`` gives every seed of a chapter (default 0).
+
+    Returns
+    -------
+    int
+        The variable's value, an int in ``[0, 10**6]``; 0 when it is unset or empty.
+
+    Raises
+    ------
+    ValueError
+        If the variable is set to anything but such an int.
+    """
+    raw = os.environ.get(SEED_OFFSET_VARIABLE, "").strip()
+    if not raw:
+        return 0
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_SEED_OFFSET:
+        raise ValueError(
+            f"{SEED_OFFSET_VARIABLE} must be an int in [0, {MAX_SEED_OFFSET}],"
+            f" got {raw!r}"
+        )
+    return value
+
+
+def seeds(base) -> list[int]:
+    """A chapter's seeds, each shifted by :func:`seed_offset`.
+
+    ``seeds(5)`` is ``[0, 1, 2, 3, 4]`` when ``ATTNLIB_SEED_OFFSET`` is unset and
+    ``[k, k + 1, ..., k + 4]`` when it is ``k``: a chapter that draws every random
+    number from these seeds is re-run on seeds nobody has seen by setting the variable.
+
+    Parameters
+    ----------
+    base : int or sequence of int
+        How many seeds (``range(base)``), or the base seeds themselves (non-negative,
+        distinct).
+
+    Returns
+    -------
+    list of int
+        ``[s + seed_offset() for s in base]``.
+    """
+    if isinstance(base, (int, np.integer)) and not isinstance(base, bool):
+        base = range(check_int(base, "base", minimum=1))
+    if isinstance(base, (str, bytes)) or not hasattr(base, "__iter__"):
+        raise ValueError(f"base must be an int or a sequence of ints, got {base!r}")
+    base = [check_int(s, "base", minimum=0) for s in base]
+    if not base or len(set(base)) != len(base):
+        raise ValueError(f"base must hold distinct seeds, got {base!r}")
+    offset = seed_offset()
+    return [s + offset for s in base]
 
 
 def get_device(prefer: str | None = None) -> torch.device:
