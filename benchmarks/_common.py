@@ -24,15 +24,40 @@ RESULTS = Path(__file__).resolve().parent.parent / "attnlib" / "results"
 QUICK_RESULTS = Path(__file__).resolve().parent / "quick"
 
 
-def parse_args(description: str) -> argparse.Namespace:
-    """The command line of every benchmark: ``--quick`` for a smoke run, tiny sizes."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument(
+def parser(description: str) -> argparse.ArgumentParser:
+    """The command line every benchmark shares (a script may add its own options).
+
+    ``--quick`` for a smoke run at tiny sizes; ``--seed-offset k`` shifts every seed of
+    a sweep by ``k``, as ``ATTNLIB_SEED_OFFSET`` does for a chapter: the sweep draws its
+    seeds from :func:`attnlib.utils.seeds`, and :func:`parse_args` sets the variable.
+    """
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument(
         "--quick",
         action="store_true",
         help="tiny sizes; results go to <name>.quick.json",
     )
-    return parser.parse_args()
+    p.add_argument(
+        "--seed-offset",
+        type=int,
+        default=None,
+        metavar="K",
+        help="shift every seed by K (seed s becomes s + K); a full run writes"
+        " <name>.unseen.json beside the committed result instead of replacing it",
+    )
+    return p
+
+
+def parse_args(description: str | argparse.ArgumentParser) -> argparse.Namespace:
+    """Parse the command line; ``--seed-offset`` becomes ``ATTNLIB_SEED_OFFSET``."""
+    p = parser(description) if isinstance(description, str) else description
+    args = p.parse_args()
+    if args.seed_offset is not None:
+        os.environ["ATTNLIB_SEED_OFFSET"] = str(args.seed_offset)
+    from attnlib.utils import seed_offset
+
+    args.seed_offset = seed_offset()  # checked, and 0 when neither was given
+    return args
 
 
 def cpu_model() -> str:
@@ -107,12 +132,18 @@ def write_result(name: str, payload: dict, quick: bool) -> Path:
 
     Returns the path.
     """
+    from attnlib.utils import seed_offset
+
+    offset = seed_offset()
     folder = QUICK_RESULTS if quick else RESULTS
     folder.mkdir(exist_ok=True)
-    path = folder / (f"{name}.quick.json" if quick else f"{name}.json")
+    # A run on shifted seeds (an unseen-seed re-run) lands beside the committed result.
+    suffix = (".quick" if quick else "") + (".unseen" if offset else "")
+    path = folder / f"{name}{suffix}.json"
     payload = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "quick": quick,
+        "seed_offset": offset,
         **payload,
     }
     path.write_text(json.dumps(payload, indent=1, default=float) + "\n")
