@@ -252,11 +252,12 @@ def _is_literal_seed(node: ast.AST) -> bool:
 
 
 def literal_seeds(nb: dict, path: Path | str = "") -> list[str]:
-    """Seeds written as numbers in a chapter's code, which ATTNLIB_SEED_OFFSET cannot move.
+    """Seeds a chapter writes as numbers, which ATTNLIB_SEED_OFFSET cannot move.
 
     Every draw of a chapter follows from ``seeds(...)`` (attnlib.utils), or from the
     setup cell's ``OFFSET``: a literal ``seed=3``, ``default_rng(0)`` or
-    ``SEEDS = [0, 1, 2, 3, 4]`` would keep one draw fixed while the reader moves the rest.
+    ``SEEDS = [0, 1, 2, 3, 4]`` would keep one draw fixed while the reader moves the
+    rest.
     """
     name = Path(path).name or "notebook"
     found = []
@@ -283,9 +284,9 @@ def literal_seeds(nb: dict, path: Path | str = "") -> list[str]:
                             f"{where}: literal seed in `{ast.unparse(node)}`"
                             " (take it from seeds(...) or OFFSET)"
                         )
-            for names, value in _assigned(node) if isinstance(
-                node, (ast.Assign, ast.AnnAssign)
-            ) else ():
+            for names, value in (
+                _assigned(node) if isinstance(node, (ast.Assign, ast.AnnAssign)) else ()
+            ):
                 if any("seed" in n.lower() for n in names) and _is_literal_seed(value):
                     found.append(
                         f"{where}: seeds `{ast.unparse(value)}` bound without"

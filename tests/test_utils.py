@@ -128,3 +128,41 @@ def test_set_seed_seeds_each_generator_with_the_seed_given():
     assert ours == (random.random(), np.random.rand(), torch.rand(1).item())  # noqa: NPY002
     set_seed(8)
     assert torch.rand(1).item() != ours[2]
+
+
+# ----------------------------------------------------------------- seeds a reader moves
+def test_seeds_are_the_base_seeds_without_an_offset(monkeypatch):
+    from attnlib.utils import seed_offset, seeds
+
+    monkeypatch.delenv("ATTNLIB_SEED_OFFSET", raising=False)
+    assert seed_offset() == 0
+    assert seeds(5) == [0, 1, 2, 3, 4]
+    assert seeds([3, 0, 7]) == [3, 0, 7]
+
+
+def test_the_offset_shifts_every_seed(monkeypatch):
+    from attnlib.utils import seed_offset, seeds
+
+    monkeypatch.setenv("ATTNLIB_SEED_OFFSET", " 1234 ")
+    assert seed_offset() == 1234
+    assert seeds(3) == [1234, 1235, 1236]
+    assert seeds(range(2, 4)) == [1236, 1237]
+    monkeypatch.setenv("ATTNLIB_SEED_OFFSET", "")
+    assert seeds(2) == [0, 1]
+
+
+@pytest.mark.parametrize("raw", ["-1", "1.5", "abc", "1000001", "True"])
+def test_a_bad_offset_is_refused_naming_the_variable(monkeypatch, raw):
+    from attnlib.utils import seeds
+
+    monkeypatch.setenv("ATTNLIB_SEED_OFFSET", raw)
+    with pytest.raises(ValueError, match="ATTNLIB_SEED_OFFSET"):
+        seeds(5)
+
+
+@pytest.mark.parametrize("base", [0, -2, 2.0, True, "5", None, [0, 0], [], [1, -1]])
+def test_bad_base_seeds_are_refused(base):
+    from attnlib.utils import seeds
+
+    with pytest.raises(ValueError, match="base"):
+        seeds(base)

@@ -3,7 +3,8 @@
 A chapter's setup cell calls :func:`set_seed` and :func:`get_device` once and passes
 the device on; every randomised experiment of a chapter takes its seeds from
 :func:`seeds`, which the environment variable ``ATTNLIB_SEED_OFFSET`` shifts
-(:func:`seed_offset`), so that a reader re-runs the whole chapter on seeds of their own; an experiment function that is given none computes on the CPU
+(:func:`seed_offset`), so that a reader re-runs the whole chapter on seeds of their
+own; an experiment function that is given no device computes on the CPU
 (:func:`device_or_cpu`), never on a device picked behind the caller's back;
 :func:`attnlib.kernel_regression.nadaraya_watson` asks :func:`available_memory` before
 it allocates a weight matrix.

@@ -52,12 +52,19 @@ def _cites(app) -> bool:
     return "sphinxcontrib.bibtex" in app.extensions
 
 
-def _kind_text(c) -> str:
-    """The claim's kind as the ledger and the callout show it."""
+def _kind_text(c, unseen: tuple[int, int] = (0, 0)) -> str:
+    """The claim's kind as the ledger and the callout show it: for an experiment, the
+    seeds this build used and at how many unseen offsets (tools/unseen.py) it held."""
     if not c.kind:
         return "not yet classified"
     if c.kind == "experiment" and c.seeds:
-        return f"experiment, {len(set(c.seeds))} seeds"
+        held, seen = unseen
+        audit = (
+            f"; held at {held} of {seen} unseen offsets"
+            if seen
+            else "; not yet audited"
+        )
+        return f"experiment, {claims_lib.seeds_text(c.seeds)}{audit}"
     return c.kind
 
 
@@ -249,6 +256,7 @@ class ClaimsLedger(_LedgerDirective):
                 out.append(self.paragraph(nodes.emphasis("", "No claim cell yet.")))
                 continue
             rows, anchors = [], []
+            unseen = claims_lib.unseen_counts(nb, path)
             for c in cs:
                 for problem in claims_lib.schema_problems(c):
                     logger.warning(
@@ -268,7 +276,7 @@ class ClaimsLedger(_LedgerDirective):
                     reference = [
                         nodes.inline("", "", *reference, classes=["consistency"])
                     ]
-                kind = [nodes.Text(_kind_text(c))]
+                kind = [nodes.Text(_kind_text(c, unseen.get(c.cell_id, (0, 0))))]
                 if not c.kind:
                     kind = [nodes.emphasis("", "", *kind)]
                 rows.append(
@@ -367,7 +375,7 @@ def _parse_markdown(doctree, text: str) -> list[nodes.Node]:
     return list(doc.children)
 
 
-def _callout(app, doctree, path: Path, c, held: bool) -> nodes.container:
+def _callout(app, doctree, path: Path, c, held: bool, unseen=(0, 0)) -> nodes.container:
     """The callout shown above a claim cell."""
     key = _chapter_key(path)
     ledger = app.config.claims_ledger_page
@@ -393,7 +401,7 @@ def _callout(app, doctree, path: Path, c, held: bool) -> nodes.container:
         "",
         label,
         nodes.Text(" · "),
-        nodes.inline("", _kind_text(c), classes=["claim-kind"]),
+        nodes.inline("", _kind_text(c, unseen), classes=["claim-kind"]),
         nodes.Text(" · "),
         status,
         classes=["claim-head"],
@@ -439,6 +447,7 @@ def anchor_claim_cells(app, doctree):
     nb = claims_lib.load(path)
     cells = nb["cells"]
     by_index = {c.index: c for c in claims_lib.claims(nb, path)}
+    unseen = claims_lib.unseen_counts(nb, path)
     for node in list(doctree.findall(nodes.container)):
         if node.get("nb_element") != "cell_code":
             continue
@@ -452,7 +461,14 @@ def anchor_claim_cells(app, doctree):
                 f"claim {_chapter_key(path)}.{c.number}: {problem}", location=node
             )
         try:
-            box = _callout(app, doctree, path, c, held=not _failed(node))
+            box = _callout(
+                app,
+                doctree,
+                path,
+                c,
+                held=not _failed(node),
+                unseen=unseen.get(c.cell_id, (0, 0)),
+            )
         except Exception as err:  # a callout must never break the chapter's page
             logger.warning(f"claim callout not rendered: {err}", location=node)
             if c.anchor not in node["ids"]:

@@ -21,8 +21,10 @@ The conventions (the common brief of the book):
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
 import json
+import os
 import re
 import tokenize
 from dataclasses import dataclass, field
@@ -474,6 +476,55 @@ def claims(nb: dict, path: Path | str = "") -> list[Claim]:
             )
         )
     return found
+
+
+# ------------------------------------------------------------ the unseen-seed audit
+# tools/unseen.py executes every chapter at offsets nobody chose and adds each audit to
+# this record; the ledger and the callouts show, beside each claim, at how many of those
+# offsets it held, counting only the audits that executed the claim as it is now.
+UNSEEN_RECORD = ROOT / "book" / "unseen_audit.json"
+
+
+def claim_key(c: Claim) -> str:
+    """What an audit's outcome for a claim is valid for: code, statement, seeds."""
+    text = json.dumps([c.code, c.statement, c.seeds])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def load_unseen_record(path: Path = UNSEEN_RECORD) -> dict:
+    """The audits so far (``{"audits": [...]}``; empty when there is no record)."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else {"audits": []}
+
+
+def unseen_counts(nb: dict, path: Path | str, record: dict | None = None) -> dict:
+    """``{cell id: (offsets held, offsets audited)}`` for each claim of a chapter."""
+    record = load_unseen_record() if record is None else record
+    counts = {}
+    for c in claims(nb, path):
+        key, held, seen = claim_key(c), 0, 0
+        for audit in record["audits"]:
+            for run in audit["chapters"].get(Path(path).name, {}).values():
+                o = run["claims"].get(c.cell_id)
+                if o and o["key"] == key:
+                    seen += 1
+                    held += o["outcome"] == "held"
+        counts[c.cell_id] = (held, seen)
+    return counts
+
+
+def seeds_text(seeds: list) -> str:
+    """The seeds a build used: the base seeds shifted by ``ATTNLIB_SEED_OFFSET``."""
+    try:
+        offset = int(os.environ.get("ATTNLIB_SEED_OFFSET", "") or 0)
+    except ValueError:
+        offset = 0
+    used = sorted(s + offset for s in set(seeds))
+    if used == list(range(used[0], used[-1] + 1)) and len(used) > 2:
+        text = f"seeds {used[0]}–{used[-1]}"
+    else:
+        text = "seeds " + ", ".join(map(str, used))
+    return text + (f" (offset {offset})" if offset else "")
 
 
 # Independent references a claim can be checked against. A reference that names attnlib

@@ -26,6 +26,8 @@ def specs():
     )
     return {
         "utils.set_seed": Spec(U.set_seed, lambda: dict(seed=0), {"seed": "int0"}),
+        "utils.seeds": Spec(U.seeds, lambda: dict(base=5), {"base": "int"}),
+        "utils.seed_offset": Spec(U.seed_offset, lambda: dict(), {}),
         "utils.get_device": Spec(
             U.get_device,
             lambda: dict(prefer="cpu"),
