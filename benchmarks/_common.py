@@ -42,8 +42,8 @@ def parser(description: str) -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="K",
-        help="shift every seed by K (seed s becomes s + K); a full run writes"
-        " <name>.unseen.json beside the committed result instead of replacing it",
+        help="shift every seed by K (seed s becomes s + K); the run (--quick too)"
+        " writes attnlib/results/<name>.unseen.json beside the committed result",
     )
     return p
 
@@ -135,10 +135,11 @@ def write_result(name: str, payload: dict, quick: bool) -> Path:
     from attnlib.utils import seed_offset
 
     offset = seed_offset()
-    folder = QUICK_RESULTS if quick else RESULTS
+    # A run on shifted seeds (an unseen-seed re-run, quick sizes allowed and recorded)
+    # lands beside the committed result, which it never replaces.
+    folder = QUICK_RESULTS if quick and not offset else RESULTS
     folder.mkdir(exist_ok=True)
-    # A run on shifted seeds (an unseen-seed re-run) lands beside the committed result.
-    suffix = (".quick" if quick else "") + (".unseen" if offset else "")
+    suffix = ".unseen" if offset else (".quick" if quick else "")
     path = folder / f"{name}{suffix}.json"
     payload = {
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
