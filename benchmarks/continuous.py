@@ -24,17 +24,16 @@ oracle μ on the span documents, and documents whose label is diffuse).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
 
+# benchmarks/ is on sys.path when a script runs
+import _common
 import numpy as np
 import torch
-
-# benchmarks/ is on sys.path when a script runs
 from _common import QUICK_RESULTS, RESULTS, machine, median_seconds
 
 from attnlib.continuous import (
@@ -47,6 +46,7 @@ from attnlib.continuous import (
 from attnlib.experiments.classify import accuracy, fit_classifier
 from attnlib.experiments.digits import DigitClassifier, cluttered_digits
 from attnlib.experiments.documents import DocumentClassifier, span_documents
+from attnlib.utils import seeds
 
 OUT = RESULTS / "continuous.json"
 # Gauss–Legendre nodes per RBF along the ellipse's major axis (relative error ~1e-12; 32
@@ -552,8 +552,7 @@ def digit_sweep(quick: bool, save=lambda rows: None):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (CI)")
+    parser = _common.parser(__doc__.splitlines()[0])
     parser.add_argument(
         "--part",
         choices=("all", "timing", "documents", "controls", "digits"),
@@ -571,10 +570,11 @@ def main() -> None:
     parser.add_argument(
         "--seeds", type=int, nargs="+", help="run these seeds only (default: SEEDS)"
     )
-    args = parser.parse_args()
-    if args.seeds:
-        _SEEDS[0] = tuple(args.seeds)
-    if (
+    args = _common.parse_args(parser)
+    _SEEDS[0] = tuple(seeds(args.seeds or SEEDS))  # shifted by --seed-offset
+    if args.seed_offset and args.out == OUT:  # an unseen-seed re-run lands beside it
+        args.out = OUT.with_name("continuous.unseen.json")
+    elif (
         args.quick and args.out == OUT
     ):  # a quick run never replaces the committed results
         args.out = QUICK_RESULTS / "continuous.quick.json"
@@ -590,6 +590,7 @@ def main() -> None:
             "(forward + backward)",
             "machine": machine(),
             "quick": args.quick,
+            **({"seed_offset": args.seed_offset} if args.seed_offset else {}),
             "targets": {"speedup": 10.0, "accuracy_ratio": 1.0, "roundoff": ROUNDOFF},
         }
     )

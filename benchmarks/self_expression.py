@@ -16,6 +16,7 @@ import torch
 from _common import machine, parse_args, write_result
 
 from attnlib.experiments import self_expression_runs as runs
+from attnlib.utils import seeds as seeds_of
 
 SEEDS = [0, 1, 2, 3, 4]
 RUNS = {
@@ -46,7 +47,7 @@ def targets(payload: dict) -> dict:
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     torch.set_num_threads(1)
-    seeds = SEEDS[:2] if args.quick else SEEDS
+    seeds = seeds_of(SEEDS[:2] if args.quick else SEEDS)  # shifted by --seed-offset
     payload = {"machine": machine(), "seeds": seeds}
     for name, run in RUNS.items():
         start = time.perf_counter()

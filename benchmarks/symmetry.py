@@ -25,6 +25,7 @@ import pandas as pd
 from _common import machine, parse_args, write_result
 
 from attnlib.experiments.symmetry import GRID, LEARNERS, TEACHERS, sample_efficiency
+from attnlib.utils import seeds
 
 
 def _run(job):
@@ -44,10 +45,10 @@ def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     if args.quick:
         grid = {"lr": [1e-2], "weight_decay": [0.0], "n_steps": [10, 30]}
-        config = dict(sizes=[4, 16], seeds=[0, 1, 2, 3, 4], n_test=64, grid=grid)
+        config = dict(sizes=[4, 16], seeds=seeds(5), n_test=64, grid=grid)
     else:
         grid = {key: list(values) for key, values in GRID.items()}
-        config = dict(sizes=[4, 16, 64], seeds=[0, 1, 2, 3, 4], n_test=256, grid=grid)
+        config = dict(sizes=[4, 16, 64], seeds=seeds(5), n_test=256, grid=grid)
     config["teachers"], config["learners"] = list(TEACHERS), list(LEARNERS)
     start = time.perf_counter()
     with get_context("spawn").Pool(len(TEACHERS)) as pool:

@@ -241,14 +241,27 @@ SEEDING_CALLS = {
 }
 
 
-def _is_literal_seed(node: ast.AST) -> bool:
-    """An int constant, or a literal list/range of them: a seed no offset can move."""
+def _literal_loop_names(tree: ast.AST) -> set[str]:
+    """Loop variables running over literal ints (``for s in range(5)``)."""
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.comprehension))]
+    return {
+        n.target.id
+        for n in loops
+        if isinstance(n.target, ast.Name) and _int_values(n.iter)
+    }
+
+
+def _is_literal_seed(node: ast.AST, loop_names: frozenset = frozenset()) -> bool:
+    """An int constant, a literal list/range of them, or a loop variable over one: a
+    seed no offset can move."""
+    if isinstance(node, ast.Name):
+        return node.id in loop_names
     if isinstance(node, ast.Constant):
         return type(node.value) is int
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         if node.func.id == "seeds":
             return False
-    return _int_values(node) is not None
+    return bool(_int_values(node))  # an empty list seeds nothing
 
 
 def literal_seeds(nb: dict, path: Path | str = "") -> list[str]:
@@ -268,18 +281,19 @@ def literal_seeds(nb: dict, path: Path | str = "") -> list[str]:
         if tree is None:
             continue
         where = f"{name} cell {i} (id {cell.get('id', '?')})"
+        loops = frozenset(_literal_loop_names(tree))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 f = node.func
                 called = f.id if isinstance(f, ast.Name) else getattr(f, "attr", "")
                 for kw in node.keywords:
-                    if kw.arg in SEED_KEYWORDS and _is_literal_seed(kw.value):
+                    if kw.arg in SEED_KEYWORDS and _is_literal_seed(kw.value, loops):
                         found.append(
                             f"{where}: literal seed `{kw.arg}={ast.unparse(kw.value)}`"
                             " (take it from seeds(...) or OFFSET)"
                         )
                 if called in SEEDING_CALLS and node.args:
-                    if _is_literal_seed(node.args[0]):
+                    if _is_literal_seed(node.args[0], loops):
                         found.append(
                             f"{where}: literal seed in `{ast.unparse(node)}`"
                             " (take it from seeds(...) or OFFSET)"
@@ -408,6 +422,10 @@ def test_every_seed_of_a_chapter_moves_with_the_offset(path):
         ("more_seeds = list(range(10))", True),
         ("KMeans(4, random_state=0)", True),
         ("run(seeds=[0, 1, 2])", True),
+        ("for s in range(5):\n    run(seed=s)", True),
+        ("x = [draw(seed=s) for s in [0, 1, 2]]", True),
+        ("for s in SEEDS:\n    run(seed=s)", False),
+        ("for n in range(5):\n    run(size=n, seed=OFFSET)", False),
     ],
 )
 def test_a_literal_seed_is_caught(text, fixed):

@@ -18,6 +18,7 @@ from sklearn.datasets import load_digits, make_s_curve, make_swiss_roll
 from sklearn.manifold import trustworthiness
 
 from ..attention import attention
+from ..lasso import lasso_codes
 from ..lle import lle_embedding, lle_weights
 from ..utils import as_float_array, check_int, check_positive, host_array
 
@@ -279,7 +280,8 @@ def crossing_planes(
     n_neighbors : int
         ``K`` of the kNN mask.
     alpha : float
-        Penalty of scikit-learn's ``Lasso`` (no intercept).
+        Penalty of the sparse fit, in scikit-learn's ``Lasso`` scaling (no intercept):
+        ``min_c ||x - c K||^2 / (2 D) + alpha ||c||_1`` with ``D = 3``.
 
     Returns
     -------
@@ -291,32 +293,38 @@ def crossing_planes(
         regression of each point on its kNN keys only (the penalty changes, the mask
         does not); ``"sparse, all keys"``: a Lasso regression on every other point
         (the mask opens too).
-    """
-    from sklearn.linear_model import Lasso
 
+    Notes
+    -----
+    The Lasso is solved exactly, by the homotopy path of
+    :func:`attnlib.lasso.lasso_codes`, not by coordinate descent: at scikit-learn's
+    default tolerance the shares on the wrong plane were 2-3x off, with no
+    ConvergenceWarning, and tighter tolerances stall on these coplanar keys (several
+    keys span the same plane, so the optimum need not be unique and coordinate descent
+    crawls between optima).
+    """
     rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
     n_per_plane = check_int(n_per_plane, "n_per_plane")
+    lam = P_DIM * check_positive(alpha, "alpha")  # scikit-learn's scaling -> ours
     bases = [np.linalg.qr(rng.normal(size=(3, 2)))[0] for _ in range(2)]
     P = np.vstack([rng.normal(size=(n_per_plane, 2)) @ B.T for B in bases])
     P /= np.linalg.norm(P, axis=1, keepdims=True)
     W_lle, _, nbr = lle_weights(P, n_neighbors, dense=True)
-    lasso = Lasso(
-        alpha=check_positive(alpha, "alpha"),
-        fit_intercept=False,
-        max_iter=10_000,
-        precompute=True,
-    )
     W_knn, W_all = np.zeros_like(W_lle), np.zeros_like(W_lle)
     for j in range(len(P)):
-        W_knn[j, nbr[j]] = lasso.fit(P[nbr[j]].T, P[j]).coef_
+        W_knn[j, nbr[j]] = lasso_codes(P[j : j + 1], P[nbr[j]], lam)[0]
         keys = np.delete(np.arange(len(P)), j)
-        W_all[j, keys] = lasso.fit(P[keys].T, P[j]).coef_
+        W_all[j, keys] = lasso_codes(P[j : j + 1], P[keys], lam)[0]
     weights = {
         "LLE, kNN mask": W_lle,
         "sparse, kNN mask": W_knn,
         "sparse, all keys": W_all,
     }
     return P, np.repeat([0, 1], n_per_plane), weights
+
+
+# The points of crossing_planes live in R^3.
+P_DIM = 3
 
 
 def manifold_sample(name: str, seed: int, n: int = 1000):

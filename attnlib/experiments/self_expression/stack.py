@@ -38,8 +38,8 @@ def sparse_combination_batch(
     Parameters
     ----------
     step : int
-        Seeds the batch: a training step's index, or a negative one (at least -10 000)
-        for a held-out batch.
+        Seeds the batch: a training step's index, or a negative one for a held-out
+        batch.
     size : int
         Tasks in the batch.
     n_keys, n_queries, dim : int
@@ -57,11 +57,16 @@ def sparse_combination_batch(
     right : torch.Tensor of bool, shape (size, n_queries, n_keys)
         The two right keys of each query.
     """
-    # Negative steps seed held-out batches (the chapter's test set is step -1).
-    step, size = check_int(step, "step", minimum=-10_000), check_int(size, "size")
+    # Negative steps seed held-out batches (the chapter's test set is step -1). Steps
+    # down to -10 000 keep the generator seeds they always had; below that (the test
+    # sets of shifted seeds, ATTNLIB_SEED_OFFSET) they move far above every training
+    # batch's seed, so that no held-out batch is ever a training batch.
+    step, size = check_int(step, "step", minimum=-(2**40)), check_int(size, "size")
     n_keys = check_int(n_keys, "n_keys", minimum=2)  # two right keys per query
     n_queries, dim = check_int(n_queries, "n_queries"), check_int(dim, "dim")
-    g = torch.Generator().manual_seed(10_000 + step)
+    g = torch.Generator().manual_seed(
+        10_000 + step if step >= -10_000 else 2**41 - step
+    )
     k = nn.functional.normalize(torch.randn(size, n_keys, dim, generator=g), dim=-1)
     v = torch.randn(size, n_keys, dim, generator=g)
     pick = torch.rand(size, n_queries, n_keys, generator=g).argsort(-1)[..., :2]
