@@ -7,6 +7,7 @@ ranges and asserts its claims on them; ``tests/test_results.py`` recomputes seed
 
     python benchmarks/mux.py          # writes attnlib/results/mux.json
     python benchmarks/mux.py --quick  # one seed, fewer steps, a smoke run
+    python benchmarks/mux.py --seed-offset 12345  # seeds 12345-12349: mux.unseen.json
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from _common import machine, parse_args, write_result
 
 from attnlib.experiments import routing_runs as runs
 from attnlib.experiments.routing import fit_linear_stack, green_function
+from attnlib.utils import seeds as shifted_seeds
 
-SEEDS = [0, 1, 2, 3, 4]
+N_SEEDS = 5  # base seeds 0-4, shifted by --seed-offset (attnlib.utils.seeds)
 WIDE_DEPTHS = [2, 3]
 LINEAR_DEPTHS = [1, 2, 3, 6, 12]
 
@@ -45,7 +47,7 @@ def targets(payload: dict) -> dict:
 def main() -> None:
     args = parse_args(__doc__.splitlines()[0])
     torch.set_num_threads(1)
-    seeds = SEEDS[:1] if args.quick else SEEDS
+    seeds = shifted_seeds(1 if args.quick else N_SEEDS)
     steps = {"n_steps": 20} if args.quick else {}
     payload = {"machine": machine(), "seeds": seeds, "wide_depths": WIDE_DEPTHS}
     start = time.perf_counter()

@@ -171,3 +171,34 @@ def test_reach_bound_bad_input(target, reach, match):
 
     with pytest.raises(ValueError, match=match):
         reach_bound(target, reach)
+
+
+def test_equivariant_reach_bound_adds_the_spread_of_the_interior_bands():
+    from attnlib.experiments.routing_runs import equivariant_reach_bound, reach_bound
+
+    G = green_function(24)
+    assert equivariant_reach_bound(G, 4) == pytest.approx(0.5729, abs=1e-4)
+    assert equivariant_reach_bound(G, 6) == pytest.approx(0.4229, abs=1e-4)
+    for r in range(24):
+        assert equivariant_reach_bound(G, r) >= reach_bound(G, r) - 1e-15
+    # a Toeplitz target costs a shared kernel nothing; no interior output, no extra
+    T = toeplitz(np.arange(10.0)[::-1] + 1)
+    assert equivariant_reach_bound(T, 3) == pytest.approx(reach_bound(T, 3), rel=1e-12)
+    assert equivariant_reach_bound(G, 12) == reach_bound(G, 12)
+
+
+def test_equivariant_reach_bound_is_attained_by_a_shared_interior_kernel():
+    from attnlib.experiments.routing_runs import equivariant_reach_bound
+
+    G, r, n = green_function(12), 2, 12
+    f_fit, f_new = np.random.default_rng(0).normal(size=(2, 20000, n))
+    inner = range(r, n - r)
+    windows = np.concatenate([f_fit[:, j - r : j + r + 1] for j in inner])
+    k = np.linalg.lstsq(
+        windows, np.concatenate([f_fit @ G[j] for j in inner]), rcond=None
+    )[0]
+    pred = f_new @ np.where(np.abs(np.subtract.outer(range(n), range(n))) <= r, G, 0).T
+    for j in inner:
+        pred[:, j] = f_new[:, j - r : j + r + 1] @ k
+    err = np.linalg.norm(pred - f_new @ G.T) / np.linalg.norm(f_new @ G.T)
+    assert err == pytest.approx(equivariant_reach_bound(G, r), rel=0.02)
