@@ -36,15 +36,14 @@ Run: ``python benchmarks/denoise.py`` (full, writes attnlib/results/denoise.json
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
 
+# benchmarks/ is on sys.path when a script runs
+import _common
 import numpy as np
 import torch
-
-# benchmarks/ is on sys.path when a script runs
 from _common import RESULTS, machine, median_cpu_seconds, median_seconds, write_result
 from scipy import ndimage, signal
 from skimage import data, img_as_float
@@ -53,6 +52,7 @@ from skimage.restoration import denoise_nl_means
 from attnlib.denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
 from attnlib.experiments.denoising import baseline_run, training_images
 from attnlib.training import train
+from attnlib.utils import seeds
 
 RESULT = RESULTS / "denoise.json"
 
@@ -216,7 +216,7 @@ def accuracy_rows(quick: bool):
     return rows
 
 
-SEEDS = (0, 1, 2, 3, 4)  # each: noise draws, crop stream, initialisation
+SEEDS = [0, 1, 2, 3, 4]  # each: noise draws, crop stream, initialisation
 
 
 def trained_denoiser(noise, num_heads, n_steps, crop, seed):
@@ -323,7 +323,7 @@ def baseline_rows(quick: bool):
     base = dict(BASELINE, n_steps=20, cnn_steps=40) if quick else dict(BASELINE)
     longer = dict(base, n_steps=2 * base["n_steps"], cnn_steps=2 * base["cnn_steps"])
     runs = [("sweep", seed, base, (4, 8, 16, 32)) for seed in SEEDS]
-    runs.append(("twice the steps", 0, longer, (8, 32)))
+    runs.append(("twice the steps", SEEDS[0], longer, (8, 32)))
     rows = []
     for run, seed, steps, widths in runs:
         out = baseline_run(seed, widths=widths, **steps)
@@ -349,8 +349,7 @@ def baseline_rows(quick: bool):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny sizes (CI)")
+    parser = _common.parser(__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true", help="do not write the JSON")
     parser.add_argument(
         "--part",
@@ -358,7 +357,18 @@ def main():
         default="all",
         help="redo only the PSNR sweep or only the CNN baseline, keep the rest",
     )
-    args = parser.parse_args()
+    args = _common.parse_args(parser)
+    SEEDS[:] = seeds(SEEDS)  # shifted by --seed-offset (ATTNLIB_SEED_OFFSET)
+    if args.seed_offset:  # an unseen-seed re-run of the PSNR sweep and the baseline
+        result = {
+            "benchmark": "denoise: the quality sweep and the CNN baseline, re-run",
+            "machine": machine(),
+            "quick": args.quick,
+            "quality_rows": quality_rows(args.quick, seeds=tuple(SEEDS)),
+            "baseline_rows": baseline_rows(args.quick),
+        }
+        write_result("denoise", result, args.quick)
+        return
     if args.part != "all":
         result = json.loads(RESULT.read_text())
         rows = quality_rows if args.part == "quality" else baseline_rows
