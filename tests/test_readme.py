@@ -199,3 +199,13 @@ def test_make_serve_without_a_site_says_what_to_do(tmp_path):
         text=True,
     )
     assert done.returncode != 0 and "make book" in done.stdout
+
+
+def test_cpu_only_install_line_comes_before_attnlib():
+    """On a CPU machine, pip would pull PyTorch's CUDA build as attnlib's dependency
+    (gigabytes); the README shows the CPU-only wheel index first (issue 38)."""
+    cpu = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    blocks = "\n".join(_fenced("bash"))
+    assert cpu in blocks
+    attnlib_line = f'pip install "{notebook_tools.install_spec()}"'
+    assert blocks.index(cpu) < blocks.index(attnlib_line)
