@@ -168,9 +168,6 @@ def _check_mask(mask, scores: torch.Tensor) -> torch.Tensor:
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
             f"shape {tuple(scores.shape)}"
         ) from err
-    check_on_device(
-        ~mask.any(-1).all(), "mask leaves a query row with no key to attend to"
-    )
     return mask
 
 
@@ -207,7 +204,10 @@ def attention(
     normalizer : {"softmax", "sparsemax", "entmax", "none"} or callable
         How a row of scores becomes weights; ``"none"`` uses the scores themselves.
     mask : bool tensor, broadcastable to (..., n_q, n_k), optional
-        True where the query may attend to the key. Every query needs at least one key.
+        True where the query may attend to the key: the polarity of
+        ``F.scaled_dot_product_attention``'s ``attn_mask``, the opposite of
+        ``nn.MultiheadAttention``'s, where True masks a key out. A query with no key
+        gets zero weights and zero output (as SDPA), with finite gradients.
     temperature : float, optional
         Positive divisor of the scores; ``sqrt(d)`` for ``"scaled_dot"`` and 1
         otherwise. For softmax, sparsemax and entmax the row maximum is subtracted
@@ -314,8 +314,14 @@ def attend(
     temperature = check_positive(temperature, "temperature")
 
     scores = score_fn(q, k)
+    empty = None
     if mask is not None:
-        scores = scores.masked_fill(~_check_mask(mask, scores), float("-inf"))
+        mask = _check_mask(mask, scores)
+        # A row whose every key is masked (causal masks with padding make them) gets
+        # zero weights and zero output, as SDPA's: its scores stay unmasked (finite, so
+        # no NaN and finite gradients) and its weights are zeroed at the end.
+        empty = ~mask.any(-1, keepdim=True)
+        scores = scores.masked_fill(~mask & ~empty, float("-inf"))
     if scores.numel() == 0:
         return AttentionResult(normalize(scores) @ v, normalize(scores))
     # NaN, +inf and rows without a finite score show in the row maxima. Detached: the
@@ -365,6 +371,8 @@ def attend(
             )
         scores = divided
     weights = normalize(scores)
+    if empty is not None:
+        weights = weights.masked_fill(empty, 0.0)
     return AttentionResult(weights @ v, weights)
 
 

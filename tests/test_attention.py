@@ -181,7 +181,6 @@ def test_rows_are_probability_vectors_and_outputs_convex(n_q, n_k, d, t, seed):
             dict(mask=torch.ones(4, 7, dtype=torch.bool)),
             "mask of shape .* does not broadcast",
         ),
-        (dict(mask=torch.zeros(5, 7, dtype=torch.bool)), "mask leaves a query row"),
         (dict(q=[["a", "b"]]), "q must be array-like"),
     ],
 )
@@ -192,12 +191,26 @@ def test_bad_input_raises_clear_value_error(kwargs, message):
         attention(args.pop("q"), args.pop("k"), args.pop("v"), **args)
 
 
-def test_one_fully_masked_row_raises():
-    q, k, v = qkv()
+@pytest.mark.parametrize("normalizer", ["softmax", "sparsemax", "entmax"])
+def test_fully_masked_row_gives_zeros_with_finite_gradients(normalizer):
+    """Issue 38: a row with every key masked gives zero weights and zero output (SDPA
+    gives zeros), the other rows are unchanged, and gradients stay finite."""
+    q, k, v = (t.requires_grad_() for t in qkv())
     mask = torch.ones(5, 7, dtype=torch.bool)
     mask[3] = False
-    with pytest.raises(ValueError, match="mask leaves a query row"):
-        attention(q, k, v, mask=mask)
+    mask[1, :3] = False
+    out, w = attention(q, k, v, mask=mask, normalizer=normalizer)
+    assert (w[3] == 0).all() and (out[3] == 0).all()
+    keep = [0, 1, 2, 4]
+    ref = attention(q[keep], k, v, mask=mask[keep], normalizer=normalizer)
+    torch.testing.assert_close(out[keep], ref.output)
+    out.sum().backward()
+    for t in (q, k, v):
+        assert torch.isfinite(t.grad).all()
+    assert (q.grad[3] == 0).all()
+    if normalizer == "softmax":
+        sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        torch.testing.assert_close(out, sdpa)
 
 
 def _copy_into_torch_mha(
