@@ -287,6 +287,93 @@ def cuda_ms(fn, *args, n: int = 20, warmup: int = 3) -> float:
     return statistics.median(times)
 
 
+ENTMAX_ATTENTION_LENGTHS = [1024, 2048, 4096, 8192, 16384, 32768]
+ENTMAX_ATTENTION_QUICK = [256, 512]
+ENTMAX_ATTENTION_HEADS = (1, 8, 64)  # batch, heads, head size
+ENTMAX_ATTENTION_TARGET = {"max_ratio_to_adasplash": 1.0, "memory": "linear in length"}
+
+
+def _adasplash():
+    """The peer's module (AdaSplash: Triton α-entmax rows and attention), or None."""
+    try:
+        import adasplash
+    except ImportError:
+        return None
+    return adasplash
+
+
+def cuda_ms_peak(fn, *args) -> tuple[float | None, float | None]:
+    """``cuda_ms`` and the peak memory (MiB) of one call; (None, None) out of memory."""
+    try:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        fn(*args)
+        torch.cuda.synchronize()
+        peak = (torch.cuda.max_memory_allocated() - base) / 2**20
+        return cuda_ms(fn, *args, n=10, warmup=2), peak
+    except torch.cuda.OutOfMemoryError:
+        torch.cuda.empty_cache()
+        return None, None
+
+
+def _entmax_attention_fns(q, k, v, peer) -> dict:
+    """The attentions timed by entmax_attention_section, on q, k, v."""
+    from attnlib.engines import triton_flash
+
+    d = q.shape[-1]
+    fns = {
+        "ours": lambda: triton_flash.flash_entmax_attention(q, k, v, alpha=1.5),
+        "dense_entmax": lambda: entmax(q @ k.transpose(-1, -2) / d**0.5, 1.5) @ v,
+        "softmax": lambda: torch.softmax(q @ k.transpose(-1, -2) / d**0.5, -1) @ v,
+        "sdpa": lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v),
+    }
+    if peer is not None and hasattr(peer, "adasplash"):
+        fns["adasplash"] = lambda: peer.adasplash(q, k, v, alpha=1.5, is_causal=False)
+    return fns
+
+
+def entmax_attention_section(quick: bool = False) -> dict:
+    """Forward + backward of 1.5-entmax attention (issue 37): attnlib's flash kernels
+    against AdaSplash's attention (if installed), the dense entmax attention, softmax
+    attention by hand and scaled_dot_product_attention, with peak memory, fp32 and bf16.
+    """
+    peer = _adasplash()
+    b, h, d = ENTMAX_ATTENTION_HEADS
+    rows = []
+    for n in ENTMAX_ATTENTION_QUICK if quick else ENTMAX_ATTENTION_LENGTHS:
+        for dtype in (torch.float32, torch.bfloat16):
+            q, k, v = (
+                torch.randn(b, h, n, d, device="cuda", dtype=dtype, requires_grad=True)
+                for _ in "qkv"
+            )
+
+            def step(fn):
+                def run():
+                    fn().sum().backward()
+
+                return run
+
+            fns = _entmax_attention_fns(q, k, v, peer)
+            row = {"tokens": n, "dtype": str(dtype).replace("torch.", "")}
+            for name, fn in fns.items():
+                try:
+                    row[f"{name}_ms"], row[f"{name}_peak_mib"] = cuda_ms_peak(step(fn))
+                except Exception as err:  # a peer's API or a shape it refuses
+                    row[f"{name}_ms"], row[f"{name}_error"] = None, repr(err)[:200]
+            for name in ("adasplash", "sdpa", "dense_entmax"):
+                if row.get("ours_ms") and row.get(f"{name}_ms"):
+                    row[f"ratio_to_{name}"] = row["ours_ms"] / row[f"{name}_ms"]
+            print(f"GPU entmax attention {b}x{h}x{n}x{d} {dtype}: {row}", flush=True)
+            rows.append(row)
+    return {
+        "shape": [b, h, None, d],
+        "adasplash": getattr(peer, "__version__", None if peer is None else "?"),
+        "rows": rows,
+        "target": ENTMAX_ATTENTION_TARGET,
+    }
+
+
 def gpu_section(quick: bool = False) -> dict:
     """Forward + backward on CUDA: attnlib's maps against their peers, and attention.
 
@@ -310,6 +397,10 @@ def gpu_section(quick: bool = False) -> dict:
             lambda x: E.entmax_bisect(x, 1.25, -1),
         ),
     }
+    peer = _adasplash()
+    if peer is not None and hasattr(peer, "triton_entmax"):  # its row entmax
+        peers["entmax15"] += (lambda x: peer.triton_entmax(x, alpha=1.5),)
+        peers["entmax a=1.25"] += (lambda x: peer.triton_entmax(x, alpha=1.25),)
     rows = []
     for shape in GPU_QUICK_SHAPES if quick else GPU_SHAPES:
         for scale in SCALES:
@@ -317,11 +408,19 @@ def gpu_section(quick: bool = False) -> dict:
                 x = (scale * torch.randn(shape, device=dev)).to(dtype)
                 g = torch.randn(shape, device=dev, dtype=dtype)
                 soft = cuda_ms(fwd_bwd, _last_softmax, x, g)
-                for name, (ours, theirs) in peers.items():
+                for name, (ours, theirs, *ada) in peers.items():
                     ms = cuda_ms(fwd_bwd, ours, x, g)
                     ref = cuda_ms(fwd_bwd, theirs, x, g)
+                    extra = {}
+                    if ada:
+                        try:
+                            extra["adasplash_ms"] = cuda_ms(fwd_bwd, ada[0], x, g)
+                            extra["ratio_to_adasplash"] = ms / extra["adasplash_ms"]
+                        except Exception as err:  # a shape or dtype it refuses
+                            extra["adasplash_error"] = repr(err)[:200]
                     rows.append(
                         {
+                            **extra,
                             "map": name,
                             "shape": list(shape),
                             "scale": scale,
@@ -371,6 +470,7 @@ def gpu_section(quick: bool = False) -> dict:
         "cuda": torch.version.cuda,
         "rows": rows,
         "attention": {"shape": [b, h, n, d], **times},
+        "entmax_attention": entmax_attention_section(quick),
         "targets": {**GPU_TARGETS, **ATTENTION_TARGET},
     }
 

@@ -8,6 +8,11 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
+# Without a CUDA device, Triton's kernels (attnlib.engines.triton_entmax) run in its
+# interpreter on CPU tensors (tests/test_triton_kernels.py). Triton reads the variable
+# when its functions are decorated, that is on its first import: set it before any.
+if torch.cuda.device_count() == 0:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 # The files whose tests share one build of the book (the session fixture `built_book`).
 WEBSITE_TESTS = ("tests/test_site.py", "tests/test_pdf.py")
 

@@ -1,0 +1,235 @@
+"""The Triton kernels of attnlib.engines.triton_entmax, run without a GPU.
+
+Where no CUDA device is present, the kernels run in Triton's interpreter
+(``TRITON_INTERPRET=1``) on CPU tensors, small shapes; on a GPU machine the same tests
+run the compiled kernels on CUDA tensors. References: the torch engine (attnlib on the
+CPU, float64) and the ``entmax`` package.
+"""
+
+import os
+
+import pytest
+import torch
+
+REAL_CUDA = torch.cuda.device_count() > 0
+if not REAL_CUDA:  # conftest.py sets it first; Triton reads it on its first import
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+triton = pytest.importorskip("triton")
+
+from attnlib.engines import triton_entmax as te  # noqa: E402
+from attnlib.normalizers import entmax, sparsemax  # noqa: E402
+
+if not REAL_CUDA and type(te._entmax_fwd_kernel).__name__ != "InterpretedFunction":
+    pytest.skip("Triton was imported before TRITON_INTERPRET=1 was set",
+                allow_module_level=True)  # fmt: skip
+DEV = torch.device("cuda" if REAL_CUDA else "cpu")
+ALPHAS = [2.0, 1.5, 1.25, 3.0, "tensor"]
+TOL = {torch.float32: 2e-6, torch.bfloat16: 1.6e-2, torch.float16: 2e-3}
+
+
+def _alpha(a, rows):
+    if a == "tensor":  # one α per row, on both sides of 2
+        return torch.linspace(1.1, 2.6, rows, dtype=torch.float64).unsqueeze(-1)
+    return a
+
+
+def _scores(rows=6, n=23, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = 2 * torch.randn(rows, n, generator=g, dtype=torch.float64)
+    x[1, 5:] = float("-inf")  # a masked row keeps 5 keys
+    x[2, ::3] = float("-inf")
+    x[3, :4] = x[3].max() + 1  # a four-way tie at the top
+    return x
+
+
+def _reference(x, a):
+    """The float64 rows ``x`` (with grad) and their α-entmax by the torch engine."""
+    xr = x.clone().requires_grad_(True)
+    if isinstance(a, float) and a == 2.0:
+        return xr, sparsemax(xr)
+    return xr, entmax(xr, alpha=a)
+
+
+def _kernel_alpha(a, rows):
+    al = _alpha(a, rows)
+    return al.to(DEV) if isinstance(al, torch.Tensor) else al
+
+
+@pytest.mark.parametrize("dtype", list(TOL))
+@pytest.mark.parametrize("a", ALPHAS)
+def test_values_and_gradients_match_the_torch_engine(a, dtype):
+    x = _scores()
+    al = _alpha(a, len(x))
+    g = torch.randn(
+        x.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
+    )
+    xd = x.to(dtype)  # the kernel sees the rounded scores: so does this reference
+    xr, p_ref = _reference(xd.double(), al)
+    (grad_ref,) = torch.autograd.grad(p_ref, xr, g)
+    p = te.entmax_forward(xd.to(DEV), _kernel_alpha(a, len(x)))
+    assert p.dtype == dtype and p.device.type == DEV.type
+    tol = TOL[dtype]
+    torch.testing.assert_close(p.double().cpu(), p_ref.detach(), atol=tol, rtol=0)
+    assert (p.double().cpu()[torch.isinf(x)] == 0).all()
+    gx = te.entmax_backward(p, g.to(dtype).to(DEV), _kernel_alpha(a, len(x)))
+    assert gx.dtype == dtype
+    # the gradient is evaluated at the kernel's p: compare it with the formula there
+    ref_at_p = _vjp64(p.double().cpu(), g.to(dtype).double(), al)
+    torch.testing.assert_close(gx.double().cpu(), ref_at_p, atol=4 * tol, rtol=4 * tol)
+    if dtype == torch.float32:
+        torch.testing.assert_close(gx.double().cpu(), grad_ref, atol=1e-4, rtol=1e-4)
+
+
+def _vjp64(p, g, a):
+    from attnlib.engines.entmax import entmax_vjp
+
+    return entmax_vjp(p, g, a, differentiable=True)
+
+
+@pytest.mark.parametrize("a", [2.0, 1.5, 1.25])
+def test_values_match_the_entmax_package(a):
+    import entmax as peer
+
+    x = _scores(rows=4, n=40, seed=2).float()
+    x = x[[0, 3]]  # the package takes no -inf: finite rows only (ties included)
+    if a == 2.0:
+        ref = peer.sparsemax(x, dim=-1)
+    elif a == 1.5:
+        ref = peer.entmax15(x, dim=-1)
+    else:
+        ref = peer.entmax_bisect(x, alpha=a, dim=-1, n_iter=60)
+    p = te.entmax_forward(x.to(DEV), a).cpu()
+    torch.testing.assert_close(p, ref, atol=2e-6, rtol=0)
+
+
+def test_ties_share_their_weight_equally():
+    x = torch.tensor([[1.0, 1.0, 1.0, 0.0], [0.5, 0.5, 0.5, 0.5]], device=DEV)
+    for a in (2.0, 1.5, 3.0):
+        p = te.entmax_forward(x, a).cpu()
+        torch.testing.assert_close(p[0, :3], torch.full((3,), p[0, 0].item()))
+        torch.testing.assert_close(p[1], torch.full((4,), 0.25))
+        torch.testing.assert_close(p.sum(-1), torch.ones(2))
+
+
+@pytest.mark.parametrize("dtype", list(TOL))
+def test_fully_masked_rows_give_zero_output_and_zero_gradient(dtype):
+    x = torch.full((3, 9), float("-inf"), dtype=dtype, device=DEV)
+    x[1, 2] = 0.0  # one key left: all the weight on it
+    for a in (2.0, 1.5, 1.7, torch.tensor([[1.2], [2.0], [3.0]], device=DEV)):
+        p = te.entmax_forward(x, a)
+        assert torch.isfinite(p).all()
+        expected = torch.zeros(3, 9)
+        expected[1, 2] = 1
+        torch.testing.assert_close(p.float().cpu(), expected)
+        gx = te.entmax_backward(p, torch.randn(3, 9).to(dtype).to(DEV), a)
+        assert torch.isfinite(gx).all() and (gx.float().cpu() == 0).all()
+
+
+def _spy(monkeypatch):
+    """Route the kernels to the torch engine, recording each call."""
+    from attnlib.engines.entmax import entmax_bisect, entmax_vjp
+
+    calls = []
+
+    def forward(x, alpha):
+        calls.append("forward")
+        xf = x.float()
+        top = xf.max(-1, keepdim=True).values
+        return entmax_bisect(xf - top, alpha).to(x.dtype)
+
+    def backward(p, g, alpha):
+        calls.append("backward")
+        return entmax_vjp(p.float(), g.float(), alpha, differentiable=False).to(p.dtype)
+
+    monkeypatch.setattr(te, "runnable", lambda: True)
+    monkeypatch.setattr(te, "entmax_forward", forward)
+    monkeypatch.setattr(te, "entmax_backward", backward)
+    return calls
+
+
+# ------------------------------------------------------------- flash entmax attention
+from attnlib.engines import triton_flash as tf  # noqa: E402
+
+
+def _dense(q, k, v, alpha, mask, causal):
+    s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    if mask is not None:
+        s = s.masked_fill(~mask, float("-inf"))
+    if causal:
+        upper = torch.ones(s.shape[-2:], dtype=torch.bool).triu(1)
+        s = s.masked_fill(upper, float("-inf"))
+    if isinstance(alpha, float) and alpha == 2.0:
+        return sparsemax(s) @ v
+    return entmax(s, alpha) @ v
+
+
+def _qkv(n_q, n_k, dtype=torch.float32, seed=0, heads=2):
+    g = torch.Generator().manual_seed(seed)
+    shapes = ((heads, n_q, 8), (heads, n_k, 8), (heads, n_k, 5))
+    return [2 * torch.randn(s, generator=g).to(dtype) for s in shapes]
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    monkeypatch.setattr(tf, "BLOCK_M", 16)
+    monkeypatch.setattr(tf, "BLOCK_N", 16)
+
+
+CASES = {  # alpha, masked, causal, dtype
+    "sparsemax-mask": (2.0, True, False, torch.float32),
+    "entmax15-causal": (1.5, False, True, torch.float32),
+    "per-head-alpha": ("tensor", False, False, torch.float32),
+    "entmax15-mask-bf16": (1.5, True, False, torch.bfloat16),
+    "entmax13-mask-fp16": (1.3, True, False, torch.float16),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_flash_attention_matches_the_dense_one(case, small_blocks):
+    a, masked, causal, dtype = CASES[case]
+    n_q, n_k = (20, 20) if causal else (20, 37)
+    q, k, v = _qkv(n_q, n_k, dtype)
+    mask = None
+    if masked:
+        mask = torch.rand(2, n_q, n_k, generator=torch.Generator().manual_seed(3)) > 0.4
+        mask[..., 0] = True
+    alpha = torch.tensor([[[1.25]], [[2.5]]]) if a == "tensor" else a
+    g = torch.randn(2, n_q, 5, generator=torch.Generator().manual_seed(4))
+    dev = [t.to(DEV).requires_grad_(True) for t in (q, k, v)]
+    out = tf.flash_entmax_attention(
+        *dev, alpha=alpha.to(DEV) if a == "tensor" else alpha,
+        mask=None if mask is None else mask.to(DEV), causal=causal,
+    )  # fmt: skip
+    assert out.dtype == dtype
+    grads = torch.autograd.grad(out, dev, g.to(dtype).to(DEV))
+    ref_in = [t.double().requires_grad_(True) for t in (q, k, v)]
+    ref = _dense(*ref_in, alpha if a != "tensor" else alpha.double(), mask, causal)
+    ref_grads = torch.autograd.grad(ref, ref_in, g.to(dtype).double())
+    tol = 1e-5 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(out.double().cpu(), ref.detach(), atol=tol, rtol=tol)
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got.double().cpu(), want, atol=tol, rtol=tol)
+
+
+def test_flash_attention_gives_zero_for_a_query_with_no_key(small_blocks):
+    q, k, v = _qkv(18, 21, heads=1)
+    mask = torch.rand(1, 18, 21, generator=torch.Generator().manual_seed(5)) > 0.5
+    mask[..., 1] = True
+    mask[0, 7] = False  # query 7 attends no key
+    g = torch.randn(1, 18, 5, generator=torch.Generator().manual_seed(6))
+    dev = [t.to(DEV).requires_grad_(True) for t in (q, k, v)]
+    out = tf.flash_entmax_attention(*dev, alpha=1.5, mask=mask.to(DEV))
+    grads = torch.autograd.grad(out, dev, g.to(DEV))
+    assert (out[0, 7] == 0).all() and (grads[0][0, 7] == 0).all()
+    # the reference: query 7 sees every key, but its output carries no gradient
+    full, g0 = mask.clone(), g.clone()
+    full[0, 7], g0[0, 7] = True, 0
+    ref_in = [t.double().requires_grad_(True) for t in (q, k, v)]
+    ref = _dense(*ref_in, 1.5, full, False)
+    ref_grads = torch.autograd.grad(ref, ref_in, g0.double())
+    keep = torch.arange(18) != 7
+    torch.testing.assert_close(
+        out[0, keep].double().cpu(), ref[0, keep].detach(), atol=1e-5, rtol=1e-5
+    )
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got.double().cpu(), want, atol=1e-5, rtol=1e-5)
