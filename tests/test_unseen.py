@@ -116,7 +116,7 @@ def test_the_record_counts_held_offsets_per_claim_as_it_is_now(planted_audit, tm
     path, broken, runs = planted_audit
     record = tmp_path / "audit.json"
     unseen.record(runs, [0, broken], path=record)
-    rec = unseen.load_record(record)
+    rec = claims_lib.load_unseen_record(record)
     nb = json.loads(path.read_text())
     assert claims_lib.unseen_counts(nb, path, rec) == {
         "fragile": (1, 2),

@@ -189,13 +189,9 @@ def table(runs: dict, offsets) -> tuple[str, int]:
     return text, n_bad
 
 
-def load_record(path: Path = RECORD) -> dict:
-    return claims_lib.load_unseen_record(path)
-
-
 def record(runs: dict, offsets, path: Path = RECORD) -> None:
     """Add an audit to the record the claims ledger reads."""
-    rec = load_record(path)
+    rec = claims_lib.load_unseen_record(path)
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
         cwd=ROOT,
@@ -227,7 +223,7 @@ def record(runs: dict, offsets, path: Path = RECORD) -> None:
 
 
 def used_offsets(rec: dict | None = None) -> set[int]:
-    rec = load_record() if rec is None else rec
+    rec = claims_lib.load_unseen_record() if rec is None else rec
     return {int(k) for a in rec["audits"] for k in a["offsets"]}
 
 

@@ -24,7 +24,6 @@ import ast
 import hashlib
 import io
 import json
-import os
 import re
 import tokenize
 from dataclasses import dataclass, field
@@ -515,10 +514,9 @@ def unseen_counts(nb: dict, path: Path | str, record: dict | None = None) -> dic
 
 def seeds_text(seeds: list) -> str:
     """The seeds a build used: the base seeds shifted by ``ATTNLIB_SEED_OFFSET``."""
-    try:
-        offset = int(os.environ.get("ATTNLIB_SEED_OFFSET", "") or 0)
-    except ValueError:
-        offset = 0
+    from attnlib.utils import seed_offset  # the one reader of ATTNLIB_SEED_OFFSET
+
+    offset = seed_offset()
     used = sorted(s + offset for s in set(seeds))
     if used == list(range(used[0], used[-1] + 1)) and len(used) > 2:
         text = f"seeds {used[0]}–{used[-1]}"
