@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from .engines.lasso import common as _engine
 from .engines.lasso.common import SolverInfo
@@ -116,6 +117,7 @@ def ssc_rows(
         warnings.warn(
             f"SSC stopped at max_iter={max_iter} with relative duality gap "
             f"{info.rel_gap:.2g} > tol={tol:g}",
+            ConvergenceWarning,  # scikit-learn's, so that one filter covers both
             stacklevel=3,
         )
     return C, info

@@ -15,10 +15,12 @@ import json
 import os
 import platform
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 RESULTS = Path(__file__).resolve().parent.parent / "attnlib" / "results"
 QUICK_RESULTS = Path(__file__).resolve().parent / "quick"
@@ -49,9 +51,15 @@ def parser(description: str) -> argparse.ArgumentParser:
 
 
 def parse_args(description: str | argparse.ArgumentParser) -> argparse.Namespace:
-    """Parse the command line; ``--seed-offset`` becomes ``ATTNLIB_SEED_OFFSET``."""
+    """Parse the command line; ``--seed-offset`` becomes ``ATTNLIB_SEED_OFFSET``.
+
+    Also makes a ``ConvergenceWarning`` an error for the rest of the run.
+    """
     p = parser(description) if isinstance(description, str) else description
     args = p.parse_args()
+    # A solver that stops before its tolerance (scikit-learn's or attnlib's SSC) fails
+    # the sweep rather than writing numbers it has not reached.
+    warnings.simplefilter("error", ConvergenceWarning)
     if args.seed_offset is not None:
         os.environ["ATTNLIB_SEED_OFFSET"] = str(args.seed_offset)
     from attnlib.utils import seed_offset

@@ -27,6 +27,7 @@ SETUP_TAGS = ["setup", "hide-cell"]
 SETUP_TEMPLATE = """\
 # Setup, stamped from _config.yml by book/notebook_tools.py (edit the template there).
 import sys
+import warnings
 
 # In Colab, install attnlib from the book's repository, once.
 ATTNLIB = "{install_spec}"
@@ -42,6 +43,7 @@ if "google.colab" in sys.modules:
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 import attnlib
 from attnlib.notebook import glue
@@ -52,6 +54,8 @@ from attnlib.utils import get_device, seed_offset, seeds, set_seed
 # re-runs it on seeds nobody chose (seed s becomes s + k).
 OFFSET = seed_offset()
 set_seed(OFFSET)
+# A solver that stops short of its tolerance stops the chapter, not just warns.
+warnings.simplefilter("error", ConvergenceWarning)
 use_book_style()
 device = get_device()
 print(f"attnlib {{attnlib.__version__}}, torch {{torch.__version__}}, device: {{device}},"

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -658,3 +659,23 @@ def test_the_trainers_are_found_in_the_library():
     assert {"train", "fit_classifier", "sample_efficiency", "fit_and_score"} <= set(
         TRAINERS
     )
+
+
+def test_a_solver_that_stops_short_fails_a_chapter_and_a_sweep(tmp_path):
+    """The setup cell and the benchmarks' parse_args make ConvergenceWarning an error."""
+    sys.path.insert(0, str(ROOT / "book"))
+    import notebook_tools
+
+    setup = notebook_tools.setup_cell_source()
+    assert 'warnings.simplefilter("error", ConvergenceWarning)' in setup
+    script = tmp_path / "sweep.py"
+    script.write_text(
+        "import sys, warnings\n"
+        f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+        "from _common import parse_args\n"
+        "from sklearn.exceptions import ConvergenceWarning\n"
+        "parse_args('a sweep')\n"
+        "warnings.warn('stopped short', ConvergenceWarning)\n"
+    )
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert run.returncode != 0 and "ConvergenceWarning: stopped short" in run.stderr

@@ -72,3 +72,14 @@ def test_the_public_module_hands_off_to_the_engines():
     assert lasso.lasso_rows is iterative.lasso_rows
     x = np.array([-2.0, 0.5, 3.0])
     np.testing.assert_array_equal(soft_threshold(x, 1.0), common.soft_threshold(x, 1.0))
+
+
+def test_ssc_stopped_short_raises_scikit_learns_convergence_warning():
+    """Chapters and sweeps turn this category into an error (one filter for both)."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from attnlib.subspace import self_expressive
+
+    X = np.random.default_rng(0).standard_normal((30, 6))
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        self_expressive(X, "ssc", 0.05, solver="ista", max_iter=3, tol=1e-12)
