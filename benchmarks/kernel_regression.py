@@ -50,6 +50,7 @@ from _common import machine, median_cpu_seconds, write_result
 
 from attnlib.engines.fastexp import _exp_array, exp_nonpositive
 from attnlib.kernel_regression import nadaraya_watson
+from attnlib.utils import seeds
 
 TARGETS = {
     "keops_over_attnlib_time_1d": 10.0,
@@ -58,9 +59,12 @@ TARGETS = {
 }
 
 
-def problem(n_train: int, n_query: int, d: int, seed: int = 0):
-    """A smooth function on the unit cube; its bandwidth keeps ~100s of neighbours."""
-    g = torch.Generator().manual_seed(seed)
+def problem(n_train: int, n_query: int, d: int, seed: int | None = None):
+    """A smooth function on the unit cube; its bandwidth keeps ~100s of neighbours.
+
+    The default seed is 0 shifted by ``ATTNLIB_SEED_OFFSET`` (:func:`attnlib.utils.seeds`).
+    """
+    g = torch.Generator().manual_seed(seeds([0])[0] if seed is None else seed)
     x_train, x_query = (
         torch.rand(n_train, d, generator=g),
         torch.rand(n_query, d, generator=g),
