@@ -156,3 +156,22 @@ def test_a_chance_level_start_suffices_on_its_own_model():
     km = KMeans(5, n_init=10, random_state=0).fit_predict(d.X)
     assert clustering_accuracy(d.labels, km) < 0.4
     assert clustering_accuracy(d.labels, k_subspaces(d.X, km)[0]) >= 0.99
+
+
+def test_stopping_at_max_iter_with_labels_moving_warns():
+    """A refinement cut short says so (scikit-learn's ConvergenceWarning); one that
+    settled within max_iter, or was asked for no rounds, does not."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    d = union_of_subspaces(3, 2, 6, 40, seed=0)
+    start = _flip(d.labels, 0.3, seed=1)
+    _, n_iter = k_subspaces(d.X, start, dim=2)
+    assert n_iter >= 1  # this start moves labels
+    with pytest.warns(ConvergenceWarning, match=f"max_iter={n_iter}"):
+        k_subspaces(d.X, start, dim=2, max_iter=n_iter)  # no round left to see it settle
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        k_subspaces(d.X, start, dim=2, max_iter=n_iter + 1)
+        k_subspaces(d.X, start, dim=2, max_iter=0)

@@ -17,13 +17,24 @@ One idea per module:
   passes and the threshold search;
 * ``attnlib.normalizers.tsallis``: the Tsallis entropies, the β-exponential and
   β-logarithm, and the Fenchel–Young loss;
+* ``attnlib.normalizers.modules``: the maps and their losses as ``nn.Module``s with the
+  ``entmax`` package's signatures (``Sparsemax``, ``Entmax15``, ``Entmax``, the losses);
 * ``attnlib.normalizers.common``: the checks and row plumbing the two share.
 """
 
 from . import maps as _maps
+from . import modules as _modules
 from . import tsallis as _tsallis
 from .maps import entmax, softmax, sparsemax
+from .modules import (
+    Entmax,
+    Entmax15,
+    Entmax15Loss,
+    EntmaxLoss,
+    Sparsemax,
+    SparsemaxLoss,
+)
 from .tsallis import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
 
 # The package's public names are its modules' (each keeps its own ``__all__``).
-__all__ = [*_maps.__all__, *_tsallis.__all__]
+__all__ = [*_maps.__all__, *_tsallis.__all__, *_modules.__all__]

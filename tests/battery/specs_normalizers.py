@@ -26,6 +26,51 @@ def _dim_cases(name="dim"):
     ]
 
 
+LOSSES = ("SparsemaxLoss", "Entmax15Loss", "EntmaxLoss")
+
+
+def _loss_spec(loss):
+    """A loss module on class targets, with one ignored row."""
+    return Spec(
+        lambda scores, target, ignore_index, reduction: loss(
+            ignore_index=ignore_index, reduction=reduction
+        )(scores, target),
+        lambda: dict(
+            scores=_randn(3, 5),
+            target=torch.tensor([0, 4, -100]),
+            ignore_index=-100,
+            reduction="mean",
+        ),
+        {"scores": "scores", "reduction": "choice"},
+        group=("scores", "target"),
+        extra=[
+            (
+                "target floats",
+                lambda a: a | dict(target=a["target"].double()),
+                INVALID,
+                "target",
+            ),
+            (
+                "index out of range",
+                lambda a: a | dict(target=torch.tensor([0, 7, 1])),
+                INVALID,
+                "target",
+            ),
+            ("ignore_index 1.5", lambda a: a | dict(ignore_index=1.5), INVALID,
+             "ignore_index"),
+            ("ignore_index True", lambda a: a | dict(ignore_index=True), INVALID,
+             "ignore_index"),
+            (
+                "all ignored",  # NaN, as torch's losses give it
+                lambda a: a | dict(target=torch.full((3,), -100)),
+                VALID,
+                "target",
+            ),
+        ],
+        overflow={"target": ("all ignored",)},
+    )
+
+
 def specs():
     N = importlib.import_module("attnlib.normalizers")
 
@@ -41,6 +86,35 @@ def specs():
             {"x": "scores", "alpha": "alpha"},
             extra=_dim_cases(),
         ),
+        "normalizers.Sparsemax": Spec(
+            lambda x, dim: N.Sparsemax(dim=dim)(x), x, {"x": "scores"},
+            extra=_dim_cases(),
+        ),
+        "normalizers.Entmax15": Spec(
+            lambda x, dim: N.Entmax15(dim=dim)(x), x, {"x": "scores"},
+            extra=_dim_cases(),
+        ),
+        "normalizers.Entmax": Spec(
+            lambda x, alpha, learn_alpha: N.Entmax(alpha, learn_alpha=learn_alpha)(x),
+            lambda: dict(x=_randn(3, 5), alpha=1.5, learn_alpha=True),
+            {"x": "scores", "alpha": "alpha"},
+            extra=[
+                ("alpha 1", lambda a: a | dict(alpha=1.0), INVALID, "alpha"),
+                (
+                    "alpha tensor with 1",
+                    lambda a: a | dict(alpha=torch.tensor([[1.5], [1.0], [2.0]])),
+                    INVALID,
+                    "alpha",
+                ),
+                (
+                    "alpha per row",
+                    lambda a: a | dict(alpha=torch.tensor([[1.5], [1.2], [2.0]])),
+                    VALID,
+                    "alpha",
+                ),
+            ],
+        ),
+        **{f"normalizers.{loss}": _loss_spec(getattr(N, loss)) for loss in LOSSES},
         "normalizers.tsallis_entropy": Spec(
             N.tsallis_entropy,
             lambda: dict(p=_probs(), alpha=1.5, dim=-1),

@@ -1,0 +1,330 @@
+"""The maps and their Fenchel–Young losses as ``nn.Module``s, with entmax's signatures.
+
+A model written for the ``entmax`` package (Peters et al., 2019; Correia et al., 2019)
+runs on attnlib by changing its import: ``Sparsemax`` and ``Entmax15`` take the same
+arguments as the package's modules, ``Entmax`` is α-entmax with α fixed or learned (the
+package's ``EntmaxBisect``), and the three losses take ``ignore_index`` and
+``reduction`` as the package's losses and ``torch.nn.CrossEntropyLoss`` do. Each module
+checks its arguments once and calls the functions of :mod:`attnlib.normalizers`.
+
+Departures from the package, each for a reason:
+
+* ``k`` (the package's partial-sort hint) is accepted and checked but changes nothing:
+  attnlib finds the threshold exactly without sorting.
+* A learned α is parametrised as ``α = 1 + softplus(ρ)``, so that no step of the
+  optimiser can push it to α ≤ 1, where the map is undefined; the package leaves α
+  unconstrained.
+* A target equal to ``ignore_index`` is ignored whatever its sign (the package ignores
+  only non-negative indices, so its default ``-100`` ignores nothing); with
+  ``reduction="mean"`` the loss averages the rows that are not ignored, as
+  ``CrossEntropyLoss`` does, and is NaN when every row is ignored, as there.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .common import _check_index
+from .maps import entmax, sparsemax
+from .tsallis import fenchel_young_loss
+
+__all__ = [
+    "Sparsemax",
+    "Entmax15",
+    "Entmax",
+    "SparsemaxLoss",
+    "Entmax15Loss",
+    "EntmaxLoss",
+]
+
+#: The package's name for the mean over the rows that are not ignored.
+_REDUCTIONS = {"mean": "mean", "elementwise_mean": "mean", "sum": "sum", "none": "none"}
+
+
+def _check_k(k):
+    if k is not None and (
+        isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1
+    ):
+        raise ValueError(f"k must be a positive integer or None, got {k!r}")
+    return k
+
+
+def _check_dim(dim) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
+        raise ValueError(f"dim must be an integer, got {dim!r}")
+    return int(dim)
+
+
+class Sparsemax(nn.Module):
+    """Sparsemax along ``dim``, as a module (the ``entmax`` package's signature).
+
+    Parameters
+    ----------
+    dim : int
+        The dimension that is normalised.
+    k : int, optional
+        The package's partial-sort hint; accepted for compatibility, no effect.
+
+    Implements
+    ----------
+    Eq. (9) of the sparse-continuous attention paper, finite case (sparsemax of
+    Martins & Astudillo, 2016), by :func:`attnlib.normalizers.sparsemax`.
+    """
+
+    def __init__(self, dim: int = -1, k: int | None = None):
+        super().__init__()
+        self.dim, self.k = _check_dim(dim), _check_k(k)
+
+    def forward(self, x) -> torch.Tensor:
+        """:func:`attnlib.normalizers.sparsemax` of ``x`` along ``self.dim``.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, ...)
+            Scores; ``-inf`` marks a masked entry.
+
+        Returns
+        -------
+        tensor, same shape, dtype and device as ``x``
+            Probabilities summing to one along ``self.dim``.
+        """
+        return sparsemax(x, dim=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Entmax15(nn.Module):
+    """1.5-entmax along ``dim``, as a module (the ``entmax`` package's signature).
+
+    Parameters
+    ----------
+    dim : int
+        The dimension that is normalised.
+    k : int, optional
+        The package's partial-sort hint; accepted for compatibility, no effect.
+
+    Implements
+    ----------
+    Eq. (7) of the sparse-continuous attention paper at α = 1.5 (1.5-entmax of Peters
+    et al., 2019), by :func:`attnlib.normalizers.entmax`.
+    """
+
+    def __init__(self, dim: int = -1, k: int | None = None):
+        super().__init__()
+        self.dim, self.k = _check_dim(dim), _check_k(k)
+
+    def forward(self, x) -> torch.Tensor:
+        """:func:`attnlib.normalizers.entmax` of ``x`` at α = 1.5 along ``self.dim``.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, ...)
+            Scores; ``-inf`` marks a masked entry.
+
+        Returns
+        -------
+        tensor, same shape, dtype and device as ``x``
+            Probabilities summing to one along ``self.dim``.
+        """
+        return entmax(x, 1.5, dim=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Entmax(nn.Module):
+    """α-entmax along ``dim`` with α fixed, or learned (one α per slice if a tensor).
+
+    Parameters
+    ----------
+    alpha : float > 1, or tensor of values > 1, broadcastable to (..., 1, ...)
+        The Tsallis index, or its starting value when learned. A tensor (for example
+        of shape ``(n_heads, 1, 1)``) gives one α per slice; its shape must broadcast
+        to the input's with size 1 along ``dim``.
+    dim : int
+        The dimension that is normalised.
+    learn_alpha : bool
+        Learn α, as ``1 + softplus(ρ)`` with ρ a parameter started at the given α.
+
+    Attributes
+    ----------
+    alpha : float or tensor
+        The current α (a tensor that carries gradients to ρ when learned).
+
+    Implements
+    ----------
+    Eq. (7) of the sparse-continuous attention paper; learned α as in Correia et al.
+    (2019), who learn one α per attention head.
+    """
+
+    def __init__(self, alpha=1.5, dim: int = -1, learn_alpha: bool = False):
+        super().__init__()
+        self.dim = _check_dim(dim)
+        if isinstance(alpha, torch.Tensor):
+            alpha = alpha.detach().to(torch.get_default_dtype())
+            if alpha.numel() == 0 or not bool(torch.isfinite(alpha).all()):
+                raise ValueError("alpha must hold finite values greater than 1")
+            if bool((alpha <= 1).any()):
+                raise ValueError("alpha must hold values greater than 1")
+        else:
+            alpha = _check_index(alpha, "alpha")
+            if alpha == 1:
+                raise ValueError("alpha must be greater than 1 (alpha = 1 is softmax)")
+        self.learn_alpha = bool(learn_alpha)
+        if self.learn_alpha:  # ρ = softplus⁻¹(α − 1) = log(expm1(α − 1))
+            start = torch.as_tensor(alpha, dtype=torch.get_default_dtype())
+            self.rho = nn.Parameter(torch.log(torch.expm1(start - 1)))
+        elif isinstance(alpha, torch.Tensor):
+            self.register_buffer("_alpha", alpha)
+        else:
+            self._alpha = alpha
+
+    @property
+    def alpha(self):
+        return 1 + F.softplus(self.rho) if self.learn_alpha else self._alpha
+
+    def forward(self, x) -> torch.Tensor:
+        """:func:`attnlib.normalizers.entmax` of ``x`` along ``self.dim``.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, ...)
+            Scores; ``-inf`` marks a masked entry.
+
+        Returns
+        -------
+        tensor, same shape, dtype and device as ``x``
+            Probabilities summing to one along ``self.dim``.
+        """
+        return entmax(x, self.alpha, dim=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, learn_alpha={self.learn_alpha}"
+
+
+class _FenchelYoungLoss(nn.Module):
+    """The Fenchel–Young loss of one map on class targets, with ignored rows."""
+
+    def __init__(self, alpha: float, ignore_index: int, reduction: str):
+        super().__init__()
+        if reduction not in _REDUCTIONS:
+            raise ValueError(
+                f"reduction must be one of {sorted(_REDUCTIONS)}, got {reduction!r}"
+            )
+        if isinstance(ignore_index, torch.Tensor) and ignore_index.numel() == 1:
+            ignore_index = ignore_index.item()  # the package's tests pass y[0]
+        if isinstance(ignore_index, bool) or not isinstance(
+            ignore_index, numbers.Integral
+        ):
+            raise ValueError(f"ignore_index must be an integer, got {ignore_index!r}")
+        self.alpha, self.ignore_index = alpha, int(ignore_index)
+        self.reduction = _REDUCTIONS[reduction]
+
+    def forward(self, scores, target) -> torch.Tensor:
+        """The loss of ``scores`` at class indices ``target``.
+
+        Rows whose target is ``ignore_index`` contribute zero and are left out of the
+        mean.
+
+        Parameters
+        ----------
+        scores : tensor, shape (..., n_classes)
+            Scores along the last dimension, as the package's losses take them.
+        target : integer tensor, shape (...)
+            Class indices, or ``ignore_index``.
+
+        Returns
+        -------
+        tensor
+            A scalar, or the per-row losses of shape (...) when ``reduction="none"``.
+        """
+        if not isinstance(target, torch.Tensor) or target.is_floating_point():
+            raise ValueError(
+                "target must be a tensor of class indices (an integer dtype); for "
+                "target probabilities use attnlib.normalizers.fenchel_young_loss"
+            )
+        keep = target != self.ignore_index
+        losses = fenchel_young_loss(
+            scores, torch.where(keep, target, 0), self.alpha, reduction="none"
+        )
+        losses = losses * keep  # ignored rows: zero loss, zero gradient
+        if self.reduction == "none":
+            return losses
+        total = losses.sum()
+        return total if self.reduction == "sum" else total / keep.sum()
+
+    def extra_repr(self) -> str:
+        return f"ignore_index={self.ignore_index}, reduction={self.reduction!r}"
+
+
+class SparsemaxLoss(_FenchelYoungLoss):
+    """The sparsemax loss (the Fenchel–Young loss at α = 2) on class targets.
+
+    Parameters
+    ----------
+    k : int, optional
+        The package's partial-sort hint; accepted for compatibility, no effect.
+    ignore_index : int
+        Rows with this target contribute nothing (default ``-100``, as in torch).
+    reduction : {"mean", "elementwise_mean", "sum", "none"}
+        Mean over the rows not ignored (``"elementwise_mean"`` is the package's
+        name for it), their sum, or the per-row losses.
+
+    Implements
+    ----------
+    Martins & Astudillo (2016), Eq. (18); Blondel et al. (2020), Def. 2 at α = 2.
+    """
+
+    def __init__(self, k=None, ignore_index: int = -100, reduction: str = "mean"):
+        super().__init__(2.0, ignore_index, reduction)
+        self.k = _check_k(k)
+
+
+class Entmax15Loss(_FenchelYoungLoss):
+    """The 1.5-entmax loss (the Fenchel–Young loss at α = 1.5) on class targets.
+
+    Parameters
+    ----------
+    k : int, optional
+        The package's partial-sort hint; accepted for compatibility, no effect.
+    ignore_index : int
+        Rows with this target contribute nothing (default ``-100``, as in torch).
+    reduction : {"mean", "elementwise_mean", "sum", "none"}
+        Mean over the rows not ignored, their sum, or the per-row losses.
+
+    Implements
+    ----------
+    Peters et al. (2019), Eq. (9); Blondel et al. (2020), Def. 2 at α = 1.5.
+    """
+
+    def __init__(self, k=None, ignore_index: int = -100, reduction: str = "mean"):
+        super().__init__(1.5, ignore_index, reduction)
+        self.k = _check_k(k)
+
+
+class EntmaxLoss(_FenchelYoungLoss):
+    """The α-entmax loss (the Fenchel–Young loss at α) on class targets.
+
+    Parameters
+    ----------
+    alpha : float ≥ 1
+        The Tsallis index (1 gives the cross-entropy loss).
+    ignore_index : int
+        Rows with this target contribute nothing (default ``-100``, as in torch).
+    reduction : {"mean", "elementwise_mean", "sum", "none"}
+        Mean over the rows not ignored, their sum, or the per-row losses.
+
+    Implements
+    ----------
+    Blondel et al. (2020), Def. 2, with the Tsallis regulariser of Eq. (6) of the
+    sparse-continuous attention paper.
+    """
+
+    def __init__(self, alpha=1.5, ignore_index: int = -100, reduction: str = "mean"):
+        super().__init__(_check_index(alpha, "alpha"), ignore_index, reduction)
+
