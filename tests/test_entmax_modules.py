@@ -58,7 +58,10 @@ def test_maps_match_the_package_in_value_and_gradient(pair, dim):
 
 def test_float32_stays_float32_and_matches():
     x = scores(8, 12, dtype=torch.float32)
-    for ours, theirs in [(Sparsemax(), peer.Sparsemax()), (Entmax15(), peer.Entmax15())]:
+    for ours, theirs in [
+        (Sparsemax(), peer.Sparsemax()),
+        (Entmax15(), peer.Entmax15()),
+    ]:
         out = ours(x)
         assert out.dtype == torch.float32
         torch.testing.assert_close(out, theirs(x), atol=1e-6, rtol=0)

@@ -327,4 +327,3 @@ class EntmaxLoss(_FenchelYoungLoss):
 
     def __init__(self, alpha=1.5, ignore_index: int = -100, reduction: str = "mean"):
         super().__init__(_check_index(alpha, "alpha"), ignore_index, reduction)
-

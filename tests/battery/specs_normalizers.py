@@ -56,10 +56,18 @@ def _loss_spec(loss):
                 INVALID,
                 "target",
             ),
-            ("ignore_index 1.5", lambda a: a | dict(ignore_index=1.5), INVALID,
-             "ignore_index"),
-            ("ignore_index True", lambda a: a | dict(ignore_index=True), INVALID,
-             "ignore_index"),
+            (
+                "ignore_index 1.5",
+                lambda a: a | dict(ignore_index=1.5),
+                INVALID,
+                "ignore_index",
+            ),
+            (
+                "ignore_index True",
+                lambda a: a | dict(ignore_index=True),
+                INVALID,
+                "ignore_index",
+            ),
             (
                 "all ignored",  # NaN, as torch's losses give it
                 lambda a: a | dict(target=torch.full((3,), -100)),
@@ -87,11 +95,15 @@ def specs():
             extra=_dim_cases(),
         ),
         "normalizers.Sparsemax": Spec(
-            lambda x, dim: N.Sparsemax(dim=dim)(x), x, {"x": "scores"},
+            lambda x, dim: N.Sparsemax(dim=dim)(x),
+            x,
+            {"x": "scores"},
             extra=_dim_cases(),
         ),
         "normalizers.Entmax15": Spec(
-            lambda x, dim: N.Entmax15(dim=dim)(x), x, {"x": "scores"},
+            lambda x, dim: N.Entmax15(dim=dim)(x),
+            x,
+            {"x": "scores"},
             extra=_dim_cases(),
         ),
         "normalizers.Entmax": Spec(
