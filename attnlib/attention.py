@@ -159,7 +159,8 @@ def _check_mask(mask, scores: torch.Tensor) -> torch.Tensor:
     mask = torch.as_tensor(mask, device=scores.device)
     if mask.dtype != torch.bool:
         raise ValueError(
-            f"mask must be boolean (True = may attend), got dtype {mask.dtype}"
+            f"mask must be boolean (True = may attend) or floating (added to the "
+            f"scores), got dtype {mask.dtype}"
         )
     try:
         mask = mask.expand(scores.shape)
@@ -184,11 +185,17 @@ def attention(
     normalizer: Normalizer = "softmax",
     mask=None,
     temperature: float | None = None,
+    attn_mask=None,
+    is_causal: bool = False,
+    dropout_p: float = 0.0,
+    scale: float | None = None,
 ) -> AttentionResult:
     """Attention: compare queries with keys, normalise each row, average the values.
 
-    ``weights = normalizer(score(q, k) / temperature)`` with masked keys excluded, and
-    ``output = weights @ v``.
+    ``weights = normalizer(score(q, k) / temperature + bias)`` with masked keys
+    excluded, and ``output = weights @ v``. The last four arguments are those of
+    ``torch.nn.functional.scaled_dot_product_attention`` with its meaning, so that a
+    call of SDPA runs here unchanged (and gains the other scores and normalizers).
 
     Parameters
     ----------
@@ -203,16 +210,30 @@ def attention(
         ``(q, k)`` to scores of shape ``(..., n_q, n_k)``.
     normalizer : {"softmax", "sparsemax", "entmax", "none"} or callable
         How a row of scores becomes weights; ``"none"`` uses the scores themselves.
-    mask : bool tensor, broadcastable to (..., n_q, n_k), optional
-        True where the query may attend to the key: the polarity of
+    mask : bool or float tensor, broadcastable to (..., n_q, n_k), optional
+        A bool mask is True where the query may attend to the key: the polarity of
         ``F.scaled_dot_product_attention``'s ``attn_mask``, the opposite of
-        ``nn.MultiheadAttention``'s, where True masks a key out. A query with no key
-        gets zero weights and zero output (as SDPA), with finite gradients.
+        ``nn.MultiheadAttention``'s ``key_padding_mask`` and bool ``attn_mask``, where
+        True masks a key out. A float mask is added to the scaled scores (SDPA's
+        additive mask; ``-inf`` masks a key). A query with no key gets zero weights and
+        zero output, with finite gradients (SDPA gives zeros for a bool mask, NaN for
+        a float mask of ``-inf``).
     temperature : float, optional
         Positive divisor of the scores; ``sqrt(d)`` for ``"scaled_dot"`` and 1
         otherwise. For softmax, sparsemax and entmax the row maximum is subtracted
         first, so that a tiny temperature gives the limit (all weight on the highest
         score, shared on ties).
+    attn_mask : bool or float tensor, broadcastable to (..., n_q, n_k), optional
+        SDPA's name for ``mask`` (give one of the two).
+    is_causal : bool
+        Query ``i`` may attend to keys ``0 … i`` only (SDPA's top-left aligned causal
+        mask), together with any ``mask``.
+    dropout_p : float in [0, 1]
+        Dropout on the weights, scaled by ``1 / (1 - dropout_p)``; applied whenever it
+        is positive, as SDPA does (pass 0 at evaluation). The returned weights are the
+        ones the output used.
+    scale : float, optional
+        SDPA's multiplier of the scores, ``1 / temperature`` (give one of the two).
 
     Returns
     -------
@@ -225,7 +246,9 @@ def attention(
     ------
     ValueError
         Naming the argument: bad shapes, NaN or infinite inputs, an unknown score or
-        normalizer, a bad mask, a non-positive temperature, or scores that overflow.
+        normalizer, a bad mask, a non-positive temperature or scale, a dropout_p
+        outside [0, 1], both of mask and attn_mask or of temperature and scale, or
+        scores that overflow.
 
     Implements
     ----------
@@ -233,6 +256,9 @@ def attention(
     in rows;
     Eq. (1) of Vaswani et al. (2017).
     """
+    mask, bias, temperature, dropout_p = _sdpa_arguments(
+        mask, attn_mask, is_causal, dropout_p, temperature, scale
+    )
     q = as_tensor(q, "q", min_ndim=2, allow_empty=True)
     k = as_tensor(
         k, "k", min_ndim=2, dtype=_like(k, q), device=q.device, allow_empty=True
@@ -265,9 +291,53 @@ def attention(
         raise ValueError(
             f"q, k and v must have broadcastable batch dimensions, got shapes {shapes}"
         ) from err
+    if is_causal:  # SDPA's causal mask: aligned at the top left
+        causal = torch.ones(
+            q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device
+        ).tril()
+        if mask is None:
+            mask = causal
+        else:
+            mask = torch.as_tensor(mask, device=q.device)
+            if mask.dtype != torch.bool or mask.shape[-2:] not in (
+                causal.shape,
+                (1, causal.shape[1]),
+                (causal.shape[0], 1),
+                (1, 1),
+            ):
+                _check_mask(mask, causal)  # raises, naming the mask's problem
+            mask = mask & causal
     return attend(
-        q, k, v, score=score, normalizer=normalizer, mask=mask, temperature=temperature
-    )
+        q, k, v, score=score, normalizer=normalizer, mask=mask, temperature=temperature,
+        bias=bias, dropout_p=dropout_p,
+    )  # fmt: skip
+
+
+def _sdpa_arguments(mask, attn_mask, is_causal, dropout_p, temperature, scale):
+    """SDPA's arguments in attnlib's terms: a bool mask, an additive bias, 1 / scale."""
+    if attn_mask is not None:
+        if mask is not None:
+            raise ValueError("give mask or attn_mask (the same argument), not both")
+        mask = attn_mask
+    if not isinstance(is_causal, bool):
+        raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
+    if (
+        isinstance(dropout_p, bool)
+        or not isinstance(dropout_p, (int, float))
+        or not (0 <= dropout_p <= 1)
+    ):
+        raise ValueError(f"dropout_p must be a number in [0, 1], got {dropout_p!r}")
+    if scale is not None:
+        if temperature is not None:
+            raise ValueError("give temperature or scale (its inverse), not both")
+        temperature = 1 / check_positive(scale, "scale")
+    bias = None
+    if isinstance(mask, torch.Tensor) and mask.is_floating_point():
+        if torch.isnan(mask).any() or torch.isposinf(mask).any():
+            raise ValueError("a float mask (additive) must not hold NaN or +inf")
+        keep = ~torch.isneginf(mask)
+        bias, mask = mask.masked_fill(~keep, 0.0), keep
+    return mask, bias, temperature, float(dropout_p)
 
 
 def attend(
@@ -279,6 +349,8 @@ def attend(
     normalizer: Normalizer = "softmax",
     mask=None,
     temperature: float | None = None,
+    bias: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
 ) -> AttentionResult:
     """:func:`attention` on tensors that the caller has already checked.
 
@@ -297,7 +369,11 @@ def attend(
     v : tensor, shape (..., n_k, d_v)
         Checked values, in the dtype and on the device of ``q``.
     score, normalizer, mask, temperature : object
-        As in :func:`attention`.
+        As in :func:`attention` (``mask`` boolean).
+    bias : float tensor, broadcastable to (..., n_q, n_k), optional
+        Finite, added to the scores after the temperature (SDPA's additive mask).
+    dropout_p : float in [0, 1]
+        Dropout on the weights, as in :func:`attention`.
 
     Returns
     -------
@@ -370,9 +446,13 @@ def attend(
                 f"temperature={temperature!r} makes the scores overflow {scores.dtype}",
             )
         scores = divided
+    if bias is not None:
+        scores = scores + bias.to(device=scores.device, dtype=scores.dtype)
     weights = normalize(scores)
     if empty is not None:
         weights = weights.masked_fill(empty, 0.0)
+    if dropout_p:
+        weights = torch.nn.functional.dropout(weights, dropout_p)
     return AttentionResult(weights @ v, weights)
 
 

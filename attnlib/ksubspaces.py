@@ -78,8 +78,9 @@ def k_subspaces(X, labels, *, dim: int | None = None, max_iter: int = 300):
     residual; a point whose residual to its current subspace is the smallest up to
     rounding (``1e-12 ‖xᵢ‖²``) keeps its label, so that ties (a point on an
     intersection) neither move it nor keep the rounds going. It stops when no label
-    changes, after ``max_iter`` rounds (with a ``ConvergenceWarning``), or before a round that would leave a cluster
-    with no more points than ``dim`` (those labels are kept). No round raises the
+    changes, after ``max_iter`` rounds (with a ``ConvergenceWarning``), or before a
+    round that would leave a cluster with no more points than ``dim`` (those labels are
+    kept). No round raises the
     total residual at a given ``dim`` (each step minimises it over the labels or over
     the bases); labels that no round changes are a local minimum, and which one
     depends on the start.

@@ -62,7 +62,8 @@ TARGETS = {
 def problem(n_train: int, n_query: int, d: int, seed: int | None = None):
     """A smooth function on the unit cube; its bandwidth keeps ~100s of neighbours.
 
-    The default seed is 0 shifted by ``ATTNLIB_SEED_OFFSET`` (:func:`attnlib.utils.seeds`).
+    The default seed is 0 shifted by ``ATTNLIB_SEED_OFFSET``
+    (:func:`attnlib.utils.seeds`).
     """
     g = torch.Generator().manual_seed(seeds([0])[0] if seed is None else seed)
     x_train, x_query = (

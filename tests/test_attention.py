@@ -176,7 +176,8 @@ def test_rows_are_probability_vectors_and_outputs_convex(n_q, n_k, d, t, seed):
         (dict(temperature=-1.0), "temperature must be a finite positive"),
         (dict(score="cosine"), "score must be"),
         (dict(normalizer="argmax"), "normalizer must be"),
-        (dict(mask=torch.ones(5, 7)), "mask must be boolean"),
+        (dict(mask=torch.ones(5, 7, dtype=torch.long)), "mask must be boolean"),
+        (dict(mask=torch.full((5, 7), float("nan"))), "float mask .* NaN"),
         (
             dict(mask=torch.ones(4, 7, dtype=torch.bool)),
             "mask of shape .* does not broadcast",
@@ -339,9 +340,9 @@ def test_float64_inputs_and_modules_are_never_cast():
     assert m.double()(q).output.dtype == torch.float64
     enc = TransformerEncoderLayer(8, 2).double()
     assert enc(q).dtype == torch.float64
-    with pytest.raises(ValueError, match="x must have the module's dtype"):
+    with pytest.raises(ValueError, match="src must have the module's dtype"):
         enc(q.float())
-    with pytest.raises(ValueError, match="x must have 8 features"):
+    with pytest.raises(ValueError, match="src must have 8 features"):
         enc(torch.randn(3, 5, dtype=torch.float64))
 
 

@@ -662,7 +662,7 @@ def test_the_trainers_are_found_in_the_library():
 
 
 def test_a_solver_that_stops_short_fails_a_chapter_and_a_sweep(tmp_path):
-    """The setup cell and the benchmarks' parse_args make ConvergenceWarning an error."""
+    """The setup cell and the benchmarks' parse_args make a ConvergenceWarning fail."""
     sys.path.insert(0, str(ROOT / "book"))
     import notebook_tools
 

@@ -170,7 +170,7 @@ def test_stopping_at_max_iter_with_labels_moving_warns():
     _, n_iter = k_subspaces(d.X, start, dim=2)
     assert n_iter >= 1  # this start moves labels
     with pytest.warns(ConvergenceWarning, match=f"max_iter={n_iter}"):
-        k_subspaces(d.X, start, dim=2, max_iter=n_iter)  # no round left to see it settle
+        k_subspaces(d.X, start, dim=2, max_iter=n_iter)  # no round left to settle
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         k_subspaces(d.X, start, dim=2, max_iter=n_iter + 1)

@@ -37,16 +37,18 @@ def specs():
             group=("query", "key", "value", "kdim"),
         ),
         "layers.TransformerEncoderLayer": Spec(
-            lambda d_model, num_heads, dim_feedforward, x: L.TransformerEncoderLayer(
+            lambda d_model, num_heads, dim_feedforward, src: L.TransformerEncoderLayer(
                 d_model, num_heads, dim_feedforward
-            )(x),
-            lambda: dict(d_model=4, num_heads=2, dim_feedforward=8, x=_randn(2, 3, 4)),
+            )(src),
+            lambda: dict(
+                d_model=4, num_heads=2, dim_feedforward=8, src=_randn(2, 3, 4)
+            ),
             {
                 "d_model": "int",
                 "num_heads": "int",
                 "dim_feedforward": "int",
-                "x": "array",
+                "src": "array",
             },
-            optional=("dim_feedforward",),
+            optional=("dim_feedforward", "num_heads"),
         ),
     }
