@@ -216,8 +216,7 @@ def attention(
         ``nn.MultiheadAttention``'s ``key_padding_mask`` and bool ``attn_mask``, where
         True masks a key out. A float mask is added to the scaled scores (SDPA's
         additive mask; ``-inf`` masks a key). A query with no key gets zero weights and
-        zero output, with finite gradients (SDPA gives zeros for a bool mask, NaN for
-        a float mask of ``-inf``).
+        zero output, with finite gradients, as SDPA gives it.
     temperature : float, optional
         Positive divisor of the scores; ``sqrt(d)`` for ``"scaled_dot"`` and 1
         otherwise. For softmax, sparsemax and entmax the row maximum is subtracted

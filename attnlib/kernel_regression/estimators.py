@@ -13,13 +13,24 @@ import numpy as np
 import torch
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_is_fitted,
+    validate_data,
+)
 from torch import nn
 
 from ..attention import attention
 from ..training import train
 from ..utils import check_int, check_positive, host_array
-from .core import Kernel, _check_kernel, _predict, loo_predictions, nadaraya_watson
+from .core import (
+    _SOFTMAX_KERNELS,
+    Kernel,
+    _check_kernel,
+    _predict,
+    loo_predictions,
+    nadaraya_watson,
+)
 
 
 def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
@@ -84,15 +95,20 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         )
         return tags
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Store the training data and choose the bandwidth.
 
         Parameters
         ----------
         X : array-like, shape (n_samples, n_features)
-            Training inputs (the keys).
+            Training inputs (the keys); float32 stays float32, other dtypes become
+            float64.
         y : array-like, shape (n_samples,) or (n_samples, n_outputs)
             Training targets (the values).
+        sample_weight : array-like, shape (n_samples,), optional
+            Non-negative weights: a point of weight ``w`` counts as ``w`` copies of it
+            in every average (leave-one-out included, which then weights each left-out
+            error by ``w``).
 
         Returns
         -------
@@ -104,16 +120,18 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             self,
             host_array(X),
             host_array(y, "y"),
-            dtype=np.float64,
+            dtype=[np.float64, np.float32],
             y_numeric=True,
             multi_output=True,
             ensure_min_samples=2 if loo else 1,
         )
-        # torch wants writable
-        X, y = (
-            np.require(X, requirements="W"),
-            np.require(y, np.float64, requirements="W"),
-        )
+        # torch wants writable arrays; the targets take the inputs' dtype
+        X, y = np.require(X, requirements="W"), np.require(y, X.dtype, requirements="W")
+        weights = None
+        if sample_weight is not None:
+            weights = _check_sample_weight(  # not all zero, none negative
+                sample_weight, X, dtype=X.dtype, ensure_non_negative=True
+            )
         _check_kernel(self.kernel)
         if loo:
             grid = (
@@ -126,7 +144,12 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             for h in grid:
                 check_positive(float(h), "bandwidths")
             self.bandwidths_ = grid
-            self.loo_mse_ = np.array([self._loo_mse(X, y, float(h)) for h in grid])
+            try:
+                self.loo_mse_ = np.array(
+                    [self._loo_mse(X, y, weights, float(h)) for h in grid]
+                )
+            except ValueError as err:  # the inputs overflow the dtype
+                raise ValueError(f"X: {err}") from err
             if not np.isfinite(self.loo_mse_).any():
                 raise ValueError(
                     "bandwidths: every candidate leaves some point without "
@@ -135,20 +158,26 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             self.bandwidth_ = float(grid[np.argmin(self.loo_mse_)])
         else:
             self.bandwidth_ = check_positive(self.bandwidth, "bandwidth")
-        self.X_fit_, self.y_fit_ = X, y
+        self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, weights
         return self
 
-    def _loo_mse(self, X, y, h: float) -> float:
+    def _loo_mse(self, X, y, weights, h: float) -> float:
         try:
-            pred = loo_predictions(
+            sums = loo_predictions(
                 torch.from_numpy(X),
-                torch.from_numpy(y),
+                torch.from_numpy(_weighted_values(y, weights)),
                 kernel=self.kernel,
                 bandwidth=h,
-            )
+            ).numpy()
         except ValueError:
+            if self.kernel in _SOFTMAX_KERNELS:  # never without neighbours: overflow
+                raise
+            return float("inf")  # a compact kernel left a point without neighbours
+        pred = _ratio(sums, weights)
+        if pred is None:  # a point whose every other neighbour weighs zero
             return float("inf")
-        return float(((pred.numpy() - y) ** 2).mean())
+        errors = ((pred - y.reshape(len(y), -1)) ** 2).mean(1)
+        return float(np.average(errors, weights=weights))
 
     def predict(self, X) -> np.ndarray:
         """Predict at new points, streamed over the training set.
@@ -166,16 +195,47 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             The kernel-weighted averages of the training targets.
         """
         check_is_fitted(self, "X_fit_")
-        X = validate_data(self, host_array(X), dtype=np.float64, reset=False)
-        y = self.y_fit_.reshape(len(self.y_fit_), -1)
-        pred = _predict(
-            torch.from_numpy(np.require(X, requirements="W")),
-            torch.from_numpy(self.X_fit_),
-            torch.from_numpy(np.require(y, requirements="W")),
-            self.kernel,
-            self.bandwidth_,
-        ).numpy()
+        X = validate_data(self, host_array(X), dtype=self.X_fit_.dtype, reset=False)
+        weights = getattr(self, "sample_weight_", None)
+        try:
+            sums = _predict(
+                torch.from_numpy(np.require(X, requirements="W")),
+                torch.from_numpy(self.X_fit_),
+                torch.from_numpy(_weighted_values(self.y_fit_, weights)),
+                self.kernel,
+                self.bandwidth_,
+            ).numpy()
+        except ValueError as err:  # X is checked: what fails is X against the data
+            raise ValueError(f"X: {err}") from err
+        pred = _ratio(sums, weights)
+        if pred is None:
+            raise ValueError(
+                "X: a point's every training neighbour has sample_weight 0, so its "
+                "weighted average is undefined"
+            )
         return pred.reshape(len(X), *self.y_fit_.shape[1:])
+
+
+def _weighted_values(y: np.ndarray, weights) -> np.ndarray:
+    """The values averaged: ``y`` as columns, and with weights ``[w y, w]``.
+
+    Kernel averages of ``w y`` and of ``w`` share their denominator, so their ratio
+    is the weighted average ``Σ K w y / Σ K w``.
+    """
+    y = y.reshape(len(y), -1)
+    if weights is None:
+        return np.require(y, requirements="W")
+    return np.concatenate([weights[:, None] * y, weights[:, None]], axis=1)
+
+
+def _ratio(sums: np.ndarray, weights):
+    """Predictions from the averages of :func:`_weighted_values` (None if undefined)."""
+    if weights is None:
+        return sums
+    total = sums[:, -1:]
+    if not (total > 0).all():
+        return None
+    return sums[:, :-1] / total
 
 
 class _LearnedMetric(nn.Module):
