@@ -90,6 +90,10 @@ def _same_device(a: torch.device, b: torch.device) -> bool:
     return a.type == b.type and (a.type == "cpu" or index(a) == index(b))
 
 
+#: Steps between two read-backs of the losses (and checks that they are finite).
+_READ_EVERY = 10
+
+
 def train(
     model: nn.Module,
     loss_fn: Callable[[nn.Module, object], torch.Tensor],
@@ -149,7 +153,10 @@ def train(
     Raises
     ------
     TrainingDivergedError
-        A ``ValueError`` naming ``lr`` when the loss becomes NaN or infinite.
+        A ``ValueError`` naming ``lr`` and the first step whose loss was NaN or
+        infinite. The losses are read back every ten steps (so that a GPU is not
+        synchronised with the host on every step), so the model may have taken up to
+        nine more steps by then.
     """
     if not isinstance(model, nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -183,21 +190,27 @@ def train(
         range(n_steps), desc=desc, disable=not progress or summary_only, mininterval=0.5
     )
     start = time.perf_counter()
+    losses: list[torch.Tensor] = []  # on the model's device until read back
     for step in bar:
         batch = to_device(next_batch(step), device)
         loss = loss_fn(model, batch)
-        if not torch.isfinite(loss):
-            raise TrainingDivergedError(
-                f"the loss became {loss.item()} at step {step}; lower the learning "
-                f"rate lr={lr}"
-            )
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if clip_grad_norm is not None:
+        if clip_grad_norm is not None:  # the clipped gradient is the one stepped on
             nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
         opt.step()
-        history.append(loss.item())
-        if step % 10 == 0 or step == n_steps - 1:
+        losses.append(loss.detach())
+        if step % _READ_EVERY == 0 or step == n_steps - 1:
+            # One read-back (a host synchronisation on a GPU) per _READ_EVERY steps.
+            recent = torch.stack(losses[len(history) :]).double().cpu()
+            bad = (~torch.isfinite(recent)).nonzero()
+            if len(bad):
+                first = len(history) + int(bad[0, 0])
+                raise TrainingDivergedError(
+                    f"the loss became {recent[bad[0, 0]].item()} at step {first}; "
+                    f"lower the learning rate lr={lr}"
+                )
+            history.extend(recent.tolist())
             bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
     if progress and summary_only:
         elapsed = time.perf_counter() - start

@@ -117,3 +117,75 @@ def test_to_device_moves_every_tensor_in_nested_batches():
     tensors = [moved["x"], moved["pair"][0], moved["pair"][1][0], moved["nt"].x]
     assert all(t.device.type == "meta" for t in tensors)
     assert isinstance(moved["nt"], Pair) and moved["nt"].y == 2
+
+
+def test_gradient_clipping_comes_before_the_step():
+    """With SGD at lr 1, one step moves the parameters by the clipped gradient."""
+    X, y = _regression()
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    start = [p.detach().clone() for p in model.parameters()]
+    grads = torch.autograd.grad(_mse(model, (X, y)), list(model.parameters()))
+    norm = torch.sqrt(sum((g * g).sum() for g in grads))
+    assert norm > 0.5  # so that clipping at 0.5 acts
+    train(model, _mse, [(X, y)], n_steps=1, lr=1.0, optimizer=torch.optim.SGD,
+          clip_grad_norm=0.5, progress=False)  # fmt: skip
+    for p, p0, g in zip(model.parameters(), start, grads):
+        torch.testing.assert_close(
+            p0 - p.detach(), g * 0.5 / norm, rtol=1e-5, atol=1e-6
+        )
+
+
+def test_the_default_seed_reseeds_torch_and_none_leaves_it_alone():
+    X, y = _regression()
+    drawn = []
+
+    def batches(step):  # draws from torch's global generator, as many tasks do
+        drawn.append(torch.randint(0, 200, (8,)))
+        return X[drawn[-1]], y[drawn[-1]]
+
+    torch.manual_seed(123)
+    train(nn.Linear(3, 1), _mse, batches, n_steps=2, progress=False)  # seed=0
+    torch.manual_seed(0)
+    assert torch.equal(drawn[0], torch.randint(0, 200, (8,)))
+    model = nn.Linear(3, 1)
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    drawn.clear()
+    train(model, _mse, batches, n_steps=2, seed=None, progress=False)
+    torch.set_rng_state(state)
+    assert torch.equal(drawn[0], torch.randint(0, 200, (8,)))
+
+
+def test_an_iterable_of_batches_is_cycled_in_order():
+    X, y = _regression()
+    seen = []
+    parts = [(X[:50], y[:50]), (X[50:100], y[50:100])]
+
+    def loss(model, batch):
+        seen.append(int(batch[0][0, 0].item() == X[0, 0].item()))
+        return _mse(model, batch)
+
+    train(nn.Linear(3, 1), loss, parts, n_steps=5, progress=False)
+    assert seen == [1, 0, 1, 0, 1]
+
+
+def test_divergence_names_the_first_bad_step_with_few_read_backs(monkeypatch):
+    """The losses come back to the host every ten steps, not twice a step."""
+    X, y = _regression()
+    reads = []
+    real_cpu = torch.Tensor.cpu
+    monkeypatch.setattr(
+        torch.Tensor, "cpu", lambda t, *a, **k: reads.append(1) or real_cpu(t, *a, **k)
+    )
+    history = train(nn.Linear(3, 1), _mse, [(X, y)], n_steps=35, progress=False)
+    assert len(history) == 35 and len(reads) == 5  # steps 0, 10, 20, 30 and 34
+    calls = []
+
+    def blows_up(model, batch):
+        calls.append(1)
+        scale = float("nan") if len(calls) == 14 else 1.0
+        return _mse(model, batch) * scale
+
+    with pytest.raises(ValueError, match="nan at step 13; lower the learning rate"):
+        train(nn.Linear(3, 1), blows_up, [(X, y)], n_steps=35, progress=False)
