@@ -58,6 +58,14 @@ def _as_square_weights(W) -> sp.csr_matrix:
         )
     if not np.all(np.isfinite(W.data)):
         raise ValueError("W contains NaN or infinite values")
+    # The constant vector is M's null vector only if every row sums to one.
+    sums = np.asarray(W.sum(axis=1)).ravel()
+    if not np.allclose(sums, 1.0, rtol=0, atol=1e-6):
+        raise ValueError(
+            "W must be row-stochastic (each row summing to one, as LLE's and "
+            f"attention's weights do), got row sums from {sums.min():.6g} to "
+            f"{sums.max():.6g}"
+        )
     return W
 
 

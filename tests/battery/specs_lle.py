@@ -64,6 +64,14 @@ def specs():
                 "max_iter": "int",
             },
             optional=("max_iter",),
+            extra=[
+                (
+                    "rows summing to two",
+                    lambda a: a | dict(W=2 * a["W"]),
+                    INVALID,
+                    "W",
+                )
+            ],
         ),
         "lle.LocallyLinearEmbedding": Spec(
             lambda X, X_new, n_neighbors, n_components, reg: (
