@@ -12,7 +12,13 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ..utils import as_tensor, check_int, check_positive, module_input
+from ..utils import (
+    as_tensor,
+    check_int,
+    check_on_device,
+    check_positive,
+    module_input,
+)
 from .attention import continuous_attention_1d, continuous_attention_2d
 from .basis import GaussianRBF, _check_basis, ridge_value_coefficients
 from .densities import _common, check_alpha
@@ -72,6 +78,13 @@ class _ContinuousAttention(nn.Module):
                     f"weights must have shape {tuple(H.shape[:2])}, got "
                     f"{tuple(weights.shape)}"
                 )
+            # Moment matching reads them as a distribution over the positions.
+            tol = torch.finfo(weights.dtype).eps ** 0.5
+            check_on_device(
+                (weights < 0).any() | ((weights.sum(-1) - 1).abs() > tol).any(),
+                "weights must be non-negative and sum to one along each row (discrete "
+                f"attention weights; within {tol:.1g})",
+            )
         elif H.shape[-1] != self.head.in_features:
             raise ValueError(
                 f"H must have {self.head.in_features} features, got {H.shape[-1]}"

@@ -78,6 +78,24 @@ def specs():
                     INVALID,
                     "weights",
                 ),
+                (
+                    "weights summing to two",
+                    lambda a: combined(a) | dict(weights=2 * combined(a)["weights"]),
+                    INVALID,
+                    "weights",
+                ),
+                (
+                    "negative weights",
+                    lambda a: (
+                        combined(a)
+                        | dict(
+                            weights=combined(a)["weights"]
+                            * torch.tensor([-1.0, 1.0])[:, None]
+                        )
+                    ),
+                    INVALID,
+                    "weights",
+                ),
             ],
         ),
         "continuous.modules.ContinuousAttention2D.grid_positions": Spec(
