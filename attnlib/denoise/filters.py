@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -434,6 +435,13 @@ def nonlocal_means(
     vals = work.detach().cpu().numpy()
     pad = _reflect_pad(torch.from_numpy(vals), s // 2).numpy()
     g = patch_kernel(s, dtype=torch.float64).numpy()
+    with np.errstate(over="ignore", divide="ignore"):  # the patch distances' factor
+        factor = vals.dtype.type(1 / (len(vals) * h * h * g.sum() ** 2))
+    if not np.isfinite(factor):
+        raise ValueError(
+            f"h={h!r} is too small for {vals.dtype}: 1/h² overflows it (the filter's "
+            "limit h -> 0 keeps only patches equal to the centre's; use a larger h)"
+        )
     out = nlm_offsets(vals, pad, g, d_rows, d_cols, h, sigma**2, strip_rows)
     out = torch.from_numpy(out).to(device=chw.device, dtype=chw.dtype)
     return _like_input(out, image_is_grey(image), from_numpy)

@@ -129,11 +129,14 @@ def weekday_task(
     if rota is None:
         rota = torch.randperm(n_friends, generator=torch.Generator().manual_seed(seed))
     try:
-        rota = torch.as_tensor(rota, dtype=torch.long)
+        rota = torch.as_tensor(rota)
     except (TypeError, ValueError, RuntimeError) as err:
         raise ValueError(
             f"rota must be a sequence of friend indices, got {rota!r}"
         ) from err
+    if rota.is_floating_point() or rota.is_complex() or rota.dtype == torch.bool:
+        raise ValueError(f"rota must hold integer friend indices, got {rota.dtype}")
+    rota = rota.long()
     if rota.shape != (n_friends,) or rota.min() < 0 or rota.max() >= n_friends:
         raise ValueError(
             f"rota must hold {n_friends} friends from range({n_friends}), got "

@@ -92,6 +92,14 @@ def specs():
                 "h": "positive",
                 "sigma": "nonneg",
             },
+            extra=[
+                (
+                    "h 1e-300 on a constant block",
+                    lambda a: a | dict(image=a["image"] * 0 + 0.5, h=1e-300),
+                    INVALID,
+                    "h",
+                )
+            ],
         ),
         "denoise.PatchAttentionDenoiser": Spec(
             lambda patch_size, h, num_heads, patch_distance, image: (

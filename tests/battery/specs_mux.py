@@ -38,6 +38,12 @@ def specs():
                     "rota",
                 ),
                 ("rota given", lambda a: a | dict(rota=[1, 1, 0, 2]), VALID, "rota"),
+                (
+                    "rota of floats",
+                    lambda a: a | dict(rota=[0.5, 1.5, 2.5, 3.5]),
+                    INVALID,
+                    "rota",
+                ),
             ],
         ),
         "mux.translation_sequences": Spec(
