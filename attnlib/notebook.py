@@ -6,6 +6,8 @@ import every other part of attnlib, and nothing in the library imports it.
 
 from __future__ import annotations
 
+import numpy as np
+
 __all__ = ["glue"]
 
 
@@ -27,6 +29,8 @@ def glue(name: str, value, display: bool = False) -> None:
     display : bool, default=False
         Also show the value in the cell's output.
     """
+    if isinstance(value, np.generic):  # myst-nb formats Python numbers, not NumPy's
+        value = value.item()
     try:
         from myst_nb import glue as record
     except ImportError:

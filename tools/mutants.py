@@ -105,8 +105,8 @@ MUTANTS: list[Mutant] = [
     M(
         "mha-value-projection-from-kdim",
         A + "layers.py",
-        "self.v_proj = nn.Linear(vdim, embed_dim, bias=bias)",
-        "self.v_proj = nn.Linear(kdim, embed_dim, bias=bias)",
+        "self.v_proj = nn.Linear(vdim, embed_dim, **made)",
+        "self.v_proj = nn.Linear(kdim, embed_dim, **made)",
         T_ATT,
     ),
     M(
@@ -119,8 +119,8 @@ MUTANTS: list[Mutant] = [
     M(
         "encoder-first-residual-dropped",
         A + "layers.py",
-        "x = self.norm1(x + attended)",
-        "x = self.norm1(attended)",
+        "x = self.norm1(x + self._attend(x, masks))",
+        "x = self.norm1(self._attend(x, masks))",
         T_ATT,
     ),
     M(
