@@ -193,7 +193,10 @@ def test_the_packages_own_loss_and_mask_tests_pass_on_attnlib(tmp_path):
         (tmp_path / name).write_text((installed / name).read_text())
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "-p", "no:randomly", "-k", "not None", "test_losses.py", "test_mask.py"],
+         "-p", "no:randomly", "-k", "not None", "test_losses.py", "test_mask.py",
+         # its own temporary folder: pytest's clean-up of old ones in the shared
+         # folder could otherwise delete this (outer) test's tmp_path mid-run
+         f"--basetemp={tmp_path / 'inner'}"],
         cwd=tmp_path, capture_output=True, text=True,
     )  # fmt: skip
     assert run.returncode == 0, run.stdout[-3000:]
