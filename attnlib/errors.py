@@ -7,7 +7,7 @@ message.
 
 from __future__ import annotations
 
-__all__ = ["ScoreError"]
+__all__ = ["ScoreError", "EmptySupportError"]
 
 
 class ScoreError(ValueError):
@@ -31,3 +31,13 @@ class ScoreError(ValueError):
             f"score(q, k) gave {what} in a row (q and k too large for {dtype}, or a "
             "score callable's output)"
         )
+
+
+class EmptySupportError(ValueError):
+    """A query point has no training point inside a compact kernel's support.
+
+    Raised by Nadaraya–Watson with a compact kernel (Epanechnikov, biweight,
+    triweight, boxcar) when a query's kernel weights are all zero, so that its
+    average is undefined; :meth:`attnlib.kernel_regression.NadarayaWatson.score`
+    turns it into a score of ``-inf``.
+    """

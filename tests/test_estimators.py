@@ -122,3 +122,30 @@ def test_nadaraya_watson_keeps_float32_and_weights_count_as_repeats():
         NadarayaWatson(kernel="boxcar", bandwidth=0.1).fit(
             X, y, sample_weight=only_far
         ).predict(X[40:])
+
+
+def test_a_compact_kernel_in_a_grid_search_scores_minus_infinity_quietly():
+    """A bandwidth that leaves test points without neighbours is passed over, with no
+    'Scoring failed' traceback per fold."""
+    import warnings
+
+    from sklearn.model_selection import GridSearchCV
+
+    from attnlib.errors import EmptySupportError
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (60, 1))
+    y = np.sin(6 * X[:, 0])
+    grid = {"kernel": ["gaussian", "epanechnikov"], "bandwidth": [0.01, 0.2]}
+    search = GridSearchCV(NadarayaWatson(), grid, cv=3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        search.fit(X, y)
+    assert not [w for w in caught if "Scoring failed" in str(w.message)]
+    scores = dict(zip(map(str, search.cv_results_["params"]), search.cv_results_[
+        "mean_test_score"]))  # fmt: skip
+    assert scores[str({"bandwidth": 0.01, "kernel": "epanechnikov"})] == -np.inf
+    assert search.best_params_["kernel"] == "gaussian" or search.best_score_ > 0.9
+    model = NadarayaWatson(kernel="epanechnikov", bandwidth=0.01).fit(X, y)
+    with pytest.raises(EmptySupportError, match="X: x_query row"):
+        model.predict(np.array([[5.0]]))  # far from every training point

@@ -14,7 +14,7 @@ from torch.utils.checkpoint import checkpoint
 
 from ..attention import SCORES, attend
 from ..engines.kernelsums import fused_sums
-from ..errors import ScoreError
+from ..errors import EmptySupportError, ScoreError
 from ..utils import as_tensor, available_memory, check_positive
 
 Kernel = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -59,7 +59,7 @@ def _normalise_rows(kernel_values: torch.Tensor, offset: int = 0) -> torch.Tenso
     total = values.sum(-1, keepdim=True)
     empty = (total == 0).flatten()
     if empty.any():
-        raise ValueError(
+        raise EmptySupportError(
             f"x_query row {offset + int(empty.nonzero()[0])} has no training point "
             "inside the kernel's support (all its kernel values are zero); increase "
             "bandwidth or use the gaussian kernel"

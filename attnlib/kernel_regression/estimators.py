@@ -21,10 +21,10 @@ from sklearn.utils.validation import (
 from torch import nn
 
 from ..attention import attention
+from ..errors import EmptySupportError
 from ..training import train
 from ..utils import check_int, check_positive, host_array
 from .core import (
-    _SOFTMAX_KERNELS,
     Kernel,
     _check_kernel,
     _predict,
@@ -169,10 +169,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
                 kernel=self.kernel,
                 bandwidth=h,
             ).numpy()
-        except ValueError:
-            if self.kernel in _SOFTMAX_KERNELS:  # never without neighbours: overflow
-                raise
-            return float("inf")  # a compact kernel left a point without neighbours
+        except EmptySupportError:  # a compact kernel left a point without neighbours
+            return float("inf")
         pred = _ratio(sums, weights)
         if pred is None:  # a point whose every other neighbour weighs zero
             return float("inf")
@@ -205,6 +203,8 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
                 self.kernel,
                 self.bandwidth_,
             ).numpy()
+        except EmptySupportError as err:
+            raise EmptySupportError(f"X: {err}") from err
         except ValueError as err:  # X is checked: what fails is X against the data
             raise ValueError(f"X: {err}") from err
         pred = _ratio(sums, weights)
@@ -214,6 +214,33 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
                 "weighted average is undefined"
             )
         return pred.reshape(len(X), *self.y_fit_.shape[1:])
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """R² of the predictions, or ``-inf`` where they are undefined.
+
+        With a compact kernel, a point of ``X`` with no training point inside the
+        kernel's support has no prediction; its score is ``-inf`` (the worst), so
+        that a grid search over bandwidths passes over such a bandwidth quietly
+        instead of failing its scoring.
+
+        Parameters
+        ----------
+        X : array-like, shape (n_samples, n_features)
+            Test inputs.
+        y : array-like, shape (n_samples,) or (n_samples, n_outputs)
+            True targets.
+        sample_weight : array-like, shape (n_samples,), optional
+            Weights of the test points.
+
+        Returns
+        -------
+        float
+            scikit-learn's ``r2_score``, or ``-inf``.
+        """
+        try:
+            return super().score(X, y, sample_weight=sample_weight)
+        except EmptySupportError:
+            return -np.inf
 
 
 def _weighted_values(y: np.ndarray, weights) -> np.ndarray:
