@@ -155,19 +155,20 @@ def resolve(score: Score, normalizer: Normalizer) -> tuple[Callable, Callable]:
     return _resolve_score(score), _resolve_normalizer(normalizer)
 
 
-def _check_mask(mask, scores: torch.Tensor) -> torch.Tensor:
-    mask = torch.as_tensor(mask, device=scores.device)
+def _check_mask(mask, shape, device) -> torch.Tensor:
+    """``mask`` as a bool tensor on ``device``, expanded to the scores' ``shape``."""
+    mask = torch.as_tensor(mask, device=device)
     if mask.dtype != torch.bool:
         raise ValueError(
             f"mask must be boolean (True = may attend) or floating (added to the "
             f"scores), got dtype {mask.dtype}"
         )
     try:
-        mask = mask.expand(scores.shape)
+        mask = mask.expand(shape)
     except RuntimeError as err:
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
-            f"shape {tuple(scores.shape)}"
+            f"shape {tuple(shape)}"
         ) from err
     return mask
 
@@ -189,6 +190,7 @@ def attention(
     is_causal: bool = False,
     dropout_p: float = 0.0,
     scale: float | None = None,
+    need_weights: bool = True,
 ) -> AttentionResult:
     """Attention: compare queries with keys, normalise each row, average the values.
 
@@ -233,6 +235,10 @@ def attention(
         ones the output used.
     scale : float, optional
         SDPA's multiplier of the scores, ``1 / temperature`` (give one of the two).
+    need_weights : bool
+        Return the weights. Without them, softmax attention with the ``"scaled_dot"``
+        or ``"dot"`` score runs as PyTorch's fused ``scaled_dot_product_attention``
+        (the weights are never formed), and ``weights`` is None.
 
     Returns
     -------
@@ -304,12 +310,52 @@ def attention(
                 (causal.shape[0], 1),
                 (1, 1),
             ):
-                _check_mask(mask, causal)  # raises, naming the mask's problem
+                _check_mask(mask, causal.shape, q.device)  # raises, naming the problem
             mask = mask & causal
-    return attend(
+    if not isinstance(need_weights, bool):
+        raise ValueError(f"need_weights must be True or False, got {need_weights!r}")
+    if not need_weights and normalizer == "softmax" and score in ("scaled_dot", "dot"):
+        return AttentionResult(
+            _fused(q, k, v, score, mask, bias, temperature, dropout_p), None
+        )
+    result = attend(
         q, k, v, score=score, normalizer=normalizer, mask=mask, temperature=temperature,
         bias=bias, dropout_p=dropout_p,
     )  # fmt: skip
+    return result if need_weights else AttentionResult(result.output, None)
+
+
+def _fused(q, k, v, score, mask, bias, temperature, dropout_p) -> torch.Tensor:
+    """Softmax attention's output by ``F.scaled_dot_product_attention`` (checked input).
+
+    The same mathematics as :func:`attend` with the softmax: SDPA's fused kernels never
+    form the weights. Masks become SDPA's one ``attn_mask``; a query with no key gets
+    zeros, as in :func:`attend`.
+    """
+    if temperature is None:
+        temperature = math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
+    scale = 1 / check_positive(temperature, "temperature")
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    q, k, v = (t.expand(*batch, *t.shape[-2:]) for t in (q, k, v))
+    shape = (*batch, q.shape[-2], k.shape[-2])
+    empty = None
+    if mask is not None:
+        mask = _check_mask(mask, shape, q.device)
+        empty = ~mask.any(-1, keepdim=True)
+    if bias is not None:
+        bias = bias.to(device=q.device, dtype=q.dtype)
+        mask = bias if mask is None else torch.where(mask, bias, float("-inf"))
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
+    )
+    if empty is not None:
+        out = out.masked_fill(empty, 0.0)
+    check_on_device(  # only scores that overflow the dtype make NaN here
+        ~torch.isfinite(out).all(),
+        f"q k^T / temperature overflows {q.dtype} (q and k too large, or temperature "
+        "too small)",
+    )
+    return out
 
 
 def _sdpa_arguments(mask, attn_mask, is_causal, dropout_p, temperature, scale):
@@ -391,7 +437,7 @@ def attend(
     scores = score_fn(q, k)
     empty = None
     if mask is not None:
-        mask = _check_mask(mask, scores)
+        mask = _check_mask(mask, scores.shape, scores.device)
         # A row whose every key is masked (causal masks with padding make them) gets
         # zero weights and zero output, as SDPA's: its scores stay unmasked (finite, so
         # no NaN and finite gradients) and its weights are zeroed at the end.

@@ -200,19 +200,34 @@ class MultiHeadAttention(nn.Module):
                 x.transpose(0, 1) if isinstance(x, torch.Tensor) and x.ndim == 3 else x
                 for x in (query, key, value)
             )
+        if not isinstance(need_weights, bool):
+            raise ValueError(
+                f"need_weights must be True or False, got {need_weights!r}"
+            )
         out, weights = self._rows(
-            query, key, value, key_padding_mask, attn_mask, is_causal, mask
+            query,
+            key,
+            value,
+            key_padding_mask,
+            attn_mask,
+            is_causal,
+            mask,
+            need_weights,
         )
         if seq_first and out.ndim == 3:
             out = out.transpose(0, 1)
-        if not need_weights:
-            weights = None
-        elif average_attn_weights:
+        if need_weights and average_attn_weights:
             weights = weights.mean(-3)
         return AttentionResult(out, weights)
 
-    def _rows(self, query, key, value, key_padding_mask, attn_mask, is_causal, mask):
-        """:meth:`forward` in attnlib's layout, ``(..., n, features)``."""
+    def _rows(
+        self, query, key, value, key_padding_mask, attn_mask, is_causal, mask,
+        need_weights,
+    ):  # fmt: skip
+        """:meth:`forward` in attnlib's layout, ``(..., n, features)``.
+
+        Without ``need_weights``, softmax heads run as PyTorch's fused attention.
+        """
         query = self._tokens(query, "query", self.q_proj)
         key = query if key is None else self._tokens(key, "key", self.k_proj)
         if key.shape[-1] != self.k_proj.in_features:
@@ -241,6 +256,7 @@ class MultiHeadAttention(nn.Module):
             out, weights = attention(
                 q, k, v, score=self.score, normalizer=self.normalizer, mask=mask,
                 is_causal=is_causal, dropout_p=self.dropout if self.training else 0.0,
+                need_weights=need_weights,
             )  # fmt: skip
         except ValueError as err:  # name what the caller passed, not the projections
             raise ValueError(f"query, key, value or mask: {err}") from err
@@ -460,7 +476,7 @@ class TransformerEncoderLayer(nn.Module):
 
     def _attend(self, x, masks) -> torch.Tensor:
         try:
-            return self.dropout1(self.self_attn._rows(x, x, x, *masks).output)
+            return self.dropout1(self.self_attn._rows(x, x, x, *masks, False).output)
         except ValueError as err:
             raise ValueError(f"src or mask: {err}") from err
 

@@ -138,3 +138,48 @@ def test_every_normalizer_takes_the_sdpa_arguments():
 def test_bad_sdpa_arguments_are_refused_by_name(kw, name):
     with pytest.raises(ValueError, match=name):
         attention(*qkv(), **kw)
+
+
+@pytest.mark.parametrize("kw", CASES.values(), ids=CASES.keys())
+def test_without_weights_softmax_runs_fused_and_agrees(kw, monkeypatch):
+    calls = []
+    real = F.scaled_dot_product_attention
+    monkeypatch.setattr(
+        F,
+        "scaled_dot_product_attention",
+        lambda *a, **k: calls.append(1) or real(*a, **k),
+    )
+    dense_in, fused_in = qkv(), qkv()
+    dense = attention(*dense_in, **kw)
+    fused = attention(*fused_in, **kw, need_weights=False)
+    assert len(calls) == 1 and fused.weights is None  # the fused path, only there
+    torch.testing.assert_close(fused.output, dense.output, atol=1e-12, rtol=0)
+    w = torch.randn_like(dense.output)
+    for a, b in zip(
+        torch.autograd.grad((dense.output * w).sum(), dense_in),
+        torch.autograd.grad((fused.output * w).sum(), fused_in),
+    ):
+        torch.testing.assert_close(a, b, atol=1e-11, rtol=0)
+
+
+def test_without_weights_other_normalizers_and_scores_keep_their_own_path(monkeypatch):
+    monkeypatch.setattr(F, "scaled_dot_product_attention", None)  # must not be called
+    q, k, v = qkv()
+    for kw in ({"normalizer": "sparsemax"}, {"score": "neg_sq_dist"}):
+        out = attention(q, k, v, **kw, need_weights=False)
+        assert out.weights is None
+        torch.testing.assert_close(out.output, attention(q, k, v, **kw).output)
+
+
+def test_without_weights_a_query_with_no_key_gets_zeros_and_overflow_is_named():
+    q, k, v = qkv()
+    blocked = masks()["bool"].clone()
+    blocked[2] = False
+    out = attention(q, k, v, attn_mask=blocked, need_weights=False).output
+    assert out[..., 2, :].abs().max() == 0
+    torch.testing.assert_close(out, attention(q, k, v, attn_mask=blocked).output)
+    with pytest.raises(ValueError, match="overflows"):
+        big = q.detach().float() * 1e20
+        attention(big, big, big, need_weights=False, temperature=1e-20)
+    with pytest.raises(ValueError, match="need_weights"):
+        attention(q, k, v, need_weights=0)
