@@ -322,3 +322,18 @@ def test_bad_inputs_raise_value_errors_naming_the_argument():
         sequences_needed([1, 2], [1, 2], 0.5)
     with pytest.raises(ValueError, match="target"):
         sequences_needed([1, 2], [2, 1], -0.5)
+
+
+def test_relative_error_scores_a_module_in_eval_mode_and_restores_its_mode():
+    """A scorer must not score dropout's noise (nor move batch norm's statistics)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.Dropout(0.5))
+    x, y = torch.randn(4, 5, 3), torch.randn(4, 5, 3)
+    scores = {relative_error(model, x, y) for _ in range(5)}
+    assert len(scores) == 1 and model.training  # deterministic; mode restored
+    with torch.no_grad():
+        ref = float(((model[0](x) - y) ** 2).sum() / (y**2).sum())  # dropout off
+    assert scores.pop() == pytest.approx(ref, rel=1e-6)
+    model.eval()
+    relative_error(model, x, y)
+    assert not model.training

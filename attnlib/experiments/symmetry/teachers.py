@@ -8,6 +8,7 @@ of every learner, 0 for a perfect prediction and 1 for predicting zero.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
@@ -127,8 +128,25 @@ def knowledge_task(
         return x, teacher(x) + eps
 
 
+@contextlib.contextmanager
+def _evaluating(model):
+    """Eval mode for a module during the block, its own mode restored after."""
+    if not isinstance(model, nn.Module):
+        yield
+        return
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
+
+
 def relative_error(model: Callable, x, y) -> float:
     """``‖model(x) − y‖² / ‖y‖²`` without gradients: 0 is perfect, 1 is predicting zero.
+
+    A module is evaluated in eval mode (dropout off, batch norm on its running
+    statistics) and its mode restored after.
 
     Parameters
     ----------
@@ -148,7 +166,7 @@ def relative_error(model: Callable, x, y) -> float:
         raise ValueError(f"model must be callable, got {type(model).__name__}")
     x = as_tensor(x, "x", min_ndim=2)
     y = as_tensor(y, "y", min_ndim=2, device=x.device)
-    with torch.no_grad():
+    with torch.no_grad(), _evaluating(model):
         pred = output_of(model(x))
         y = y.to(pred.device)  # a module computes where its parameters are
         if pred.shape != y.shape:
