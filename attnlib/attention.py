@@ -264,13 +264,19 @@ def attention(
     mask, bias, temperature, dropout_p = _sdpa_arguments(
         mask, attn_mask, is_causal, dropout_p, temperature, scale
     )
-    q = as_tensor(q, "q", min_ndim=2, allow_empty=True)
+    if not isinstance(need_weights, bool):
+        raise ValueError(f"need_weights must be True or False, got {need_weights!r}")
+    # SDPA's fused kernels: the output is checked for NaN instead of q, k and v.
+    fused = not need_weights and normalizer == "softmax" and score in _FUSED_SCORES
+    q = as_tensor(q, "q", min_ndim=2, allow_empty=True, finite=not fused)
     k = as_tensor(
-        k, "k", min_ndim=2, dtype=_like(k, q), device=q.device, allow_empty=True
-    )
+        k, "k", min_ndim=2, dtype=_like(k, q), device=q.device, allow_empty=True,
+        finite=not fused,
+    )  # fmt: skip
     v = as_tensor(
-        v, "v", min_ndim=2, dtype=_like(v, q), device=q.device, allow_empty=True
-    )
+        v, "v", min_ndim=2, dtype=_like(v, q), device=q.device, allow_empty=True,
+        finite=not fused,
+    )  # fmt: skip
     # Tensors of different floating dtypes are promoted to the widest (never cast down).
     dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
@@ -296,6 +302,12 @@ def attention(
         raise ValueError(
             f"q, k and v must have broadcastable batch dimensions, got shapes {shapes}"
         ) from err
+    if fused and is_causal and mask is None and bias is None:
+        # SDPA's own causal path computes only the lower triangle
+        return AttentionResult(
+            _fused(q, k, v, score, None, None, temperature, dropout_p, causal=True),
+            None,
+        )
     if is_causal:  # SDPA's causal mask: aligned at the top left
         causal = torch.ones(
             q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device
@@ -312,9 +324,7 @@ def attention(
             ):
                 _check_mask(mask, causal.shape, q.device)  # raises, naming the problem
             mask = mask & causal
-    if not isinstance(need_weights, bool):
-        raise ValueError(f"need_weights must be True or False, got {need_weights!r}")
-    if not need_weights and normalizer == "softmax" and score in ("scaled_dot", "dot"):
+    if fused:
         return AttentionResult(
             _fused(q, k, v, score, mask, bias, temperature, dropout_p), None
         )
@@ -325,7 +335,13 @@ def attention(
     return result if need_weights else AttentionResult(result.output, None)
 
 
-def _fused(q, k, v, score, mask, bias, temperature, dropout_p) -> torch.Tensor:
+#: The scores SDPA computes: q kᵀ / sqrt(d) and q kᵀ.
+_FUSED_SCORES = ("scaled_dot", "dot")
+
+
+def _fused(
+    q, k, v, score, mask, bias, temperature, dropout_p, causal: bool = False
+) -> torch.Tensor:
     """Softmax attention's output by ``F.scaled_dot_product_attention`` (checked input).
 
     The same mathematics as :func:`attend` with the softmax: SDPA's fused kernels never
@@ -346,14 +362,14 @@ def _fused(q, k, v, score, mask, bias, temperature, dropout_p) -> torch.Tensor:
         bias = bias.to(device=q.device, dtype=q.dtype)
         mask = bias if mask is None else torch.where(mask, bias, float("-inf"))
     out = torch.nn.functional.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale, is_causal=causal
     )
     if empty is not None:
         out = out.masked_fill(empty, 0.0)
-    check_on_device(  # only scores that overflow the dtype make NaN here
+    check_on_device(  # NaN or inf in q, k, v reach the output, as overflow does
         ~torch.isfinite(out).all(),
-        f"q k^T / temperature overflows {q.dtype} (q and k too large, or temperature "
-        "too small)",
+        f"q, k or v contains NaN or infinite values, or q k^T / temperature overflows "
+        f"{q.dtype} (q and k too large, or temperature too small)",
     )
     return out
 

@@ -38,6 +38,7 @@ def as_tensor(
     device: torch.device | str | None = None,
     allow_inf: bool = False,
     allow_empty: bool = False,
+    finite: bool = True,
 ) -> torch.Tensor:
     """Convert an array-like to a floating tensor and check it.
 
@@ -63,6 +64,9 @@ def as_tensor(
         Accept ``±inf`` entries (``-inf`` marks masked scores).
     allow_empty : bool
         Accept zero-size inputs (e.g. a batch of 0).
+    finite : bool
+        Check for NaN (and infinities); False where the caller checks its result
+        instead, which NaN or infinite input would reach (one pass, not one per input).
 
     Returns
     -------
@@ -108,10 +112,12 @@ def as_tensor(
         )
     if t.numel() == 0 and not allow_empty:
         raise ValueError(f"{name} must not be empty, got shape {tuple(t.shape)}")
-    bad = torch.isnan(t) if allow_inf else ~torch.isfinite(t)
-    check_on_device(
-        bad.any(), f"{name} contains {'NaN' if allow_inf else 'NaN or infinite'} values"
-    )
+    if finite:
+        bad = torch.isnan(t) if allow_inf else ~torch.isfinite(t)
+        check_on_device(
+            bad.any(),
+            f"{name} contains {'NaN' if allow_inf else 'NaN or infinite'} values",
+        )
     return t
 
 
