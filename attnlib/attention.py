@@ -335,6 +335,13 @@ def attention(
     return result if need_weights else AttentionResult(result.output, None)
 
 
+def _temperature(temperature, score, d: int) -> float:
+    """The temperature given, or its default: ``sqrt(d)`` for the scaled dot, else 1."""
+    if temperature is None:
+        temperature = math.sqrt(d) if score == "scaled_dot" else 1.0
+    return check_positive(temperature, "temperature")
+
+
 #: The scores SDPA computes: q kᵀ / sqrt(d) and q kᵀ.
 _FUSED_SCORES = ("scaled_dot", "dot")
 
@@ -348,9 +355,7 @@ def _fused(
     form the weights. Masks become SDPA's one ``attn_mask``; a query with no key gets
     zeros, as in :func:`attend`.
     """
-    if temperature is None:
-        temperature = math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
-    scale = 1 / check_positive(temperature, "temperature")
+    scale = 1 / _temperature(temperature, score, q.shape[-1])
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     q, k, v = (t.expand(*batch, *t.shape[-2:]) for t in (q, k, v))
     shape = (*batch, q.shape[-2], k.shape[-2])
@@ -446,9 +451,7 @@ def attend(
     Eq. (1) of Vaswani et al. (2017), as :func:`attention`.
     """
     score_fn, normalize = _resolve_score(score), _resolve_normalizer(normalizer)
-    if temperature is None:
-        temperature = math.sqrt(q.shape[-1]) if score == "scaled_dot" else 1.0
-    temperature = check_positive(temperature, "temperature")
+    temperature = _temperature(temperature, score, q.shape[-1])
 
     scores = score_fn(q, k)
     empty = None

@@ -133,8 +133,8 @@ MUTANTS: list[Mutant] = [
     M(
         "scaled-dot-temperature-d-not-sqrt-d",
         A + "attention.py",
-        "temperature = math.sqrt(q.shape[-1]) if score",
-        "temperature = q.shape[-1] if score",
+        "temperature = math.sqrt(d) if score",
+        "temperature = d if score",
         T_ATT,
     ),
     M(
