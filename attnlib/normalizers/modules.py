@@ -29,7 +29,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from .common import _check_index
-from .maps import entmax, sparsemax
+from .maps import entmax
 from .tsallis import fenchel_young_loss
 
 __all__ = [
@@ -59,7 +59,35 @@ def _check_dim(dim) -> int:
     return int(dim)
 
 
-class Sparsemax(nn.Module):
+class _FixedMap(nn.Module):
+    """A map of :mod:`attnlib.normalizers` along ``dim``, with entmax's ``(dim, k)``."""
+
+    _alpha: float  # the Tsallis index of the map
+
+    def __init__(self, dim: int = -1, k: int | None = None):
+        super().__init__()
+        self.dim, self.k = _check_dim(dim), _check_k(k)
+
+    def forward(self, x) -> torch.Tensor:
+        """The map of ``x`` along ``self.dim``.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, ...)
+            Scores; ``-inf`` marks a masked entry.
+
+        Returns
+        -------
+        tensor, same shape, dtype and device as ``x``
+            Probabilities summing to one along ``self.dim``.
+        """
+        return entmax(x, self._alpha, dim=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Sparsemax(_FixedMap):
     """Sparsemax along ``dim``, as a module (the ``entmax`` package's signature).
 
     Parameters
@@ -72,33 +100,14 @@ class Sparsemax(nn.Module):
     Implements
     ----------
     Eq. (9) of the sparse-continuous attention paper, finite case (sparsemax of
-    Martins & Astudillo, 2016), by :func:`attnlib.normalizers.sparsemax`.
+    Martins & Astudillo, 2016): :func:`attnlib.normalizers.entmax` at α = 2, which is
+    :func:`attnlib.normalizers.sparsemax`.
     """
 
-    def __init__(self, dim: int = -1, k: int | None = None):
-        super().__init__()
-        self.dim, self.k = _check_dim(dim), _check_k(k)
-
-    def forward(self, x) -> torch.Tensor:
-        """:func:`attnlib.normalizers.sparsemax` of ``x`` along ``self.dim``.
-
-        Parameters
-        ----------
-        x : tensor or array-like, shape (..., n, ...)
-            Scores; ``-inf`` marks a masked entry.
-
-        Returns
-        -------
-        tensor, same shape, dtype and device as ``x``
-            Probabilities summing to one along ``self.dim``.
-        """
-        return sparsemax(x, dim=self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+    _alpha = 2.0
 
 
-class Entmax15(nn.Module):
+class Entmax15(_FixedMap):
     """1.5-entmax along ``dim``, as a module (the ``entmax`` package's signature).
 
     Parameters
@@ -114,27 +123,7 @@ class Entmax15(nn.Module):
     et al., 2019), by :func:`attnlib.normalizers.entmax`.
     """
 
-    def __init__(self, dim: int = -1, k: int | None = None):
-        super().__init__()
-        self.dim, self.k = _check_dim(dim), _check_k(k)
-
-    def forward(self, x) -> torch.Tensor:
-        """:func:`attnlib.normalizers.entmax` of ``x`` at α = 1.5 along ``self.dim``.
-
-        Parameters
-        ----------
-        x : tensor or array-like, shape (..., n, ...)
-            Scores; ``-inf`` marks a masked entry.
-
-        Returns
-        -------
-        tensor, same shape, dtype and device as ``x``
-            Probabilities summing to one along ``self.dim``.
-        """
-        return entmax(x, 1.5, dim=self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+    _alpha = 1.5
 
 
 class Entmax(nn.Module):
