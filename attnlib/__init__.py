@@ -4,7 +4,8 @@ One module per idea; every chapter of the book imports it. The core is
 :func:`attnlib.attention.attention`, of which every other method is a special case.
 """
 
-from .attention import AttentionResult, attention
+from . import attention  # the module, callable as the function (see attention.py's end)
+from .attention import AttentionResult
 from .layers import MultiHeadAttention, TransformerEncoderLayer
 
 __version__ = "0.1.0"

@@ -1,5 +1,6 @@
 """attnlib.attention against PyTorch's own attention, and its handling of bad input."""
 
+import inspect
 import math
 
 import numpy as np
@@ -414,3 +415,22 @@ def test_encoder_feedforward_width_defaults_to_four_times_d_model():
     layer = TransformerEncoderLayer(8, num_heads=2)
     assert (layer.linear1.in_features, layer.linear1.out_features) == (8, 32)
     assert (layer.linear2.in_features, layer.linear2.out_features) == (32, 8)
+
+
+def test_import_attnlib_attention_gives_the_module_and_it_still_calls():
+    """Issue 38: ``import attnlib.attention as A`` gave the function; it gives the
+    module, which calls as the function, so ``attnlib.attention(q, k, v)`` and
+    ``from attnlib import attention`` keep working."""
+    import types
+
+    import attnlib
+    import attnlib.attention as A
+
+    assert isinstance(A, types.ModuleType)
+    assert A.register_normalizer is register_normalizer
+    q = torch.randn(3, 4, dtype=torch.float64)
+    direct = A.attention(q, q, q, normalizer="sparsemax")
+    for call in (A, attnlib.attention):
+        got = call(q, q, q, normalizer="sparsemax")
+        torch.testing.assert_close(got.output, direct.output, rtol=0, atol=0)
+    assert "normalizer" in inspect.signature(attnlib.attention).parameters
