@@ -4,8 +4,10 @@ Row ``i`` of the SSC problem is the Lasso ``min_c ½‖xᵢ − Σⱼ cⱼ xⱼ�
 This module solves all rows at once: by default with an active set (each row solved
 exactly by its homotopy path on a few candidate keys, vectorised over rows, the sets
 grown until the optimality conditions hold for *all* keys, certified by a duality gap);
-or by ISTA, FISTA or the ADMM of Elhamifar & Vidal, in matrix form on all samples or on
-working sets.
+or by ISTA or FISTA, in matrix form on all samples or on working sets. Elhamifar &
+Vidal's ADMM is not offered: on 300 samples of the book's subspaces it had not converged
+after 20 000 iterations (4 s), where FISTA converged in 2.5 s and the active set, exact,
+in 0.01 s.
 :func:`attnlib.subspace.self_expressive` is the public entry; :func:`ssc_rows` the
 solver.
 
@@ -42,7 +44,7 @@ __all__ = [
     "SOLVERS",
 ]
 
-SOLVERS = ("active_set", "ista", "fista", "admm")
+SOLVERS = ("active_set", "ista", "fista")
 
 
 def ssc_rows(
@@ -52,7 +54,6 @@ def ssc_rows(
     *,
     max_iter=5000,
     tol=1e-7,
-    rho=None,
     working_set="auto",
     polish=True,
 ):
@@ -62,7 +63,7 @@ def ssc_rows(
     ----------
     X : array-like, shape (n_samples, n_features)
         The samples, one per row, at least two.
-    lam, solver, max_iter, tol, rho, working_set, polish : object
+    lam, solver, max_iter, tol, working_set, polish : object
         As in :func:`attnlib.subspace.self_expressive`.
 
     Returns
@@ -75,9 +76,8 @@ def ssc_rows(
     Implements
     ----------
     Eq. (12) of the self-expression paper (rows as samples, with a ½), by ISTA (Eq. 15,
-    two-sided threshold), FISTA (Beck & Teboulle 2009), ADMM (Elhamifar & Vidal 2013,
-    Sec. 3.3) or an active set with the Lasso homotopy (Osborne, Presnell & Turlach
-    2000; You, Li, Robinson & Vidal 2016).
+    two-sided threshold), FISTA (Beck & Teboulle 2009) or an active set with the Lasso
+    homotopy (Osborne, Presnell & Turlach 2000; You, Li, Robinson & Vidal 2016).
     """
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
@@ -85,7 +85,6 @@ def ssc_rows(
     lam = lam_column(lam, X.shape[0])
     max_iter = check_int(max_iter, "max_iter")
     tol = check_positive(tol, "tol")
-    rho = None if rho is None else check_positive(rho, "rho")
     if solver == "active_set":
         k = (
             48
@@ -107,12 +106,11 @@ def ssc_rows(
                 np.zeros((len(X), len(X))),
                 max_iter,
                 tol,
-                rho,
                 polish,
             )
         else:
             k = check_int(working_set, "working_set", minimum=2)
-            C, info = ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish)
+            C, info = ssc_working_set(X, lam, solver, k, max_iter, tol, polish)
     if not info.converged:
         warnings.warn(
             f"SSC stopped at max_iter={max_iter} with relative duality gap "

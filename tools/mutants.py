@@ -402,14 +402,6 @@ MUTANTS: list[Mutant] = [
         T_LASSO,
         T_SUB,
     ),
-    M(
-        "admm-ridge-without-rho",
-        A + "engines/lasso/iterative.py",
-        "return lambda W: (W - ((W @ X) @ M) @ X.T) / rho",
-        "return lambda W: (W - ((W @ X) @ M) @ X.T)",
-        T_LASSO,
-        T_SUB,
-    ),
     # ---------------------------------------------------------------- normalizers
     M(
         "fenchel-young-masked-scores-not-zeroed",

@@ -121,7 +121,6 @@ def self_expressive(
     zero_diagonal: bool = False,
     max_iter: int = 5000,
     tol: float = 1e-7,
-    rho: float | None = None,
     working_set="auto",
     polish: bool = True,
     return_info: bool = False,
@@ -144,13 +143,13 @@ def self_expressive(
         The regularisation weight λ (for ``"ssc"`` one per sample is allowed); default
         ``DEFAULT_LAM[method]``, chosen by the benchmark's sweep. Row i of SSC
         is ``sklearn.linear_model.Lasso(alpha=lam / n_features, fit_intercept=False)``.
-    solver : {"active_set", "admm", "fista", "ista"}
+    solver : {"active_set", "fista", "ista"}
         SSC only. ``"active_set"`` (default): each row's Lasso solved exactly by its
         homotopy path on a working set of keys, the set grown by the keys whose
         optimality condition fails, until none does (the oracle-guided active set of
         You, Li, Robinson & Vidal 2016, with an exact inner solve); no N×N iteration is
-        run. Or the ADMM of Elhamifar & Vidal (2013), FISTA with adaptive restart, or
-        ISTA, on the full matrix.
+        run. Or FISTA with adaptive restart, or ISTA, on the full matrix. (Elhamifar &
+        Vidal's ADMM is not offered: see :mod:`attnlib.lasso`.)
     form : str, optional
         ``"lsr"``: ``"closed"`` (default, ``X(XᵀX + λI)⁻¹Xᵀ``) or ``"svd"``
         (``V Σ²(Σ² + λ)⁻¹ Vᵀ``). ``"lrsc"``: ``"exact"`` (default: the minimiser of
@@ -166,9 +165,6 @@ def self_expressive(
     tol : float
         SSC stops when the duality gap is below ``tol`` times the objective, which
         bounds the relative distance to the optimal objective.
-    rho : float, optional
-        ADMM penalty (default: a fiftieth of the median squared spectral norm of the
-        keys).
     working_set : "auto", int or None
         SSC: solve on this many candidate keys per sample, growing the sets until the
         optimality conditions hold for every key (exactly the full problem). For the
@@ -193,9 +189,9 @@ def self_expressive(
     ----------
     Eqs. (12)-(15) of the self-expression paper (rows as samples): LSR (§5.2, Lu et al.
     2012), LRSC (§5.2, Vidal & Favaro 2014; the paper's closed form is wrong, ours is
-    the minimiser), SSC by ISTA (Eq. 15), FISTA (Beck & Teboulle 2009), ADMM (Elhamifar
-    & Vidal 2013, Sec. 3.3) and an active set with the Lasso homotopy (Osborne, Presnell
-    & Turlach 2000; You, Li, Robinson & Vidal 2016).
+    the minimiser), SSC by ISTA (Eq. 15), FISTA (Beck & Teboulle 2009) and an active
+    set with the Lasso homotopy (Osborne, Presnell & Turlach 2000; You, Li, Robinson &
+    Vidal 2016). Elhamifar & Vidal (2013) solve SSC by ADMM; it is not offered here.
     """
     X = as_float_array(X, "X", min_samples=2)
     if method not in METHODS:
@@ -222,7 +218,6 @@ def self_expressive(
         solver,
         max_iter=max_iter,
         tol=tol,
-        rho=rho,
         working_set=working_set,
         polish=polish,
     )

@@ -1,4 +1,4 @@
-"""ISTA, FISTA and ADMM for all the Lasso rows of SSC at once, in matrix form.
+"""ISTA and FISTA for all the Lasso rows of SSC at once, in matrix form.
 
 The iterations only need a few products with each row's keys, so one implementation runs
 on two kinds of dictionary: every other sample as a key (dense ``N×N`` iterates) or a
@@ -18,7 +18,7 @@ from .common import SolverInfo, _sparse_gap, _top_k_per_row, soft_threshold
 # The dictionaries the solvers see. Row i of the problem expresses the target y_i with
 # the keys K_i: all samples but i (dense), or a working set of candidate samples
 # (restricted). The solvers only need the products below, so one implementation of
-# ISTA/FISTA/ADMM serves both.
+# ISTA/FISTA serves both.
 # ----------------------------------------------------------------------------------
 
 
@@ -48,12 +48,6 @@ class DenseKeys:
     def lipschitz(self):
         return np.full((len(self.rows), 1), np.linalg.norm(self.X, 2) ** 2)
 
-    def ridge_solver(self, rho: float):
-        """``W ↦ W (K Kᵀ + ρ I)⁻¹``, by Woodbury through a D×D inverse."""
-        X = self.X
-        M = np.linalg.inv(rho * np.eye(X.shape[1]) + X.T @ X)
-        return lambda W: (W - ((W @ X) @ M) @ X.T) / rho
-
 
 class _RestrictedKeys:
     """Row r uses only the keys ``X[idx[r]]`` (never the row's own sample)."""
@@ -80,19 +74,6 @@ class _RestrictedKeys:
 
     def lipschitz(self):
         return np.linalg.eigvalsh(np.matmul(self.B.transpose(0, 2, 1), self.B))[:, -1:]
-
-    def ridge_solver(self, rho: float):
-        B = self.B
-        M = np.linalg.inv(rho * np.eye(B.shape[2]) + np.matmul(B.transpose(0, 2, 1), B))
-        return lambda W: (
-            (
-                W
-                - np.matmul(
-                    np.matmul(self.reconstruct(W)[:, None, :], M), B.transpose(0, 2, 1)
-                )[:, 0]
-            )
-            / rho
-        )
 
 
 def _duality_gap(keys, Y, C, lam):
@@ -147,37 +128,21 @@ def _polish(keys, Y, C, lam, skip=None):
 
 
 class _RowIterations:
-    """ISTA, FISTA or ADMM iterates for a batch of Lasso rows (done rows dropped)."""
+    """ISTA or FISTA iterates for a batch of Lasso rows (done rows dropped)."""
 
-    def __init__(self, keys, Y, lam, solver, C, rho):
+    def __init__(self, keys, Y, lam, solver, C):
         self.keys, self.Y, self.lam, self.solver = keys, Y, lam, solver
         self.C = keys.restrict(C.copy())
-        if solver == "admm":
-            self.rho = float(np.median(keys.lipschitz())) / 50 if rho is None else rho
-            self.dual = np.zeros_like(self.C)
-        else:
-            self.step = 1.0 / keys.lipschitz()
-            self.Z, self.t = self.C.copy(), np.ones((len(Y), 1))
+        self.step = 1.0 / keys.lipschitz()
+        self.Z, self.t = self.C.copy(), np.ones((len(Y), 1))
 
     def keep(self, sel):
         self.keys = self.keys.subset(sel)
-        for name in ("Y", "lam", "C", "dual", "step", "Z", "t"):
-            if hasattr(self, name):
-                setattr(self, name, getattr(self, name)[sel])
+        for name in ("Y", "lam", "C", "step", "Z", "t"):
+            setattr(self, name, getattr(self, name)[sel])
 
     def run(self, n_steps):
         keys, lam = self.keys, self.lam
-        if self.solver == "admm":
-            # Elhamifar & Vidal (2013), Sec. 3.3: an unconstrained copy A takes the
-            # quadratic, C is A shrunk with a zero diagonal, and the scaled dual
-            # variable ties them.
-            rho, solve = self.rho, keys.ridge_solver(self.rho)
-            target = keys.correlate(self.Y)
-            for _ in range(n_steps):
-                A = solve(target + rho * self.C - self.dual)
-                self.C = keys.restrict(soft_threshold(A + self.dual / rho, lam / rho))
-                self.dual += rho * (A - self.C)
-            return
         for _ in range(n_steps):
             point = self.Z if self.solver == "fista" else self.C
             grad = keys.correlate(keys.reconstruct(point) - self.Y)
@@ -194,9 +159,7 @@ class _RowIterations:
             self.C = C_new
 
 
-def lasso_rows(
-    keys, Y, lam, solver, C0, max_iter, tol, rho, polish=True, check_every=20
-):
+def lasso_rows(keys, Y, lam, solver, C0, max_iter, tol, polish=True, check_every=20):
     """Solve every row's Lasso at once.
 
     Stops when the total duality gap is below ``tol`` times the total objective; a row
@@ -206,7 +169,7 @@ def lasso_rows(
     """
     C_all = keys.restrict(C0.copy())
     live = np.arange(len(Y))
-    it = _RowIterations(keys, Y, lam, solver, C_all, rho)
+    it = _RowIterations(keys, Y, lam, solver, C_all)
     primals, gaps = _duality_gap(keys, Y, C_all, lam)
     n_iter = 0
     while live.size and n_iter < max_iter:
@@ -255,7 +218,7 @@ def _kkt_violations(X, R, idx, lam, slack, block=1024):
     return bad
 
 
-def ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=20):
+def ssc_working_set(X, lam, solver, k, max_iter, tol, polish, max_rounds=20):
     """SSC on working sets: solve on k candidate keys per row, add violators, repeat."""
     N = X.shape[0]
     # room for a support of up to D keys, and more
@@ -268,7 +231,7 @@ def ssc_working_set(X, lam, solver, k, max_iter, tol, rho, polish, max_rounds=20
     for n_round in range(1, max_rounds + 1):  # noqa: B007 (reported after the loop)
         keys = _RestrictedKeys(X, idx[todo])
         coef[todo], info = lasso_rows(
-            keys, X[todo], lam[todo], solver, coef[todo], max_iter, tol, rho, polish
+            keys, X[todo], lam[todo], solver, coef[todo], max_iter, tol, polish
         )
         n_iter += info.n_iter
         R = X - _RestrictedKeys(X, idx).reconstruct(coef)
