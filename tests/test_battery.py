@@ -60,10 +60,6 @@ SPECS = {
 #: Cases known to fail, as ``"module.callable(arg=label)"``: each is a strict xfail (the
 #: test fails once it passes, so that the entry is then removed).
 KNOWN: set[str] = {
-    # attnlib.plotting draws a boolean or complex weight matrix (complex: its real
-    # part, with NumPy's warning); plotting is being rebuilt apart (issue 32).
-    "plotting.attention_heatmap(weights=bool)",
-    "plotting.attention_heatmap(weights=complex)",
     # A learning rate of 1e30 (one step) or noise of 1e30 blows the patch distances up:
     # the error names the image (denoise's overflow check), not lr or noise.
     "experiments.denoising.baseline_run(lr=1e30)",

@@ -66,7 +66,9 @@ def test_as_tensor_dtypes_and_devices():
         ([1.0, np.nan], {"allow_inf": True}, "keys contains NaN"),
         ([1.0], {"ndim": 2}, "keys must have 2 dimensions"),
         ([1.0], {"min_ndim": 2}, "keys must have at least 2 dimensions"),
-        (["a"], {}, "keys must be array-like of numbers"),
+        (["a"], {}, "keys must hold numbers, got strings"),
+        ([["0.5", "1"]], {}, "keys must hold numbers, got strings"),
+        ([object()], {}, "keys must be array-like of numbers"),
     ],
 )
 def test_as_tensor_rejects_bad_input(x, kwargs, message):

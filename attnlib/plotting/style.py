@@ -6,6 +6,8 @@ import matplotlib as mpl
 import numpy as np
 import torch
 
+from ..utils import check_numeric
+
 __all__ = ["PALETTE", "COLUMN_INCHES", "DPI", "use_book_style"]
 
 #: Width of the book's text column in inches, at :data:`DPI`: about 680 px.
@@ -53,7 +55,8 @@ def use_book_style() -> None:
 
 
 def _to_numpy(x, name: str) -> np.ndarray:
-    """A finite numeric array from a tensor (any dtype, device) or array-like."""
+    """A finite real array from a tensor (any device) or array-like of numbers."""
+    check_numeric(x, name)
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu()
         x = (x.double() if x.is_floating_point() else x).numpy()

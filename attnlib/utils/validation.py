@@ -2,8 +2,8 @@
 
 Every public function of attnlib checks its inputs once with the helpers below, so that
 bad input fails early with a ``ValueError`` that names the argument and says what was
-expected; private functions and engines then trust what they are handed. Booleans and
-complex values are refused rather than converted.
+expected; private functions and engines then trust what they are handed. Booleans,
+strings and complex values are refused rather than converted.
 """
 
 from __future__ import annotations
@@ -190,10 +190,11 @@ def as_float_array(
 
 
 def check_numeric(x, name: str) -> None:
-    """Refuse booleans and complex values, naming ``name``.
+    """Refuse booleans, strings and complex values, naming ``name``.
 
-    Booleans are not numbers, and a complex array cast to real would lose its imaginary
-    part; everything else passes (the other checks come after).
+    Booleans and strings are not numbers (NumPy would parse ``"0.5"`` into one
+    silently), and a complex array cast to real would lose its imaginary part;
+    everything else passes (the other checks come after).
 
     Parameters
     ----------
@@ -206,7 +207,7 @@ def check_numeric(x, name: str) -> None:
         kind = "b" if x.dtype == torch.bool else "c" if x.is_complex() else ""
     else:
         dtype = getattr(x, "dtype", None)
-        if dtype is None and isinstance(x, (list, tuple, bool, complex)):
+        if dtype is None and isinstance(x, (list, tuple, bool, complex, str, bytes)):
             try:
                 dtype = np.asarray(x).dtype
             except (TypeError, ValueError):
@@ -214,6 +215,8 @@ def check_numeric(x, name: str) -> None:
         kind = getattr(np.dtype(dtype), "kind", "") if dtype is not None else ""
     if kind == "b":
         raise ValueError(f"{name} must hold numbers, got booleans")
+    if kind in ("U", "S"):
+        raise ValueError(f"{name} must hold numbers, got strings")
     if kind == "c":
         raise ValueError(f"{name} must be real (Complex data not supported)")
 

@@ -70,8 +70,10 @@ ARRAY = [
     ("numpy<->tensor", _swap, VALID),
     ("string", lambda x: "abc", INVALID),
     ("None", lambda x: None, INVALID),
-    # Booleans are not numbers, and a complex array must not lose its imaginary part.
+    # Booleans and strings are not numbers (NumPy parses "0.5" into one silently), and
+    # a complex array must not lose its imaginary part.
     ("bool", lambda x: _as(x, lambda t: t > 0), INVALID),
+    ("numeric strings", lambda x: _t(x).double().numpy().astype(str), INVALID),
     ("complex", lambda x: _as(x, lambda t: t.to(torch.complex128)), INVALID),
     (
         "x1e30",

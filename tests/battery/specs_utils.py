@@ -68,11 +68,13 @@ def specs():
             U.check_numeric,
             lambda: dict(x=_randn(3), name="x"),
             {"x": "array"},
-            # check_numeric refuses booleans and complex values only: the rest passes
-            # through to the checks that come after it.
+            # check_numeric refuses booleans, strings and complex values only: the
+            # rest passes through to the checks that come after it.
             allow={
                 "x": tuple(
-                    label for label, *_ in ARRAY if label not in ("bool", "complex")
+                    label
+                    for label, *_ in ARRAY
+                    if label not in ("bool", "numeric strings", "complex")
                 )
             },
         ),
