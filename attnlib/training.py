@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -13,7 +14,7 @@ from tqdm import tqdm
 
 from .utils import check_int, check_positive, get_device
 
-__all__ = ["train", "to_device", "TrainingDivergedError", "PROGRESS_ENV"]
+__all__ = ["train", "evaluating", "to_device", "TrainingDivergedError", "PROGRESS_ENV"]
 
 #: Set this environment variable to ``summary`` to replace the live progress bar by
 #: tqdm's final line, printed once (the Makefile's default: a test run's log shows it),
@@ -62,6 +63,39 @@ def _to_device(batch, device):
     if isinstance(batch, (tuple, list)):
         return type(batch)(_to_device(x, device) for x in batch)
     return batch
+
+
+@contextlib.contextmanager
+def evaluating(model):
+    """Score ``model`` in the block: eval mode and no gradients, its modes restored.
+
+    Every scorer of a trained model uses it, so that dropout is off and batch norm uses
+    its running statistics while scoring, and each submodule is handed back in the mode
+    it was in (also when the block raises).
+
+    Parameters
+    ----------
+    model : nn.Module or callable
+        A module is put in eval mode for the block; any other callable is left as it
+        is (gradients are off for both).
+
+    Yields
+    ------
+    None
+    """
+    modes = (
+        [(m, m.training) for m in model.modules()]
+        if isinstance(model, nn.Module)
+        else []
+    )
+    if modes:
+        model.eval()  # a module's own train() override, if any, still runs
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        for m, mode in modes:
+            m.training = mode
 
 
 def _model_device(model: nn.Module, device) -> torch.device:
@@ -133,7 +167,10 @@ def train(
     clip_grad_norm : float, optional
         Clip the gradient's global norm to this value.
     seed : int, optional
-        Seeds PyTorch's generator before training (None leaves it alone).
+        Seeds PyTorch's global generators (the CPU's and the model's GPU's) for the
+        training, which draws its batches and dropout from them, and restores them
+        afterwards: the caller's random stream is where it was before the call. None
+        trains on the global generators as they are.
     device : str or torch.device, optional
         Where each batch is moved before ``loss_fn`` sees it; defaults to the device of
         the model's first parameter or buffer (the CPU for a model without any). The
@@ -172,8 +209,6 @@ def train(
     weight_decay = check_positive(weight_decay, "weight_decay", allow_zero=True)
     if clip_grad_norm is not None:
         clip_grad_norm = check_positive(clip_grad_norm, "clip_grad_norm")
-    if seed is not None:
-        torch.manual_seed(seed)
     device = _model_device(model, device)
     model.train()
     opt = optimizer(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -182,7 +217,6 @@ def train(
     else:
         stream = cycle(batches)
         next_batch = lambda step: next(stream)  # noqa: E731
-    history: list[float] = []
     mode = os.environ.get(PROGRESS_ENV)
     progress = progress and mode != "off"
     summary_only = mode == "summary"
@@ -190,28 +224,8 @@ def train(
         range(n_steps), desc=desc, disable=not progress or summary_only, mininterval=0.5
     )
     start = time.perf_counter()
-    losses: list[torch.Tensor] = []  # on the model's device until read back
-    for step in bar:
-        batch = to_device(next_batch(step), device)
-        loss = loss_fn(model, batch)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip_grad_norm is not None:  # the clipped gradient is the one stepped on
-            nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
-        opt.step()
-        losses.append(loss.detach())
-        if step % _READ_EVERY == 0 or step == n_steps - 1:
-            # One read-back (a host synchronisation on a GPU) per _READ_EVERY steps.
-            recent = torch.stack(losses[len(history) :]).double().cpu()
-            bad = (~torch.isfinite(recent)).nonzero()
-            if len(bad):
-                first = len(history) + int(bad[0, 0])
-                raise TrainingDivergedError(
-                    f"the loss became {recent[bad[0, 0]].item()} at step {first}; "
-                    f"lower the learning rate lr={lr}"
-                )
-            history.extend(recent.tolist())
-            bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
+    with _seeded(seed, device):
+        history = _steps(model, loss_fn, next_batch, opt, bar, device, clip_grad_norm)
     if progress and summary_only:
         elapsed = time.perf_counter() - start
         print(
@@ -223,4 +237,54 @@ def train(
                 postfix=f"loss={history[-1]:.4g}",
             )
         )
+    return history
+
+
+@contextlib.contextmanager
+def _seeded(seed: int | None, device: torch.device):
+    """PyTorch's global generators seeded for the block, and restored after it.
+
+    The draws inside (batches sampled by ``batches(step)``, dropout) come from the
+    global generators, as they would in a user's own loop, so a seed gives the same
+    run as ``torch.manual_seed(seed)`` before it; restoring them afterwards leaves the
+    caller's random stream where it was. Only the CPU's generator and the model's
+    CUDA device's are seeded and restored (``torch.manual_seed`` would seed every
+    GPU's and leave them changed).
+    """
+    if seed is None:
+        yield
+        return
+    cuda = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.default_generator.manual_seed(seed)
+        for index in cuda:
+            torch.cuda.default_generators[index].manual_seed(seed)
+        yield
+
+
+def _steps(model, loss_fn, next_batch, opt, bar, device, clip_grad_norm) -> list:
+    """The optimiser steps of :func:`train`, its inputs checked; the loss history."""
+    history: list[float] = []
+    losses: list[torch.Tensor] = []  # on the model's device until read back
+    for step in bar:
+        batch = to_device(next_batch(step), device)
+        loss = loss_fn(model, batch)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip_grad_norm is not None:  # the clipped gradient is the one stepped on
+            nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
+        opt.step()
+        losses.append(loss.detach())
+        if step % _READ_EVERY == 0 or step == bar.total - 1:
+            # One read-back (a host synchronisation on a GPU) per _READ_EVERY steps.
+            recent = torch.stack(losses[len(history) :]).double().cpu()
+            bad = (~torch.isfinite(recent)).nonzero()
+            if len(bad):
+                first = len(history) + int(bad[0, 0])
+                raise TrainingDivergedError(
+                    f"the loss became {recent[bad[0, 0]].item()} at step {first}; "
+                    f"lower the learning rate lr={opt.defaults['lr']}"
+                )
+            history.extend(recent.tolist())
+            bar.set_postfix(loss=f"{history[-1]:.4g}", refresh=False)
     return history

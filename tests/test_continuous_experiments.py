@@ -319,3 +319,36 @@ def test_combined_model_adds_the_discrete_and_continuous_contexts():
     discrete = (weights.unsqueeze(1) @ H).squeeze(1)
     expected = model.out(discrete + cont.context)
     torch.testing.assert_close(logits, expected, rtol=0, atol=1e-12)
+
+
+def test_the_scorers_score_in_eval_mode_without_gradients_and_restore_the_mode():
+    """classify.accuracy and alignment_accuracy: each forward pass they make runs in
+    eval mode without gradients, and the model is handed back in training mode."""
+    from attnlib.experiments.alignment import (
+        AlignmentModel,
+        alignment_accuracy,
+        monotone_alignment,
+    )
+
+    seen = []
+
+    def record(module, args):
+        seen.append((module.training, torch.is_grad_enabled()))
+
+    torch.manual_seed(0)
+    classifier = torch.nn.Sequential(
+        torch.nn.Linear(3, 4), torch.nn.Dropout(0.9), torch.nn.BatchNorm1d(4)
+    )
+    aligner = AlignmentModel(6, 8, 4, "continuous", alpha=2, dim=16, n_basis=16)
+    x, labels = torch.randn(10, 3), torch.arange(10) % 4
+    task = monotone_alignment(5, 8, 4, vocab=6, seed=2)
+    for model, score in (
+        (classifier, lambda: accuracy(classifier, x, labels, batch=4)),
+        (aligner, lambda: alignment_accuracy(aligner, task)),
+    ):
+        model.register_forward_pre_hook(record)
+        seen.clear()
+        first = score()
+        assert seen and set(seen) == {(False, False)}
+        assert all(m.training for m in model.modules())
+        assert score() == first  # dropout off: the same score twice

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from attnlib.training import to_device, train
+from attnlib.training import evaluating, to_device, train
 
 
 def _regression(seed=0):
@@ -136,7 +136,9 @@ def test_gradient_clipping_comes_before_the_step():
         )
 
 
-def test_the_default_seed_reseeds_torch_and_none_leaves_it_alone():
+def test_the_seed_reaches_the_draws_and_leaves_the_callers_stream_alone():
+    """Issue 38: train() reseeded the global generator and left it so; now the seeded
+    stream lives for the training only and the caller's stream is where it was."""
     X, y = _regression()
     drawn = []
 
@@ -144,17 +146,37 @@ def test_the_default_seed_reseeds_torch_and_none_leaves_it_alone():
         drawn.append(torch.randint(0, 200, (8,)))
         return X[drawn[-1]], y[drawn[-1]]
 
-    torch.manual_seed(123)
-    train(nn.Linear(3, 1), _mse, batches, n_steps=2, progress=False)  # seed=0
-    torch.manual_seed(0)
-    assert torch.equal(drawn[0], torch.randint(0, 200, (8,)))
     model = nn.Linear(3, 1)
     torch.manual_seed(123)
-    state = torch.get_rng_state()
+    before = torch.get_rng_state()
+    train(model, _mse, batches, n_steps=2, progress=False)  # seed=0
+    assert torch.equal(torch.get_rng_state(), before)
+    torch.manual_seed(0)
+    for batch in drawn:  # the batches drew the stream of torch.manual_seed(0)
+        assert torch.equal(batch, torch.randint(0, 200, (8,)))
+    # seed=None trains on the caller's stream, as it stands, and advances it
+    torch.manual_seed(123)
     drawn.clear()
     train(model, _mse, batches, n_steps=2, seed=None, progress=False)
-    torch.set_rng_state(state)
+    assert not torch.equal(torch.get_rng_state(), before)
+    torch.manual_seed(123)
     assert torch.equal(drawn[0], torch.randint(0, 200, (8,)))
+
+
+def test_dropout_draws_from_the_seeded_stream():
+    """Two trainings of one initial model with one seed agree, dropout included, and
+    differ with another seed: dropout's masks come from the seeded generator."""
+    X, y = _regression()
+
+    def run(seed):
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 16), nn.Dropout(0.5), nn.Linear(16, 1))
+        torch.manual_seed(999)  # a caller's stream that must not matter
+        train(model, _mse, [(X, y)], n_steps=5, seed=seed, progress=False)
+        return torch.cat([p.detach().ravel() for p in model.parameters()])
+
+    assert torch.equal(run(0), run(0))
+    assert not torch.allclose(run(0), run(1))
 
 
 def test_an_iterable_of_batches_is_cycled_in_order():
@@ -189,3 +211,29 @@ def test_divergence_names_the_first_bad_step_with_few_read_backs(monkeypatch):
 
     with pytest.raises(ValueError, match="nan at step 13; lower the learning rate"):
         train(nn.Linear(3, 1), blows_up, [(X, y)], n_steps=35, progress=False)
+
+
+def test_evaluating_scores_in_eval_mode_and_restores_each_submodules_mode():
+    """Dropout off and batch norm on its running statistics inside the block (the
+    output equals eval mode's, and no gradient is recorded); every submodule gets its
+    own mode back, also when the block raises."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 8), nn.BatchNorm1d(8), nn.Dropout(0.9))
+    x = torch.randn(16, 3)
+    model.train()
+    model(x)  # moves the running statistics away from their start
+    model[2].eval()  # a mixed model: one submodule already in eval mode
+    stats = model[1].running_mean.clone()
+    with evaluating(model):
+        inside = model(x)
+        assert not inside.requires_grad
+    torch.testing.assert_close(model[1].running_mean, stats)  # not updated
+    assert [m.training for m in model] == [True, True, False] and model.training
+    expected = nn.Sequential(*model).eval()(x).detach()
+    model.train()
+    torch.testing.assert_close(inside, expected, rtol=0, atol=0)
+    with pytest.raises(RuntimeError), evaluating(model):
+        raise RuntimeError("a scorer failed")
+    assert all(m.training for m in model.modules())
+    with evaluating(lambda t: 2 * t):  # any callable: gradients off, nothing else
+        assert not torch.is_grad_enabled()

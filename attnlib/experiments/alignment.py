@@ -22,7 +22,7 @@ from ..attention import attention
 from ..continuous.attention import continuous_attention_1d
 from ..continuous.basis import GaussianRBF, ridge_value_coefficients
 from ..continuous.densities import check_alpha, gaussian_pdf, truncated_parabola_pdf
-from ..training import TrainingDivergedError, to_device, train
+from ..training import TrainingDivergedError, evaluating, to_device, train
 from ..utils import check_int, check_type
 
 __all__ = [
@@ -304,11 +304,8 @@ def alignment_accuracy(model: AlignmentModel, task: AlignmentTask) -> float:
         The accuracy, in [0, 1].
     """
     _check_model_task(model, task)
-    was_training = model.training
-    model.eval()
-    with torch.no_grad():
+    with evaluating(model):
         logits, _ = model(task.source)
-    model.train(was_training)
     target = task.target.to(logits.device)  # the model computes where it lives
     return (logits.argmax(-1) == target).double().mean().item()
 

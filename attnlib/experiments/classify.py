@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..training import to_device, train
+from ..training import evaluating, to_device, train
 from ..utils import check_int
 
 __all__ = ["accuracy", "fit_classifier"]
@@ -111,18 +111,15 @@ def accuracy(model: nn.Module, inputs, labels: torch.Tensor, batch: int = 512) -
     """
     inputs, labels = _checked(model, inputs, labels)
     batch = check_int(batch, "batch")
-    was_training = model.training
-    model.eval()
     n, hits = _length(inputs), 0
     param = next(model.parameters(), None)
     where = None if param is None else param.device  # as train() moves its batches
-    with torch.no_grad():
+    with evaluating(model):
         for i in range(0, n, batch):
             idx = slice(i, i + batch)
             logits = model(*to_device(_rows(inputs, idx), where))[0]
             _check_classes(logits, labels)
             hits += (logits.argmax(-1) == labels[idx].to(logits.device)).sum().item()
-    model.train(was_training)
     return hits / n
 
 

@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from ..denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
-from ..training import train
+from ..training import evaluating, train
 from ..utils import check_int, check_positive, device_or_cpu, module_input
 
 __all__ = [
@@ -255,9 +255,9 @@ def baseline_run(
             device=where,
             progress=False,
         )
-        with torch.no_grad():
+        with evaluating(model):
             x = torch.tensor(noisy, dtype=torch.float32, device=where)
-            out[name] = model.eval()(x).cpu().numpy()
+            out[name] = model(x).cpu().numpy()
     result = {
         "psnr": {k: float(psnr(clean, v)) for k, v in out.items()},
         "parameters": n_params,

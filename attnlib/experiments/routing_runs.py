@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from ..mux import AttentionRouter, ConvRouter, WeekdayMux, routing_task, weekday_task
-from ..training import to_device, train
+from ..training import evaluating, to_device, train
 from ..utils import as_float_array, check_int, device_or_cpu
 from .routing import green_function, pointer_task
 from .routing_scores import accuracy_by_distance, pointer_loss, routing_loss
@@ -175,7 +175,7 @@ def wide_stack_run(
     )
     f = noise(2000, seed)
     y = f[..., 0] @ G.T
-    with torch.no_grad():
+    with evaluating(model):
         pred = model(f)[..., 0] * scale
     return float((pred - y).norm() / y.norm())
 
@@ -234,7 +234,7 @@ def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
         out[f"{name} beyond"] = (
             float(acc[reach + 1 :].mean()) if reach < LENGTH - 1 else float("nan")
         )
-    with torch.no_grad():
+    with evaluating(models["attention"]):
         peaks = models["attention"].attend(test.x).weights.argmax(-1)
     out["attention peaks on marker"] = float(
         (peaks == test.marker[:, None]).all(-1).double().mean()
@@ -292,7 +292,7 @@ def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
             progress=False,
         )
         reach = _reach(m)
-        with torch.no_grad():
+        with evaluating(m):
             logits = m(test.x)
         ce = F.cross_entropy(logits.transpose(1, 2), test.target, reduction="none")
         hit = (logits.argmax(-1) == test.target).double()
@@ -359,7 +359,7 @@ def weekday_run(seed: int, *, n_steps: int = 200, device=None) -> dict:
             device=device,
             progress=False,
         )
-        with torch.no_grad():
+        with evaluating(m):
             pred = m(test.friends, test.day).argmax(-1)
         out[f"{name} accuracy"] = float((pred == test.target).double().mean())
         out[f"{name} Q moved"] = float(not torch.equal(q0, m.Q.weight.detach()))

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..mux import RoutingTask
+from ..training import evaluating
 from ..utils import check_type
 from .routing import PointerTask
 
@@ -27,17 +28,14 @@ def _check_model_task(model, task, kind: type, maker: str) -> None:
     check_type(task, "task", kind, f"a {kind.__name__} (see {maker})")
 
 
-@torch.no_grad()
 def _accuracy_per_distance(model: nn.Module, x, target, source) -> np.ndarray:
     """Accuracy of the argmax at every position, binned by ``|position - source|``.
 
     ``target`` and ``source`` (the answer and the position it must be read from)
     broadcast to ``(n, length)``; the model is run in eval mode, its mode restored.
     """
-    was_training = model.training
-    model.eval()
-    pred = model(x).argmax(-1).cpu()  # counted on the CPU, whatever the device
-    model.train(was_training)
+    with evaluating(model):
+        pred = model(x).argmax(-1).cpu()  # counted on the CPU, whatever the device
     # Counted on the CPU, where the result goes (NumPy).
     length = x.shape[1]
     distance = (torch.arange(length)[None, :] - source.cpu()).abs().flatten()

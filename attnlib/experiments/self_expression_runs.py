@@ -31,7 +31,7 @@ from ..subspace import (
     self_expressive,
     spectral_clustering,
 )
-from ..training import train
+from ..training import evaluating, train
 from ..utils import check_int
 from . import self_expression as se
 
@@ -88,7 +88,7 @@ def held_out_run(seed: int, *, n_per_subspace: int = 200) -> dict:
     T = lambda a: torch.as_tensor(a, dtype=torch.float32)  # noqa: E731
     senet, _ = se.fit_self_expressive_net(X_fit, lam=0.03, n_steps=200, seed=seed)
     lista, _ = se.fit_learned_ista(X_fit, n_iter=5, lam=0.01, n_steps=100, seed=seed)
-    with torch.no_grad():
+    with evaluating(lista):
         codes = [
             lasso_codes(X_new, X_fit, 0.002),
             se.LearnedISTACodes(5, 0.01)(T(X_new), T(X_fit)).numpy(),
@@ -192,7 +192,7 @@ def stack_run(seed: int, *, n_steps: int = 200) -> dict:
             device=test[0].device,
             progress=False,
         )
-        with torch.no_grad():
+        with evaluating(model):
             n_params = sum(p.numel() for p in model.parameters())
             out, W = model(*test[:3])
             reports[kind] = se.combination_report(out, W, test, n_params)

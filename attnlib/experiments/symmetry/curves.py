@@ -19,7 +19,7 @@ from torch import nn
 from tqdm import tqdm
 
 from ...attention import output_of
-from ...training import TrainingDivergedError, train
+from ...training import TrainingDivergedError, evaluating, train
 from ...utils import check_int, check_positive, device_or_cpu
 from .learners import LEARNERS
 from .teachers import knowledge_task, make_teacher, relative_error
@@ -81,7 +81,7 @@ def fit_and_score(
     x, y = train_data
     if hasattr(model, "fit"):
         model.fit(x, y)
-        with torch.no_grad():
+        with evaluating(model):
             final = float(((output_of(model(x)) - y) ** 2).mean())
     else:
 
@@ -109,7 +109,7 @@ def fit_and_score(
 
 
 def _mse(model, x, y) -> float:
-    with torch.no_grad():
+    with evaluating(model):
         return float(((output_of(model(x)) - y) ** 2).mean())
 
 

@@ -8,7 +8,6 @@ of every learner, 0 for a perfect prediction and 1 for predicting zero.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 
 import torch
@@ -16,6 +15,7 @@ from torch import nn
 
 from ...attention import output_of
 from ...symmetry import KnowledgeAttention
+from ...training import evaluating
 from ...utils import as_tensor, check_int, check_positive
 
 __all__ = ["TEACHERS", "make_teacher", "knowledge_task", "relative_error"]
@@ -128,20 +128,6 @@ def knowledge_task(
         return x, teacher(x) + eps
 
 
-@contextlib.contextmanager
-def _evaluating(model):
-    """Eval mode for a module during the block, its own mode restored after."""
-    if not isinstance(model, nn.Module):
-        yield
-        return
-    was_training = model.training
-    model.eval()
-    try:
-        yield
-    finally:
-        model.train(was_training)
-
-
 def relative_error(model: Callable, x, y) -> float:
     """``‖model(x) − y‖² / ‖y‖²`` without gradients: 0 is perfect, 1 is predicting zero.
 
@@ -166,7 +152,7 @@ def relative_error(model: Callable, x, y) -> float:
         raise ValueError(f"model must be callable, got {type(model).__name__}")
     x = as_tensor(x, "x", min_ndim=2)
     y = as_tensor(y, "y", min_ndim=2, device=x.device)
-    with torch.no_grad(), _evaluating(model):
+    with evaluating(model):
         pred = output_of(model(x))
         y = y.to(pred.device)  # a module computes where its parameters are
         if pred.shape != y.shape:
