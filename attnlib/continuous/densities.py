@@ -74,8 +74,11 @@ def _positive(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
 
 
 def check_alpha(alpha) -> int:
-    """``alpha`` checked: 1 (softmax: Gaussian) or 2 (sparsemax: paraboloid)."""
-    if alpha not in (1, 2):
+    """``alpha`` checked: 1 (softmax: Gaussian) or 2 (sparsemax: paraboloid).
+
+    ``True`` equals 1 in Python but is not an α (a flag passed in its place).
+    """
+    if isinstance(alpha, (bool, np.bool_)) or alpha not in (1, 2):
         raise ValueError(
             "alpha must be 1 (softmax: Gaussian) or 2 (sparsemax: truncated "
             f"paraboloid), got {alpha!r}"

@@ -373,6 +373,7 @@ ALPHA12 = [
     ("1.5", lambda v: 1.5, INVALID),
     ("string", lambda v: "abc", INVALID),
     ("None", lambda v: None, INVALID),
+    ("True", lambda v: True, INVALID),  # equals 1 in Python, but a flag, not an α
 ]
 
 
