@@ -1,12 +1,17 @@
 """The Colab launch button, proven as far as this machine allows, for every chapter.
 
-A wheel of attnlib is built; a fresh virtual environment receives only what a Colab
-runtime already has (torch, numpy, scipy, matplotlib, scikit-learn, scikit-image,
-pandas, tqdm and the Jupyter kernel, but not myst-nb or the book's tooling). Each
-chapter is copied ALONE into an empty folder, as Colab opens it (no checkout beside it:
-committed results must come from the installed package), and executed there with its
-setup cell installing the local wheel instead of the repository URL, while pretending to
-be Colab. The setup cell runs twice, to show that it is idempotent.
+A wheel of attnlib is built; a fresh virtual environment receives torch (pinned, so
+that pip takes the CPU build) and the Jupyter kernel, and nothing else. Each chapter is
+copied ALONE into an empty folder, as Colab opens it (no checkout beside it: committed
+results must come from the installed package), and executed there with its setup cell
+installing the local wheel instead of the repository URL, while pretending to be Colab.
+The setup cell runs twice, to show that it is idempotent.
+
+Everything else a chapter imports must arrive with that install, as one of attnlib's
+declared dependencies: so this is also each chapter run in an environment built from
+``pyproject.toml`` alone (issue 38: pandas, imported by every chapter and declared
+nowhere, passed while this environment installed it itself). A Colab runtime ships
+more (numpy, pandas, scikit-learn...), which only spares the install some downloads.
 
 This is the suite's execution of the chapters (nbmake is not run as well); the site
 build executes them a second time, in the project's environment, with every claim and
@@ -27,20 +32,9 @@ sys.path.insert(0, str(ROOT / "book"))
 import notebook_tools  # noqa: E402
 
 CHAPTERS = notebook_tools.chapter_notebooks()
-# What a Colab runtime ships, pinned as this project pins torch (the local CPU wheel).
-COLAB_STACK = [
-    "torch==2.13.0",
-    "numpy",
-    "scipy",
-    "matplotlib",
-    "scikit-learn",
-    "scikit-image",
-    "pandas",
-    "tqdm",
-    "ipykernel",
-    "nbclient",
-    "nbformat",
-]
+# The fresh environment before the setup cell: torch pinned as the project pins it (the
+# CPU wheel; unpinned, pip takes the CUDA build) and what runs a notebook, nothing else.
+FRESH_STACK = ["torch==2.13.0", "ipykernel", "nbclient", "nbformat"]
 PRETEND_COLAB = (
     'import sys, types\nsys.modules["google.colab"] = types.ModuleType("google.colab")'
 )
@@ -86,7 +80,7 @@ def colab_python(tmp_path_factory):
     wheel = next((tmp / "dist").glob("attnlib-*.whl"))
     venv.create(tmp / "venv", with_pip=True)
     python = tmp / "venv" / "bin" / "python"
-    _run(python, "-m", "pip", "install", "-q", *COLAB_STACK)
+    _run(python, "-m", "pip", "install", "-q", *FRESH_STACK)
     missing = subprocess.run(
         [python, "-c", "import attnlib"], capture_output=True, cwd=tmp
     )
