@@ -577,8 +577,8 @@ MUTANTS: list[Mutant] = [
     M(
         "quadratic-kernel-default-temperature-one",
         A + "symmetry/heads.py",
-        "temperature=temperature or math.sqrt(k),",
-        "temperature=temperature or 1.0,",
+        'score="scaled_dot",',
+        'score="dot",',
         T_SYM,
         T_SYM_X,
     ),
