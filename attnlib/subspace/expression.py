@@ -198,6 +198,18 @@ def self_expressive(
     & Turlach 2000; You, Li, Robinson & Vidal 2016).
     """
     X = as_float_array(X, "X", min_samples=2)
+    C, info = _self_expressive(
+        X, method, lam, solver, form, zero_diagonal, max_iter, tol, rho, working_set,
+        polish,
+    )  # fmt: skip
+    return (C, info) if return_info else C
+
+
+def _self_expressive(
+    X, method, lam, solver, form, zero_diagonal, max_iter, tol, rho, working_set,
+    polish,
+):  # fmt: skip
+    """:func:`self_expressive` on a checked ``X``: ``C`` and its SolverInfo."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     lam = DEFAULT_LAM[method] if lam is None else lam
@@ -215,8 +227,8 @@ def self_expressive(
             else _lrsc(X, lam, form)
         )
         info = SolverInfo(f"{method} closed form", 0, 0, 0.0, True, 0.0, float("nan"))
-        return (C, info) if return_info else C
-    C, info = ssc_rows(
+        return C, info
+    return ssc_rows(
         X,
         lam,
         solver,
@@ -226,7 +238,6 @@ def self_expressive(
         working_set=working_set,
         polish=polish,
     )
-    return (C, info) if return_info else C
 
 
 def _as_coefficients(C, name="C"):
