@@ -480,8 +480,9 @@ def test_estimator_bad_hyperparameters():
     _, X, y = make_data()
     with pytest.raises(ValueError, match="bandwidth"):
         NadarayaWatson(bandwidth=0).fit(X, y)
-    with pytest.raises(ValueError, match="bandwidths"):
-        NadarayaWatson(bandwidths=[0.1, -1]).fit(X, y)
+    for grid in ([0.1, -1], [0.1, 0.0], [np.nan, 0.1]):
+        with pytest.raises(ValueError, match="bandwidths"):
+            NadarayaWatson(bandwidths=grid).fit(X, y)
     with pytest.raises(ValueError, match="kernel"):
         NadarayaWatson(kernel="tricube").fit(X, y)
     with pytest.raises(ValueError, match="n_components"):
