@@ -267,10 +267,9 @@ def attention(
     mask, bias, temperature, dropout_p = _sdpa_arguments(
         mask, attn_mask, is_causal, dropout_p, temperature, scale
     )
-    if not isinstance(need_weights, bool):
-        raise ValueError(f"need_weights must be True or False, got {need_weights!r}")
+    _check_flag(need_weights, "need_weights")
     # SDPA's fused kernels: the output is checked for NaN instead of q, k and v.
-    fused = not need_weights and normalizer == "softmax" and score in _FUSED_SCORES
+    fused = _fusable(score, normalizer, need_weights)
     q = as_tensor(q, "q", min_ndim=2, allow_empty=True, finite=not fused)
     k = as_tensor(
         k, "k", min_ndim=2, dtype=_like(k, q), device=q.device, allow_empty=True,
@@ -283,28 +282,23 @@ def attention(
     # Tensors of different floating dtypes are promoted to the widest (never cast down).
     dtype = torch.promote_types(torch.promote_types(q.dtype, k.dtype), v.dtype)
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
-    if k.shape[-2] == 0 or q.shape[-1] == 0 or k.shape[-1] == 0:
-        raise ValueError(
-            "k must hold at least one key and q, k at least one feature, got shapes "
-            f"{tuple(q.shape)}, {tuple(k.shape)}"
-        )
-    if not callable(score) and q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q and k must have the same feature size, got {q.shape[-1]} and "
-            f"{k.shape[-1]}"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same number of tokens, got {k.shape[-2]} and "
-            f"{v.shape[-2]}"
-        )
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError as err:
-        shapes = ", ".join(str(tuple(t.shape)) for t in (q, k, v))
-        raise ValueError(
-            f"q, k and v must have broadcastable batch dimensions, got shapes {shapes}"
-        ) from err
+    return _attention(
+        q, k, v, score, normalizer, mask, bias, temperature, is_causal, dropout_p,
+        need_weights,
+    )  # fmt: skip
+
+
+def _attention(
+    q, k, v, score, normalizer, mask, bias, temperature, is_causal, dropout_p,
+    need_weights,
+) -> AttentionResult:  # fmt: skip
+    """:func:`attention` on checked tensors of one dtype and device, checked arguments.
+
+    The shapes are checked here (a shape costs no pass over the data); then the causal
+    mask, and SDPA's fused kernels or the weights.
+    """
+    _check_shapes(q, k, v, score)
+    fused = _fusable(score, normalizer, need_weights)
     if fused and is_causal and mask is None and bias is None:
         # SDPA's own causal path computes only the lower triangle
         return AttentionResult(
@@ -331,22 +325,53 @@ def attention(
         return AttentionResult(
             _fused(q, k, v, score, mask, bias, temperature, dropout_p), None
         )
-    result = attend(
-        q, k, v, score=score, normalizer=normalizer, mask=mask, temperature=temperature,
-        bias=bias, dropout_p=dropout_p,
-    )  # fmt: skip
+    result = _weights(q, k, v, score, normalizer, mask, temperature, bias, dropout_p)
     return result if need_weights else AttentionResult(result.output, None)
 
 
+def _check_shapes(q, k, v, score) -> None:
+    """Raise a ValueError naming the argument unless the shapes of q, k, v fit."""
+    if k.shape[-2] == 0 or q.shape[-1] == 0 or k.shape[-1] == 0:
+        raise ValueError(
+            "k must hold at least one key and q, k at least one feature, got shapes "
+            f"{tuple(q.shape)}, {tuple(k.shape)}"
+        )
+    if not callable(score) and q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q and k must have the same feature size, got {q.shape[-1]} and "
+            f"{k.shape[-1]}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same number of tokens, got {k.shape[-2]} and "
+            f"{v.shape[-2]}"
+        )
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError as err:
+        shapes = ", ".join(str(tuple(t.shape)) for t in (q, k, v))
+        raise ValueError(
+            f"q, k and v must have broadcastable batch dimensions, got shapes {shapes}"
+        ) from err
+
+
 def _temperature(temperature, score, d: int) -> float:
-    """The temperature given, or its default: ``sqrt(d)`` for the scaled dot, else 1."""
+    """The temperature, checked by the public function, or its default.
+
+    The default is ``sqrt(d)`` for the scaled dot, else 1.
+    """
     if temperature is None:
         temperature = math.sqrt(d) if score == "scaled_dot" else 1.0
-    return check_positive(temperature, "temperature")
+    return temperature
 
 
 #: The scores SDPA computes: q kᵀ / sqrt(d) and q kᵀ.
 _FUSED_SCORES = ("scaled_dot", "dot")
+
+
+def _fusable(score, normalizer, need_weights: bool) -> bool:
+    """Whether SDPA's fused kernels compute this attention (no weights are asked)."""
+    return not need_weights and normalizer == "softmax" and score in _FUSED_SCORES
 
 
 def _fused(
@@ -383,13 +408,13 @@ def _fused(
 
 
 def _sdpa_arguments(mask, attn_mask, is_causal, dropout_p, temperature, scale):
-    """SDPA's arguments in attnlib's terms: a bool mask, an additive bias, 1 / scale."""
+    """SDPA's arguments in attnlib's terms, checked: a bool mask, an additive bias and
+    the temperature (``1 / scale``)."""
     if attn_mask is not None:
         if mask is not None:
             raise ValueError("give mask or attn_mask (the same argument), not both")
         mask = attn_mask
-    if not isinstance(is_causal, bool):
-        raise ValueError(f"is_causal must be True or False, got {is_causal!r}")
+    _check_flag(is_causal, "is_causal")
     if (
         isinstance(dropout_p, bool)
         or not isinstance(dropout_p, (int, float))
@@ -400,13 +425,31 @@ def _sdpa_arguments(mask, attn_mask, is_causal, dropout_p, temperature, scale):
         if temperature is not None:
             raise ValueError("give temperature or scale (its inverse), not both")
         temperature = 1 / check_positive(scale, "scale")
+        if math.isinf(temperature):  # a subnormal scale, whose inverse overflows
+            raise ValueError(
+                f"scale must be at least {1 / sys.float_info.max:g} (its inverse "
+                f"overflows), got {scale!r}"
+            )
+    elif temperature is not None:
+        temperature = check_positive(temperature, "temperature")
     bias = None
     if isinstance(mask, torch.Tensor) and mask.is_floating_point():
-        if torch.isnan(mask).any() or torch.isposinf(mask).any():
-            raise ValueError("a float mask (additive) must not hold NaN or +inf")
-        keep = ~torch.isneginf(mask)
-        bias, mask = mask.masked_fill(~keep, 0.0), keep
+        mask, bias = _split_additive(mask)
     return mask, bias, temperature, float(dropout_p)
+
+
+def _split_additive(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A float mask (SDPA's, added to the scores) as the bool mask of the keys it keeps
+    and their finite bias."""
+    if torch.isnan(mask).any() or torch.isposinf(mask).any():
+        raise ValueError("a float mask (additive) must not hold NaN or +inf")
+    keep = ~torch.isneginf(mask)
+    return keep, mask.masked_fill(~keep, 0.0)
+
+
+def _check_flag(value, name: str) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
 def attend(
@@ -420,14 +463,16 @@ def attend(
     temperature: float | None = None,
     bias: torch.Tensor | None = None,
     dropout_p: float = 0.0,
+    is_causal: bool = False,
+    need_weights: bool = True,
 ) -> AttentionResult:
     """:func:`attention` on tensors that the caller has already checked.
 
     For callers inside attnlib that validated their own input once, at their public
     boundary: ``q``, ``k``, ``v`` are finite floating tensors of one dtype and device
-    whose shapes fit (as :func:`attention` checks them). The score, normalizer, mask and
-    temperature are still checked here, and scores that overflow raise
-    :class:`~attnlib.errors.ScoreError`.
+    (as :func:`attention` makes them). Their shapes, the score, normalizer, mask and a
+    given temperature are still checked here (none of these checks reads the data),
+    and scores that overflow raise :class:`~attnlib.errors.ScoreError`.
 
     Parameters
     ----------
@@ -438,11 +483,14 @@ def attend(
     v : tensor, shape (..., n_k, d_v)
         Checked values, in the dtype and on the device of ``q``.
     score, normalizer, mask, temperature : object
-        As in :func:`attention` (``mask`` boolean).
+        As in :func:`attention`.
     bias : float tensor, broadcastable to (..., n_q, n_k), optional
-        Finite, added to the scores after the temperature (SDPA's additive mask).
+        Finite, added to the scores after the temperature (SDPA's additive mask); not
+        with a float ``mask``, which is one.
     dropout_p : float in [0, 1]
         Dropout on the weights, as in :func:`attention`.
+    is_causal, need_weights : bool
+        As in :func:`attention`.
 
     Returns
     -------
@@ -453,6 +501,24 @@ def attend(
     ----------
     Eq. (1) of Vaswani et al. (2017), as :func:`attention`.
     """
+    if temperature is not None:
+        temperature = check_positive(temperature, "temperature")
+    _check_flag(is_causal, "is_causal")
+    _check_flag(need_weights, "need_weights")
+    if isinstance(mask, torch.Tensor) and mask.is_floating_point():
+        if bias is not None:
+            raise ValueError("give a float mask or bias (both are added), not both")
+        mask, bias = _split_additive(mask)
+    return _attention(
+        q, k, v, score, normalizer, mask, bias, temperature, is_causal, dropout_p,
+        need_weights,
+    )  # fmt: skip
+
+
+def _weights(
+    q, k, v, score, normalizer, mask, temperature, bias, dropout_p
+) -> AttentionResult:
+    """The weights and the output, for :func:`_attention` (checked arguments)."""
     score_fn, normalize = _resolve_score(score), _resolve_normalizer(normalizer)
     temperature = _temperature(temperature, score, q.shape[-1])
 

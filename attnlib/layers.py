@@ -18,7 +18,7 @@ from .attention import (
     AttentionResult,
     Normalizer,
     Score,
-    attention,
+    attend,
     resolve,
 )
 from .utils import as_tensor, check_int
@@ -226,7 +226,7 @@ class MultiHeadAttention(nn.Module):
     ):  # fmt: skip
         """:meth:`forward` in attnlib's layout, ``(..., n, features)``.
 
-        Without ``need_weights``, softmax heads run as PyTorch's fused attention.
+        Checks the tokens, then attends with :meth:`_attend_tokens`.
         """
         query = self._tokens(query, "query", self.q_proj)
         key = query if key is None else self._tokens(key, "key", self.k_proj)
@@ -246,6 +246,20 @@ class MultiHeadAttention(nn.Module):
                 "key and value must have the same number of tokens, got "
                 f"{key.shape[-2]} and {value.shape[-2]}"
             )
+        return self._attend_tokens(
+            query, key, value, key_padding_mask, attn_mask, is_causal, mask,
+            need_weights,
+        )  # fmt: skip
+
+    def _attend_tokens(
+        self, query, key, value, key_padding_mask, attn_mask, is_causal, mask,
+        need_weights,
+    ):  # fmt: skip
+        """:meth:`_rows` on checked tokens: the heads attend by
+        :func:`~attnlib.attention.attend` (their projections need no check).
+
+        Without ``need_weights``, softmax heads run as PyTorch's fused attention.
+        """
         q, k, v = (
             self._split_heads(p(x))
             for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value))
@@ -253,7 +267,7 @@ class MultiHeadAttention(nn.Module):
         if key_padding_mask is not None or attn_mask is not None:
             mask = _additive_mask(mask, key_padding_mask, attn_mask, q, k)
         try:
-            out, weights = attention(
+            out, weights = attend(
                 q, k, v, score=self.score, normalizer=self.normalizer, mask=mask,
                 is_causal=is_causal, dropout_p=self.dropout if self.training else 0.0,
                 need_weights=need_weights,
@@ -464,7 +478,7 @@ class TransformerEncoderLayer(nn.Module):
         seq_first = attn.batch_first is False
         if seq_first and isinstance(src, torch.Tensor) and src.ndim == 3:
             src = src.transpose(0, 1)  # the blocks below see (batch, n, d_model)
-        x = attn._tokens(src, "src", attn.q_proj)
+        x = attn._tokens(src, "src", attn.q_proj)  # the one check of src
         masks = (src_key_padding_mask, src_mask, is_causal, mask)
         if self.norm_first:
             x = x + self._attend(self.norm1(x), masks)
@@ -476,7 +490,9 @@ class TransformerEncoderLayer(nn.Module):
 
     def _attend(self, x, masks) -> torch.Tensor:
         try:
-            return self.dropout1(self.self_attn._rows(x, x, x, *masks, False).output)
+            return self.dropout1(
+                self.self_attn._attend_tokens(x, x, x, *masks, False).output
+            )
         except ValueError as err:
             raise ValueError(f"src or mask: {err}") from err
 

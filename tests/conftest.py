@@ -1,3 +1,5 @@
+import dataclasses
+import inspect
 import os
 import subprocess
 import sys
@@ -194,4 +196,110 @@ def validation_calls(monkeypatch):
                     return _fn(*args, **kwargs)
 
                 monkeypatch.setattr(module, helper, counted)
+    return calls
+
+
+#: Every check helper: those of attnlib.utils.validation and scikit-learn's two
+#: validators (tests/test_validate_once.py counts them on the hot paths).
+CHECKS = (
+    "as_tensor",
+    "as_float_array",
+    "check_on_device",
+    "check_numeric",
+    "check_positive",
+    "check_in_range",
+    "check_real",
+    "check_int",
+    "host_array",
+    "check_type",
+    "module_input",
+    "validate_data",
+    "check_array",
+)
+#: The checks that validate what ``host_array`` brought to the host.
+_AFTER_HOST = ("as_float_array", "validate_data", "check_array")
+
+
+@dataclasses.dataclass
+class Check:
+    """One call of a check helper: the attnlib module that made it and what it named.
+
+    ``names`` are the arguments checked (a helper's ``name``; ``X`` and ``y`` for
+    ``validate_data``; none for ``check_on_device``, which checks a computed value).
+    ``paired`` marks a ``host_array`` whose result a later check validated: the two
+    are one check of that input.
+    """
+
+    where: str
+    helper: str
+    names: tuple[str, ...]
+    result: object = None
+    paired: bool = False
+
+
+def _checked_names(helper: str, bound: inspect.BoundArguments) -> tuple[str, ...]:
+    args = bound.arguments
+    if helper == "check_on_device":
+        return ()
+    if helper == "validate_data":
+        return tuple(
+            n
+            for n in ("X", "y")
+            if not (isinstance(args.get(n), str) and args[n] == "no_validation")
+        )
+    if helper == "check_array":
+        return (args.get("input_name") or "array",)
+    return (args["name"],)
+
+
+@pytest.fixture
+def check_calls(monkeypatch):
+    """Record every call of a check helper (:data:`CHECKS`), wherever attnlib bound it.
+
+    Returns a list of :class:`Check`, one per call while the test runs. The helpers'
+    calls of one another inside ``attnlib.utils.validation`` (``as_tensor`` reading
+    ``check_on_device``) belong to one check and are not recorded.
+    """
+    import sklearn.utils.validation as sklearn_validation
+
+    from attnlib.utils import validation
+
+    calls: list[Check] = []
+    originals = {
+        h: getattr(validation, h, None) or getattr(sklearn_validation, h)
+        for h in CHECKS
+    }
+    signatures = {h: inspect.signature(fn) for h, fn in originals.items()}
+
+    def counted(helper, where):
+        fn = originals[helper]
+
+        def check(*args, **kwargs):
+            bound = signatures[helper].bind(*args, **kwargs)
+            bound.apply_defaults()
+            if helper in _AFTER_HOST:
+                for c in calls:
+                    if c.helper == "host_array" and any(
+                        a is c.result for a in bound.arguments.values()
+                    ):
+                        c.paired = True
+            record = Check(where, helper, _checked_names(helper, bound))
+            calls.append(record)
+            out = fn(*args, **kwargs)
+            if helper == "host_array":
+                record.result = out
+            return out
+
+        return check
+
+    for name, module in list(sys.modules.items()):
+        if (
+            not name.startswith("attnlib")
+            or module is None
+            or name == "attnlib.utils.validation"
+        ):
+            continue
+        for helper, fn in originals.items():
+            if getattr(module, helper, None) is fn:
+                monkeypatch.setattr(module, helper, counted(helper, name))
     return calls

@@ -480,8 +480,9 @@ def test_estimator_bad_hyperparameters():
     _, X, y = make_data()
     with pytest.raises(ValueError, match="bandwidth"):
         NadarayaWatson(bandwidth=0).fit(X, y)
-    with pytest.raises(ValueError, match="bandwidths"):
-        NadarayaWatson(bandwidths=[0.1, -1]).fit(X, y)
+    for grid in ([0.1, -1], [0.1, 0.0], [np.nan, 0.1]):
+        with pytest.raises(ValueError, match="bandwidths"):
+            NadarayaWatson(bandwidths=grid).fit(X, y)
     with pytest.raises(ValueError, match="kernel"):
         NadarayaWatson(kernel="tricube").fit(X, y)
     with pytest.raises(ValueError, match="n_components"):
@@ -555,3 +556,35 @@ def test_predict_checks_its_queries_once(kernel, validation_calls):
     # The same prediction as the public function, which checks its own inputs.
     ref = nadaraya_watson(X[:7], X, y, kernel=kernel, bandwidth=2.0).numpy()
     np.testing.assert_allclose(pred, ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kernel, conversions", [("gaussian", 0), ("laplace", 0), ("epanechnikov", 1)]
+)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_predict_converts_once_and_copies_no_training_data(
+    kernel, conversions, weighted, monkeypatch
+):
+    # NumPy in, NumPy out: the fused engine reads the arrays as they are, the compact
+    # kernels convert the queries to a tensor and the prediction back, once each. The
+    # training set took the layout predict reads at fit time (no copy per call).
+    X, y = make_data()[1:]
+    w = np.linspace(0.5, 2.0, len(y)) if weighted else None
+    model = NadarayaWatson(kernel=kernel, bandwidth=2.0).fit(X, y, sample_weight=w)
+    ref = model.predict(X[:7])
+    counts = {"to torch": 0, "to numpy": 0}
+
+    def counted(fn, key):
+        def wrapper(*args, **kwargs):
+            counts[key] += 1
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(torch, "from_numpy", counted(torch.from_numpy, "to torch"))
+    monkeypatch.setattr(torch.Tensor, "numpy", counted(torch.Tensor.numpy, "to numpy"))
+    monkeypatch.setattr(kr.core, "key_lanes", None)  # must not be called again,
+    monkeypatch.setattr(kr.estimators, "_weighted_values", None)  # nor this
+    pred = model.predict(X[:7])
+    assert counts == {"to torch": conversions, "to numpy": conversions}
+    np.testing.assert_array_equal(pred, ref)

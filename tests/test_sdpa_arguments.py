@@ -127,6 +127,7 @@ def test_every_normalizer_takes_the_sdpa_arguments():
           "attn_mask": torch.ones(5, 7, dtype=torch.bool)}, "attn_mask"),
         ({"temperature": 2.0, "scale": 0.5}, "scale"),
         ({"scale": 0.0}, "scale"),
+        ({"scale": 1e-320}, "scale"),  # its inverse overflows
         ({"dropout_p": 1.5}, "dropout_p"),
         ({"dropout_p": True}, "dropout_p"),
         ({"is_causal": 1}, "is_causal"),

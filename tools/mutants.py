@@ -569,8 +569,8 @@ MUTANTS: list[Mutant] = [
     M(
         "quadratic-kernel-default-temperature-one",
         A + "symmetry/heads.py",
-        "temperature=temperature or math.sqrt(k),",
-        "temperature=temperature or 1.0,",
+        'score="scaled_dot",',
+        'score="dot",',
         T_SYM,
         T_SYM_X,
     ),
@@ -782,6 +782,13 @@ MUTANTS: list[Mutant] = [
         "tests/test_sdpa_arguments.py",
     ),
     M(
+        "sdpa-subnormal-scale-accepted",
+        A + "attention.py",
+        "if math.isinf(temperature):",
+        "if math.isnan(temperature):",
+        "tests/test_sdpa_arguments.py",
+    ),
+    M(
         "sdpa-causal-mask-upper",
         A + "attention.py",
         "dtype=torch.bool, device=q.device\n        ).tril()",
@@ -857,6 +864,13 @@ MUTANTS: list[Mutant] = [
         "return sums[:, :-1] / total",
         "return sums[:, :-1]",
         "tests/test_estimators.py",
+    ),
+    M(
+        "nw-bandwidth-candidates-accept-zero",
+        A + "kernel_regression/estimators.py",
+        "bad = ~(np.isfinite(grid) & (grid > 0))",
+        "bad = ~(np.isfinite(grid) & (grid >= 0))",
+        T_KR,
     ),
     M(
         "nw-loo-errors-unweighted",

@@ -250,22 +250,27 @@ def nadaraya_watson_sums(
 
 def fused_sums(x_query, x_train, y_train, bandwidth, l1, threads):
     """:func:`nadaraya_watson_sums` on inputs its caller has checked."""
+    return lane_sums(x_query, *key_lanes(x_train, y_train), bandwidth, l1, threads)
+
+
+def key_lanes(x_train, y_train):
+    """The keys and values in the engine's layout: one key per lane (copies).
+
+    ``(d, n_train)`` and ``(d_v, n_train)``, contiguous: a caller that predicts many
+    times from one training set makes them once and calls :func:`lane_sums`.
+    """
+    return np.ascontiguousarray(x_train.T), np.ascontiguousarray(y_train.T)
+
+
+def lane_sums(x_query, xt, yt, bandwidth, l1, threads):
+    """:func:`fused_sums` on keys and values already in lanes (:func:`key_lanes`)."""
     dtype = x_query.dtype
-    if (
-        dtype not in (np.float32, np.float64)
-        or x_train.dtype != dtype
-        or y_train.dtype != dtype
-    ):
+    if dtype not in (np.float32, np.float64) or xt.dtype != dtype or yt.dtype != dtype:
         raise ValueError(
             "x_query, x_train and y_train must all be float32 or all float64, got "
             f"{dtype}"
         )
     xq = np.ascontiguousarray(x_query)
-    # keys along the lanes
-    xt, yt = (
-        np.ascontiguousarray(x_train.T),
-        np.ascontiguousarray(y_train.T),
-    )
     # inf, not 1/0, for a tiny bandwidth
     c = 1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth
     c = min(c, float(np.finfo(dtype).max))

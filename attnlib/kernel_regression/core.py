@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch.utils.checkpoint import checkpoint
 
 from ..attention import SCORES, attend
-from ..engines.kernelsums import fused_sums
+from ..engines.kernelsums import key_lanes, lane_sums
 from ..errors import EmptySupportError, ScoreError
 from ..utils import as_tensor, available_memory, check_positive
 
@@ -135,8 +136,8 @@ def _kernel_attention(
             top = s if mask is None else s.masked_fill(~mask, float("-inf"))
             return (s - top.amax(-1, keepdim=True).detach()) * scale
 
-        try:
-            return attend(xq, xt, y, score=shifted, temperature=1.0, mask=mask)
+        try:  # the scale is in the score; a callable's default temperature is 1
+            return attend(xq, xt, y, score=shifted, mask=mask)
         except ScoreError as err:
             raise _overflow_error(xq.dtype) from err
     score = _VALUE_KERNELS.get(kernel, kernel)
@@ -258,20 +259,46 @@ def _predict(xq, xt, y, kernel: Kernel, bandwidth: float) -> torch.Tensor:
         and xq.dtype in (torch.float32, torch.float64)
     )
     if fused and not grad:
-        out = fused_sums(  # the inputs are checked by the caller
-            xq.detach().numpy(),
-            xt.detach().numpy(),
-            y.detach().numpy(),
-            bandwidth,
-            kernel == "laplace",
-            torch.get_num_threads(),
+        lanes = key_lanes(xt.detach().numpy(), y.detach().numpy())
+        return torch.from_numpy(
+            _fused_predict(xq.detach().numpy(), lanes, kernel, bandwidth)
         )
-        prediction = torch.from_numpy(out)
-        # The inputs are finite (checked), so a non-finite prediction is an overflow.
-        if not torch.isfinite(prediction).all():
-            raise _overflow_error(xq.dtype)
-        return prediction
     return _blockwise(xq, xt, y, kernel, bandwidth, grad)
+
+
+def _fused_predict(xq: np.ndarray, lanes, kernel: Kernel, bandwidth: float):
+    """The fused engine's predictions for checked arrays (the keys and values in
+    lanes, :func:`~attnlib.engines.kernelsums.key_lanes`)."""
+    out = lane_sums(xq, *lanes, bandwidth, kernel == "laplace", torch.get_num_threads())
+    # The inputs are finite (checked), so a non-finite prediction is an overflow.
+    if not np.isfinite(out).all():
+        raise _overflow_error(torch.from_numpy(out).dtype)  # named as torch names it
+    return out
+
+
+def _prepare(xt: np.ndarray, y: np.ndarray, kernel: Kernel):
+    """A checked training set ``(n, d)``, ``(n, d_v)``, as :func:`_predict_array` reads
+    it.
+
+    The fused engine's lanes for the Gaussian and Laplace kernels, tensors that share
+    the arrays' memory for the others: a fitted estimator makes them once.
+    """
+    if kernel in _SOFTMAX_KERNELS:
+        return key_lanes(xt, y)
+    return torch.from_numpy(xt), torch.from_numpy(y)
+
+
+def _predict_array(xq: np.ndarray, train, kernel: Kernel, bandwidth: float):
+    """:func:`_predict` for checked float32 or float64 NumPy queries, against a
+    training set made by :func:`_prepare`.
+
+    The fused engine reads the arrays as they are; the other kernels convert the
+    queries to a tensor and the prediction back, once each.
+    """
+    if kernel in _SOFTMAX_KERNELS:
+        return _fused_predict(xq, train, kernel, bandwidth)
+    q = torch.from_numpy(np.require(xq, requirements="W"))  # torch wants writable
+    return _blockwise(q, *train, kernel, bandwidth, grad=False).numpy()
 
 
 # Elements of the weight matrix of one block of queries in the blockwise path (16 MiB in
@@ -357,6 +384,12 @@ def loo_predictions(
         raise ValueError(
             f"x_train needs at least 2 samples for leave-one-out, got {xt.shape[0]}"
         )
+    prediction = _loo(xt, y, kernel, bandwidth)
+    return prediction[:, 0] if squeeze else prediction
+
+
+def _loo(xt, y, kernel: Kernel, bandwidth: float) -> torch.Tensor:
+    """:func:`loo_predictions` on checked 2-D tensors, at least two rows."""
     not_self = ~torch.eye(xt.shape[0], dtype=torch.bool, device=xt.device)
     prediction, _ = _kernel_attention(xt, xt, y, kernel, bandwidth, mask=not_self)
-    return prediction[:, 0] if squeeze else prediction
+    return prediction

@@ -20,15 +20,16 @@ from sklearn.utils.validation import (
 )
 from torch import nn
 
-from ..attention import attention
+from ..attention import attend
 from ..errors import EmptySupportError
 from ..training import train
 from ..utils import check_int, check_positive, host_array
 from .core import (
     Kernel,
     _check_kernel,
-    _predict,
-    loo_predictions,
+    _loo,
+    _predict_array,
+    _prepare,
     nadaraya_watson,
 )
 
@@ -133,6 +134,7 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
                 sample_weight, X, dtype=X.dtype, ensure_non_negative=True
             )
         _check_kernel(self.kernel)
+        values = _weighted_values(y, weights)
         if loo:
             grid = (
                 _default_bandwidths(X)
@@ -141,15 +143,11 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             )
             if grid.size == 0:
                 raise ValueError("bandwidths must hold at least one candidate")
-            for h in grid:
-                check_positive(float(h), "bandwidths")
+            bad = ~(np.isfinite(grid) & (grid > 0))
+            if bad.any():  # one pass over the candidates, then the check's message
+                check_positive(float(grid[bad][0]), "bandwidths")
             self.bandwidths_ = grid
-            try:
-                self.loo_mse_ = np.array(
-                    [self._loo_mse(X, y, weights, float(h)) for h in grid]
-                )
-            except ValueError as err:  # the inputs overflow the dtype
-                raise ValueError(f"X: {err}") from err
+            self.loo_mse_ = _loo_errors(X, y, values, weights, self.kernel, grid)
             if not np.isfinite(self.loo_mse_).any():
                 raise ValueError(
                     "bandwidths: every candidate leaves some point without "
@@ -159,23 +157,9 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         else:
             self.bandwidth_ = check_positive(self.bandwidth, "bandwidth")
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, weights
+        # What predict reads, made once: no call converts or copies the training set.
+        self._train = _prepare(X, values, self.kernel)
         return self
-
-    def _loo_mse(self, X, y, weights, h: float) -> float:
-        try:
-            sums = loo_predictions(
-                torch.from_numpy(X),
-                torch.from_numpy(_weighted_values(y, weights)),
-                kernel=self.kernel,
-                bandwidth=h,
-            ).numpy()
-        except EmptySupportError:  # a compact kernel left a point without neighbours
-            return float("inf")
-        pred = _ratio(sums, weights)
-        if pred is None:  # a point whose every other neighbour weighs zero
-            return float("inf")
-        errors = ((pred - y.reshape(len(y), -1)) ** 2).mean(1)
-        return float(np.average(errors, weights=weights))
 
     def predict(self, X) -> np.ndarray:
         """Predict at new points, streamed over the training set.
@@ -196,13 +180,7 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         X = validate_data(self, host_array(X), dtype=self.X_fit_.dtype, reset=False)
         weights = getattr(self, "sample_weight_", None)
         try:
-            sums = _predict(
-                torch.from_numpy(np.require(X, requirements="W")),
-                torch.from_numpy(self.X_fit_),
-                torch.from_numpy(_weighted_values(self.y_fit_, weights)),
-                self.kernel,
-                self.bandwidth_,
-            ).numpy()
+            sums = _predict_array(X, self._train, self.kernel, self.bandwidth_)
         except EmptySupportError as err:
             raise EmptySupportError(f"X: {err}") from err
         except ValueError as err:  # X is checked: what fails is X against the data
@@ -243,6 +221,33 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             return -np.inf
 
 
+def _loo_errors(X, y, values, weights, kernel: Kernel, grid) -> np.ndarray:
+    """The leave-one-out mean squared error of each bandwidth of ``grid``.
+
+    On checked arrays: ``values`` are :func:`_weighted_values`, and the training set
+    becomes tensors once, for every candidate.
+    """
+    keys, values = torch.from_numpy(X), torch.from_numpy(values)
+    try:
+        return np.array(
+            [_loo_mse(keys, values, y, weights, kernel, float(h)) for h in grid]
+        )
+    except ValueError as err:  # the inputs overflow the dtype
+        raise ValueError(f"X: {err}") from err
+
+
+def _loo_mse(keys, values, y, weights, kernel: Kernel, h: float) -> float:
+    try:
+        sums = _loo(keys, values, kernel, h).numpy()
+    except EmptySupportError:  # a compact kernel left a point without neighbours
+        return float("inf")
+    pred = _ratio(sums, weights)
+    if pred is None:  # a point whose every other neighbour weighs zero
+        return float("inf")
+    errors = ((pred - y.reshape(len(y), -1)) ** 2).mean(1)
+    return float(np.average(errors, weights=weights))
+
+
 def _weighted_values(y: np.ndarray, weights) -> np.ndarray:
     """The values averaged: ``y`` as columns, and with weights ``[w y, w]``.
 
@@ -281,7 +286,7 @@ class _LearnedMetric(nn.Module):
         From ``x_train`` ``(n, d)``, ``y_train`` ``(n, n_outputs)``; ``mask``
         ``(n_q, n)`` is True where a query may use a point.
         """
-        return attention(
+        return attend(  # fit checked the data; a diverging W shows in the scores
             x_query @ self.W.T,
             x_train @ self.W.T,
             y_train,
@@ -419,7 +424,10 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
             if isinstance(rs, numbers.Integral)
             else int(check_random_state(rs).randint(2**31 - 1))
         )
-        self.init_bandwidth_ = NadarayaWatson().fit(X, y).bandwidth_
+        # NadarayaWatson's leave-one-out choice, on the arrays checked above
+        grid = _default_bandwidths(X)
+        loo_mse = _loo_errors(X, y, _weighted_values(y, None), None, "gaussian", grid)
+        self.init_bandwidth_ = float(grid[np.argmin(loo_mse)])
         directions = (
             np.eye(d)
             if p == d

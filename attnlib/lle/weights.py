@@ -18,7 +18,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.neighbors import NearestNeighbors
 
-from ..attention import AttentionResult, attention
+from ..attention import AttentionResult, attend
 from ..utils import as_float_array, as_tensor, check_positive
 
 __all__ = ["LLEWeights", "barycenter_weights", "lle_weights", "lle_attention"]
@@ -74,6 +74,11 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
             f"({queries.shape[0]}, K, {queries.shape[1]}), got {tuple(neighbors.shape)}"
         )
     reg = check_positive(reg, "reg", allow_zero=True)
+    return _barycenter_weights(queries, neighbors, reg)
+
+
+def _barycenter_weights(queries, neighbors, reg: float) -> torch.Tensor:
+    """:func:`barycenter_weights` of checked tensors and a checked ``reg``."""
     # The result has the inputs' common dtype; half precisions are solved in float32
     # (LAPACK has no half solvers) and rounded back.
     dtype = torch.promote_types(queries.dtype, neighbors.dtype)
@@ -203,7 +208,7 @@ def lle_weights(
 def _weights_on_neighbors(
     X: np.ndarray, keys: np.ndarray, ind: np.ndarray, reg: float, dense: bool
 ) -> LLEWeights:
-    w = barycenter_weights(
+    w = _barycenter_weights(
         torch.from_numpy(X), torch.from_numpy(keys)[torch.from_numpy(ind)], reg
     ).numpy()
     indptr = np.arange(0, ind.size + 1, ind.shape[1])
@@ -246,13 +251,14 @@ def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
     X = as_tensor(X, "X", ndim=2)
     n = X.shape[0]
     n_neighbors = _check_n_neighbors(n_neighbors, n, True)
+    reg = check_positive(reg, "reg", allow_zero=True)
     ind = torch.from_numpy(
         _nearest_neighbors(X.detach().cpu().double().numpy(), None, n_neighbors)
     ).to(X.device)
     mask = torch.zeros(n, n, dtype=torch.bool, device=X.device).scatter_(1, ind, True)
 
     def barycentric_score(q, k):
-        c = barycenter_weights(q, k[ind], reg)
+        c = _barycenter_weights(q, k[ind], reg)
         return torch.zeros(n, n, dtype=c.dtype, device=c.device).scatter(1, ind, c)
 
-    return attention(X, X, X, score=barycentric_score, normalizer="none", mask=mask)
+    return attend(X, X, X, score=barycentric_score, normalizer="none", mask=mask)

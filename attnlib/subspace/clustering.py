@@ -13,7 +13,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import SpectralClustering
 from sklearn.utils.validation import validate_data  # scikit-learn >= 1.6
 
-from ..ksubspaces import k_subspaces
+from ..ksubspaces import refine_labels
 from ..lasso import (
     soft_threshold,  # noqa: F401 (re-exported)
 )
@@ -22,7 +22,7 @@ from ..sparse_coding import (  # noqa: F401 (re-exported)
     sparse_coding_attention,
 )
 from ..utils import check_int, host_array
-from .expression import _as_coefficients, self_expressive
+from .expression import _as_coefficients, _self_expressive
 
 
 def affinity(C, *, normalize: str | None = None, keep: int | None = None):
@@ -47,7 +47,11 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
     §5.1 of the self-expression paper (``A = |C| + |Cᵀ|``); Elhamifar & Vidal (2013),
     Sec. 3.
     """
-    C = _as_coefficients(C)
+    return _affinity(_as_coefficients(C), normalize, keep)
+
+
+def _affinity(C, normalize, keep):
+    """:func:`affinity` of checked coefficients (dense or CSR)."""
     if normalize not in (None, "l1", "l2", "max"):
         raise ValueError(
             f"normalize must be None, 'l1', 'l2' or 'max', got {normalize!r}"
@@ -125,8 +129,6 @@ def spectral_clustering(
         raise ValueError(
             f"eigen_solver must be 'auto', 'arpack' or 'lobpcg', got {eigen_solver!r}"
         )
-    if eigen_solver == "auto":
-        eigen_solver = "lobpcg" if A.shape[0] > 2000 else "arpack"
     values = A.data if sp.issparse(A) else A
     if np.any(values < 0) or abs(A - A.T).max() > 1e-10 * max(
         abs(values).max(), 1e-300
@@ -136,6 +138,15 @@ def spectral_clustering(
         # No sample is linked to any other: every partition is as good as any, and
         # scikit-learn would return one without a word.
         raise ValueError("A is all zero: no affinity to cluster by")
+    return _spectral_clustering(
+        A, n_clusters, random_state, assign_labels, eigen_solver
+    )
+
+
+def _spectral_clustering(A, n_clusters, random_state, assign_labels, eigen_solver):
+    """:func:`spectral_clustering` of a checked affinity and checked arguments."""
+    if eigen_solver == "auto":
+        eigen_solver = "lobpcg" if A.shape[0] > 2000 else "arpack"
     model = SpectralClustering(
         n_clusters,
         affinity="precomputed",
@@ -300,30 +311,28 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
             raise ValueError(
                 f"n_clusters={n_clusters} must be at most n_samples={X.shape[0]}"
             )
-        self.coef_, self.solver_info_ = self_expressive(
-            X, self.method, self.lam, solver=self.solver, form=self.form,
-            zero_diagonal=self.zero_diagonal, working_set=self.working_set,
-            tol=self.tol, max_iter=self.max_iter, return_info=True,
+        # X is checked: the steps run their private, trusted forms
+        self.coef_, self.solver_info_ = _self_expressive(
+            X, self.method, self.lam, self.solver, self.form, self.zero_diagonal,
+            self.max_iter, self.tol, None, self.working_set, True,
         )  # fmt: skip
         self.n_iter_ = self.solver_info_.n_iter
-        self.affinity_matrix_ = affinity(
-            self.coef_, normalize=self.normalize, keep=self.keep
-        )
+        self.affinity_matrix_ = _affinity(self.coef_, self.normalize, self.keep)
         A = self.affinity_matrix_
         if not np.any(A.data if sp.issparse(A) else A):
             raise ValueError(
                 "every self-expressive coefficient is zero: lam is too large for the "
                 "scale of X (lam or X) and there is no affinity to cluster by"
             )
-        self.spectral_labels_ = spectral_clustering(
-            self.affinity_matrix_, n_clusters, random_state=self.random_state
+        self.spectral_labels_ = _spectral_clustering(
+            A, n_clusters, self.random_state, "kmeans", "auto"
         )
         self.labels_, self.n_refine_iter_ = self.spectral_labels_, 0
         if self.refine:
             dim = self.subspace_dim
             if dim is not None:
                 dim = check_int(dim, "subspace_dim", maximum=X.shape[1] - 1)
-            self.labels_, self.n_refine_iter_ = k_subspaces(
+            self.labels_, self.n_refine_iter_ = refine_labels(
                 X, self.spectral_labels_, dim=dim
             )
         return self

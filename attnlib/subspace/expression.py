@@ -194,6 +194,18 @@ def self_expressive(
     Vidal 2016). Elhamifar & Vidal (2013) solve SSC by ADMM; it is not offered here.
     """
     X = as_float_array(X, "X", min_samples=2)
+    C, info = _self_expressive(
+        X, method, lam, solver, form, zero_diagonal, max_iter, tol, rho, working_set,
+        polish,
+    )  # fmt: skip
+    return (C, info) if return_info else C
+
+
+def _self_expressive(
+    X, method, lam, solver, form, zero_diagonal, max_iter, tol, rho, working_set,
+    polish,
+):  # fmt: skip
+    """:func:`self_expressive` on a checked ``X``: ``C`` and its SolverInfo."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     lam = DEFAULT_LAM[method] if lam is None else lam
@@ -211,8 +223,8 @@ def self_expressive(
             else _lrsc(X, lam, form)
         )
         info = SolverInfo(f"{method} closed form", 0, 0, 0.0, True, 0.0, float("nan"))
-        return (C, info) if return_info else C
-    C, info = ssc_rows(
+        return C, info
+    return ssc_rows(
         X,
         lam,
         solver,
@@ -221,7 +233,6 @@ def self_expressive(
         working_set=working_set,
         polish=polish,
     )
-    return (C, info) if return_info else C
 
 
 def _as_coefficients(C, name="C"):

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from ..attention import AttentionResult, attention
+from ..attention import AttentionResult, attend
 from ..utils import as_tensor, check_int, check_positive, names_input
 
 __all__ = ["knowledge_attention", "KnowledgeAttention"]
@@ -79,11 +79,6 @@ def knowledge_attention(
         None if m is None else as_tensor(m, name, min_ndim=2, device=x.device)
         for m, name in ((a, "a"), (c, "c"))
     )
-    # The common dtype of the inputs: a float64 argument is never rounded to float32.
-    dtype = x.dtype
-    for m in (z, a, c):
-        dtype = dtype if m is None else torch.promote_types(dtype, m.dtype)
-    x, z = x.to(dtype), z.to(dtype)
     if temperature is not None:
         temperature = check_positive(temperature, "temperature")
     if z.shape[-1] != x.shape[-1]:
@@ -93,43 +88,56 @@ def knowledge_attention(
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     k = z.shape[-2]
-    if a is None:
-        a = torch.eye(k, dtype=x.dtype, device=x.device)
-    a = _square(a, "a", k, x)
-    y = x @ z.transpose(-2, -1)
-    if kernel == "rbf":
-        q = y @ a
-        return attention(
-            q,
-            q,
-            x,
-            score="neg_sq_dist",
-            normalizer=normalizer,
-            temperature=temperature or 1.0,
-        )
+    _check_square(a, "a", k)
     if kernel == "higher_order":
         if c is None:
             raise ValueError('c is required for kernel="higher_order"')
-        second_moment = y.transpose(-2, -1) @ y / y.shape[-2]
-        a = a + second_moment @ _square(c, "c", k, x)
-    return attention(
-        y @ a,
-        y,
-        x,
-        score="dot",
-        normalizer=normalizer,
-        temperature=temperature or math.sqrt(k),
-    )
+        _check_square(c, "c", k)
+    return _heads(x, z, a, c, kernel, normalizer, temperature)
 
 
-def _square(m, name: str, k: int, like: torch.Tensor) -> torch.Tensor:
-    m = as_tensor(m, name, min_ndim=2, dtype=like.dtype, device=like.device)
-    if m.shape[-2:] != (k, k):
+def _check_square(m, name: str, k: int) -> None:
+    if m is not None and m.shape[-2:] != (k, k):
         raise ValueError(
             f"{name} must be ({k}, {k}) in its last two dimensions, got "
             f"{tuple(m.shape)}"
         )
-    return m
+
+
+def _heads(x, z, a, c, kernel: str, normalizer, temperature) -> AttentionResult:
+    """:func:`knowledge_attention` on checked tensors and arguments.
+
+    Brought to one dtype (the widest: a float64 argument is never rounded to float32)
+    and the device of ``x``.
+    """
+    dtype = x.dtype
+    for m in (z, a, c):
+        dtype = dtype if m is None else torch.promote_types(dtype, m.dtype)
+    x = x.to(dtype)
+    z, a, c = (
+        None if m is None else m.to(dtype=dtype, device=x.device) for m in (z, a, c)
+    )
+    k = z.shape[-2]
+    if a is None:
+        a = torch.eye(k, dtype=x.dtype, device=x.device)
+    y = x @ z.transpose(-2, -1)
+    if kernel == "rbf":
+        q = y @ a
+        return attend(
+            q, q, x, score="neg_sq_dist", normalizer=normalizer, temperature=temperature
+        )
+    if kernel == "higher_order":
+        second_moment = y.transpose(-2, -1) @ y / y.shape[-2]
+        a = a + second_moment @ c
+    # y @ a has k features: the scaled dot's default temperature is sqrt(k)
+    return attend(
+        y @ a,
+        y,
+        x,
+        score="scaled_dot",
+        normalizer=normalizer,
+        temperature=temperature,
+    )
 
 
 class KnowledgeAttention(nn.Module):
@@ -249,14 +257,14 @@ class KnowledgeAttention(nn.Module):
         for layer in range(z.shape[0]):
             c = None if self.c is None else self.c[layer]
             with names_input("x"):
-                heads = knowledge_attention(
+                heads = _heads(
                     h.unsqueeze(-3),
                     z[layer],
                     self.a[layer],
-                    kernel=self.kernel,
-                    c=c,
-                    normalizer=self.normalizer,
-                    temperature=self.temperature,
+                    c,
+                    self.kernel,
+                    self.normalizer,
+                    self.temperature,
                 ).output  # (..., heads, n, d)
             w = self.head_weight[layer]
             mixed = (
