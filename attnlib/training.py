@@ -254,11 +254,14 @@ def _seeded(seed: int | None, device: torch.device):
     if seed is None:
         yield
         return
-    cuda = [device.index or 0] if device.type == "cuda" else []
+    # A CPU build (CUDA simulated in the tests) has no CUDA generator to fork.
+    real_cuda = device.type == "cuda" and torch.backends.cuda.is_built()
+    cuda = [device.index or 0] if real_cuda else []
     with torch.random.fork_rng(devices=cuda):
         torch.default_generator.manual_seed(seed)
         for index in cuda:
-            torch.cuda.default_generators[index].manual_seed(seed)
+            with torch.cuda.device(index):
+                torch.cuda.manual_seed(seed)
         yield
 
 

@@ -169,36 +169,6 @@ def pytest_xdist_make_scheduler(config, log):
     return WebsiteTogether(config, log)
 
 
-#: The validation helpers that scan an input (for NaN, shape, dtype): each call is one
-#: pass over the data.
-VALIDATORS = ("as_tensor", "as_float_array", "validate_data", "check_array")
-
-
-@pytest.fixture
-def validation_calls(monkeypatch):
-    """Count the calls of the validation helpers, wherever attnlib refers to them.
-
-    Returns a list that records ``(module, helper)`` for every call while the test runs:
-    a test asserts how many times one input was checked on its way through.
-    """
-    import sys
-
-    calls = []
-    for name, module in list(sys.modules.items()):
-        if not name.startswith("attnlib") or module is None:
-            continue
-        for helper in VALIDATORS:
-            fn = getattr(module, helper, None)
-            if callable(fn):
-
-                def counted(*args, _fn=fn, _where=f"{name}.{helper}", **kwargs):
-                    calls.append(_where)
-                    return _fn(*args, **kwargs)
-
-                monkeypatch.setattr(module, helper, counted)
-    return calls
-
-
 #: Every check helper: those of attnlib.utils.validation and scikit-learn's two
 #: validators (tests/test_validate_once.py counts them on the hot paths).
 CHECKS = (

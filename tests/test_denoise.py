@@ -437,10 +437,11 @@ def test_gaussian_filter_window_rounds_like_scipy(rng):
     np.testing.assert_allclose(out[4:-4, 4:-4], ref[4:-4, 4:-4], atol=1e-7)
 
 
-def test_nlm_attention_checks_its_image_once(validation_calls):
+def test_nlm_attention_checks_its_image_once(check_calls):
     # The image is checked by _as_image at the boundary; patches, tokens and the
     # chunked attention calls trust it.
     image = np.random.default_rng(0).random((9, 8, 2))
     out = dn.nlm_attention(image, patch_size=3, patch_distance=2, h=0.3)
     assert out.shape == image.shape and np.isfinite(out).all()
-    assert validation_calls == ["attnlib.denoise.common.as_tensor"]
+    scans = [(c.where, c.helper) for c in check_calls if "image" in c.names]
+    assert scans == [("attnlib.denoise.common", "as_tensor")]

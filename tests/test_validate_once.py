@@ -146,10 +146,6 @@ HOT_PATHS = {
 #: Hot paths that check an input again in code this change could not touch, and why:
 #: strict xfails, so that each entry goes once its path is fixed.
 KNOWN = {
-    "MetricNadarayaWatson.fit": (
-        "attnlib.training.train checks n_steps, lr and weight_decay again after fit "
-        "(training.py is being edited elsewhere)"
-    ),
     "SubspaceClustering.fit, ssc": (
         "attnlib.lasso.ssc_rows checks X again (host_array and as_float_array); "
         "lasso.py is being edited elsewhere and needs a trusted twin of ssc_rows"

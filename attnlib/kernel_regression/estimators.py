@@ -406,9 +406,7 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
             if self.n_components is None
             else check_int(self.n_components, "n_components", maximum=d)
         )
-        n_steps = check_int(self.n_steps, "n_steps")
-        check_positive(self.lr, "lr")
-        check_positive(self.weight_decay, "weight_decay", allow_zero=True)
+        # n_steps, lr and weight_decay are checked once, by train().
         verbose = check_int(self.verbose, "verbose", minimum=0)
         progress = verbose > 0
         batch = (
@@ -449,14 +447,14 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
             model,
             _loo_loss,
             batches,
-            n_steps=n_steps,
+            n_steps=self.n_steps,
             lr=self.lr,
             weight_decay=self.weight_decay,
             seed=seed,
             progress=progress,
             desc="metric NW",
         )
-        self.n_iter_ = n_steps
+        self.n_iter_ = len(self.loss_history_)
         self.W_ = model.W.detach().cpu().numpy().copy()
         self.metric_ = self.W_.T @ self.W_
         self.X_fit_, self.y_fit_ = X, y

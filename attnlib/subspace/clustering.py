@@ -313,9 +313,17 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
             )
         # X is checked: the steps run their private, trusted forms
         self.coef_, self.solver_info_ = _self_expressive(
-            X, self.method, self.lam, self.solver, self.form, self.zero_diagonal,
-            self.max_iter, self.tol, None, self.working_set, True,
-        )  # fmt: skip
+            X,
+            method=self.method,
+            lam=self.lam,
+            solver=self.solver,
+            form=self.form,
+            zero_diagonal=self.zero_diagonal,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            working_set=self.working_set,
+            polish=True,
+        )
         self.n_iter_ = self.solver_info_.n_iter
         self.affinity_matrix_ = _affinity(self.coef_, self.normalize, self.keep)
         A = self.affinity_matrix_

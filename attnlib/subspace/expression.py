@@ -195,16 +195,23 @@ def self_expressive(
     """
     X = as_float_array(X, "X", min_samples=2)
     C, info = _self_expressive(
-        X, method, lam, solver, form, zero_diagonal, max_iter, tol, rho, working_set,
-        polish,
-    )  # fmt: skip
+        X,
+        method=method,
+        lam=lam,
+        solver=solver,
+        form=form,
+        zero_diagonal=zero_diagonal,
+        max_iter=max_iter,
+        tol=tol,
+        working_set=working_set,
+        polish=polish,
+    )
     return (C, info) if return_info else C
 
 
 def _self_expressive(
-    X, method, lam, solver, form, zero_diagonal, max_iter, tol, rho, working_set,
-    polish,
-):  # fmt: skip
+    X, *, method, lam, solver, form, zero_diagonal, max_iter, tol, working_set, polish
+):
     """:func:`self_expressive` on a checked ``X``: ``C`` and its SolverInfo."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
