@@ -183,7 +183,8 @@ def test_rows_are_probability_vectors_and_outputs_convex(n_q, n_k, d, t, seed):
             dict(mask=torch.ones(4, 7, dtype=torch.bool)),
             "mask of shape .* does not broadcast",
         ),
-        (dict(q=[["a", "b"]]), "q must be array-like"),
+        (dict(q=[["a", "b"]]), "q must hold numbers, got strings"),
+        (dict(q=[[object(), 1.0]]), "q must be array-like"),
     ],
 )
 def test_bad_input_raises_clear_value_error(kwargs, message):
