@@ -64,16 +64,20 @@ def test_every_parameter_of_a_document_model_gets_a_gradient(kind):
     assert (model.query is None) == (kind in ("continuous", "oracle"))
 
 
-def test_oracle_centres_the_density_on_the_span():
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-6), (D64, 1e-12)])
+def test_oracle_centres_the_density_on_the_span(dtype, tol):
+    # In float64 to 1e-12: span weights (1/10 each) or positions rounded to float32
+    # on the way would be off by 1e-8.
     docs = span_documents(5, 64, span=10, seed=2)
-    model = DocumentClassifier(48, "oracle", alpha=1, n_basis=8, span=10)
+    model = DocumentClassifier(48, "oracle", alpha=1, n_basis=8, span=10).to(dtype)
     _, w, cont = model(docs.tokens, docs.start)
+    assert cont.mu.dtype == cont.sigma2.dtype == dtype
     pos = np.linspace(0, 1, 64)
     for b, s in enumerate(docs.start.tolist()):
         inside = pos[s : s + 10]
-        assert cont.mu[b].item() == pytest.approx(inside.mean(), abs=1e-6)
+        assert cont.mu[b].item() == pytest.approx(inside.mean(), abs=tol)
         # σ² is the span's variance plus the module's floor min_var = 1e-4.
-        assert cont.sigma2[b].item() == pytest.approx(inside.var() + 1e-4, abs=1e-6)
+        assert cont.sigma2[b].item() == pytest.approx(inside.var() + 1e-4, abs=tol)
     assert w is None
     with pytest.raises(ValueError, match="start"):
         model(docs.tokens)
