@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from draws import differ, equal, inits_differ, same_numbers
 from scipy.linalg import toeplitz
 
 from attnlib.experiments import routing_runs
@@ -230,42 +231,6 @@ RUNS = {
 }
 
 
-def _tensors(x) -> list:
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, dict):
-        return [t for v in x.values() for t in _tensors(v)]
-    if isinstance(x, (tuple, list)):
-        return [t for v in x for t in _tensors(v)]
-    return []
-
-
-def _equal(a, b) -> bool:
-    ta, tb = _tensors(a), _tensors(b)
-    return len(ta) == len(tb) and all(
-        x.shape == y.shape and torch.equal(x, y) for x, y in zip(ta, tb)
-    )
-
-
-def _differ(a, b) -> bool:
-    """Every tensor of ``a`` differs from its counterpart in ``b`` (each draw apart:
-    a run whose test inputs changed with the seed but not its targets' rule fails)."""
-    ta, tb = _tensors(a), _tensors(b)
-    return (
-        bool(ta)
-        and len(ta) == len(tb)
-        and not any(x.shape == y.shape and torch.equal(x, y) for x, y in zip(ta, tb))
-    )
-
-
-def _same_numbers(a, b) -> bool:
-    try:
-        np.testing.assert_equal(a, b)  # NaN equals NaN
-    except AssertionError:
-        return False
-    return True
-
-
 @pytest.mark.parametrize("name", RUNS)
 def test_a_seed_draws_the_runs_data_and_initialisations_alone(
     name, record_calls, reseed_globals
@@ -293,12 +258,12 @@ def test_a_seed_draws_the_runs_data_and_initialisations_alone(
         assert len(tests) == 1
         seen.append((result, starts, first_batch, tests[0]))
     (r0, init0, batch0, test0), (r1, init1, batch1, test1), after = seen
-    assert _same_numbers(r1, r0)
-    assert _equal(init1, init0) and _equal(batch1, batch0) and _equal(test1, test0)
+    assert same_numbers(r1, r0)
+    assert equal(init1, init0) and equal(batch1, batch0) and equal(test1, test0)
     r2, init2, batch2, test2 = after
-    assert not _same_numbers(r2, r0)
+    assert not same_numbers(r2, r0)
     assert len(init2) == len(init0) >= 1
     for a, b in zip(init0, init2):
-        assert _differ(a, b), "two seeds, one initialisation"
-    assert _differ(batch2, batch0), "two seeds, one training batch"
-    assert _differ(test2, test0), "two seeds, one test set"
+        assert inits_differ(a, b), "two seeds, one initialisation"
+    assert differ(batch2, batch0), "two seeds, one training batch"
+    assert differ(test2, test0), "two seeds, one test set"
