@@ -212,3 +212,24 @@ def test_the_fits_initialise_from_their_seed_alone(reseed_globals):
         coefs.append(se.normalized_self_expression(X, n_steps=1, seed=seed))
     assert equal(nets[1], nets[0]) and inits_differ(nets[2], nets[0])
     assert equal(coefs[1], coefs[0]) and differ(coefs[2], coefs[0])
+
+
+@pytest.mark.parametrize(
+    "make, drawn",
+    [
+        (lambda seed: se.motion(2, 6, 3, seed=seed), (0,)),
+        (lambda seed: se.faces(2, 4, 12, seed=seed), (0,)),
+        # the step seeds a batch: keys, values, codes and which keys are right
+        (lambda seed: se.sparse_combination_batch(seed, 4), (0, 1, 2, 3, 4)),
+        (lambda seed: se.sparse_combination_batch(-1 - seed, 4), (0, 1, 2, 3, 4)),
+    ],
+    ids=["motion", "faces", "training batch", "held-out batch"],
+)
+def test_a_data_set_draws_from_its_seed_alone(make, drawn, reseed_globals):
+    out = []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        reseed_globals(state)
+        out.append(make(seed))
+    assert equal(out[1], out[0])
+    for i in drawn:  # each output apart (the labels are the fixed grouping)
+        assert differ(out[2][i], out[0][i]), i
