@@ -273,3 +273,45 @@ def check_calls(monkeypatch):
             if getattr(module, helper, None) is fn:
                 monkeypatch.setattr(module, helper, counted(helper, name))
     return calls
+
+
+@pytest.fixture
+def record_calls(monkeypatch):
+    """Record the calls of a function that a module refers to by name.
+
+    ``calls = record_calls(module, "name")`` replaces ``module.name`` for the test and
+    gives a list that receives ``(args, kwargs, result)`` for every call, the arguments
+    deep-copied as they were passed (a model before it is trained, say): a test reads
+    which seed, teacher or data an experiment handed its helpers.
+    """
+    import copy
+
+    def record(module, name):
+        calls = []
+        original = getattr(module, name)
+
+        def recording(*args, **kwargs):
+            passed = copy.deepcopy((args, kwargs))
+            result = original(*args, **kwargs)
+            calls.append((*passed, result))
+            return result
+
+        monkeypatch.setattr(module, name, recording)
+        return calls
+
+    return record
+
+
+@pytest.fixture
+def reseed_globals():
+    """``reseed_globals(k)`` seeds Python's, NumPy's and PyTorch's global generators
+    with ``k`` (directly, not through attnlib), so that a test can show that a seeded
+    experiment does not read them."""
+    import random
+
+    def reseed(k):
+        random.seed(k)
+        np.random.seed(k)  # noqa: NPY002 (the global generator is the point)
+        torch.manual_seed(k)
+
+    return reseed

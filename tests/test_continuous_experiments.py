@@ -5,11 +5,13 @@ layout, the support helpers (against the density's own zero set) and the read-ou
 timing.
 """
 
+import copy
 import math
 
 import numpy as np
 import pytest
 import torch
+from draws import differ, equal
 
 import attnlib.continuous as continuous
 from attnlib.continuous import (
@@ -18,7 +20,13 @@ from attnlib.continuous import (
     truncated_parabola_radius,
     truncated_paraboloid_pdf,
 )
+from attnlib.experiments.alignment import (
+    AlignmentModel,
+    fit_alignment,
+    monotone_alignment,
+)
 from attnlib.experiments.classify import accuracy, fit_classifier
+from attnlib.experiments.digits import cluttered_digits
 from attnlib.experiments.documents import (
     PAPER_TABLE1,
     TABLE1_ROWS,
@@ -64,16 +72,20 @@ def test_every_parameter_of_a_document_model_gets_a_gradient(kind):
     assert (model.query is None) == (kind in ("continuous", "oracle"))
 
 
-def test_oracle_centres_the_density_on_the_span():
+@pytest.mark.parametrize("dtype, tol", [(torch.float32, 1e-6), (D64, 1e-12)])
+def test_oracle_centres_the_density_on_the_span(dtype, tol):
+    # In float64 to 1e-12: span weights (1/10 each) or positions rounded to float32
+    # on the way would be off by 1e-8.
     docs = span_documents(5, 64, span=10, seed=2)
-    model = DocumentClassifier(48, "oracle", alpha=1, n_basis=8, span=10)
+    model = DocumentClassifier(48, "oracle", alpha=1, n_basis=8, span=10).to(dtype)
     _, w, cont = model(docs.tokens, docs.start)
+    assert cont.mu.dtype == cont.sigma2.dtype == dtype
     pos = np.linspace(0, 1, 64)
     for b, s in enumerate(docs.start.tolist()):
         inside = pos[s : s + 10]
-        assert cont.mu[b].item() == pytest.approx(inside.mean(), abs=1e-6)
+        assert cont.mu[b].item() == pytest.approx(inside.mean(), abs=tol)
         # σ² is the span's variance plus the module's floor min_var = 1e-4.
-        assert cont.sigma2[b].item() == pytest.approx(inside.var() + 1e-4, abs=1e-6)
+        assert cont.sigma2[b].item() == pytest.approx(inside.var() + 1e-4, abs=tol)
     assert w is None
     with pytest.raises(ValueError, match="start"):
         model(docs.tokens)
@@ -352,3 +364,75 @@ def test_the_scorers_score_in_eval_mode_without_gradients_and_restore_the_mode()
         assert seen and set(seen) == {(False, False)}
         assert all(m.training for m in model.modules())
         assert score() == first  # dropout off: the same score twice
+
+
+# ----------------------------------------------------- seeds of the data and the fits
+# Each generator with the fields its seed draws (``aligned`` is the task's fixed rule).
+GENERATORS = {
+    "span_documents": (
+        lambda seed: span_documents(32, 30, span=4, vocab=16, seed=seed),
+        ("tokens", "labels", "start"),
+    ),
+    "cluttered_digits": (
+        lambda seed: cluttered_digits(16, 16, n_clutter=2, seed=seed),
+        ("images", "labels", "corner"),
+    ),
+    "monotone_alignment": (
+        lambda seed: monotone_alignment(16, 6, 3, vocab=8, seed=seed),
+        ("source", "target"),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_a_generator_draws_from_its_seed_alone(name, reseed_globals):
+    make, fields = GENERATORS[name]
+    drawn = []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        reseed_globals(state)
+        drawn.append(make(seed))
+    a, b, c = drawn
+    assert equal(b, a)
+    for field in fields:  # each draw apart
+        assert differ(getattr(c, field), getattr(a, field)), field
+    for field in set(a._fields) - set(fields):  # not drawn: the task's fixed rule
+        assert np.array_equal(np.asarray(getattr(c, field)), getattr(a, field)), field
+
+
+@pytest.mark.parametrize("fit", ["fit_classifier", "fit_alignment"])
+def test_a_fit_draws_its_mini_batches_from_its_seed_alone(fit, reseed_globals):
+    """From one initialisation: the same seed under two global states gives the same
+    losses and weights, another seed other mini-batches, hence other losses."""
+    if fit == "fit_classifier":
+        docs = span_documents(32, 20, span=4, seed=1)
+        torch.manual_seed(0)
+        start = DocumentClassifier(48, "discrete", dim=4)
+
+        def run(model, seed):
+            return fit_classifier(
+                model,
+                docs.tokens,
+                docs.labels,
+                n_steps=3,
+                batch=4,
+                seed=seed,
+                progress=False,
+            )
+    else:
+        task = monotone_alignment(32, 6, 3, vocab=8, seed=1)
+        torch.manual_seed(0)
+        start = AlignmentModel(8, 6, 3, "discrete", dim=4)
+
+        def run(model, seed):
+            return fit_alignment(
+                model, task, n_steps=3, batch=4, seed=seed, progress=False
+            )
+
+    out = []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        model = copy.deepcopy(start)
+        reseed_globals(state)
+        out.append((run(model, seed), model.state_dict()))
+    assert out[1][0] == out[0][0] and equal(out[1][1], out[0][1])
+    # another first batch, then other weights: every loss differs
+    assert all(a != b for a, b in zip(out[2][0], out[0][0])), "one batch stream"

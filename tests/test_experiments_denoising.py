@@ -1,6 +1,7 @@
 import numpy as np
 import pytest
 import torch
+from draws import differ, equal, inits_differ, same_numbers
 
 from attnlib.experiments.denoising import (
     SmallCNNDenoiser,
@@ -108,3 +109,33 @@ def test_baseline_run_scores_against_scikit_image_and_is_seeded():
         baseline_run(-1, n_steps=1)
     with pytest.raises(ValueError, match="lr must be"):
         baseline_run(0, n_steps=1, lr=0)
+
+
+def test_baseline_run_draws_noise_crops_and_initialisation_from_its_seed_alone(
+    record_calls, reseed_globals
+):
+    """The same seed under two global states: the same numbers, noise, crops and
+    initialisation; another seed: other noise on the test crop, another stream of
+    training crops (and their noise), another initialisation."""
+    from attnlib.experiments import denoising
+
+    streams = record_calls(denoising, "crop_batches")
+    trainings = record_calls(denoising, "train")
+    seen = []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        streams.clear()
+        trainings.clear()
+        reseed_globals(state)
+        out = denoising.baseline_run(
+            seed, n_steps=1, widths=(2,), heads=(), return_images=True
+        )
+        ((_, _, batches),) = streams
+        ((args, _, _),) = trainings
+        seen.append((out, batches(0), args[0].state_dict()))
+    (a, crops_a, init_a), (b, crops_b, init_b), (c, crops_c, init_c) = seen
+    assert same_numbers(b, a) and equal(crops_b, crops_a) and equal(init_b, init_a)
+    assert not same_numbers(c["psnr"], a["psnr"])
+    assert equal(c["images"]["clean"], a["images"]["clean"])  # one test crop
+    assert differ(c["images"]["noisy"], a["images"]["noisy"])
+    assert differ(crops_c, crops_a)  # the noisy crops and their clean ones
+    assert inits_differ(init_c, init_a)

@@ -1,9 +1,17 @@
 import numpy as np
 import pytest
+from draws import differ, equal, same_numbers
 from sklearn.datasets import make_swiss_roll
 from sklearn.neighbors import NearestNeighbors
 
-from attnlib.experiments.manifolds import closed_groups, knn_softmax_weights
+from attnlib.experiments import manifolds
+from attnlib.experiments.manifolds import (
+    closed_groups,
+    crossing_planes,
+    knn_softmax_weights,
+    manifold_sample,
+    swiss_roll_sheets,
+)
 
 
 def test_knn_softmax_weights_match_a_numpy_restatement(np_softmax):
@@ -130,3 +138,50 @@ def test_crossing_planes_and_samples():
     assert set(scores) == {"residual", "LLE, reg=0.001", "softmax"}
     with pytest.raises(ValueError, match="name"):
         manifold_sample("torus", 0)
+
+
+# ----------------------------------------------------------------- seeds of the draws
+# Each data set with the outputs its seed draws (``plane`` is the fixed labelling).
+SAMPLES = {
+    "swiss roll": (lambda seed: manifold_sample("swiss roll", seed, n=40), (0, 1)),
+    "S-curve": (lambda seed: manifold_sample("S-curve", seed, n=40), (0, 1)),
+    "digits": (lambda seed: manifold_sample("digits", seed, n=40), (0, 1)),
+    "swiss_roll_sheets": (lambda seed: swiss_roll_sheets(40, seed), (0, 1, 2)),
+    "crossing_planes": (
+        lambda seed: crossing_planes(seed, n_per_plane=8, n_neighbors=3),
+        (0, 2),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+def test_a_data_set_draws_from_its_seed_alone(name, reseed_globals):
+    make, drawn = SAMPLES[name]
+    out = []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        reseed_globals(state)
+        out.append(make(seed))
+    assert equal(out[1], out[0])
+    for i in drawn:  # each output apart
+        assert differ(out[2][i], out[0][i]), i
+
+
+def test_fill_in_blanks_draws_its_sheet_and_split_from_its_seed_alone(
+    record_calls, reseed_globals
+):
+    sheets = record_calls(manifolds, "swiss_roll_sheets")
+    weights = record_calls(manifolds, "lle_weights")
+    seen = []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        sheets.clear()
+        weights.clear()
+        reseed_globals(state)
+        result = manifolds.fill_in_blanks(seed, n=60, n_held=10, n_neighbors=5)
+        (_, _, (roll, _, chart)), (args, _, _) = sheets[0], weights[0]
+        held = {int(np.flatnonzero((chart == z).all(1))[0]) for z in args[0]}
+        seen.append((result, roll, held))
+    (r0, roll0, held0), (r1, roll1, held1), (r2, roll2, held2) = seen
+    assert same_numbers(r1, r0) and equal(roll1, roll0) and held1 == held0
+    assert not same_numbers(r2, r0)
+    assert differ(roll2, roll0), "two seeds, one sheet"
+    assert len(held0) == len(held2) == 10 and held2 != held0, "two seeds, one split"

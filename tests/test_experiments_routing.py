@@ -5,8 +5,10 @@ import math
 import numpy as np
 import pytest
 import torch
+from draws import differ, equal, inits_differ, same_numbers
 from scipy.linalg import toeplitz
 
+from attnlib.experiments import routing_runs
 from attnlib.experiments.routing import (
     best_convolution,
     dirichlet_laplacian,
@@ -202,3 +204,66 @@ def test_equivariant_reach_bound_is_attained_by_a_shared_interior_kernel():
         pred[:, j] = f_new[:, j - r : j + r + 1] @ k
     err = np.linalg.norm(pred - f_new @ G.T) / np.linalg.norm(f_new @ G.T)
     assert err == pytest.approx(equivariant_reach_bound(G, r), rel=0.02)
+
+
+# ------------------------------------------------ one seed of chapter 08's sweep
+# Each run at its smallest (a step or two per model), and where its test set shows:
+# the call of a data helper with 1 000 examples, or the CNN's input of 2 000 (the
+# wide stack draws its noise itself). ``(owner, name, pick)``: ``pick(args)`` says
+# which call of ``owner.name`` draws the test set, ``args[index]`` or its result.
+RUNS = {
+    "routing_run": (
+        lambda seed: routing_runs.routing_run(seed, n_steps=2),
+        (routing_runs, "routing_task", lambda args: args[0] == 1000, None),
+    ),
+    "pointer_run": (
+        lambda seed: routing_runs.pointer_run(seed, n_steps=1),
+        (routing_runs, "pointer_task", lambda args: args[0] == 1000, None),
+    ),
+    "weekday_run": (
+        lambda seed: routing_runs.weekday_run(seed, n_steps=2),
+        (routing_runs, "weekday_task", lambda args: args[0] == 1000, None),
+    ),
+    "wide_stack_run": (
+        lambda seed: routing_runs.wide_stack_run(seed, 2, width=4, n=8, n_steps=2),
+        (routing_runs.ConvRouter, "forward", lambda args: len(args[1]) == 2000, 1),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_a_seed_draws_the_runs_data_and_initialisations_alone(
+    name, record_calls, reseed_globals
+):
+    """The same seed under two global states gives the same numbers, initialisations
+    and data; another seed gives other numbers, another initialisation of every model,
+    another first training batch and another test set, each of their tensors apart
+    (a weekday rota, a routing marker, the targets)."""
+    run, (owner, helper, is_test, index) = RUNS[name]
+    trainings = record_calls(routing_runs, "train")
+    drawn = record_calls(owner, helper)
+    seen = []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        trainings.clear()
+        drawn.clear()
+        reseed_globals(state)
+        result = run(seed)
+        starts = [args[0].state_dict() for args, _, _ in trainings]
+        first_batch = trainings[0][0][2](0)  # what the models train on first
+        tests = [
+            out if index is None else args[index]
+            for args, _, out in drawn
+            if is_test(args)
+        ]
+        assert len(tests) == 1
+        seen.append((result, starts, first_batch, tests[0]))
+    (r0, init0, batch0, test0), (r1, init1, batch1, test1), after = seen
+    assert same_numbers(r1, r0)
+    assert equal(init1, init0) and equal(batch1, batch0) and equal(test1, test0)
+    r2, init2, batch2, test2 = after
+    assert not same_numbers(r2, r0)
+    assert len(init2) == len(init0) >= 1
+    for a, b in zip(init0, init2):
+        assert inits_differ(a, b), "two seeds, one initialisation"
+    assert differ(batch2, batch0), "two seeds, one training batch"
+    assert differ(test2, test0), "two seeds, one test set"

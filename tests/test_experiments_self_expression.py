@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 import torch
+from draws import differ, equal, inits_differ, same_numbers
 
 from attnlib.experiments import self_expression as se
+from attnlib.experiments import self_expression_runs as runs
 from attnlib.sparse_coding import sparse_coding_attention
 
 
@@ -103,3 +105,131 @@ def test_self_expressive_net_excludes_only_the_diagonal():
     assert (np.diag(full) != 0).all() and (np.diag(excluded) == 0).all()
     off = ~np.eye(6, dtype=bool)
     np.testing.assert_array_equal(excluded[off], full[off])
+
+
+# ------------------------------------------------ one seed of chapter 05's sweep
+
+
+def _runs(run, reseed_globals, draws, recorded):
+    """``run(seed)`` for seed 0 under two global states and seed 1, each followed by
+    ``draws()``, what it drew; the ``recorded`` calls are cleared before each run."""
+    seen = []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        for calls in recorded:
+            calls.clear()
+        reseed_globals(state)
+        seen.append((run(seed), draws()))
+    return seen
+
+
+def _seeds_of(calls):
+    return [kwargs["seed"] for _, kwargs, _ in calls]
+
+
+def test_held_out_run_draws_data_split_and_initialisation_from_its_seed(
+    record_calls, reseed_globals
+):
+    data = record_calls(runs, "union_of_subspaces")
+    senets = record_calls(se, "fit_self_expressive_net")
+    listas = record_calls(se, "fit_learned_ista")
+
+    def draws():
+        ((_, _, drawn),), ((args, _, _),) = data, senets
+        rows = [np.flatnonzero((drawn.X == x).all(1))[0] for x in args[0]]
+        return drawn.X, drawn.bases, sorted(rows), _seeds_of(senets + listas)
+
+    (r0, d0), (r1, d1), (r2, d2) = _runs(
+        lambda seed: runs.held_out_run(seed, n_per_subspace=10),
+        reseed_globals,
+        draws,
+        (data, senets, listas),
+    )
+    assert same_numbers(r1, r0) and equal(d1[:3], d0[:3]) and d1[3] == d0[3]
+    assert not same_numbers(r2, r0)
+    assert differ(d2[:2], d0[:2]), "two seeds, one union of subspaces"
+    assert d2[2] != d0[2], "two seeds, one split into fitted and new points"
+    # each fit is seeded by the run's seed (the fits' own tests show they follow it)
+    assert d0[3] == [0, 0] and d2[3] == [1, 1]
+
+
+def test_normalized_run_draws_data_and_initial_logits_from_its_seed(
+    record_calls, reseed_globals
+):
+    data = record_calls(runs, "union_of_subspaces")
+    fits = record_calls(se, "normalized_self_expression")
+
+    def draws():
+        return data[0][2].X, data[0][2].bases, _seeds_of(fits)
+
+    (r0, d0), (r1, d1), (r2, d2) = _runs(
+        lambda seed: runs.normalized_run(seed, n_per_subspace=6),
+        reseed_globals,
+        draws,
+        (data, fits),
+    )
+    assert same_numbers(r1, r0) and equal(d1[:2], d0[:2])
+    assert not same_numbers(r2, r0) and differ(d2[:2], d0[:2])
+    assert d0[2] == [0, 0] and d2[2] == [1, 1]
+
+
+def test_stack_run_draws_batches_test_set_and_initialisations_from_its_seed(
+    record_calls, reseed_globals
+):
+    trainings = record_calls(runs, "train")
+    batches = record_calls(se, "sparse_combination_batch")
+
+    def draws():
+        starts = [args[0].state_dict() for args, _, _ in trainings]
+        (test,) = [out for args, _, out in batches if args[1:] == (512,)]
+        first = [out for args, _, out in batches if args[1:] == ()][0]
+        return starts, first, test
+
+    (r0, d0), (r1, d1), (r2, d2) = _runs(
+        lambda seed: runs.stack_run(seed, n_steps=1),
+        reseed_globals,
+        draws,
+        (trainings, batches),
+    )
+    assert same_numbers(r1, r0) and equal(d1, d0)
+    assert not same_numbers(r2, r0)
+    for a, b in zip(d0[0], d2[0]):  # softmax, sparsemax and ISTA stacks
+        assert inits_differ(a, b), "two seeds, one initialisation"
+    assert differ(d2[1], d0[1]), "two seeds, one first training batch"
+    assert differ(d2[2], d0[2]), "two seeds, one test set"
+    assert not equal(d0[1], d0[2][:64])  # no test task is a training task
+
+
+def test_the_fits_initialise_from_their_seed_alone(reseed_globals):
+    """One step from the start: the same seed under two global states gives the same
+    model or coefficients, another seed others."""
+    X = np.random.default_rng(1).standard_normal((8, 4))
+    nets, coefs = [], []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        reseed_globals(state)
+        net, _ = se.fit_self_expressive_net(X, hidden=4, n_steps=1, seed=seed)
+        nets.append(net.state_dict())
+        reseed_globals(state + 10)
+        coefs.append(se.normalized_self_expression(X, n_steps=1, seed=seed))
+    assert equal(nets[1], nets[0]) and inits_differ(nets[2], nets[0])
+    assert equal(coefs[1], coefs[0]) and differ(coefs[2], coefs[0])
+
+
+@pytest.mark.parametrize(
+    "make, drawn",
+    [
+        (lambda seed: se.motion(2, 6, 3, seed=seed), (0,)),
+        (lambda seed: se.faces(2, 4, 12, seed=seed), (0,)),
+        # the step seeds a batch: keys, values, codes and which keys are right
+        (lambda seed: se.sparse_combination_batch(seed, 4), (0, 1, 2, 3, 4)),
+        (lambda seed: se.sparse_combination_batch(-1 - seed, 4), (0, 1, 2, 3, 4)),
+    ],
+    ids=["motion", "faces", "training batch", "held-out batch"],
+)
+def test_a_data_set_draws_from_its_seed_alone(make, drawn, reseed_globals):
+    out = []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        reseed_globals(state)
+        out.append(make(seed))
+    assert equal(out[1], out[0])
+    for i in drawn:  # each output apart (the labels are the fixed grouping)
+        assert differ(out[2][i], out[0][i]), i

@@ -148,6 +148,113 @@ def test_each_seed_draws_its_own_teacher():
     assert rows[0]["test_n3"] != rows[1]["test_n3"]
 
 
+def _same_module(a, b) -> bool:
+    sa, sb = a.state_dict(), b.state_dict()
+    return sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa)
+
+
+def test_make_teacher_and_knowledge_task_follow_their_seed_alone(reseed_globals):
+    teachers, tasks = [], []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        reseed_globals(state)
+        teachers.append(make_teacher(3, 2, kernel="rbf", seed=seed))
+        reseed_globals(state + 10)
+        tasks.append(knowledge_task(teachers[0], 4, 3, noise=0.1, seed=seed))
+    # the same seed under two global states: the same teacher, the same data
+    assert _same_module(teachers[0], teachers[1])
+    for a, b in zip(tasks[0], tasks[1]):
+        assert torch.equal(a, b)
+    # another seed: another teacher, other inputs and other label noise
+    assert not torch.equal(teachers[0].knowledge, teachers[2].knowledge)
+    assert not torch.equal(teachers[0].a, teachers[2].a)
+    (x0, y0), (x1, y1) = tasks[0], tasks[2]
+    assert not torch.equal(x0, x1)
+    noise0, noise1 = y0 - teachers[0](x0), y1 - teachers[0](x1)
+    assert not torch.allclose(noise0, noise1)
+
+
+def _sweep(seeds):
+    """A tiny sweep's rows, less the timings: a closed-form learner, a trained one."""
+    rows = sample_efficiency(
+        [3],
+        seeds,
+        learners=["ridge", "KnowledgeAttention"],
+        embed_dim=3,
+        length=3,
+        n_knowledge=2,
+        test_lengths=(3, 4),
+        n_test=4,
+        grid={"lr": [1e-2], "weight_decay": [0.0], "n_steps": [1, 2]},
+        progress=False,
+    )
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in rows]
+
+
+def test_each_seed_of_a_sweep_draws_its_own_teacher_data_and_initialisation(
+    record_calls, reseed_globals
+):
+    from attnlib.experiments.symmetry import curves
+
+    tasks = record_calls(curves, "knowledge_task")
+    trainings = record_calls(curves, "train")
+    reseed_globals(1)
+    rows = _sweep([0, 1])
+    # Which teacher labelled which data: calls of seed 0, then of seed 1, each with
+    # its training set (label noise) and a test set per length (clean).
+    per_seed = [tasks[: len(tasks) // 2], tasks[len(tasks) // 2 :]]
+    probe = torch.randn(2, 3, 3, generator=torch.Generator().manual_seed(9))
+    labels = []
+    for calls in per_seed:
+        teachers = [args[0] for args, _, _ in calls]
+        # one teacher labels the training and the test data of a seed
+        assert all(_same_module(t, teachers[0]) for t in teachers)
+        labels.append(teachers[0](probe))
+        trains = [c[2] for c in calls if c[1].get("noise", 0) > 0]
+        tests = [c[2] for c in calls if c[1].get("noise", 0) == 0]
+        assert len(trains) == 2 and len(tests) == 2  # per learner; per test length
+        # every learner of a seed sees the same training set
+        assert all(torch.equal(t[0], trains[0][0]) for t in trains)
+        for x_test, _ in tests:  # no test set repeats the training inputs
+            assert not torch.equal(x_test[:3, :3], trains[0][0][:3, :3])
+    assert not torch.allclose(labels[0], labels[1]), "two seeds, one teacher"
+    for (_, _, a), (_, _, b) in zip(*per_seed):
+        assert not torch.equal(a[0], b[0]), "two seeds, the same inputs"
+        assert not torch.equal(a[1], b[1]), "two seeds, the same targets"
+    # Every training of the trained learner starts from its seed's initialisation.
+    starts = [args[0] for args, _, _ in trainings]
+    half = len(starts) // 2
+    assert half >= 2  # the tuning run and the refit, per seed
+    for a in starts[:half]:
+        for b in starts[half:]:
+            assert not torch.equal(a.knowledge, b.knowledge)
+            assert not torch.equal(a.a, b.a)
+    # A seed's rows do not depend on the global generators, on the seeds that ran
+    # before it in the sweep, or on their order.
+    reseed_globals(2)
+    alone = _sweep([1])
+    reseed_globals(3)
+    swapped = _sweep([1, 0])
+    by_seed = {s: [r for r in rows if r["seed"] == s] for s in (0, 1)}
+    np.testing.assert_equal(alone, by_seed[1])
+    np.testing.assert_equal(swapped, by_seed[1] + by_seed[0])
+    for a, b in zip(by_seed[0], by_seed[1]):
+        assert a["test_n3"] != b["test_n3"] and a["train"] != b["train"]
+
+
+def test_fit_tuned_initialises_from_its_seed_alone(reseed_globals):
+    teacher = make_teacher(3, 2, seed=0)
+    x, y = knowledge_task(teacher, 4, 3, noise=0.1, seed=1)
+    grid = {"lr": [1e-2], "weight_decay": [0.0], "n_steps": [1]}
+    fitted = []
+    for seed, state in ((0, 1), (0, 2), (1, 1)):
+        reseed_globals(state)
+        fitted.append(
+            fit_tuned(lambda: KnowledgeAttention(3, 2), (x, y), seed=seed, grid=grid)[0]
+        )
+    assert _same_module(fitted[0], fitted[1])
+    assert not torch.equal(fitted[0].knowledge, fitted[2].knowledge)
+
+
 def test_scaled_input_is_the_least_squares_scalar():
     rng = np.random.default_rng(1)
     x, y = rng.normal(size=(5, 3, 2)), rng.normal(size=(5, 3, 2))
