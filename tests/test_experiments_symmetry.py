@@ -241,6 +241,41 @@ def test_each_seed_of_a_sweep_draws_its_own_teacher_data_and_initialisation(
         assert a["test_n3"] != b["test_n3"] and a["train"] != b["train"]
 
 
+def test_a_seeds_teacher_data_and_initialisation_are_separate_draws(record_calls):
+    """Within one seed the teacher, the training inputs and the learner's initial
+    parameters are separate draws: a learner that started at the teacher's parameters
+    (up to scale), or inputs that repeated its knowledge vectors, would make learning
+    look cheaper than it is."""
+    from attnlib.experiments.symmetry import curves
+
+    tasks = record_calls(curves, "knowledge_task")
+    trainings = record_calls(curves, "train")
+    sample_efficiency(
+        [3],
+        [0],
+        learners=["KnowledgeAttention"],
+        embed_dim=6,
+        length=3,
+        n_knowledge=2,
+        test_lengths=(3,),
+        n_test=4,
+        grid={"lr": [1e-2], "weight_decay": [0.0], "n_steps": [1]},
+        progress=False,
+    )
+    args, _, (x, _) = next(c for c in tasks if c[1].get("noise", 0) > 0)
+    teacher = args[0]
+    start = trainings[0][0][0]
+
+    def cosines(a, b):  # |cos| between the rows of a and of b
+        a, b = (torch.nn.functional.normalize(t.reshape(-1, 6), dim=1) for t in (a, b))
+        return (a @ b.T).abs()
+
+    assert cosines(start.knowledge, teacher.knowledge).max() < 0.99
+    t, s = teacher.a.flatten(), start.a.flatten()
+    assert abs(t @ s) / (t.norm() * s.norm()) < 0.99
+    assert cosines(x, teacher.knowledge).max() < 0.99
+
+
 def test_fit_tuned_initialises_from_its_seed_alone(reseed_globals):
     teacher = make_teacher(3, 2, seed=0)
     x, y = knowledge_task(teacher, 4, 3, noise=0.1, seed=1)

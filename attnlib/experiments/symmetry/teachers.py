@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -21,6 +22,15 @@ from ...utils import as_tensor, check_int, check_positive
 __all__ = ["TEACHERS", "make_teacher", "knowledge_task", "relative_error"]
 
 TEACHERS = ("quadratic", "rbf")
+# One stream per kind of draw: a seed's teacher, its data and a learner seeded with
+# torch.manual_seed(seed) must be separate draws (with one stream the learner started
+# at the teacher's parameters and the first inputs were its knowledge vectors).
+_TEACHER, _DATA = 1, 2
+
+
+def _stream(seed: int, kind: int) -> int:
+    """A seed for the ``kind`` draws of ``seed``, independent of every other kind."""
+    return int(np.random.SeedSequence([seed, kind]).generate_state(1, np.uint64)[0])
 
 
 def make_teacher(
@@ -65,17 +75,20 @@ def make_teacher(
     if kernel not in TEACHERS:
         raise ValueError(f"kernel must be one of {TEACHERS}, got {kernel!r}")
     check_positive(sharpness, "sharpness")
-    torch.manual_seed(check_int(seed, "seed", minimum=0))
-    teacher = KnowledgeAttention(embed_dim, n_knowledge, kernel=kernel)
-    with torch.no_grad():
-        teacher.knowledge.mul_(sharpness)
-        try:  # a unit-scale probe: its scores must not overflow
-            teacher(torch.randn(1, 2, embed_dim))
-        except ValueError as err:
-            raise ValueError(
-                f"sharpness = {sharpness} makes the teacher's scores overflow; "
-                "use a smaller one"
-            ) from err
+    seed = _stream(check_int(seed, "seed", minimum=0), _TEACHER)
+    # The caller's global stream is left where it was.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        teacher = KnowledgeAttention(embed_dim, n_knowledge, kernel=kernel)
+        with torch.no_grad():
+            teacher.knowledge.mul_(sharpness)
+            try:  # a unit-scale probe: its scores must not overflow
+                teacher(torch.randn(1, 2, embed_dim))
+            except ValueError as err:
+                raise ValueError(
+                    f"sharpness = {sharpness} makes the teacher's scores overflow; "
+                    "use a smaller one"
+                ) from err
     return teacher.requires_grad_(False)
 
 
@@ -120,7 +133,9 @@ def knowledge_task(
             "teacher must be a module with an embed_dim, such as make_teacher's, "
             f"got {type(teacher).__name__}"
         )
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    g = torch.Generator().manual_seed(
+        _stream(check_int(seed, "seed", minimum=0), _DATA)
+    )
     p = next(teacher.parameters())
     x = torch.randn(n_sequences, length, teacher.embed_dim, generator=g).to(p)
     eps = noise * torch.randn(x.shape, generator=g).to(p)
