@@ -349,7 +349,7 @@ def test_attention_on_a_device_still_rejects_bad_input(cuda):
 @pytest.mark.parametrize("scale", [1, 10])
 @pytest.mark.parametrize("shape", [(64, 256), (512, 64), (8, 3, 33)])
 def test_engine_matches_the_entmax_package(cuda, dtype, scale, shape):
-    """What sparsemax/entmax dispatch to on CUDA (attnlib.engines.entmax), run on the
+    """What sparsemax/entmax dispatch to on CUDA (normalizers._entmax), run on the
     CPU under the simulated device, against the entmax package on the CPU."""
     entmax_pkg = pytest.importorskip("entmax")
     from attnlib.normalizers import entmax, sparsemax

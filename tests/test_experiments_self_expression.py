@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnlib.experiments import self_expression as se
-from attnlib.sparse_coding import sparse_coding_attention
+from attnlib.subspace.sparse_coding import sparse_coding_attention
 
 
 def test_motion_trajectories_lie_in_4d_subspaces():

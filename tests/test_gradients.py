@@ -33,7 +33,7 @@ from attnlib.experiments.documents import DocumentClassifier
 from attnlib.layers import MultiHeadAttention, TransformerEncoderLayer
 from attnlib.mux import AttentionRouter, ConvRouter, WeekdayMux
 from attnlib.normalizers import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
-from attnlib.sparse_coding import UnrolledISTAAttention
+from attnlib.subspace.sparse_coding import UnrolledISTAAttention
 from attnlib.symmetry import KnowledgeAttention, knowledge_attention
 
 F64 = torch.float64

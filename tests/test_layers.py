@@ -53,7 +53,7 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
 
 #: Imports inside a function that are there for cost, not to dodge a cycle: numba takes
 #: about 0.2 s to import and is needed only on a machine without a C compiler.
-LAZY = {("attnlib.engines.entmax_loops", "attnlib.engines.entmax_numba")}
+LAZY = {("attnlib.normalizers._entmax_loops", "attnlib.normalizers._entmax_numba")}
 
 
 def _package(module: str) -> str:

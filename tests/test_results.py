@@ -306,11 +306,11 @@ def slice_normalizers_gpu(result: dict) -> list[Check]:
     Recomputed: the timed rows are the GPU section's configurations today (a count per
     map, shape, scale and dtype), and the attention row its shape; on the CPU, on 256
     rows of the first shape, the engine that CUDA dispatches to
-    (attnlib.engines.entmax) gives the entmax package's values and gradients in both
+    (normalizers._entmax) gives the entmax package's values and gradients in both
     dtypes (as the GPU section's peers)."""
     import entmax as E
 
-    from attnlib.engines import entmax as engine
+    from attnlib.normalizers import _entmax as engine
 
     b = bench("normalizers")
     checks = [

@@ -77,12 +77,12 @@ def M(name, file, original, replacement, *tests, accepted=""):
 
 T_ATT = "tests/test_attention.py"
 T_KR = "tests/test_kernel_regression.py"
-T_KS = "tests/test_kernel_sums.py"
+T_KS = "tests/test_kernel_regression_kernelsums.py"
 T_DEN = "tests/test_denoise.py"
 T_LLE = "tests/test_lle.py"
 T_LLE_E = "tests/test_lle_embedding.py"
 T_SUB = "tests/test_subspace.py"
-T_LASSO = "tests/test_lasso.py"
+T_LASSO = "tests/test_subspace_lasso.py"
 T_NORM = "tests/test_normalizers.py"
 T_CONT = "tests/test_continuous.py"
 T_CONT_X = "tests/test_continuous_experiments.py"
@@ -97,7 +97,7 @@ T_ROUTE = "tests/test_experiments_routing.py"
 T_MANI = "tests/test_experiments_manifolds.py"
 T_DENX = "tests/test_experiments_denoising.py"
 T_SEX = "tests/test_experiments_self_expression.py"
-T_SC = "tests/test_sparse_coding.py"
+T_SC = "tests/test_subspace_sparse_coding.py"
 
 A = "attnlib/"
 MUTANTS: list[Mutant] = [
@@ -203,7 +203,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "kernel-sums-gaussian-without-half",
-        A + "engines/kernelsums.py",
+        A + "kernel_regression/_kernelsums.py",
         "1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth",
         "1 / bandwidth if l1 else 1 / bandwidth / bandwidth",
         T_KS,
@@ -211,14 +211,14 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "kernel-sums-exp64-coefficient",
-        A + "engines/fastexp.py",
+        A + "utils/fastexp.py",
         "p = p * f + 1 / 720\n",
         "p = p * f + 1 / 700\n",
         T_KS,
     ),
     M(
         "kernel-sums-rescale-sign",
-        A + "engines/kernelsums.py",
+        A + "kernel_regression/_kernelsums.py",
         "old_scale = math.exp(-c * (low - new))",
         "old_scale = math.exp(c * (low - new))",
         T_KS,
@@ -276,7 +276,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "nlm-compiled-symmetric-half-dropped",
-        A + "engines/nlm.py",
+        A + "denoise/_nlm.py",
         "bwd[j] += w[j]",
         "bwd[j] += 0.0 * w[j]",
         T_DEN,
@@ -358,14 +358,14 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "ista-step-not-squared",
-        A + "sparse_coding.py",
+        A + "subspace/sparse_coding.py",
         "/ torch.linalg.matrix_norm(k, ord=2)\n            .square()",
         "/ torch.linalg.matrix_norm(k, ord=2)\n            .abs()",
         T_SC,
     ),
     M(
         "ista-threshold-not-scaled-by-step",
-        A + "sparse_coding.py",
+        A + "subspace/sparse_coding.py",
         "C = shrink(C - s_t * (C @ kk - qk), s_t * lam_t)",
         "C = shrink(C - s_t * (C @ kk - qk), lam_t)",
         T_SC,
@@ -379,7 +379,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "unrolled-ista-initial-step",
-        A + "sparse_coding.py",
+        A + "subspace/sparse_coding.py",
         "torch.full((n_iter,), math.log(math.e - 1))",
         "torch.full((n_iter,), 0.0)",
         T_SC,
@@ -388,7 +388,7 @@ MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------------- lasso
     M(
         "soft-threshold-loses-sign",
-        A + "engines/lasso/common.py",
+        A + "subspace/_lasso/common.py",
         "return torch.sign(x) * torch.relu(x.abs() - threshold)",
         "return torch.relu(x.abs() - threshold)",
         T_LASSO,
@@ -396,7 +396,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "ista-lipschitz-not-squared",
-        A + "engines/lasso/iterative.py",
+        A + "subspace/_lasso/iterative.py",
         "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2) ** 2)",
         "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2))",
         T_LASSO,
@@ -433,14 +433,14 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "entmax-bisection-too-few-steps",
-        A + "engines/entmax.py",
+        A + "normalizers/_entmax.py",
         "n_iter = 64 if z.dtype == torch.float64 else 36",
         "n_iter = 16 if z.dtype == torch.float64 else 12",
         T_NORM,
     ),
     M(
         "entmax-compiled-slope",
-        A + "engines/entmax_loops.c",
+        A + "normalizers/_entmax_loops.c",
         "    case 2:\n        return SQRT(p);",
         "    case 2:\n        return p;",
         T_NORM,

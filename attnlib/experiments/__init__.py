@@ -6,3 +6,5 @@ chapter's task, a small model trained to illustrate a point) lives here, one mod
 experiment family, so that a reader who opens an idea's module finds the idea and
 nothing else.
 """
+
+__all__: list[str] = []

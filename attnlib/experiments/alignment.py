@@ -22,7 +22,8 @@ from ..attention import attention
 from ..continuous.attention import continuous_attention_1d
 from ..continuous.basis import GaussianRBF, ridge_value_coefficients
 from ..continuous.densities import check_alpha, gaussian_pdf, truncated_parabola_pdf
-from ..training import TrainingDivergedError, evaluating, to_device, train
+from ..errors import TrainingDivergedError
+from ..training import evaluating, to_device, train
 from ..utils import check_int, check_type
 
 __all__ = [

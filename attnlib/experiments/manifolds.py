@@ -18,8 +18,8 @@ from sklearn.datasets import load_digits, make_s_curve, make_swiss_roll
 from sklearn.manifold import trustworthiness
 
 from ..attention import attention
-from ..lasso import lasso_codes
 from ..lle import lle_embedding, lle_weights
+from ..subspace.lasso import lasso_codes
 from ..utils import as_float_array, check_int, check_positive, host_array
 
 __all__ = [
@@ -297,9 +297,9 @@ def crossing_planes(
     Notes
     -----
     The Lasso is solved exactly, by the homotopy path of
-    :func:`attnlib.lasso.lasso_codes`, not by coordinate descent: at scikit-learn's
-    default tolerance the shares on the wrong plane were 2-3x off, with no
-    ConvergenceWarning, and tighter tolerances stall on these coplanar keys (several
+    :func:`attnlib.subspace.lasso_codes`, not by coordinate descent: at
+    scikit-learn's default tolerance the shares on the wrong plane were 2-3x off, with
+    no ConvergenceWarning, and tighter tolerances stall on these coplanar keys (several
     keys span the same plane, so the optimum need not be unique and coordinate descent
     crawls between optima).
     """

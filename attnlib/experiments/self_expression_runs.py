@@ -23,14 +23,14 @@ import torch
 
 from ..attention import attention
 from ..data import union_of_subspaces
-from ..lasso import lasso_codes
-from ..sparse_coding import sparse_coding_attention
 from ..subspace import (
     affinity,
     clustering_accuracy,
     self_expressive,
     spectral_clustering,
 )
+from ..subspace.lasso import lasso_codes
+from ..subspace.sparse_coding import sparse_coding_attention
 from ..training import evaluating, train
 from ..utils import check_int
 from . import self_expression as se

@@ -14,6 +14,12 @@ from ..attention import attention
 from ..utils import check_int, module_input, names_input
 from .maps import _normalizer, _squeeze_query
 
+__all__ = [
+    "AttentionRouter",
+    "ConvRouter",
+    "WeekdayMux",
+]
+
 
 class ConvRouter(nn.Module):
     """A 1-D CNN: ``depth`` zero-padded convolutions with ReLUs, then a read-out.

@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...engines.lasso.common import soft_threshold  # unchecked: inner loops
-from ...training import TrainingDivergedError
+from ...errors import TrainingDivergedError
+from ...subspace._lasso.common import soft_threshold  # unchecked: inner loops
 from ...utils import (
     as_float_array,
     as_tensor,

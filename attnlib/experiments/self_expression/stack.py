@@ -137,8 +137,8 @@ class AttentionStack(nn.Module):
     feed-forward, ``n_layers`` times, from ``h = queries``. ``kind`` picks the
     attention: ``"softmax"`` or ``"sparsemax"``
     (:class:`attnlib.layers.MultiHeadAttention`, one head) or ``"ista"``
-    (:class:`attnlib.sparse_coding.UnrolledISTAAttention`, which adds two scalars per
-    unrolled step). The parameter counts are otherwise equal.
+    (:class:`attnlib.subspace.UnrolledISTAAttention`, which adds two
+    scalars per unrolled step). The parameter counts are otherwise equal.
 
     Parameters
     ----------

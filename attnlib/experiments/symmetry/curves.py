@@ -19,7 +19,8 @@ from torch import nn
 from tqdm import tqdm
 
 from ...attention import output_of
-from ...training import TrainingDivergedError, evaluating, train
+from ...errors import TrainingDivergedError
+from ...training import evaluating, train
 from ...utils import check_int, check_positive, device_or_cpu
 from .learners import LEARNERS
 from .teachers import knowledge_task, make_teacher, relative_error

@@ -1,4 +1,4 @@
-"""Tests of attnlib.lasso: the row-wise solvers against scikit-learn's Lasso."""
+"""Tests of attnlib.subspace.lasso: the row-wise solvers against scikit-learn."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.linear_model import Lasso
 
-from attnlib.lasso import lasso_codes, soft_threshold, ssc_rows
+from attnlib.subspace.lasso import lasso_codes, soft_threshold, ssc_rows
 
 
 def test_lasso_codes_match_sklearn():
@@ -65,8 +65,8 @@ def test_bad_inputs():
 
 
 def test_the_public_module_hands_off_to_the_engines():
-    from attnlib import lasso
-    from attnlib.engines.lasso import common, homotopy, iterative
+    from attnlib.subspace import lasso
+    from attnlib.subspace._lasso import common, homotopy, iterative
 
     assert lasso.homotopy_rows is homotopy.homotopy_rows
     assert lasso.lasso_rows is iterative.lasso_rows

@@ -1,6 +1,6 @@
 """The threshold search of sparsemax and entmax as numba-compiled loops: the fallback.
 
-:mod:`attnlib.engines.entmax_loops` runs the same loops compiled from C where the
+``attnlib.normalizers._entmax_loops`` runs the same loops compiled from C where the
 machine has a C compiler; this module serves where it has none (or with
 ``ATTNLIB_LOOPS=numba``). It is imported only then, so that numba's start-up is paid
 only where it is used. The algorithm is explained in ``attnlib.normalizers.maps``

@@ -1,4 +1,4 @@
-"""The battery's specs for ``attnlib.sparse_coding``."""
+"""The battery's specs for ``attnlib.subspace.sparse_coding``."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from .core import (
     _randn,
 )
 
-MODULE = "sparse_coding"
+MODULE = "subspace.sparse_coding"
 
 
 def specs():
-    Sc = importlib.import_module("attnlib.sparse_coding")
+    Sc = importlib.import_module("attnlib.subspace.sparse_coding")
 
     return {
-        "sparse_coding.sparse_coding_attention": Spec(
+        "subspace.sparse_coding.sparse_coding_attention": Spec(
             lambda q, k, v, lam, n_iter, step: Sc.sparse_coding_attention(
                 q, k, v, lam, n_iter, step
             ),
@@ -39,7 +39,7 @@ def specs():
             optional=("step",),
             group=("q", "k", "v"),
         ),
-        "sparse_coding.UnrolledISTAAttention": Spec(
+        "subspace.sparse_coding.UnrolledISTAAttention": Spec(
             lambda embed_dim, n_iter, lam, x: Sc.UnrolledISTAAttention(
                 embed_dim, n_iter, lam
             )(x),

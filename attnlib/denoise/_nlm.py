@@ -18,8 +18,8 @@ import numba
 import numpy as np
 import torch
 
-from .fastexp import JIT_OPTIONS as _JIT
-from .fastexp import fast_exp
+from ..utils.fastexp import JIT_OPTIONS as _JIT
+from ..utils.fastexp import fast_exp
 
 # ----------------------------------------------------------------------- fast exact NLM
 # The loops below are compiled by numba (cached on disk) and run over row strips: for a

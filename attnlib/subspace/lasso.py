@@ -12,7 +12,7 @@ in 0.01 s.
 solver.
 
 Here the inputs are checked once and the solver picked; the solvers themselves are
-engines (``attnlib.engines.lasso``) that trust what they are given.
+engines (``attnlib.subspace._lasso``) that trust what they are given.
 """
 
 from __future__ import annotations
@@ -23,17 +23,17 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from .engines.lasso import common as _engine
-from .engines.lasso.common import SolverInfo
-from .engines.lasso.homotopy import homotopy_rows, ssc_active_set
-from .engines.lasso.iterative import DenseKeys, lasso_rows, ssc_working_set
-from .utils import (
+from ..utils import (
     as_float_array,
     check_int,
     check_numeric,
     check_positive,
     host_array,
 )
+from ._lasso import common as _engine
+from ._lasso.common import SolverInfo
+from ._lasso.homotopy import homotopy_rows, ssc_active_set
+from ._lasso.iterative import DenseKeys, lasso_rows, ssc_working_set
 
 __all__ = [
     "soft_threshold",
@@ -79,9 +79,22 @@ def ssc_rows(
     two-sided threshold), FISTA (Beck & Teboulle 2009) or an active set with the Lasso
     homotopy (Osborne, Presnell & Turlach 2000; You, Li, Robinson & Vidal 2016).
     """
+    X = as_float_array(host_array(X), "X", min_samples=2)
+    return _ssc_rows(
+        X,
+        lam,
+        solver,
+        max_iter=max_iter,
+        tol=tol,
+        working_set=working_set,
+        polish=polish,
+    )
+
+
+def _ssc_rows(X, lam, solver, *, max_iter, tol, working_set, polish):
+    """:func:`ssc_rows` on a checked ``X``: ``C`` and its SolverInfo."""
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
-    X = as_float_array(host_array(X), "X", min_samples=2)
     lam = lam_column(lam, X.shape[0])
     max_iter = check_int(max_iter, "max_iter")
     tol = check_positive(tol, "tol")

@@ -1,11 +1,11 @@
-"""The vectorised exponential (attnlib.engines.fastexp) and the fused kernel sums
-(attnlib.engines.kernelsums)."""
+"""The vectorised exponential (attnlib.utils.fastexp) and the fused kernel sums
+(attnlib.kernel_regression._kernelsums)."""
 
 import numpy as np
 import pytest
 
-from attnlib.engines import fastexp
-from attnlib.engines import kernelsums as ks
+from attnlib.kernel_regression import _kernelsums as ks
+from attnlib.utils import fastexp
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 /* The compiled row loops of sparsemax and α-entmax on the CPU (attnlib/normalizers/):
  * the threshold search of the forward map and the vector-Jacobian product of its backward.
  *
- * attnlib/engines/entmax_loops.py compiles this file once per machine with the system's C
+ * _entmax_loops.py, beside this file, compiles it once per machine with the system's C
  * compiler and loads it with ctypes. The algorithm is explained in normalizers/maps.py
  * ("threshold search"): Newton's method from below on the gaps z = x - max x. The first
  * pass reads a row from memory and writes its gaps; every later pass runs in cache.
@@ -27,7 +27,7 @@
 #define EPS FLT_EPSILON
 #define POW powf
 #define SQRT sqrtf
-#include "entmax_loops.c"
+#include "_entmax_loops.c"
 #undef REAL
 #undef NAME
 #undef EPS
@@ -39,7 +39,7 @@
 #define EPS DBL_EPSILON
 #define POW pow
 #define SQRT sqrt
-#include "entmax_loops.c"
+#include "_entmax_loops.c"
 
 #else
 

@@ -27,7 +27,7 @@ import math
 
 import torch
 
-from . import triton_entmax
+from . import _triton_entmax as triton_entmax
 
 HAVE_TRITON = triton_entmax.HAVE_TRITON
 if HAVE_TRITON:

@@ -15,9 +15,9 @@ import math
 import torch
 from torch import nn
 
-from .attention import AttentionResult, attention
-from .engines.lasso.common import soft_threshold as _shrink
-from .utils import as_tensor, check_int, check_positive, module_input, names_input
+from ..attention import AttentionResult, attention
+from ..utils import as_tensor, check_int, check_positive, module_input, names_input
+from ._lasso.common import soft_threshold as _shrink
 
 __all__ = ["sparse_coding_attention", "UnrolledISTAAttention"]
 

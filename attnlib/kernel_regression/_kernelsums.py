@@ -7,8 +7,8 @@ through it; fused, each pair costs a distance, one exponential and two multiply-
 all in registers. The loops here are compiled by numba for the CPU and cached on disk
 (``cache=True``), so a new process loads them instead of compiling them.
 
-Each weight is one call of the vectorised exponential of :mod:`attnlib.engines.fastexp`
-(its array form: :func:`~attnlib.engines.fastexp.exp_nonpositive`).
+Each weight is one call of the vectorised exponential of :mod:`attnlib.utils.fastexp`
+(its array form: :func:`~attnlib.utils.fastexp.exp_nonpositive`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import numba
 import numpy as np
 
 from ..utils import check_int, check_positive
-from .fastexp import JIT_OPTIONS as _FAST
-from .fastexp import bits, fast_exp, from_bits
+from ..utils.fastexp import JIT_OPTIONS as _FAST
+from ..utils.fastexp import bits, fast_exp, from_bits
 
 __all__ = ["nadaraya_watson_sums"]
 

@@ -1,4 +1,4 @@
-"""The battery's specs for ``attnlib.ksubspaces``."""
+"""The battery's specs for ``attnlib.subspace.ksubspaces``."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from .core import (
     _subspace_data,
 )
 
-MODULE = "ksubspaces"
+MODULE = "subspace.ksubspaces"
 
 
 def specs():
-    K = importlib.import_module("attnlib.ksubspaces")
+    K = importlib.import_module("attnlib.subspace.ksubspaces")
 
     return {
-        "ksubspaces.k_subspaces": Spec(
+        "subspace.ksubspaces.k_subspaces": Spec(
             lambda X, labels, dim, max_iter: K.k_subspaces(
                 X, labels, dim=dim, max_iter=max_iter
             ),
@@ -27,7 +27,7 @@ def specs():
             optional=("dim",),
             group=("X", "labels"),
         ),
-        "ksubspaces.subspace_dimension": Spec(
+        "subspace.ksubspaces.subspace_dimension": Spec(
             K.subspace_dimension,
             lambda: dict(X=_subspace_data()[0], energy=0.95),
             {"X": "array", "energy": "positive"},

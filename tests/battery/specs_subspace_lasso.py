@@ -1,4 +1,4 @@
-"""The battery's specs for ``attnlib.lasso``."""
+"""The battery's specs for ``attnlib.subspace.lasso``."""
 
 from __future__ import annotations
 
@@ -11,20 +11,20 @@ from .core import (
     _subspace_data,
 )
 
-MODULE = "lasso"
+MODULE = "subspace.lasso"
 
 
 def specs():
-    La = importlib.import_module("attnlib.lasso")
+    La = importlib.import_module("attnlib.subspace.lasso")
 
     return {
-        "lasso.soft_threshold": Spec(
+        "subspace.lasso.soft_threshold": Spec(
             La.soft_threshold,
             lambda: dict(x=_randn(3, 4), threshold=0.5),
             {"x": "array", "threshold": "nonneg"},
             allow={"x": ("scalar",)},
         ),
-        "lasso.ssc_rows": Spec(
+        "subspace.lasso.ssc_rows": Spec(
             lambda X, lam, solver, max_iter, tol: La.ssc_rows(
                 X, lam, solver, max_iter=max_iter, tol=tol
             ),
@@ -43,7 +43,7 @@ def specs():
                 "tol": "positive",
             },
         ),
-        "lasso.lasso_codes": Spec(
+        "subspace.lasso.lasso_codes": Spec(
             La.lasso_codes,
             lambda: dict(
                 Y=_randn(3, 4).double().numpy(),
@@ -54,7 +54,7 @@ def specs():
             {"Y": "array", "K": "array", "lam": "positive", "max_steps": "int"},
             group=("Y", "K"),
         ),
-        "lasso.lam_column": Spec(
+        "subspace.lasso.lam_column": Spec(
             La.lam_column,
             lambda: dict(lam=0.1, n=4),
             {"lam": "positive"},

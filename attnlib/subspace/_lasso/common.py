@@ -16,7 +16,7 @@ import torch
 
 def soft_threshold(x, threshold):
     """``sign(x) * max(|x| - threshold, 0)`` on checked input (see
-    :func:`attnlib.lasso.soft_threshold`), for the solvers' inner loops."""
+    :func:`attnlib.subspace.soft_threshold`), for the solvers' inner loops."""
     if isinstance(x, torch.Tensor):
         return torch.sign(x) * torch.relu(x.abs() - threshold)
     return np.sign(x) * np.maximum(np.abs(x) - threshold, 0.0)

@@ -1,4 +1,4 @@
-"""The battery's specs for ``attnlib.engines.fastexp``."""
+"""The battery's specs for ``attnlib.utils.fastexp``."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from .core import (
     _rand,
 )
 
-MODULE = "engines.fastexp"
+MODULE = "utils.fastexp"
 
 
 def specs():
-    Fe = importlib.import_module("attnlib.engines.fastexp")
+    Fe = importlib.import_module("attnlib.utils.fastexp")
 
     return {
-        "engines.fastexp.exp_nonpositive": Spec(
+        "utils.fastexp.exp_nonpositive": Spec(
             Fe.exp_nonpositive,
             lambda: dict(x=-_rand(8).double().numpy() * 5),
             {"x": "array"},

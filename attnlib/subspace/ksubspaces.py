@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .utils import as_float_array, check_int, check_positive
+from ..utils import as_float_array, check_int, check_positive
 
 __all__ = ["subspace_dimension", "k_subspaces"]
 

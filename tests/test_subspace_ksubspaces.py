@@ -1,4 +1,4 @@
-"""Tests of attnlib.ksubspaces against NumPy restatements (eigh of the Gram, lstsq)."""
+"""Tests of attnlib.subspace.ksubspaces against NumPy restatements (eigh, lstsq)."""
 
 import numpy as np
 import pytest
@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from attnlib.data import union_of_subspaces
-from attnlib.ksubspaces import k_subspaces, subspace_dimension
 from attnlib.subspace import SubspaceClustering, clustering_accuracy
+from attnlib.subspace.ksubspaces import k_subspaces, subspace_dimension
 
 
 def _one_round(X, labels, dim):
@@ -134,7 +134,7 @@ def test_a_point_on_an_intersection_keeps_its_label():
 def test_residuals_keep_their_digits_near_a_subspace():
     # A point 1e-9 off a plane: its squared residual 1e-18 is far below the rounding
     # of ‖x‖² − ‖Bᵀx‖² (about 1e-16 ‖x‖²), so the subtraction would lose it.
-    from attnlib.ksubspaces import _residuals
+    from attnlib.subspace.ksubspaces import _residuals
 
     rng = np.random.default_rng(1)
     X = np.c_[rng.standard_normal((30, 2)), np.zeros(30)]

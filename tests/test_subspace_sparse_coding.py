@@ -1,4 +1,4 @@
-"""Tests of attnlib.sparse_coding: unrolled ISTA against scikit-learn's Lasso."""
+"""Tests of attnlib.subspace.sparse_coding: unrolled ISTA against scikit-learn."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,10 @@ import torch
 from sklearn.linear_model import Lasso
 
 import attnlib.subspace
-from attnlib.sparse_coding import UnrolledISTAAttention, sparse_coding_attention
+from attnlib.subspace.sparse_coding import (
+    UnrolledISTAAttention,
+    sparse_coding_attention,
+)
 
 
 def test_sparse_coding_attention_converges_to_the_lasso():

@@ -1,13 +1,13 @@
 """The compiled row loops behind sparsemax and entmax on the CPU, ready in milliseconds.
 
-The loops (``entmax_loops.c`` beside this file) are compiled once per machine with the
+The loops (``_entmax_loops.c`` beside this file) are compiled once per machine with the
 system's C compiler (``$CC``, else ``cc``) and cached as a shared library; every later
 process loads that library with ctypes, which takes about a millisecond. numba compiles
 and caches the same loops as well, but a new process pays numba's own start-up (loading
 its typing and target registries, about 0.2 s of CPU) on its first jitted call even when
 every loop comes from its cache: longer than the call itself on any input a chapter
 passes. Where no C compiler is present, the build fails, or ``ATTNLIB_LOOPS=numba`` is
-set, the loops come from numba (:mod:`attnlib.engines.entmax_numba`) instead;
+set, the loops come from numba (``attnlib.normalizers._entmax_numba``) instead;
 ``backend()`` says which is in use.
 
 The library is cached in ``$ATTNLIB_CACHE_DIR`` if that is set, else in ``__pycache__``
@@ -35,7 +35,7 @@ import torch
 
 __all__ = ["forward", "backward", "backend"]
 
-_SOURCE = Path(__file__).with_name("entmax_loops.c")
+_SOURCE = Path(__file__).with_name("_entmax_loops.c")
 # IEEE semantics except what the loops' reductions need to vectorise: no
 # -ffinite-math-only (-inf marks a masked key); the numba loops' fastmath flags.
 _FLAGS = [
@@ -128,7 +128,7 @@ class _NumbaLoops:
     """The same loops from numba, on NumPy views of the tensors."""
 
     def __init__(self):
-        from . import entmax_numba
+        from . import _entmax_numba as entmax_numba
 
         self.loops = entmax_numba.LOOPS
 
@@ -178,7 +178,7 @@ def backend() -> str:
     Returns
     -------
     str
-        ``"c"`` (the shared library built from ``entmax_loops.c``) or ``"numba"``.
+        ``"c"`` (the shared library built from ``_entmax_loops.c``) or ``"numba"``.
     """
     return "c" if isinstance(_loops(), _CLoops) else "numba"
 

@@ -8,7 +8,7 @@ of an ulp) and ``2^k`` assembled in the exponent bits. Every step is an arithmet
 instruction, so a loop that calls it runs 8 (float64) or 16 (float32) lanes at a time on
 AVX-512. Measured against ``np.exp`` in float64 on ``[-700, 0]`` its relative error is
 below ``4e-16`` (float64) and ``2.5e-7`` (float32): a couple of ulps (see
-``tests/test_kernel_sums.py``).
+``tests/test_kernel_regression_kernelsums.py``).
 
 numba-compiled code calls ``fast_exp`` (and ``bits``/``from_bits``, a float's bits as an
 integer and back); :func:`exp_nonpositive` applies it to an array, for tests and timing.
