@@ -62,8 +62,8 @@ SPECS = {
 KNOWN: set[str] = {
     # A learning rate of 1e30 (one step) or noise of 1e30 blows the patch distances up:
     # the error names the image (denoise's overflow check), not lr or noise.
-    "experiments.denoising.baseline_run(lr=1e30)",
-    "experiments.denoising.baseline_run(noise=1e30)",
+    "denoise.experiments.cnn.baseline_run(lr=1e30)",
+    "denoise.experiments.cnn.baseline_run(noise=1e30)",
 }
 
 
@@ -99,14 +99,11 @@ NOT_WALKED = {
     # inputs (battery/specs_continuous_attention.py attacks them through it).
     "continuous.integrals": "the integrals behind continuous.attention",
     # Tables of the committed denoise results: their one argument is results.load's
-    # dictionary, checked (tests/test_experiments_denoise_tables.py), not user data.
-    "experiments.denoise_tables": "tables of a committed result",
+    # dictionary, checked (tests/test_denoise_experiments_tables.py), not user data.
+    "denoise.experiments.tables": "tables of a committed result",
     # One seed of a committed sweep each (benchmarks/ runs them; tests/test_results.py
-    # recomputes a slice), and the median/range summary of such records: their
-    # arguments are a seed and the sweep's own records, not user data (no spec yet).
-    "experiments.routing_runs": "one seed of chapter 08's committed sweep",
-    "experiments.self_expression_runs": "one seed of chapter 05's committed sweep",
-    "experiments.seeds": "summaries of a sweep's records",
+    # recomputes a slice): their arguments are a seed, not user data (no spec yet).
+    "mux.experiments.runs": "one seed of chapter 08's committed sweep",
     # glue records any value for the book's prose; errors holds exception types.
     "notebook": "records any value",
     "errors": "exception types",
@@ -184,8 +181,13 @@ NOT_ATTACKED = {
     "attention": {"output_of"},
     # Timing sweeps and grids of training runs: their arguments meet check_int and
     # check_positive as the specced callables' do; one call costs seconds to minutes.
-    "experiments.readout_cost": {"read_out_times"},
-    "experiments.symmetry": {"sample_efficiency", "fit_tuned"},
+    "continuous.experiments.readout_cost": {"read_out_times"},
+    "symmetry.experiments": {"sample_efficiency", "fit_tuned"},
+    # One seed of chapter 05's committed sweep each, and the median/range summary of
+    # such records: their arguments are a seed and the sweep's own records, not user
+    # data (no spec yet; benchmarks/ runs them, tests/test_results.py recomputes).
+    "subspace.experiments": {"held_out_run", "normalized_run", "stack_run"},
+    "results": {"seed_summary", "seed_table"},
 }
 
 
@@ -235,9 +237,9 @@ def test_modules_refuse_other_dtypes_but_run_in_float64_after_double():
     once converted with ``.double()``: the PyTorch way, output in float64."""
     M = importlib.import_module("attnlib.mux")
     C = importlib.import_module("attnlib.continuous.modules")
-    Dn = importlib.import_module("attnlib.experiments.denoising")
-    Se = importlib.import_module("attnlib.experiments.self_expression")
-    Sy = importlib.import_module("attnlib.experiments.symmetry")
+    Dn = importlib.import_module("attnlib.denoise.experiments.cnn")
+    Se = importlib.import_module("attnlib.subspace.experiments")
+    Sy = importlib.import_module("attnlib.symmetry.experiments")
     x = _randn(2, 5, 3).double()
     task = M.weekday_task(2, 4, 3)
     cases = [

@@ -75,7 +75,7 @@ NO_EQUATION = {
 # Experiment scaffolding (tasks, experiment models, training and scoring helpers) serves
 # a chapter's experiment rather than implementing the idea: an Implements section where
 # one applies, none required.
-NO_EQUATION |= {m: "all" for m in DOCUMENTED if m.startswith("experiments.")}
+NO_EQUATION |= {m: "all" for m in DOCUMENTED if "experiments" in m.split(".")}
 METHODS = ("fit", "predict", "transform", "fit_transform", "forward")
 
 

@@ -34,7 +34,8 @@ import pytest
 import torch
 
 from attnlib import results
-from attnlib.experiments import routing_runs, self_expression_runs
+from attnlib.mux.experiments import runs as routing_runs
+from attnlib.subspace.experiments import runs as self_expression_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
@@ -178,7 +179,7 @@ def slice_denoise(result: dict) -> list[Check]:
     the PSNRs of seed 0 at the lowest noise (noisy, Gaussian filter and exact NLM at
     their committed settings, and the learned one-head denoiser), and seed 0 of the CNN
     baseline (its smallest CNN, exact NLM and the Gaussian filter)."""
-    from attnlib.experiments.denoising import baseline_run
+    from attnlib.denoise.experiments.cnn import baseline_run
 
     b = bench("denoise")
     checks = []

@@ -87,16 +87,16 @@ T_NORM = "tests/test_normalizers.py"
 T_CONT = "tests/test_continuous.py"
 T_CONT_X = "tests/test_continuous_experiments.py"
 T_SYM = "tests/test_symmetry.py"
-T_SYM_X = "tests/test_experiments_symmetry.py"
+T_SYM_X = "tests/test_symmetry_experiments.py"
 T_MUX = "tests/test_mux.py"
 T_UTILS = "tests/test_utils.py"
 T_TRAIN = "tests/test_training.py"
 T_DATA = "tests/test_data.py"
 T_PLOT = "tests/test_plotting.py"
-T_ROUTE = "tests/test_experiments_routing.py"
-T_MANI = "tests/test_experiments_manifolds.py"
-T_DENX = "tests/test_experiments_denoising.py"
-T_SEX = "tests/test_experiments_self_expression.py"
+T_ROUTE = "tests/test_mux_experiments_routing.py"
+T_MANI = "tests/test_lle_experiments.py"
+T_DENX = "tests/test_denoise_experiments_cnn.py"
+T_SEX = "tests/test_subspace_experiments.py"
 T_SC = "tests/test_subspace_sparse_coding.py"
 
 A = "attnlib/"
@@ -663,42 +663,42 @@ MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------- experiments
     M(
         "green-function-scale",
-        A + "experiments/routing.py",
+        A + "mux/experiments/routing.py",
         "(n + 1 - np.maximum.outer(i, i)) / (n + 1)",
         "(n + 1 - np.maximum.outer(i, i)) / n",
         T_ROUTE,
     ),
     M(
         "span-weights-off-by-one",
-        A + "experiments/documents.py",
+        A + "continuous/experiments/documents.py",
         "(pos < start[:, None] + self.span)",
         "(pos <= start[:, None] + self.span)",
         T_CONT_X,
     ),
     M(
         "combined-model-drops-discrete-context",
-        A + "experiments/documents.py",
+        A + "continuous/experiments/documents.py",
         "context = context + cont.context",
         "context = cont.context",
         T_CONT_X,
     ),
     M(
         "monotone-alignment-scale",
-        A + "experiments/alignment.py",
+        A + "continuous/experiments/alignment.py",
         "* (S - 1) / (T - 1)",
         "* S / T",
         T_CONT_X,
     ),
     M(
         "closed-groups-weak-components",
-        A + "experiments/manifolds.py",
+        A + "lle/experiments.py",
         'connected_components(mask, connection="strong")',
         'connected_components(mask, connection="weak")',
         T_MANI,
     ),
     M(
         "cnn-parameter-count-drops-a-bias",
-        A + "experiments/denoising.py",
+        A + "denoise/experiments/cnn.py",
         "return k2 * w + w + k2 * w * w + w + k2 * w + 1",
         "return k2 * w + w + k2 * w * w + k2 * w + 1",
         T_DENX,
@@ -733,42 +733,42 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "self-expressive-net-keeps-diagonal",
-        A + "experiments/self_expression/held_out.py",
+        A + "subspace/experiments/held_out.py",
         "C = C * (1 - torch.eye(C.shape[0], dtype=C.dtype, device=C.device))",
         "C = C * torch.ones_like(C)",
         T_SEX,
     ),
     M(
         "learned-ista-step-range",
-        A + "experiments/self_expression/held_out.py",
+        A + "subspace/experiments/held_out.py",
         "base * 2 * torch.sigmoid(self.raw_step[t])",
         "base * torch.sigmoid(self.raw_step[t])",
         T_SEX,
     ),
     M(
         "sequences-needed-interpolates-linearly",
-        A + "experiments/symmetry/curves.py",
+        A + "symmetry/experiments/curves.py",
         "np.exp(np.interp(np.log(target), np.log(errors[::-1]), np.log(sizes[::-1])))",
         "np.interp(target, errors[::-1], sizes[::-1])",
         T_SYM_X,
     ),
     M(
         "scaled-input-mean-not-sum",
-        A + "experiments/symmetry/baselines.py",
+        A + "symmetry/experiments/baselines.py",
         "self.scale.data = ((x * y).sum() / power).to(dtype)",
         "self.scale.data = ((x * y).mean() / power).to(dtype)",
         T_SYM_X,
     ),
     M(
         "tuning-validates-on-the-training-part",
-        A + "experiments/symmetry/curves.py",
+        A + "symmetry/experiments/curves.py",
         "fit, held = (x[:-n_val], y[:-n_val]), (x[-n_val:], y[-n_val:])",
         "fit, held = (x[:-n_val], y[:-n_val]), (x[:-n_val], y[:-n_val])",
         T_SYM_X,
     ),
     M(
         "accuracy-last-batch-dropped",
-        A + "experiments/classify.py",
+        A + "continuous/experiments/classify.py",
         "for i in range(0, n, batch):",
         "for i in range(0, n - batch + 1, batch):",
         T_CONT_X,
@@ -916,7 +916,7 @@ MUTANTS: list[Mutant] = [
         "pass",
         T_TRAIN,
         T_CONT_X,
-        "tests/test_experiments_routing_scores.py",
+        "tests/test_mux_experiments_scores.py",
         T_SYM_X,
     ),
     M(

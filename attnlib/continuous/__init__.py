@@ -22,9 +22,8 @@ One idea per module:
   ``attnlib.continuous.integrals``;
 * ``attnlib.continuous.modules``: the ``nn.Module`` layers.
 
-The chapter's experiments live in ``attnlib.experiments.documents``,
-``attnlib.experiments.digits`` and ``attnlib.experiments.classify`` (a layer above this
-one: import them from there).
+The chapter's experiments (documents, cluttered digits, alignment, the cost of reading
+out) are in ``attnlib.continuous.experiments``.
 
 Shapes follow the book's conventions: a batch of densities has ``mu`` of shape
 ``(batch,)`` (1-D) or ``(batch, 2)`` (2-D) and returns ``r`` of shape ``(batch, N)``;

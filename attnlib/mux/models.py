@@ -2,7 +2,7 @@
 
 Each maps tokens (rows) to logits. The loss and the accuracy that train and read the
 routers serve the chapter's experiment and live in
-``attnlib.experiments.routing_scores``.
+``attnlib.mux.experiments.scores``.
 """
 
 from __future__ import annotations
