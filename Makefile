@@ -119,7 +119,7 @@ test-gpu: setup
 test-devices: setup
 	status=0; \
 	ATTNLIB_SIMULATE_CUDA=1 $(PY) -m pytest -q -p no:cacheprovider $(DEVICE_TESTS) || status=1; \
-	$(PY) tests/simulated_chapter.py book/*.ipynb || status=1; \
+	$(PY) tools/simulated_chapter.py book/*.ipynb || status=1; \
 	exit $$status
 
 # Every benchmark side by side with its peer; results land in attnlib/results/ (committed)

@@ -7,7 +7,7 @@ message.
 
 from __future__ import annotations
 
-__all__ = ["ScoreError", "EmptySupportError"]
+__all__ = ["ScoreError", "EmptySupportError", "TrainingDivergedError"]
 
 
 class ScoreError(ValueError):
@@ -40,4 +40,12 @@ class EmptySupportError(ValueError):
     triweight, boxcar) when a query's kernel weights are all zero, so that its
     average is undefined; :meth:`attnlib.kernel_regression.NadarayaWatson.score`
     turns it into a score of ``-inf``.
+    """
+
+
+class TrainingDivergedError(ValueError, FloatingPointError):
+    """The loss became NaN or infinite.
+
+    A ``ValueError`` about ``lr`` (and a ``FloatingPointError``). Raised by
+    :func:`attnlib.training.train` and by the experiments that train in their own loop.
     """

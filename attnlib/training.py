@@ -12,22 +12,16 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from .errors import TrainingDivergedError
 from .utils import check_int, check_positive, get_device
 
-__all__ = ["train", "evaluating", "to_device", "TrainingDivergedError", "PROGRESS_ENV"]
+__all__ = ["train", "evaluating", "to_device", "PROGRESS_ENV"]
 
 #: Set this environment variable to ``summary`` to replace the live progress bar by
 #: tqdm's final line, printed once (the Makefile's default: a test run's log shows it),
 #: or to ``off`` to show nothing: ``make book`` builds the pages so, where a bar
 #: would be a grey box of plumbing. Unset (Jupyter, Colab), the live bar shows.
 PROGRESS_ENV = "ATTNLIB_PROGRESS"
-
-
-class TrainingDivergedError(ValueError, FloatingPointError):
-    """The loss became NaN or infinite.
-
-    A ``ValueError`` about ``lr`` (and a ``FloatingPointError``).
-    """
 
 
 def to_device(batch, device):

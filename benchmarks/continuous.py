@@ -43,9 +43,9 @@ from attnlib.continuous import (
     gaussian_pdf,
     truncated_parabola_pdf,
 )
-from attnlib.experiments.classify import accuracy, fit_classifier
-from attnlib.experiments.digits import DigitClassifier, cluttered_digits
-from attnlib.experiments.documents import DocumentClassifier, span_documents
+from attnlib.continuous.experiments.classify import accuracy, fit_classifier
+from attnlib.continuous.experiments.digits import DigitClassifier, cluttered_digits
+from attnlib.continuous.experiments.documents import DocumentClassifier, span_documents
 from attnlib.utils import seeds
 
 OUT = RESULTS / "continuous.json"

@@ -25,7 +25,7 @@ draws, the crop stream and the initialisations.
 
 Part 3 (the CNN baseline of chapter 03): at σ = 0.1, on five seeds, the learned
 attention layers and residual CNNs of four widths, every model trained the same way
-(``attnlib.experiments.denoising.baseline_run``: 2000 steps, Adam at lr 0.005), with
+(``attnlib.denoise.experiments.cnn.baseline_run``: 2000 steps, Adam at lr 0.005), with
 seed 0 repeated at twice the steps as a convergence check. Chapter 03 reruns seed 0 of
 two of its models live and compares.
 
@@ -50,7 +50,7 @@ from skimage import data, img_as_float
 from skimage.restoration import denoise_nl_means
 
 from attnlib.denoise import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
-from attnlib.experiments.denoising import baseline_run, training_images
+from attnlib.denoise.experiments.cnn import baseline_run, training_images
 from attnlib.training import train
 from attnlib.utils import seeds
 

@@ -12,7 +12,8 @@ and a subset of the queries per method (each method's subset is large enough to 
 throughput is reported in pairs per second):
 
 * ``attnlib``: :func:`attnlib.kernel_regression.nadaraya_watson` (the fused compiled
-  kernel of :mod:`attnlib.engines.kernelsums`); also on every core (wall time);
+  kernel of ``attnlib.kernel_regression._kernelsums``); also on every core (wall
+  time);
 * ``keops``: ``pykeops`` (``LazyTensor(...).sumsoftmaxweight``, the standard library for
   kernel sums without memory; it compiles with the system's C++ compiler at first use).
   Where pykeops is not installed, or does not compile, its rows say so and the run goes
@@ -25,7 +26,7 @@ throughput is reported in pairs per second):
 Accuracy: every method's largest error on the first ``--accuracy-queries`` queries
 against a float64 reference (the same sums in float64 by PyTorch, differences formed
 directly). The limit: ``torch.exp`` on one core on 16 384 float32 numbers in cache, and
-the exponential of ``attnlib.engines.fastexp`` on the same; an implementation's
+the exponential of ``attnlib.utils.fastexp`` on the same; an implementation's
 fraction of the limit is its pairs/s over that. Memory: growth of the peak resident
 set (``VmHWM``, reset through ``/proc/self/clear_refs``) over the resident set before
 the call, for ``nadaraya_watson`` on 2 000 x 10^6 in 1-D.
@@ -48,9 +49,9 @@ import torch.nn.functional as F
 # benchmarks/ is on sys.path
 from _common import machine, median_cpu_seconds, write_result
 
-from attnlib.engines.fastexp import _exp_array, exp_nonpositive
 from attnlib.kernel_regression import nadaraya_watson
 from attnlib.utils import seeds
+from attnlib.utils.fastexp import _exp_array, exp_nonpositive
 
 TARGETS = {
     "keops_over_attnlib_time_1d": 10.0,

@@ -1,7 +1,7 @@
 """Chapter 08's trained experiments over seeds: the committed sweep its claims read.
 
 Each seed draws the training and test data and initialises every model (see
-:mod:`attnlib.experiments.routing_runs`); the linear stacks fitted to the inverse
+``attnlib.mux.experiments.runs``); the linear stacks fitted to the inverse
 Laplacian are deterministic and stored once, as kernels. The chapter shows medians and
 ranges and asserts its claims on them; ``tests/test_results.py`` recomputes seed 0.
 
@@ -17,8 +17,8 @@ import time
 import torch
 from _common import machine, parse_args, write_result
 
-from attnlib.experiments import routing_runs as runs
-from attnlib.experiments.routing import fit_linear_stack, green_function
+from attnlib.mux.experiments import runs
+from attnlib.mux.experiments.routing import fit_linear_stack, green_function
 from attnlib.utils import seeds as shifted_seeds
 
 N_SEEDS = 5  # base seeds 0-4, shifted by --seed-offset (attnlib.utils.seeds)

@@ -53,7 +53,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, parse_args, write_result  # noqa: E402
 
-from attnlib.engines import entmax_loops  # noqa: E402
+from attnlib.normalizers import _entmax_loops as entmax_loops  # noqa: E402
 from attnlib.normalizers import entmax, sparsemax  # noqa: E402
 
 SHAPES = [(4096, 1024), (256, 16384), (65536, 64)]
@@ -88,7 +88,7 @@ for name, fn in [("sparsemax", sparsemax), ("entmax15", lambda x: entmax(x, 1.5)
     a = clock()
     fn(x)
     out[name] = [e - s for s, e in zip(a, clock())]
-from attnlib.engines import entmax_loops
+from attnlib.normalizers import _entmax_loops as entmax_loops
 out["loops"] = entmax_loops.backend()
 print(json.dumps(out))
 """
@@ -319,7 +319,7 @@ def cuda_ms_peak(fn, *args) -> tuple[float | None, float | None]:
 
 def _entmax_attention_fns(q, k, v, peer) -> dict:
     """The attentions timed by entmax_attention_section, on q, k, v."""
-    from attnlib.engines import triton_flash
+    from attnlib.normalizers import _triton_flash as triton_flash
 
     d = q.shape[-1]
     fns = {

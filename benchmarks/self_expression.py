@@ -1,7 +1,7 @@
 """Chapter 05's trained experiments over seeds: the committed sweep its claims read.
 
 Each seed draws the data and initialises every model (see
-:mod:`attnlib.experiments.self_expression_runs`). The chapter shows the medians and
+``attnlib.subspace.experiments.runs``). The chapter shows the medians and
 ranges and asserts its claims on them; ``tests/test_results.py`` recomputes seed 0.
 
     python benchmarks/self_expression.py          # writes self_expression.json
@@ -15,7 +15,7 @@ import time
 import torch
 from _common import machine, parse_args, write_result
 
-from attnlib.experiments import self_expression_runs as runs
+from attnlib.subspace.experiments import runs
 from attnlib.utils import seeds as seeds_of
 
 SEEDS = [0, 1, 2, 3, 4]

@@ -7,7 +7,7 @@ sizes and five seeds: the mean, one scalar times the input, ridge regression wit
 penalty chosen by leave-one-out, an MLP, one standard MultiHeadAttention head, and
 KnowledgeAttention with a matrix value map, a scalar one, and a scalar one plus a skip
 scalar. Every trained learner is tuned on a validation split (learning rate, weight
-decay, steps; attnlib.experiments.symmetry.GRID) and refitted on all its sequences. The
+decay, steps; attnlib.symmetry.experiments.GRID) and refitted on all its sequences. The
 two teachers run in two processes. The chapter runs a small slice of this live and
 displays the committed result of the full run.
 
@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from _common import machine, parse_args, write_result
 
-from attnlib.experiments.symmetry import GRID, LEARNERS, TEACHERS, sample_efficiency
+from attnlib.symmetry.experiments import GRID, LEARNERS, TEACHERS, sample_efficiency
 from attnlib.utils import seeds
 
 

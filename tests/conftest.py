@@ -10,7 +10,7 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-# Without a CUDA device, Triton's kernels (attnlib.engines.triton_entmax) run in its
+# Without a CUDA device, Triton's kernels (normalizers._triton_entmax) run in its
 # interpreter on CPU tensors (tests/test_triton_kernels.py). Triton reads the variable
 # when its functions are decorated, that is on its first import: set it before any.
 if torch.cuda.device_count() == 0:

@@ -318,8 +318,8 @@ def _symmetry(r):
 
 
 def _mux(r):
-    from attnlib.experiments.routing import green_function
-    from attnlib.experiments.routing_runs import reach_bound
+    from attnlib.mux.experiments.routing import green_function
+    from attnlib.mux.experiments.runs import reach_bound
 
     G = green_function(24)
     accuracies = [

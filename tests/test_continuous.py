@@ -25,8 +25,8 @@ from attnlib.continuous import (
     truncated_parabola_pdf,
     truncated_paraboloid_pdf,
 )
-from attnlib.experiments.digits import DigitClassifier, cluttered_digits
-from attnlib.experiments.documents import DocumentClassifier, span_documents
+from attnlib.continuous.experiments.digits import DigitClassifier, cluttered_digits
+from attnlib.continuous.experiments.documents import DocumentClassifier, span_documents
 
 D64 = torch.float64
 

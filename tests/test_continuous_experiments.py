@@ -20,21 +20,21 @@ from attnlib.continuous import (
     truncated_parabola_radius,
     truncated_paraboloid_pdf,
 )
-from attnlib.experiments.alignment import (
+from attnlib.continuous.experiments.alignment import (
     AlignmentModel,
     fit_alignment,
     monotone_alignment,
 )
-from attnlib.experiments.classify import accuracy, fit_classifier
-from attnlib.experiments.digits import cluttered_digits
-from attnlib.experiments.documents import (
+from attnlib.continuous.experiments.classify import accuracy, fit_classifier
+from attnlib.continuous.experiments.digits import cluttered_digits
+from attnlib.continuous.experiments.documents import (
     PAPER_TABLE1,
     TABLE1_ROWS,
     DocumentClassifier,
     span_documents,
     table1,
 )
-from attnlib.experiments.readout_cost import read_out_times
+from attnlib.continuous.experiments.readout_cost import read_out_times
 
 D64 = torch.float64
 
@@ -49,11 +49,12 @@ def test_public_names_still_import_from_attnlib_continuous():
 )
 def test_each_experiment_module_imports_first_in_a_fresh_interpreter(module):
     # attnlib.continuous once imported the experiments eagerly: importing
-    # attnlib.experiments.documents (or .digits) first then failed on a circular import.
+    # attnlib.continuous.experiments.documents (or .digits) first then failed on a
+    # circular import.
     import subprocess
     import sys
 
-    code = f"import attnlib.experiments.{module}"
+    code = f"import attnlib.continuous.experiments.{module}"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
@@ -205,7 +206,7 @@ def test_read_out_times_rows():
 
 
 def test_monotone_alignment_copies_the_aligned_source_token():
-    from attnlib.experiments.alignment import monotone_alignment
+    from attnlib.continuous.experiments.alignment import monotone_alignment
 
     task = monotone_alignment(5, 16, 8, vocab=7, seed=0)
     assert task.aligned.tolist() == [round(i * 15 / 7) for i in range(8)]
@@ -221,7 +222,7 @@ def test_monotone_alignment_copies_the_aligned_source_token():
     [("discrete", 1), ("discrete", 2), ("continuous", 1), ("continuous", 2)],
 )
 def test_alignment_model_shapes_weights_and_gradients(kind, alpha):
-    from attnlib.experiments.alignment import (
+    from attnlib.continuous.experiments.alignment import (
         AlignmentModel,
         alignment_means,
         monotone_alignment,
@@ -251,7 +252,7 @@ def test_alignment_model_shapes_weights_and_gradients(kind, alpha):
 
 
 def test_fit_alignment_learns_the_diagonal():
-    from attnlib.experiments.alignment import (
+    from attnlib.continuous.experiments.alignment import (
         AlignmentModel,
         alignment_accuracy,
         alignment_means,
@@ -336,7 +337,7 @@ def test_combined_model_adds_the_discrete_and_continuous_contexts():
 def test_the_scorers_score_in_eval_mode_without_gradients_and_restore_the_mode():
     """classify.accuracy and alignment_accuracy: each forward pass they make runs in
     eval mode without gradients, and the model is handed back in training mode."""
-    from attnlib.experiments.alignment import (
+    from attnlib.continuous.experiments.alignment import (
         AlignmentModel,
         alignment_accuracy,
         monotone_alignment,

@@ -160,7 +160,7 @@ def test_translation_pairs_take_indices_from_the_model_device(cuda):
 
 def test_symmetry_sample_efficiency_on_a_device(cuda):
     """Chapter 06: relative_error, reached from sample_efficiency -> fit_and_score."""
-    from attnlib.experiments.symmetry import relative_error, sample_efficiency
+    from attnlib.symmetry.experiments import relative_error, sample_efficiency
 
     kw = dict(
         learners=("MLP", "KnowledgeAttention", "MultiHeadAttention"),
@@ -178,7 +178,7 @@ def test_symmetry_sample_efficiency_on_a_device(cuda):
 
 def test_classify_accuracy_with_the_model_on_a_device(cuda):
     """Chapter 07b: labels on the CPU, logits on the model's device."""
-    from attnlib.experiments.classify import accuracy, fit_classifier
+    from attnlib.continuous.experiments.classify import accuracy, fit_classifier
 
     class Head(nn.Module):
         def __init__(self):
@@ -198,14 +198,14 @@ def test_classify_accuracy_with_the_model_on_a_device(cuda):
 
 def test_routing_cells_with_models_on_a_device(cuda):
     """Chapter 08's routing section: models on the device, tasks built there or not."""
-    from attnlib.experiments.routing import pointer_task
-    from attnlib.experiments.routing_scores import (
+    from attnlib.mux import AttentionRouter, ConvRouter, routing_task
+    from attnlib.mux.experiments.routing import pointer_task
+    from attnlib.mux.experiments.scores import (
         accuracy_by_distance,
         accuracy_by_offset,
         pointer_loss,
         routing_loss,
     )
-    from attnlib.mux import AttentionRouter, ConvRouter, routing_task
 
     for where in (None, cuda):
         m = AttentionRouter(5, 4, d_model=8).to(cuda)
@@ -227,11 +227,11 @@ def test_routing_cells_with_models_on_a_device(cuda):
 
 
 def test_generators_build_on_the_device_and_agree_with_the_cpu(cuda):
-    from attnlib.experiments.alignment import monotone_alignment
-    from attnlib.experiments.digits import cluttered_digits
-    from attnlib.experiments.documents import span_documents
-    from attnlib.experiments.routing import pointer_task
-    from attnlib.experiments.self_expression import sparse_combination_batch
+    from attnlib.continuous.experiments.alignment import monotone_alignment
+    from attnlib.continuous.experiments.digits import cluttered_digits
+    from attnlib.continuous.experiments.documents import span_documents
+    from attnlib.mux.experiments.routing import pointer_task
+    from attnlib.subspace.experiments import sparse_combination_batch
 
     makers = [
         lambda device: monotone_alignment(4, seed=1, device=device),
@@ -249,13 +249,13 @@ def test_generators_build_on_the_device_and_agree_with_the_cpu(cuda):
 
 
 def test_experiment_fits_on_a_device(cuda):
-    from attnlib.experiments.alignment import (
+    from attnlib.continuous.experiments.alignment import (
         AlignmentModel,
         alignment_accuracy,
         fit_alignment,
         monotone_alignment,
     )
-    from attnlib.experiments.self_expression import (
+    from attnlib.subspace.experiments import (
         fit_learned_ista,
         fit_self_expressive_net,
         normalized_self_expression,
@@ -349,7 +349,7 @@ def test_attention_on_a_device_still_rejects_bad_input(cuda):
 @pytest.mark.parametrize("scale", [1, 10])
 @pytest.mark.parametrize("shape", [(64, 256), (512, 64), (8, 3, 33)])
 def test_engine_matches_the_entmax_package(cuda, dtype, scale, shape):
-    """What sparsemax/entmax dispatch to on CUDA (attnlib.engines.entmax), run on the
+    """What sparsemax/entmax dispatch to on CUDA (normalizers._entmax), run on the
     CPU under the simulated device, against the entmax package on the CPU."""
     entmax_pkg = pytest.importorskip("entmax")
     from attnlib.normalizers import entmax, sparsemax
@@ -398,10 +398,10 @@ def test_engine_masks_and_gradients(cuda):
 #: input where it is, like PyTorch's own layers).
 CALLER_MIX = {
     "symmetry.KnowledgeAttention",
-    "experiments.symmetry.relative_error",  # its model is a CPU KnowledgeAttention
-    "experiments.symmetry.RidgeBaseline",  # fitted on the device, applied on the CPU
-    "experiments.symmetry.RidgeCVBaseline",  # the same
-    "experiments.symmetry.WithSkip",  # wraps a CPU KnowledgeAttention
+    "symmetry.experiments.relative_error",  # its model is a CPU KnowledgeAttention
+    "symmetry.experiments.RidgeBaseline",  # fitted on the device, applied on the CPU
+    "symmetry.experiments.RidgeCVBaseline",  # the same
+    "symmetry.experiments.WithSkip",  # wraps a CPU KnowledgeAttention
 }
 
 

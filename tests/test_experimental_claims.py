@@ -46,7 +46,11 @@ TRAINERS = sorted(
     {
         m
         for path in [ROOT / "attnlib" / "training.py"]
-        + sorted((ROOT / "attnlib" / "experiments").rglob("*.py"))
+        + sorted(
+            p
+            for p in (ROOT / "attnlib").rglob("*.py")
+            if "experiments" in p.with_suffix("").relative_to(ROOT / "attnlib").parts
+        )
         for m in _TRAINER_DEF.findall(path.read_text())
     }
     | {"train", "fit_classifier", "sample_efficiency"}

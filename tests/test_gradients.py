@@ -21,6 +21,8 @@ from attnlib.continuous import (
     ContinuousAttention2D,
     GaussianRBF,
 )
+from attnlib.continuous.experiments.digits import DigitClassifier
+from attnlib.continuous.experiments.documents import DocumentClassifier
 from attnlib.denoise import (
     PatchAttentionDenoiser,
     gaussian_filter_attention,
@@ -28,12 +30,10 @@ from attnlib.denoise import (
     patch_tokens,
     pixel_nlm,
 )
-from attnlib.experiments.digits import DigitClassifier
-from attnlib.experiments.documents import DocumentClassifier
 from attnlib.layers import MultiHeadAttention, TransformerEncoderLayer
 from attnlib.mux import AttentionRouter, ConvRouter, WeekdayMux
 from attnlib.normalizers import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
-from attnlib.sparse_coding import UnrolledISTAAttention
+from attnlib.subspace.sparse_coding import UnrolledISTAAttention
 from attnlib.symmetry import KnowledgeAttention, knowledge_attention
 
 F64 = torch.float64
@@ -190,7 +190,7 @@ def test_every_public_module_is_gradchecked():
         public |= _modules(importlib.import_module(f"attnlib.{name}"))
     public |= _modules(importlib.import_module("attnlib.continuous"))
     # Chapter 07b's classifiers (experiments, a layer above the ideas).
-    for name in ("experiments.digits", "experiments.documents"):
+    for name in ("continuous.experiments.digits", "continuous.experiments.documents"):
         public |= _modules(importlib.import_module(f"attnlib.{name}"))
     assert public == set(CASES) | set(NO_FLOAT_INPUT)
 

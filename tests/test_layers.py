@@ -1,10 +1,12 @@
 """The house's layers: imports run one way, and nothing hides a dependency.
 
-book-facing (notebook, plotting, results) > experiments (experiments, data) > ideas >
-engines > foundation (training, utils, errors), declared as import-linter contracts in
-pyproject.toml. The AST checks below catch what an import graph cannot see: an import by
-name, an import inside a function, a private name borrowed from another package, a
-registration at import time.
+book-facing (notebook, plotting, results) > ideas (each with its core, its private
+engines and its ``experiments``) > layers > attention > normalizers > data > foundation
+(training, utils, errors), declared as import-linter contracts in pyproject.toml, with
+a private module imported only inside its parent package. The AST checks below catch
+what an import graph cannot see: an import by name, an import inside a function, a
+private name borrowed from another package, a registration at import time, an idea's
+core that imports its own experiments.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
 
 #: Imports inside a function that are there for cost, not to dodge a cycle: numba takes
 #: about 0.2 s to import and is needed only on a machine without a C compiler.
-LAZY = {("attnlib.engines.entmax_loops", "attnlib.engines.entmax_numba")}
+LAZY = {("attnlib.normalizers._entmax_loops", "attnlib.normalizers._entmax_numba")}
 
 
 def _package(module: str) -> str:
@@ -74,13 +76,11 @@ def test_a_planted_upward_import_breaks_the_contracts(tmp_path):
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     utils = tmp_path / "attnlib" / "utils" / "__init__.py"
     utils.write_text(
-        utils.read_text() + "\nfrom ..experiments import routing  # planted\n"
+        utils.read_text() + "\nfrom ..mux.experiments import routing  # planted\n"
     )
     run = _lint(tmp_path)
     assert run.returncode != 0
-    assert (
-        "BROKEN" in run.stdout and "attnlib.utils -> attnlib.experiments" in run.stdout
-    )
+    assert "BROKEN" in run.stdout and "attnlib.utils -> attnlib.mux" in run.stdout
 
 
 def test_every_module_of_attnlib_sits_in_a_layer():
@@ -145,3 +145,46 @@ def test_no_private_name_crosses_a_package():
                 if alias.name.startswith("_") and not alias.name.startswith("__"):
                     crossings.append(f"{module} imports {target}.{alias.name}")
     assert not crossings, crossings
+
+
+@pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed")
+def test_a_planted_import_of_another_ideas_engine_breaks_the_contracts(tmp_path):
+    shutil.copytree(LIB, tmp_path / "attnlib", ignore=shutil.ignore_patterns("*.json"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    mux = tmp_path / "attnlib" / "mux" / "experiments" / "__init__.py"
+    mux.write_text(mux.read_text() + "\nfrom ...denoise import _nlm  # planted\n")
+    run = _lint(tmp_path)
+    assert run.returncode != 0
+    assert "BROKEN" in run.stdout and "attnlib.denoise._nlm" in run.stdout
+
+
+def _imports(path: Path, module: str, tree: ast.Module):
+    """Every attnlib module that ``module`` imports (a name imported from a package
+    counts as the submodule it may be)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(module, node, path.name == "__init__.py")
+            yield target
+            yield from (f"{target}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+
+
+def test_no_idea_imports_its_own_experiments():
+    """An idea's ``experiments`` (module or package) sit above its core: the core (every
+    other module of the idea) never imports them."""
+    for path, module, tree in _modules():
+        idea = _package(module)
+        experiments = f"{idea}.experiments"
+        if module.startswith(experiments):
+            continue
+        bad = [t for t in _imports(path, module, tree) if t.startswith(experiments)]
+        assert not bad, f"{module} imports {bad[0]}: the core imports its experiments"
+
+
+def test_the_experiments_check_bites():
+    module, path = "attnlib.mux.models", LIB / "mux" / "models.py"
+    tree = ast.parse("from .experiments import routing\n")
+    assert any(
+        t.startswith("attnlib.mux.experiments") for t in _imports(path, module, tree)
+    )

@@ -1,6 +1,6 @@
 """Every public model of attnlib keeps its dtype end to end (issue 38).
 
-For each public ``torch.nn.Module`` subclass of attnlib (outside ``attnlib.engines``),
+For each public ``torch.nn.Module`` subclass of attnlib (outside private modules),
 a small instance (one per variant whose dtype path differs) is checked three ways:
 
 - converted with ``.double()`` and fed float64 inputs (integer ids where the model
@@ -33,16 +33,18 @@ import torch
 from torch import nn
 
 import attnlib
-from attnlib import layers, sparse_coding
+from attnlib import layers
 from attnlib.continuous import modules as continuous_modules
 from attnlib.continuous.basis import GaussianRBF
+from attnlib.continuous.experiments import alignment, digits, documents
 from attnlib.denoise import learned
-from attnlib.experiments import alignment, denoising, digits, documents
-from attnlib.experiments import self_expression as se
-from attnlib.experiments import symmetry as sy
+from attnlib.denoise.experiments import cnn as denoising
 from attnlib.mux import models as mux
 from attnlib.mux import tasks as mux_tasks
 from attnlib.normalizers import modules as nm
+from attnlib.subspace import experiments as se
+from attnlib.subspace import sparse_coding
+from attnlib.symmetry import experiments as sy
 from attnlib.symmetry import heads
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -155,37 +157,37 @@ CASES = [
         lambda: (_rand(2, 6, 7),),
     ),
     Case(
-        "experiments.alignment.AlignmentModel",
+        "continuous.experiments.alignment.AlignmentModel",
         lambda: alignment.AlignmentModel(5, 6, 3, "continuous", dim=4, n_basis=4),
         lambda: (_ids(5, 2, 6),),
         variant="continuous",
     ),
     Case(
-        "experiments.alignment.AlignmentModel",
+        "continuous.experiments.alignment.AlignmentModel",
         lambda: alignment.AlignmentModel(5, 6, 3, "discrete", dim=4),
         lambda: (_ids(5, 2, 6),),
         variant="discrete",
     ),
     Case(
-        "experiments.denoising.SmallCNNDenoiser",
+        "denoise.experiments.cnn.SmallCNNDenoiser",
         lambda: denoising.SmallCNNDenoiser(3, 3),
         lambda: (_rand(6, 7),),
     ),
     Case(
-        "experiments.digits.DigitClassifier",
+        "continuous.experiments.digits.DigitClassifier",
         lambda: digits.DigitClassifier("continuous", n_side=3, channels=4),
         lambda: (_rand(2, 1, 12, 12),),
         variant="continuous",
     ),
     Case(
-        "experiments.digits.DigitClassifier",
+        "continuous.experiments.digits.DigitClassifier",
         lambda: digits.DigitClassifier("discrete", alpha=2, n_side=3, channels=4),
         lambda: (_rand(2, 1, 12, 12),),
         variant="discrete, alpha 2",
     ),
     *(
         Case(
-            "experiments.documents.DocumentClassifier",
+            "continuous.experiments.documents.DocumentClassifier",
             lambda kind=kind: documents.DocumentClassifier(
                 16, kind, n_basis=6, dim=4, span=3
             ),
@@ -197,18 +199,18 @@ CASES = [
         for kind in ("discrete", "continuous", "combined", "oracle")
     ),
     Case(
-        "experiments.self_expression.held_out.LearnedISTACodes",
+        "subspace.experiments.held_out.LearnedISTACodes",
         lambda: se.LearnedISTACodes(3, 0.01),
         lambda: (_randn(3, 4), _randn(5, 4, seed=1)),
     ),
     Case(
-        "experiments.self_expression.held_out.SelfExpressiveNet",
+        "subspace.experiments.held_out.SelfExpressiveNet",
         lambda: se.SelfExpressiveNet(4, 6),
         lambda: (_randn(3, 4), _randn(5, 4, seed=1)),
     ),
     *(
         Case(
-            "experiments.self_expression.stack.AttentionStack",
+            "subspace.experiments.stack.AttentionStack",
             lambda kind=kind: se.AttentionStack(kind, 4, 2),
             lambda: (_randn(2, 3, 4), _randn(2, 5, 4, seed=1), _randn(2, 5, 4, seed=2)),
             variant=kind,
@@ -216,36 +218,36 @@ CASES = [
         for kind in ("softmax", "sparsemax", "ista")
     ),
     Case(
-        "experiments.symmetry.baselines.MeanBaseline",
+        "symmetry.experiments.baselines.MeanBaseline",
         lambda: sy.MeanBaseline(3),
         lambda: _xy(),
         fit=True,
     ),
     Case(
-        "experiments.symmetry.baselines.RidgeBaseline",
+        "symmetry.experiments.baselines.RidgeBaseline",
         lambda: sy.RidgeBaseline(4, 3, 0.5),
         lambda: _xy(),
         fit=True,
     ),
     Case(
-        "experiments.symmetry.baselines.RidgeCVBaseline",
+        "symmetry.experiments.baselines.RidgeCVBaseline",
         lambda: sy.RidgeCVBaseline(4, 3, alphas=(0.01, 1.0, 100.0)),
         lambda: _xy(),
         fit=True,
     ),
     Case(
-        "experiments.symmetry.baselines.ScaledInput",
+        "symmetry.experiments.baselines.ScaledInput",
         lambda: sy.ScaledInput(),
         lambda: _xy(),
         fit=True,
     ),
     Case(
-        "experiments.symmetry.learners.SequenceMLP",
+        "symmetry.experiments.learners.SequenceMLP",
         lambda: sy.SequenceMLP(4, 3, 5),
         lambda: (_randn(2, 4, 3),),
     ),
     Case(
-        "experiments.symmetry.learners.WithSkip",
+        "symmetry.experiments.learners.WithSkip",
         _with_skip,
         lambda: (_randn(2, 4, 3),),
     ),
@@ -329,7 +331,7 @@ CASES = [
         _scores_and_target,
     ),
     Case(
-        "sparse_coding.UnrolledISTAAttention",
+        "subspace.sparse_coding.UnrolledISTAAttention",
         lambda: sparse_coding.UnrolledISTAAttention(3, 2, 0.1),
         lambda: (_randn(2, 5, 3),),
     ),
@@ -479,11 +481,11 @@ def test_a_float64_model_resolves_float64_steps(case):
 
 
 def _public_modules() -> set[str]:
-    """The public nn.Module subclasses defined in attnlib, outside the engines."""
+    """The public nn.Module subclasses defined in attnlib, outside private modules."""
     found = set()
     for info in pkgutil.walk_packages(attnlib.__path__, "attnlib."):
         parts = info.name.split(".")
-        if parts[1] == "engines" or any(p.startswith("_") for p in parts):
+        if any(p.startswith("_") for p in parts):
             continue
         module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
@@ -506,7 +508,7 @@ def test_the_table_covers_every_public_model():
         f"in the table but not found: {sorted((covered | set(EXEMPT)) - found)}"
     )
     # the walk sees the classes of nested packages and of a package's own modules
-    assert "experiments.self_expression.stack.AttentionStack" in found
+    assert "subspace.experiments.stack.AttentionStack" in found
     assert "layers.MultiHeadAttention" in found
 
 

@@ -7,7 +7,6 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnlib.experiments.routing_scores import accuracy_by_distance, routing_loss
 from attnlib.mux import (
     AttentionRouter,
     ConvRouter,
@@ -23,6 +22,7 @@ from attnlib.mux import (
     translation_sequences,
     weekday_task,
 )
+from attnlib.mux.experiments.scores import accuracy_by_distance, routing_loss
 from attnlib.training import to_device, train
 
 # ----------------------------------------------------------------------------- tasks

@@ -524,7 +524,7 @@ def test_half_precision_gradient_matches_float32(dtype):
 # Every family (q = 1, 2, 4 and any) in both dtypes, forward and backward.
 _EVERY_LOOP = (
     "import torch\n"
-    "from attnlib.engines import entmax_loops as K\n"
+    "from attnlib.normalizers import _entmax_loops as K\n"
     "from attnlib.normalizers import entmax\n"
     "for dtype in (torch.float32, torch.float64):\n"
     "    for a in (2.0, 1.5, 1.25, 1.3):\n"
@@ -553,7 +553,7 @@ def test_c_loops_are_built_once_and_loaded_by_a_new_process(tmp_path):
     import os
     import shutil
 
-    import attnlib.engines.entmax_loops as K
+    import attnlib.normalizers._entmax_loops as K
 
     if shutil.which((os.environ.get("CC") or "cc").split()[0]) is None:
         pytest.skip("no C compiler: the numba loops serve (tested below)")
@@ -570,7 +570,7 @@ def test_c_loops_are_built_once_and_loaded_by_a_new_process(tmp_path):
 def test_numba_loops_load_from_the_cache_in_a_new_process():
     """Without the C loops, a new process loads every numba loop from numba's cache."""
     code = (
-        _EVERY_LOOP + "from attnlib.engines.entmax_numba import LOOPS\n"
+        _EVERY_LOOP + "from attnlib.normalizers._entmax_numba import LOOPS\n"
         "stats = [f.stats for pair in LOOPS.values() for f in pair]\n"
         "print(K.backend(), sum(sum(s.cache_hits.values()) for s in stats),"
         " sum(sum(s.cache_misses.values()) for s in stats))\n"
@@ -582,7 +582,7 @@ def test_numba_loops_load_from_the_cache_in_a_new_process():
 def test_without_a_working_compiler_the_numba_loops_serve(tmp_path):
     code = (
         "import torch\n"
-        "from attnlib.engines import entmax_loops as K\n"
+        "from attnlib.normalizers import _entmax_loops as K\n"
         "from attnlib.normalizers import sparsemax\n"
         "p = sparsemax(torch.tensor([[1.0, 0.5, -2.0]]))\n"
         "print(K.backend(), K.builds, *p[0].tolist())\n"
@@ -609,7 +609,7 @@ def _loop_inputs(dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, F64])
 def test_c_and_numba_loops_agree(dtype):
     """The numba fallback computes what the C loops (checked above) compute."""
-    import attnlib.engines.entmax_loops as K
+    import attnlib.normalizers._entmax_loops as K
 
     if K.backend() != "c":
         pytest.skip("no C compiler: the suite above tests the numba loops")
@@ -631,7 +631,7 @@ def test_c_and_numba_loops_agree(dtype):
 
 
 def test_loops_reject_mismatched_tensors():
-    import attnlib.engines.entmax_loops as K
+    import attnlib.normalizers._entmax_loops as K
 
     x = torch.randn(3, 5)
     am1 = torch.full((3,), 0.5, dtype=F64)

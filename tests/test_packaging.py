@@ -104,14 +104,14 @@ def test_wheel_ships_the_library_and_its_committed_results(dist):
     with zipfile.ZipFile(next(dist.glob("*.whl"))) as zf:
         names = set(zf.namelist())
     # Every source file of the package: its modules in every subpackage, and the C
-    # source that attnlib.engines.entmax_loops compiles on first use.
+    # source that attnlib.normalizers._entmax_loops compiles on first use.
     modules = {
         p.relative_to(ROOT).as_posix()
         for pattern in ("*.py", "*.c")
         for p in (ROOT / "attnlib").rglob(pattern)
         if "__pycache__" not in p.parts
     }
-    assert "attnlib/engines/entmax_loops.c" in modules
+    assert "attnlib/normalizers/_entmax_loops.c" in modules
     results = {
         f"attnlib/results/{p.name}"
         for p in (ROOT / "attnlib" / "results").glob("*.json")

@@ -34,7 +34,8 @@ import pytest
 import torch
 
 from attnlib import results
-from attnlib.experiments import routing_runs, self_expression_runs
+from attnlib.mux.experiments import runs as routing_runs
+from attnlib.subspace.experiments import runs as self_expression_runs
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHMARKS = ROOT / "benchmarks"
@@ -178,7 +179,7 @@ def slice_denoise(result: dict) -> list[Check]:
     the PSNRs of seed 0 at the lowest noise (noisy, Gaussian filter and exact NLM at
     their committed settings, and the learned one-head denoiser), and seed 0 of the CNN
     baseline (its smallest CNN, exact NLM and the Gaussian filter)."""
-    from attnlib.experiments.denoising import baseline_run
+    from attnlib.denoise.experiments.cnn import baseline_run
 
     b = bench("denoise")
     checks = []
@@ -306,11 +307,11 @@ def slice_normalizers_gpu(result: dict) -> list[Check]:
     Recomputed: the timed rows are the GPU section's configurations today (a count per
     map, shape, scale and dtype), and the attention row its shape; on the CPU, on 256
     rows of the first shape, the engine that CUDA dispatches to
-    (attnlib.engines.entmax) gives the entmax package's values and gradients in both
+    (normalizers._entmax) gives the entmax package's values and gradients in both
     dtypes (as the GPU section's peers)."""
     import entmax as E
 
-    from attnlib.engines import entmax as engine
+    from attnlib.normalizers import _entmax as engine
 
     b = bench("normalizers")
     checks = [

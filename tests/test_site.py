@@ -777,11 +777,11 @@ def test_the_figure_check_draws_svg_and_finds_a_blank_one(browser, tmp_path):
 
 
 # ------------------------------------------------------------ what a reader sees (32)
-# tests/site_audit.py measures each page once per width in the browser; the tests below
+# tools/site_audit.py measures each page once per width in the browser; the tests below
 # read its findings. Each fails on the pages built before issue 32 (see the counts in
 # site_audit's docstring): 48 of 48 figures uncaptioned and without alt text, 26 shown
 # below 90 % of their size, 35 progress lines, tables that scroll at both widths.
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from site_audit import audit  # noqa: E402
 
 _AUDITS: dict = {}

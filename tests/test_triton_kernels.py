@@ -1,4 +1,4 @@
-"""The Triton kernels of attnlib.engines.triton_entmax, run without a GPU.
+"""The Triton kernels of attnlib.normalizers._triton_entmax, run without a GPU.
 
 Where no CUDA device is present, the kernels run in Triton's interpreter
 (``TRITON_INTERPRET=1``) on CPU tensors, small shapes; on a GPU machine the same tests
@@ -16,7 +16,7 @@ if not REAL_CUDA:  # conftest.py sets it first; Triton reads it on its first imp
     os.environ.setdefault("TRITON_INTERPRET", "1")
 triton = pytest.importorskip("triton")
 
-from attnlib.engines import triton_entmax as te  # noqa: E402
+from attnlib.normalizers import _triton_entmax as te  # noqa: E402
 from attnlib.normalizers import entmax, sparsemax  # noqa: E402
 
 if not REAL_CUDA and type(te._entmax_fwd_kernel).__name__ != "InterpretedFunction":
@@ -81,7 +81,7 @@ def test_values_and_gradients_match_the_torch_engine(a, dtype):
 
 
 def _vjp64(p, g, a):
-    from attnlib.engines.entmax import entmax_vjp
+    from attnlib.normalizers._entmax import entmax_vjp
 
     return entmax_vjp(p, g, a, differentiable=True)
 
@@ -127,7 +127,7 @@ def test_fully_masked_rows_give_zero_output_and_zero_gradient(dtype):
 
 def _spy(monkeypatch):
     """Route the kernels to the torch engine, recording each call."""
-    from attnlib.engines.entmax import entmax_bisect, entmax_vjp
+    from attnlib.normalizers._entmax import entmax_bisect, entmax_vjp
 
     calls = []
 
@@ -148,7 +148,7 @@ def _spy(monkeypatch):
 
 
 # ------------------------------------------------------------- flash entmax attention
-from attnlib.engines import triton_flash as tf  # noqa: E402
+from attnlib.normalizers import _triton_flash as tf  # noqa: E402
 
 
 def _dense(q, k, v, alpha, mask, causal):

@@ -145,12 +145,7 @@ HOT_PATHS = {
 }
 #: Hot paths that check an input again in code this change could not touch, and why:
 #: strict xfails, so that each entry goes once its path is fixed.
-KNOWN = {
-    "SubspaceClustering.fit, ssc": (
-        "attnlib.lasso.ssc_rows checks X again (host_array and as_float_array); "
-        "lasso.py is being edited elsewhere and needs a trusted twin of ssc_rows"
-    ),
-}
+KNOWN: dict[str, str] = {}
 
 
 def judge(calls, inputs: int | None) -> list[str]:
@@ -218,9 +213,9 @@ def test_the_counter_sees_checks_bound_by_name(check_calls):
 
 
 # ---------------------------------------------- every public callable, from the battery
-#: Families whose calls are not hot paths: experiment scaffolding, plots, training loops
-#: and committed results.
-NOT_HOT = ("experiments.", "plotting.", "training.", "results.")
+#: Families whose calls are not hot paths: plots, training loops and committed results;
+#: nor is any idea's experiment scaffolding (``<idea>.experiments``).
+NOT_HOT = ("plotting.", "training.", "results.")
 #: Specs whose baseline is more than one call, or checks the entries of one argument
 #: each once: their names repeat without any input being checked twice.
 SEVERAL = {
@@ -251,10 +246,8 @@ RECHECKS = {
     "normalizers.Entmax15Loss": "p, through fenchel_young_loss",
     "normalizers.EntmaxLoss": "p, through fenchel_young_loss",
     "normalizers.fenchel_young_loss": "p, twice",
-    "sparse_coding.sparse_coding_attention": "q, k, v, through attention",
-    "sparse_coding.UnrolledISTAAttention": "q, k, v, through attention",
-    "subspace.self_expressive": "X, in attnlib.lasso.ssc_rows (see KNOWN)",
-    "subspace.SubspaceClustering": "X, in attnlib.lasso.ssc_rows (see KNOWN)",
+    "subspace.sparse_coding.sparse_coding_attention": "q, k, v, through attention",
+    "subspace.sparse_coding.UnrolledISTAAttention": "q, k, v, through attention",
     "symmetry.equivariance_error": "d, by random_orthogonal in every trial",
 }
 BATTERY = [
@@ -262,7 +255,9 @@ BATTERY = [
     if name in RECHECKS
     else name
     for name in SPECS
-    if not name.startswith(NOT_HOT) and name not in SEVERAL
+    if not name.startswith(NOT_HOT)
+    and "experiments" not in name.split(".")
+    and name not in SEVERAL
 ]
 
 

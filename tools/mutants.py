@@ -77,27 +77,27 @@ def M(name, file, original, replacement, *tests, accepted=""):
 
 T_ATT = "tests/test_attention.py"
 T_KR = "tests/test_kernel_regression.py"
-T_KS = "tests/test_kernel_sums.py"
+T_KS = "tests/test_kernel_regression_kernelsums.py"
 T_DEN = "tests/test_denoise.py"
 T_LLE = "tests/test_lle.py"
 T_LLE_E = "tests/test_lle_embedding.py"
 T_SUB = "tests/test_subspace.py"
-T_LASSO = "tests/test_lasso.py"
+T_LASSO = "tests/test_subspace_lasso.py"
 T_NORM = "tests/test_normalizers.py"
 T_CONT = "tests/test_continuous.py"
 T_CONT_X = "tests/test_continuous_experiments.py"
 T_SYM = "tests/test_symmetry.py"
-T_SYM_X = "tests/test_experiments_symmetry.py"
+T_SYM_X = "tests/test_symmetry_experiments.py"
 T_MUX = "tests/test_mux.py"
 T_UTILS = "tests/test_utils.py"
 T_TRAIN = "tests/test_training.py"
 T_DATA = "tests/test_data.py"
 T_PLOT = "tests/test_plotting.py"
-T_ROUTE = "tests/test_experiments_routing.py"
-T_MANI = "tests/test_experiments_manifolds.py"
-T_DENX = "tests/test_experiments_denoising.py"
-T_SEX = "tests/test_experiments_self_expression.py"
-T_SC = "tests/test_sparse_coding.py"
+T_ROUTE = "tests/test_mux_experiments_routing.py"
+T_MANI = "tests/test_lle_experiments.py"
+T_DENX = "tests/test_denoise_experiments_cnn.py"
+T_SEX = "tests/test_subspace_experiments.py"
+T_SC = "tests/test_subspace_sparse_coding.py"
 
 A = "attnlib/"
 MUTANTS: list[Mutant] = [
@@ -203,7 +203,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "kernel-sums-gaussian-without-half",
-        A + "engines/kernelsums.py",
+        A + "kernel_regression/_kernelsums.py",
         "1 / bandwidth if l1 else 0.5 / bandwidth / bandwidth",
         "1 / bandwidth if l1 else 1 / bandwidth / bandwidth",
         T_KS,
@@ -211,14 +211,14 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "kernel-sums-exp64-coefficient",
-        A + "engines/fastexp.py",
+        A + "utils/fastexp.py",
         "p = p * f + 1 / 720\n",
         "p = p * f + 1 / 700\n",
         T_KS,
     ),
     M(
         "kernel-sums-rescale-sign",
-        A + "engines/kernelsums.py",
+        A + "kernel_regression/_kernelsums.py",
         "old_scale = math.exp(-c * (low - new))",
         "old_scale = math.exp(c * (low - new))",
         T_KS,
@@ -276,7 +276,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "nlm-compiled-symmetric-half-dropped",
-        A + "engines/nlm.py",
+        A + "denoise/_nlm.py",
         "bwd[j] += w[j]",
         "bwd[j] += 0.0 * w[j]",
         T_DEN,
@@ -358,14 +358,14 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "ista-step-not-squared",
-        A + "sparse_coding.py",
+        A + "subspace/sparse_coding.py",
         "/ torch.linalg.matrix_norm(k, ord=2)\n            .square()",
         "/ torch.linalg.matrix_norm(k, ord=2)\n            .abs()",
         T_SC,
     ),
     M(
         "ista-threshold-not-scaled-by-step",
-        A + "sparse_coding.py",
+        A + "subspace/sparse_coding.py",
         "C = shrink(C - s_t * (C @ kk - qk), s_t * lam_t)",
         "C = shrink(C - s_t * (C @ kk - qk), lam_t)",
         T_SC,
@@ -379,7 +379,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "unrolled-ista-initial-step",
-        A + "sparse_coding.py",
+        A + "subspace/sparse_coding.py",
         "torch.full((n_iter,), math.log(math.e - 1))",
         "torch.full((n_iter,), 0.0)",
         T_SC,
@@ -388,7 +388,7 @@ MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------------- lasso
     M(
         "soft-threshold-loses-sign",
-        A + "engines/lasso/common.py",
+        A + "subspace/_lasso/common.py",
         "return torch.sign(x) * torch.relu(x.abs() - threshold)",
         "return torch.relu(x.abs() - threshold)",
         T_LASSO,
@@ -396,7 +396,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "ista-lipschitz-not-squared",
-        A + "engines/lasso/iterative.py",
+        A + "subspace/_lasso/iterative.py",
         "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2) ** 2)",
         "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2))",
         T_LASSO,
@@ -433,14 +433,14 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "entmax-bisection-too-few-steps",
-        A + "engines/entmax.py",
+        A + "normalizers/_entmax.py",
         "n_iter = 64 if z.dtype == torch.float64 else 36",
         "n_iter = 16 if z.dtype == torch.float64 else 12",
         T_NORM,
     ),
     M(
         "entmax-compiled-slope",
-        A + "engines/entmax_loops.c",
+        A + "normalizers/_entmax_loops.c",
         "    case 2:\n        return SQRT(p);",
         "    case 2:\n        return p;",
         T_NORM,
@@ -663,42 +663,42 @@ MUTANTS: list[Mutant] = [
     # ---------------------------------------------------------------- experiments
     M(
         "green-function-scale",
-        A + "experiments/routing.py",
+        A + "mux/experiments/routing.py",
         "(n + 1 - np.maximum.outer(i, i)) / (n + 1)",
         "(n + 1 - np.maximum.outer(i, i)) / n",
         T_ROUTE,
     ),
     M(
         "span-weights-off-by-one",
-        A + "experiments/documents.py",
+        A + "continuous/experiments/documents.py",
         "(pos < start[:, None] + self.span)",
         "(pos <= start[:, None] + self.span)",
         T_CONT_X,
     ),
     M(
         "combined-model-drops-discrete-context",
-        A + "experiments/documents.py",
+        A + "continuous/experiments/documents.py",
         "context = context + cont.context",
         "context = cont.context",
         T_CONT_X,
     ),
     M(
         "monotone-alignment-scale",
-        A + "experiments/alignment.py",
+        A + "continuous/experiments/alignment.py",
         "* (S - 1) / (T - 1)",
         "* S / T",
         T_CONT_X,
     ),
     M(
         "closed-groups-weak-components",
-        A + "experiments/manifolds.py",
+        A + "lle/experiments.py",
         'connected_components(mask, connection="strong")',
         'connected_components(mask, connection="weak")',
         T_MANI,
     ),
     M(
         "cnn-parameter-count-drops-a-bias",
-        A + "experiments/denoising.py",
+        A + "denoise/experiments/cnn.py",
         "return k2 * w + w + k2 * w * w + w + k2 * w + 1",
         "return k2 * w + w + k2 * w * w + k2 * w + 1",
         T_DENX,
@@ -733,42 +733,42 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "self-expressive-net-keeps-diagonal",
-        A + "experiments/self_expression/held_out.py",
+        A + "subspace/experiments/held_out.py",
         "C = C * (1 - torch.eye(C.shape[0], dtype=C.dtype, device=C.device))",
         "C = C * torch.ones_like(C)",
         T_SEX,
     ),
     M(
         "learned-ista-step-range",
-        A + "experiments/self_expression/held_out.py",
+        A + "subspace/experiments/held_out.py",
         "base * 2 * torch.sigmoid(self.raw_step[t])",
         "base * torch.sigmoid(self.raw_step[t])",
         T_SEX,
     ),
     M(
         "sequences-needed-interpolates-linearly",
-        A + "experiments/symmetry/curves.py",
+        A + "symmetry/experiments/curves.py",
         "np.exp(np.interp(np.log(target), np.log(errors[::-1]), np.log(sizes[::-1])))",
         "np.interp(target, errors[::-1], sizes[::-1])",
         T_SYM_X,
     ),
     M(
         "scaled-input-mean-not-sum",
-        A + "experiments/symmetry/baselines.py",
+        A + "symmetry/experiments/baselines.py",
         "self.scale.data = ((x * y).sum() / power).to(dtype)",
         "self.scale.data = ((x * y).mean() / power).to(dtype)",
         T_SYM_X,
     ),
     M(
         "tuning-validates-on-the-training-part",
-        A + "experiments/symmetry/curves.py",
+        A + "symmetry/experiments/curves.py",
         "fit, held = (x[:-n_val], y[:-n_val]), (x[-n_val:], y[-n_val:])",
         "fit, held = (x[:-n_val], y[:-n_val]), (x[:-n_val], y[:-n_val])",
         T_SYM_X,
     ),
     M(
         "accuracy-last-batch-dropped",
-        A + "experiments/classify.py",
+        A + "continuous/experiments/classify.py",
         "for i in range(0, n, batch):",
         "for i in range(0, n - batch + 1, batch):",
         T_CONT_X,
@@ -916,7 +916,7 @@ MUTANTS: list[Mutant] = [
         "pass",
         T_TRAIN,
         T_CONT_X,
-        "tests/test_experiments_routing_scores.py",
+        "tests/test_mux_experiments_scores.py",
         T_SYM_X,
     ),
     M(

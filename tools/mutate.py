@@ -46,10 +46,10 @@ REPORT = ROOT / "tools" / "MUTATION.md"
 RESULTS = ROOT / "tools" / "mutation_results.json"
 HISTORY_MARK = "<!-- history: date | mutants | killed | timeouts | survived | score -->"
 NUMBA_FILES = {
-    "attnlib/engines/entmax_numba.py",
-    "attnlib/engines/nlm.py",
-    "attnlib/engines/kernelsums.py",
-    "attnlib/engines/fastexp.py",
+    "attnlib/normalizers/_entmax_numba.py",
+    "attnlib/denoise/_nlm.py",
+    "attnlib/kernel_regression/_kernelsums.py",
+    "attnlib/utils/fastexp.py",
 }
 THREADS = {
     k: "1" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")

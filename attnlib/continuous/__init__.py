@@ -22,27 +22,14 @@ One idea per module:
   ``attnlib.continuous.integrals``;
 * ``attnlib.continuous.modules``: the ``nn.Module`` layers.
 
-The chapter's experiments live in ``attnlib.experiments.documents``,
-``attnlib.experiments.digits`` and ``attnlib.experiments.classify`` (a layer above this
-one: import them from there).
+The chapter's experiments (documents, cluttered digits, alignment, the cost of reading
+out) are in ``attnlib.continuous.experiments``.
 
 Shapes follow the book's conventions: a batch of densities has ``mu`` of shape
 ``(batch,)`` (1-D) or ``(batch, 2)`` (2-D) and returns ``r`` of shape ``(batch, N)``;
 tokens are rows, so the value coefficients ``B`` are ``(..., N, D)``.
 """
 
-from . import (
-    attention as _attention,
-)
-from . import (
-    basis as _basis,
-)
-from . import (
-    densities as _densities,
-)
-from . import (
-    modules as _modules,
-)
 from .attention import (
     continuous_attention_1d,
     continuous_attention_2d,
@@ -66,10 +53,22 @@ from .modules import (
     ContinuousAttentionOutput,
 )
 
-# The package's public names are its modules' (each keeps its own ``__all__``).
 __all__ = [
-    *_densities.__all__,
-    *_basis.__all__,
-    *_attention.__all__,
-    *_modules.__all__,
+    "gaussian_pdf",
+    "truncated_parabola_pdf",
+    "triangular_pdf",
+    "location_scale_pdf",
+    "truncated_paraboloid_pdf",
+    "truncated_paraboloid_lambda",
+    "truncated_parabola_radius",
+    "support_ellipse",
+    "GaussianRBF",
+    "ridge_value_coefficients",
+    "continuous_attention_1d",
+    "continuous_attention_2d",
+    "generalized_covariance_1d",
+    "generalized_covariance_2d",
+    "ContinuousAttention1D",
+    "ContinuousAttention2D",
+    "ContinuousAttentionOutput",
 ]

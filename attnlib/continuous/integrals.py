@@ -19,6 +19,9 @@ from torch.special import ndtr
 
 from .densities import _LOG_SQRT_2PI
 
+# Helpers of the package's modules: nothing here is public.
+__all__: list[str] = []
+
 # --------------------------------------------------------------------- 1-D closed forms
 
 

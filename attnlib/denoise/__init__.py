@@ -9,7 +9,7 @@ projections, positional encodings and several heads. Images are ``(H, W)`` (grey
 The package has two rooms, each re-exported here: ``filters`` (the Gaussian filter,
 pixel and patch NLM as calls of attention, and :func:`nonlocal_means`, exact NLM at
 scikit-image's slow-mode conventions, handed to the compiled engine
-``attnlib.engines.nlm``) and ``learned`` (:class:`PatchAttentionDenoiser`, its
+``attnlib.denoise._nlm``) and ``learned`` (:class:`PatchAttentionDenoiser`, its
 training crops and :func:`psnr`).
 """
 

@@ -9,6 +9,9 @@ import torch.nn.functional as F
 from ..attention import attend
 from ..utils import as_tensor, check_int
 
+# Helpers of the package's modules: nothing here is public.
+__all__: list[str] = []
+
 # Bounds the memory of the chunked attention paths: queries per chunk times keys.
 _MAX_SCORES = 2**22
 

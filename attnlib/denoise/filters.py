@@ -1,7 +1,7 @@
 """Denoising filters as attention: the Gaussian filter, pixel NLM and patch NLM.
 
 Exact non-local means at scikit-image's slow-mode conventions, :func:`nonlocal_means`,
-hands its checked image to the compiled engine :func:`attnlib.engines.nlm.nlm_offsets`.
+hands its checked image to the compiled engine ``attnlib.denoise._nlm.nlm_offsets``.
 
 A Gaussian filter is attention whose queries and keys are pixel *positions*; non-local
 means (NLM) is attention whose queries and keys are the *patches* around the pixels and
@@ -18,8 +18,8 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import SCORES, attention
-from ..engines.nlm import nlm_offsets
 from ..utils import check_int, check_positive
+from ._nlm import nlm_offsets
 from .common import (
     _as_image,
     _chunked_attention,
@@ -29,6 +29,17 @@ from .common import (
     _reflect_pad,
     image_is_grey,
 )
+
+__all__ = [
+    "extract_patches",
+    "gaussian_filter_attention",
+    "nlm_attention",
+    "nonlocal_means",
+    "patch_attention",
+    "patch_kernel",
+    "patch_tokens",
+    "pixel_nlm",
+]
 
 # ------------------------------------------------------------ local and pixel attention
 

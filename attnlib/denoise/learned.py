@@ -16,6 +16,12 @@ from ..utils import as_tensor, check_int, check_positive
 from .common import _odd_patch_size, _pixel_grid
 from .filters import patch_tokens
 
+__all__ = [
+    "PatchAttentionDenoiser",
+    "crop_batches",
+    "psnr",
+]
+
 # -------------------------------------------------------------------------- learned NLM
 
 

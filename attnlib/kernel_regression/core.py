@@ -14,9 +14,15 @@ import torch
 from torch.utils.checkpoint import checkpoint
 
 from ..attention import SCORES, attend
-from ..engines.kernelsums import key_lanes, lane_sums
 from ..errors import EmptySupportError, ScoreError
 from ..utils import as_tensor, available_memory, check_positive
+from ._kernelsums import key_lanes, lane_sums
+
+__all__ = [
+    "KERNELS",
+    "loo_predictions",
+    "nadaraya_watson",
+]
 
 Kernel = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -249,8 +255,7 @@ def _predict(xq, xt, y, kernel: Kernel, bandwidth: float) -> torch.Tensor:
     """Nadaraya–Watson on checked 2-D tensors, without forming the weights.
 
     The Gaussian and Laplace kernels on the CPU without gradients go to the fused
-    engine (:func:`attnlib.engines.kernelsums.fused_sums`); the rest is attention on
-    blocks of queries.
+    engine (``_kernelsums.fused_sums``); the rest is attention on blocks of queries.
     """
     grad = torch.is_grad_enabled() and any(t.requires_grad for t in (xq, xt, y))
     fused = (
@@ -268,7 +273,7 @@ def _predict(xq, xt, y, kernel: Kernel, bandwidth: float) -> torch.Tensor:
 
 def _fused_predict(xq: np.ndarray, lanes, kernel: Kernel, bandwidth: float):
     """The fused engine's predictions for checked arrays (the keys and values in
-    lanes, :func:`~attnlib.engines.kernelsums.key_lanes`)."""
+    lanes, ``attnlib.kernel_regression._kernelsums.key_lanes``)."""
     out = lane_sums(xq, *lanes, bandwidth, kernel == "laplace", torch.get_num_threads())
     # The inputs are finite (checked), so a non-finite prediction is an overflow.
     if not np.isfinite(out).all():

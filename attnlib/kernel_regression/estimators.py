@@ -33,6 +33,11 @@ from .core import (
     nadaraya_watson,
 )
 
+__all__ = [
+    "MetricNadarayaWatson",
+    "NadarayaWatson",
+]
+
 
 def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
     """A geometric grid around the median pairwise distance (of at most 1000 points)."""

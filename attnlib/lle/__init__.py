@@ -20,10 +20,15 @@ One idea per module:
   scikit-learn estimator.
 """
 
-from . import embedding as _embedding
-from . import weights as _weights
 from .embedding import LLEEmbedding, LocallyLinearEmbedding, lle_embedding
 from .weights import LLEWeights, barycenter_weights, lle_attention, lle_weights
 
-# The package's public names are its modules' (each keeps its own ``__all__``).
-__all__ = [*_weights.__all__, *_embedding.__all__]
+__all__ = [
+    "LLEWeights",
+    "barycenter_weights",
+    "lle_weights",
+    "lle_attention",
+    "LLEEmbedding",
+    "lle_embedding",
+    "LocallyLinearEmbedding",
+]

@@ -11,7 +11,7 @@ The package holds the tasks (``tasks``: routing, the weekday multiplexer, sequen
 equivariance checks), the multiplexers themselves (``maps``), and the small models the
 chapter trains (``models``); every public name is importable from ``attnlib.mux``. The
 loss and the accuracy by distance that train and read the routers are experiment
-scaffolding, in ``attnlib.experiments.routing_scores``.
+scaffolding, in ``attnlib.mux.experiments.scores``.
 Tokens are rows: sequences are ``(batch, length, features)``.
 """
 

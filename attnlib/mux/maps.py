@@ -16,6 +16,14 @@ from ..utils import (
     check_positive,
 )
 
+__all__ = [
+    "NORMALIZERS",
+    "hard_mux",
+    "hardmax",
+    "soft_mux",
+    "straight_through_hardmax",
+]
+
 # ------------------------------------------------------------------------- multiplexers
 
 

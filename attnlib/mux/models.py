@@ -2,7 +2,7 @@
 
 Each maps tokens (rows) to logits. The loss and the accuracy that train and read the
 routers serve the chapter's experiment and live in
-``attnlib.experiments.routing_scores``.
+``attnlib.mux.experiments.scores``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,12 @@ from torch import nn
 from ..attention import attention
 from ..utils import check_int, module_input, names_input
 from .maps import _normalizer, _squeeze_query
+
+__all__ = [
+    "AttentionRouter",
+    "ConvRouter",
+    "WeekdayMux",
+]
 
 
 class ConvRouter(nn.Module):

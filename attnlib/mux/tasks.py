@@ -16,6 +16,18 @@ from ..utils import (
     check_int,
 )
 
+__all__ = [
+    "FRIENDS",
+    "WEEKDAYS",
+    "RoutingTask",
+    "WeekdayTask",
+    "conv_matrix",
+    "routing_task",
+    "shift_tokens",
+    "translation_sequences",
+    "weekday_task",
+]
+
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 FRIENDS = ("Ada", "Ben", "Cleo", "Dev", "Eve", "Finn", "Gus")
 

@@ -7,7 +7,8 @@ negentropy α-entmax, which puts exactly zero weight on low scores when α > 1.
 
 The threshold τ of sparsemax and entmax is found without sorting, by Newton's method
 from below (Michelot's algorithm at α = 2); on a CPU it runs as compiled loops over the
-rows (in ``attnlib.engines``), so that each row is read from memory once.
+rows (the private engines ``_entmax_loops`` and ``_entmax_numba``), so that each row is
+read from memory once.
 :func:`attnlib.attention.attention` knows ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as
 normalizers by name.
 
@@ -22,9 +23,6 @@ One idea per module:
 * ``attnlib.normalizers.common``: the checks and row plumbing the two share.
 """
 
-from . import maps as _maps
-from . import modules as _modules
-from . import tsallis as _tsallis
 from .maps import entmax, softmax, sparsemax
 from .modules import (
     Entmax,
@@ -36,5 +34,18 @@ from .modules import (
 )
 from .tsallis import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
 
-# The package's public names are its modules' (each keeps its own ``__all__``).
-__all__ = [*_maps.__all__, *_tsallis.__all__, *_modules.__all__]
+__all__ = [
+    "softmax",
+    "sparsemax",
+    "entmax",
+    "tsallis_entropy",
+    "exp_beta",
+    "log_beta",
+    "fenchel_young_loss",
+    "Sparsemax",
+    "Entmax15",
+    "Entmax",
+    "SparsemaxLoss",
+    "Entmax15Loss",
+    "EntmaxLoss",
+]

@@ -14,6 +14,9 @@ import torch
 
 from ..utils import as_tensor, check_on_device
 
+# Helpers of the package's modules: nothing here is public.
+__all__: list[str] = []
+
 
 def _check_scores(x, dim: int, name: str = "x") -> tuple[torch.Tensor, int]:
     """A floating tensor of scores and ``dim`` made non-negative; ``-inf`` allowed.

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from ..engines import entmax as entmax_engine
-from ..engines import entmax_loops
 from ..utils import check_on_device
+from . import _entmax as entmax_engine
+from . import _entmax_loops as entmax_loops
 from .common import (
     _along_last,
     _check_index,
@@ -77,11 +77,11 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 # round to ``max(x)``.
 #
 # On a CPU the search runs as compiled loops over the rows
-# (attnlib.engines.entmax_loops, compiled from C once per machine, or by numba where
+# (normalizers._entmax_loops, compiled from C once per machine, or by numba where
 # no C compiler is present): a row is read from memory once, and every Newton pass over
 # it then runs in cache, vectorised. For α > 2 (where g is not convex) the threshold is
 # bisected with tensor operations. Off the CPU (CUDA) the maps come from
-# attnlib.engines.entmax: sparsemax and 1.5-entmax sort each row once and take the
+# attnlib.normalizers._entmax: sparsemax and 1.5-entmax sort each row once and take the
 # threshold in closed form on every prefix; any other α is bisected a fixed number of
 # times; no step reads a value back to the host.
 

@@ -4,7 +4,8 @@ A chapter shows numbers that take longer to compute than a page may take to exec
 full sweeps of ``benchmarks/``). Those results are package data, so that a chapter
 opened alone (in Colab, with attnlib installed from the repository and no checkout
 beside it) reads them exactly as the built website does. ``benchmarks/<name>.py`` writes
-them here.
+them here. The chapters state a sweep's result as its median and range over seeds
+(``seeds``: :func:`seed_summary`, :func:`seed_table`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-__all__ = ["load", "names"]
+from .seeds import seed_summary, seed_table
+
+__all__ = ["load", "names", "seed_summary", "seed_table"]
 
 
 def names() -> list[str]:

@@ -6,19 +6,23 @@ learned by solving an optimisation problem rather than computed from a query–k
 Tokens are rows, so row ``i`` of ``C`` expresses sample ``i`` (``C[query, key]``); the
 self-expression paper puts samples in columns and its ``C`` is our ``C.T``.
 
-This module holds the idea: the self-expressive coefficients for three regularisers
-(LSR and LRSC in closed form, SSC through the row-wise Lasso solvers of
-:mod:`attnlib.lasso`), the affinity, spectral clustering and the scikit-learn estimator
-(which refines its labels by the K-subspaces of :mod:`attnlib.ksubspaces`).
-Sparse-coding attention, the same Lasso read as an attention layer, is in
-:mod:`attnlib.sparse_coding`.
+The package holds chapter 05's code, one module per part of the idea; every public name
+is importable from here.
+
+- ``expression``: the self-expressive coefficients for three regularisers (LSR and
+  LRSC in closed form, SSC through the row-wise Lasso solvers of ``lasso``);
+- ``clustering``: the affinity, spectral clustering and the scikit-learn estimator
+  (which refines its labels by the K-subspaces of ``ksubspaces``);
+- ``lasso``: the checked entries of the row-wise Lasso solvers, which hand the checked
+  arrays to the private engines of ``_lasso`` (homotopy, active set, ISTA, FISTA);
+- ``ksubspaces``: K-subspaces, the refinement of ``SubspaceClustering``;
+- ``sparse_coding``: sparse-coding attention, the same Lasso read as an attention layer
+  (unrolled ISTA).
+
+The chapter's experiments (data, experiment models, trained runs) are in
+``attnlib.subspace.experiments``.
 """
 
-from ..lasso import SolverInfo, soft_threshold  # noqa: F401 (re-exported)
-from ..sparse_coding import (  # noqa: F401 (re-exported)
-    UnrolledISTAAttention,
-    sparse_coding_attention,
-)
 from .clustering import (
     SubspaceClustering,
     affinity,
@@ -26,10 +30,17 @@ from .clustering import (
     spectral_clustering,
 )
 from .expression import DEFAULT_LAM, self_expressive, ssc_objective
+from .ksubspaces import k_subspaces, subspace_dimension
+from .lasso import (
+    SOLVERS,
+    SolverInfo,
+    lam_column,
+    lasso_codes,
+    soft_threshold,
+    ssc_rows,
+)
+from .sparse_coding import UnrolledISTAAttention, sparse_coding_attention
 
-# soft_threshold and SolverInfo (attnlib.lasso), sparse_coding_attention and
-# UnrolledISTAAttention (attnlib.sparse_coding) stay importable from here; they are not
-# listed, so that the API reference documents them once.
 __all__ = [
     "DEFAULT_LAM",
     "ssc_objective",
@@ -38,4 +49,14 @@ __all__ = [
     "spectral_clustering",
     "clustering_accuracy",
     "SubspaceClustering",
+    "SOLVERS",
+    "SolverInfo",
+    "soft_threshold",
+    "ssc_rows",
+    "lasso_codes",
+    "lam_column",
+    "subspace_dimension",
+    "k_subspaces",
+    "sparse_coding_attention",
+    "UnrolledISTAAttention",
 ]

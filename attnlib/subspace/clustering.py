@@ -13,16 +13,16 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.cluster import SpectralClustering
 from sklearn.utils.validation import validate_data  # scikit-learn >= 1.6
 
-from ..ksubspaces import refine_labels
-from ..lasso import (
-    soft_threshold,  # noqa: F401 (re-exported)
-)
-from ..sparse_coding import (  # noqa: F401 (re-exported)
-    UnrolledISTAAttention,
-    sparse_coding_attention,
-)
 from ..utils import check_int, host_array
 from .expression import _as_coefficients, _self_expressive
+from .ksubspaces import refine_labels
+
+__all__ = [
+    "SubspaceClustering",
+    "affinity",
+    "clustering_accuracy",
+    "spectral_clustering",
+]
 
 
 def affinity(C, *, normalize: str | None = None, keep: int | None = None):
@@ -210,7 +210,8 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
 
     Computes the self-expressive coefficients with :func:`self_expressive`, the affinity
     with :func:`affinity` and the labels with :func:`spectral_clustering`; then, by
-    default, refines the labels by K-subspaces (:func:`attnlib.ksubspaces.k_subspaces`):
+    default, refines the labels by K-subspaces
+    (:func:`attnlib.subspace.k_subspaces`):
     a subspace is fitted to each cluster and every point moves to the one that leaves
     the smallest residual. The refinement is not in the self-expression paper; it mends
     the points near an intersection of subspaces that the coefficients put in the wrong
@@ -234,7 +235,7 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
         Refine the spectral labels by K-subspaces (default True).
     subspace_dim : int, optional
         The dimension of the subspaces for the refinement; default: read from the
-        clusters (:func:`attnlib.ksubspaces.k_subspaces`).
+        clusters (:func:`attnlib.subspace.k_subspaces`).
 
     Attributes
     ----------

@@ -1,7 +1,7 @@
 """Self-expression: every sample as a combination of the others, for three regularisers.
 
 LSR and LRSC in closed form, SSC through the row-wise Lasso solvers of
-:mod:`attnlib.lasso`; ``C[query, key]``, rows as samples (the paper's ``C.T``).
+``attnlib.subspace.lasso``; ``C[query, key]``, rows as samples (the paper's ``C.T``).
 """
 
 from __future__ import annotations
@@ -9,17 +9,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..lasso import (
-    SolverInfo,
-    lam_column,
-    soft_threshold,  # noqa: F401 (re-exported)
-    ssc_rows,
-)
-from ..sparse_coding import (  # noqa: F401 (re-exported)
-    UnrolledISTAAttention,
-    sparse_coding_attention,
-)
 from ..utils import as_float_array, check_positive, host_array
+from .lasso import SolverInfo, _ssc_rows, lam_column
+
+__all__ = [
+    "DEFAULT_LAM",
+    "self_expressive",
+    "ssc_objective",
+]
 
 METHODS = ("lsr", "lrsc", "ssc")
 # λ per method when none is given, chosen by the sweep of benchmarks/subspace.py (5
@@ -30,8 +27,8 @@ METHODS = ("lsr", "lrsc", "ssc")
 # seeds 7-11 and 0.9775 on seeds 400-409: no λ, row normalisation, label assignment,
 # top-k, per-point λ, λ = μ/α (Elhamifar & Vidal) or elastic net lifts every draw to
 # 0.97; the limit is the coefficients (about 18 % of |C| on other subspaces).
-# SubspaceClustering's K-subspaces refinement (attnlib.ksubspaces) takes all of these
-# seeds to 1.0.
+# SubspaceClustering's K-subspaces refinement (subspace.ksubspaces) takes all of
+# these seeds to 1.0.
 DEFAULT_LAM = {"ssc": 0.002, "lsr": 10.0, "lrsc": 0.001}
 
 
@@ -149,7 +146,7 @@ def self_expressive(
         optimality condition fails, until none does (the oracle-guided active set of
         You, Li, Robinson & Vidal 2016, with an exact inner solve); no N×N iteration is
         run. Or FISTA with adaptive restart, or ISTA, on the full matrix. (Elhamifar &
-        Vidal's ADMM is not offered: see :mod:`attnlib.lasso`.)
+        Vidal's ADMM is not offered: see ``attnlib.subspace.lasso``.)
     form : str, optional
         ``"lsr"``: ``"closed"`` (default, ``X(XᵀX + λI)⁻¹Xᵀ``) or ``"svd"``
         (``V Σ²(Σ² + λ)⁻¹ Vᵀ``). ``"lrsc"``: ``"exact"`` (default: the minimiser of
@@ -176,7 +173,7 @@ def self_expressive(
         support and signs, and keep it where it lowers the duality gap (the solver then
         stops as soon as it has found the support).
     return_info : bool
-        Also return a :class:`attnlib.lasso.SolverInfo`.
+        Also return a :class:`attnlib.subspace.SolverInfo`.
 
     Returns
     -------
@@ -231,7 +228,7 @@ def _self_expressive(
         )
         info = SolverInfo(f"{method} closed form", 0, 0, 0.0, True, 0.0, float("nan"))
         return C, info
-    return ssc_rows(
+    return _ssc_rows(
         X,
         lam,
         solver,

@@ -12,8 +12,6 @@ A helper added to either module is re-exported here by adding it to the import b
 (and, if public, to that module's ``__all__``).
 """
 
-from . import runtime as _runtime
-from . import validation as _validation
 from .runtime import (
     available_memory,
     device_or_cpu,
@@ -37,5 +35,20 @@ from .validation import (
     names_input,
 )
 
-# The package's public names are its modules' (each keeps its own ``__all__``).
-__all__ = [*_runtime.__all__, *_validation.__all__]
+__all__ = [
+    "set_seed",
+    "seed_offset",
+    "seeds",
+    "get_device",
+    "device_or_cpu",
+    "available_memory",
+    "as_tensor",
+    "as_float_array",
+    "check_positive",
+    "check_in_range",
+    "check_real",
+    "check_numeric",
+    "check_int",
+    "host_array",
+    "check_on_device",
+]

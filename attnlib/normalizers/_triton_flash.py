@@ -1,0 +1,393 @@
+"""A flash entmax attention: sparsemax / α-entmax attention without the n × n weights.
+
+For each block of queries the kernel walks the keys block by block, three times:
+
+1. the row maximum ``m`` of the scaled scores ``s = q·k · scale`` (masked keys -inf);
+2. the threshold τ of ``p = [(α-1)(s - m) - τ]₊^{1/(α-1)}`` by sort-free bisection on
+   τ ∈ [-1, 0] (``N_BISECT`` halvings, each a blockwise sum of unnormalised weights);
+3. the output ``Σ p v / Σ p``, skipping every key block whose weights are all zero.
+
+Only ``m``, τ and ``Σ p`` per query are kept (memory linear in the length). The backward
+recomputes the tiles: per query ``c = Σ s̃ g / Σ s̃`` with ``s̃ = p^{2-α}`` on the support
+and ``g = dO vᵀ``; then ``dS = s̃ (g - c)``, ``dQ = dS K · scale`` (one program per query
+block) and ``dK = dSᵀ Q · scale``, ``dV = pᵀ dO`` (one program per key block), zero key
+or query blocks skipped. Bisection rather than Halley steps: no per-row safeguard, any
+α > 1 (per head), at the cost of ``N_BISECT`` extra passes over the keys in the forward;
+its speed against AdaSplash's Halley + bisection is unmeasured until a GPU is at hand.
+
+Inputs float32, float16 or bfloat16, accumulated in float32; boolean masks (True =
+attend, broadcastable to ``(..., n_q, n_k)``), causal masking (key j ≤ query i), α a
+number or a tensor with one value per batch-and-head. Queries with no key to attend get
+a zero output and zero gradients.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import _triton_entmax as triton_entmax
+
+HAVE_TRITON = triton_entmax.HAVE_TRITON
+if HAVE_TRITON:
+    import triton
+    import triton.language as tl
+
+N_BISECT = 30
+BLOCK_M = 64
+BLOCK_N = 64
+
+
+def runnable() -> bool:
+    """Whether Triton and a real CUDA device are present (triton_entmax.runnable)."""
+    return triton_entmax.runnable()
+
+
+if HAVE_TRITON:
+    _pow_pos = triton_entmax._pow_pos
+
+    @triton.jit
+    def _scores(
+        q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
+        skb, skn, smb, smq, smk,
+        BN: tl.constexpr, BD: tl.constexpr, HAS_MASK: tl.constexpr,
+        CAUSAL: tl.constexpr,
+    ):  # fmt: skip
+        offs_n = start_n + tl.arange(0, BN)
+        offs_d = tl.arange(0, BD)
+        kt = tl.load(
+            K + bh * skb + offs_n[None, :] * skn + offs_d[:, None],
+            mask=(offs_n[None, :] < n_k) & (offs_d[:, None] < d), other=0.0,
+        ).to(tl.float32)  # fmt: skip
+        s = tl.dot(q, kt) * scale
+        keep = (offs_m[:, None] < n_q) & (offs_n[None, :] < n_k)
+        if HAS_MASK:
+            mk = tl.load(
+                Mask + bh * smb + offs_m[:, None] * smq + offs_n[None, :] * smk,
+                mask=keep, other=0,
+            )  # fmt: skip
+            keep = keep & (mk != 0)
+        if CAUSAL:
+            keep = keep & (offs_n[None, :] <= offs_m[:, None])
+        return tl.where(keep, s, float("-inf"))
+
+    @triton.jit
+    def _weights(d, expo, KIND: tl.constexpr):
+        if KIND == 1:
+            w = d
+        elif KIND == 2:
+            w = d * d
+        else:
+            w = _pow_pos(d, expo[:, None])
+        return w
+
+    @triton.jit
+    def _fwd_kernel(
+        Q, K, V, Out, Mrow, Tau, Ssum, Am1, Mask,
+        n_q, n_k, d, dv, scale,
+        sqb, sqm, skb, skn, svb, svn, sob, som, smb, smq, smk,
+        N_ITER: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
+        BDV: tl.constexpr, KIND: tl.constexpr, HAS_MASK: tl.constexpr,
+        CAUSAL: tl.constexpr,
+    ):  # fmt: skip
+        bh = tl.program_id(1)
+        offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+        offs_d = tl.arange(0, BD)
+        offs_v = tl.arange(0, BDV)
+        row_ok = offs_m < n_q
+        q = tl.load(
+            Q + bh * sqb + offs_m[:, None] * sqm + offs_d[None, :],
+            mask=row_ok[:, None] & (offs_d[None, :] < d), other=0.0,
+        ).to(tl.float32)  # fmt: skip
+        am1 = tl.load(Am1 + bh + offs_m * 0).to(tl.float32)
+        expo = 1.0 / am1
+        m = tl.full((BM,), float("-inf"), tl.float32)
+        for start_n in range(0, n_k, BN):
+            s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
+                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
+            m = tl.maximum(m, tl.max(s, axis=1))
+        empty = m == float("-inf")
+        m_safe = tl.where(empty, 0.0, m)
+        lo = tl.full((BM,), -1.0, tl.float32)
+        hi = tl.zeros((BM,), tl.float32)
+        for _ in range(N_ITER):
+            mid = 0.5 * (lo + hi)
+            total = tl.zeros((BM,), tl.float32)
+            for start_n in range(0, n_k, BN):
+                s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
+                            skb, skn, smb, smq, smk, BN, BD, HAS_MASK,
+                            CAUSAL)  # fmt: skip
+                z = (s - m_safe[:, None]) * am1[:, None] - mid[:, None]
+                total += tl.sum(_weights(tl.maximum(z, 0.0), expo, KIND), axis=1)
+            big = total >= 1.0
+            lo = tl.where(big, mid, lo)
+            hi = tl.where(big, hi, mid)
+        acc = tl.zeros((BM, BDV), tl.float32)
+        ssum = tl.zeros((BM,), tl.float32)
+        for start_n in range(0, n_k, BN):
+            s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
+                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
+            z = (s - m_safe[:, None]) * am1[:, None] - lo[:, None]
+            if tl.max(tl.max(z, axis=1), axis=0) > 0:  # else the block's weights are 0
+                w = _weights(tl.maximum(z, 0.0), expo, KIND)
+                ssum += tl.sum(w, axis=1)
+                offs_n = start_n + tl.arange(0, BN)
+                vb = tl.load(
+                    V + bh * svb + offs_n[:, None] * svn + offs_v[None, :],
+                    mask=(offs_n[:, None] < n_k) & (offs_v[None, :] < dv), other=0.0,
+                ).to(tl.float32)  # fmt: skip
+                acc += tl.dot(w, vb)
+        ssum = tl.where(empty, 0.0, ssum)
+        out = acc / tl.where(ssum > 0, ssum, 1.0)[:, None]
+        tl.store(
+            Out + bh * sob + offs_m[:, None] * som + offs_v[None, :],
+            out.to(Out.dtype.element_ty), mask=row_ok[:, None] & (offs_v[None, :] < dv),
+        )  # fmt: skip
+        tl.store(Mrow + bh * n_q + offs_m, m_safe, mask=row_ok)
+        tl.store(Tau + bh * n_q + offs_m, lo, mask=row_ok)
+        tl.store(Ssum + bh * n_q + offs_m, ssum, mask=row_ok)
+
+    @triton.jit
+    def _probs(s, m, tau, ssum, am1, expo, KIND: tl.constexpr):
+        z = (s - m[:, None]) * am1[:, None] - tau[:, None]
+        w = _weights(tl.maximum(z, 0.0), expo, KIND)
+        p = w / tl.where(ssum > 0, ssum, 1.0)[:, None]
+        if KIND == 1:
+            st = tl.where(p > 0, 1.0, 0.0)
+        elif KIND == 2:
+            st = tl.sqrt(p)
+        else:
+            st = _pow_pos(p, 1.0 - am1[:, None])
+        return p, st, tl.max(tl.max(z, axis=1), axis=0) > 0
+
+    @triton.jit
+    def _bwd_q_kernel(
+        Q, K, V, dO, dQ, C, Mrow, Tau, Ssum, Am1, Mask,
+        n_q, n_k, d, dv, scale,
+        sqb, sqm, skb, skn, svb, svn, sob, som, smb, smq, smk,
+        BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr,
+        KIND: tl.constexpr, HAS_MASK: tl.constexpr, CAUSAL: tl.constexpr,
+    ):  # fmt: skip
+        bh = tl.program_id(1)
+        offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
+        offs_d = tl.arange(0, BD)
+        offs_v = tl.arange(0, BDV)
+        row_ok = offs_m < n_q
+        q = tl.load(
+            Q + bh * sqb + offs_m[:, None] * sqm + offs_d[None, :],
+            mask=row_ok[:, None] & (offs_d[None, :] < d), other=0.0,
+        ).to(tl.float32)  # fmt: skip
+        do = tl.load(
+            dO + bh * sob + offs_m[:, None] * som + offs_v[None, :],
+            mask=row_ok[:, None] & (offs_v[None, :] < dv), other=0.0,
+        ).to(tl.float32)  # fmt: skip
+        am1 = tl.load(Am1 + bh + offs_m * 0).to(tl.float32)
+        expo = 1.0 / am1
+        m = tl.load(Mrow + bh * n_q + offs_m, mask=row_ok, other=0.0)
+        tau = tl.load(Tau + bh * n_q + offs_m, mask=row_ok, other=0.0)
+        ssum = tl.load(Ssum + bh * n_q + offs_m, mask=row_ok, other=0.0)
+        sg = tl.zeros((BM,), tl.float32)
+        st_sum = tl.zeros((BM,), tl.float32)
+        for start_n in range(0, n_k, BN):
+            s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
+                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
+            p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
+            if live:
+                offs_n = start_n + tl.arange(0, BN)
+                vt = tl.load(
+                    V + bh * svb + offs_n[None, :] * svn + offs_v[:, None],
+                    mask=(offs_n[None, :] < n_k) & (offs_v[:, None] < dv), other=0.0,
+                ).to(tl.float32)  # fmt: skip
+                g = tl.dot(do, vt)
+                sg += tl.sum(st * g, axis=1)
+                st_sum += tl.sum(st, axis=1)
+        c = sg / tl.where(st_sum > 0, st_sum, 1.0)
+        dq = tl.zeros((BM, BD), tl.float32)
+        for start_n in range(0, n_k, BN):
+            s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
+                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
+            p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
+            if live:
+                offs_n = start_n + tl.arange(0, BN)
+                vt = tl.load(
+                    V + bh * svb + offs_n[None, :] * svn + offs_v[:, None],
+                    mask=(offs_n[None, :] < n_k) & (offs_v[:, None] < dv), other=0.0,
+                ).to(tl.float32)  # fmt: skip
+                kb = tl.load(
+                    K + bh * skb + offs_n[:, None] * skn + offs_d[None, :],
+                    mask=(offs_n[:, None] < n_k) & (offs_d[None, :] < d), other=0.0,
+                ).to(tl.float32)  # fmt: skip
+                ds = st * (tl.dot(do, vt) - c[:, None])
+                dq += tl.dot(ds, kb)
+        tl.store(C + bh * n_q + offs_m, c, mask=row_ok)
+        tl.store(
+            dQ + bh * sqb + offs_m[:, None] * sqm + offs_d[None, :],
+            (dq * scale).to(dQ.dtype.element_ty),
+            mask=row_ok[:, None] & (offs_d[None, :] < d),
+        )  # fmt: skip
+
+    @triton.jit
+    def _bwd_kv_kernel(
+        Q, K, V, dO, dK, dV, C, Mrow, Tau, Ssum, Am1, Mask,
+        n_q, n_k, d, dv, scale,
+        sqb, sqm, skb, skn, svb, svn, sob, som, smb, smq, smk,
+        BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr,
+        KIND: tl.constexpr, HAS_MASK: tl.constexpr, CAUSAL: tl.constexpr,
+    ):  # fmt: skip
+        bh = tl.program_id(1)
+        start_n = tl.program_id(0) * BN
+        offs_n = start_n + tl.arange(0, BN)
+        offs_d = tl.arange(0, BD)
+        offs_v = tl.arange(0, BDV)
+        col_ok = offs_n < n_k
+        vt = tl.load(
+            V + bh * svb + offs_n[None, :] * svn + offs_v[:, None],
+            mask=col_ok[None, :] & (offs_v[:, None] < dv), other=0.0,
+        ).to(tl.float32)  # fmt: skip
+        dk = tl.zeros((BN, BD), tl.float32)
+        dvacc = tl.zeros((BN, BDV), tl.float32)
+        for start_m in range(0, n_q, BM):
+            offs_m = start_m + tl.arange(0, BM)
+            row_ok = offs_m < n_q
+            q = tl.load(
+                Q + bh * sqb + offs_m[:, None] * sqm + offs_d[None, :],
+                mask=row_ok[:, None] & (offs_d[None, :] < d), other=0.0,
+            ).to(tl.float32)  # fmt: skip
+            am1 = tl.load(Am1 + bh + offs_m * 0).to(tl.float32)
+            expo = 1.0 / am1
+            m = tl.load(Mrow + bh * n_q + offs_m, mask=row_ok, other=0.0)
+            tau = tl.load(Tau + bh * n_q + offs_m, mask=row_ok, other=0.0)
+            ssum = tl.load(Ssum + bh * n_q + offs_m, mask=row_ok, other=0.0)
+            s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
+                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
+            p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
+            if live:
+                c = tl.load(C + bh * n_q + offs_m, mask=row_ok, other=0.0)
+                do = tl.load(
+                    dO + bh * sob + offs_m[:, None] * som + offs_v[None, :],
+                    mask=row_ok[:, None] & (offs_v[None, :] < dv), other=0.0,
+                ).to(tl.float32)  # fmt: skip
+                ds = st * (tl.dot(do, vt) - c[:, None])
+                dk += tl.dot(tl.trans(ds), q)
+                dvacc += tl.dot(tl.trans(p), do)
+        tl.store(
+            dK + bh * skb + offs_n[:, None] * skn + offs_d[None, :],
+            (dk * scale).to(dK.dtype.element_ty),
+            mask=col_ok[:, None] & (offs_d[None, :] < d),
+        )  # fmt: skip
+        tl.store(
+            dV + bh * svb + offs_n[:, None] * svn + offs_v[None, :],
+            dvacc.to(dV.dtype.element_ty),
+            mask=col_ok[:, None] & (offs_v[None, :] < dv),
+        )  # fmt: skip
+
+
+def _pow2(n: int) -> int:
+    return max(16, triton.next_power_of_2(n))
+
+
+class _FlashEntmax(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, am1, mask, causal, scale, kind):
+        bh, n_q, d = q.shape
+        n_k, dv = k.shape[1], v.shape[2]
+        o = torch.empty(bh, n_q, dv, dtype=q.dtype, device=q.device)
+        stats = torch.empty(3, bh, n_q, dtype=torch.float32, device=q.device)
+        has_mask = mask is not None
+        mk = mask if has_mask else q.new_zeros(1, dtype=torch.int8)
+        ms = mask.stride() if has_mask else (0, 0, 0)
+        grid = (triton.cdiv(n_q, BLOCK_M), bh)
+        _fwd_kernel[grid](
+            q, k, v, o, stats[0], stats[1], stats[2], am1, mk,
+            n_q, n_k, d, dv, scale,
+            q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0),
+            v.stride(1), o.stride(0), o.stride(1), *ms,
+            N_ITER=N_BISECT, BM=BLOCK_M, BN=BLOCK_N, BD=_pow2(d), BDV=_pow2(dv),
+            KIND=kind, HAS_MASK=has_mask, CAUSAL=causal,
+        )  # fmt: skip
+        ctx.save_for_backward(q, k, v, am1, mk, stats)
+        ctx.meta = (has_mask, causal, scale, kind)
+        return o
+
+    @staticmethod
+    def backward(ctx, do):
+        q, k, v, am1, mk, stats = ctx.saved_tensors
+        has_mask, causal, scale, kind = ctx.meta
+        do = do.contiguous()
+        bh, n_q, d = q.shape
+        n_k, dv = k.shape[1], v.shape[2]
+        dq, dk, dvv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        c = torch.empty(bh, n_q, dtype=torch.float32, device=q.device)
+        ms = mk.stride() if has_mask else (0, 0, 0)
+        common = dict(
+            BM=BLOCK_M, BN=BLOCK_N, BD=_pow2(d), BDV=_pow2(dv), KIND=kind,
+            HAS_MASK=has_mask, CAUSAL=causal,
+        )  # fmt: skip
+        strides = (
+            q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0),
+            v.stride(1), do.stride(0), do.stride(1), *ms,
+        )  # fmt: skip
+        _bwd_q_kernel[(triton.cdiv(n_q, BLOCK_M), bh)](
+            q, k, v, do, dq, c, stats[0], stats[1], stats[2], am1, mk,
+            n_q, n_k, d, dv, scale, *strides, **common,
+        )  # fmt: skip
+        _bwd_kv_kernel[(triton.cdiv(n_k, BLOCK_N), bh)](
+            q, k, v, do, dk, dvv, c, stats[0], stats[1], stats[2], am1, mk,
+            n_q, n_k, d, dv, scale, *strides, **common,
+        )  # fmt: skip
+        return dq, dk, dvv, None, None, None, None, None
+
+
+def flash_entmax_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    alpha=1.5,
+    mask: torch.Tensor | None = None,
+    causal: bool = False,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """α-entmax attention output ``entmax(q kᵀ · scale) v`` without the n × n weights.
+
+    Parameters
+    ----------
+    q, k, v : tensors (..., n_q, d), (..., n_k, d), (..., n_k, d_v)
+        One floating dtype (float32, float16, bfloat16), one device.
+    alpha : float > 1 or tensor
+        2 is sparsemax; a tensor broadcastable to the batch shape ``(...)`` (one α per
+        batch entry and head; a trailing ``(1, 1)`` is allowed).
+    mask : bool tensor broadcastable to (..., n_q, n_k), optional
+        True where a query may attend a key.
+    causal : bool
+        Query i attends keys j ≤ i only.
+    scale : float, optional
+        Multiplies the scores; ``1/√d`` by default.
+
+    Returns
+    -------
+    tensor (..., n_q, d_v)
+        The output; differentiable in q, k, v (not in α).
+    """
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    q3 = q.expand(*batch, *q.shape[-2:]).reshape(-1, n_q, q.shape[-1]).contiguous()
+    k3 = k.expand(*batch, *k.shape[-2:]).reshape(-1, n_k, k.shape[-1]).contiguous()
+    v3 = v.expand(*batch, *v.shape[-2:]).reshape(-1, n_k, v.shape[-1]).contiguous()
+    bh = q3.shape[0]
+    if isinstance(alpha, torch.Tensor):
+        a = alpha.detach().to(device=q.device, dtype=torch.float32)
+        while a.ndim > len(batch) and a.shape[-1] == 1:
+            a = a.squeeze(-1)
+        am1 = (a.expand(batch).reshape(bh) - 1).contiguous()
+        kind = 0
+    else:
+        am1 = torch.full((bh,), float(alpha) - 1, device=q.device, dtype=torch.float32)
+        kind = 1 if alpha == 2 else 2 if alpha == 1.5 else 0
+    m3 = None
+    if mask is not None:
+        m3 = mask.to(torch.int8).expand(*batch, n_q, n_k).reshape(bh, n_q, n_k)
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    out = _FlashEntmax.apply(q3, k3, v3, am1, m3, bool(causal), scale, kind)
+    return out.view(*batch, n_q, v.shape[-1])

@@ -1,0 +1,127 @@
+"""Chapter 06's learners, by name: what each one fixes and what it learns.
+
+``LEARNERS`` maps a name to a factory ``(length, embed_dim, n_knowledge) -> module``,
+from the closed-form floors of ``baselines`` through an MLP on the flattened
+sequence (:class:`SequenceMLP`, no symmetry built in) and one standard attention head to
+:class:`~attnlib.symmetry.KnowledgeAttention` with a scalar or a matrix value map, and
+with a learned skip scalar (:class:`WithSkip`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from ...attention import output_of
+from ...layers import MultiHeadAttention
+from ...utils import as_tensor, check_int, module_input
+from ..heads import KnowledgeAttention
+from .baselines import MeanBaseline, RidgeCVBaseline, ScaledInput
+
+__all__ = ["LEARNERS", "SequenceMLP", "WithSkip"]
+
+
+class SequenceMLP(nn.Module):
+    """A plain MLP on the flattened sequence: no symmetry built in, a fixed length only.
+
+    Parameters
+    ----------
+    length : int
+        The one sequence length it accepts.
+    embed_dim : int
+        Token size.
+    hidden : int
+        Width of the two hidden layers.
+    """
+
+    def __init__(self, length: int, embed_dim: int, hidden: int = 128):
+        super().__init__()
+        self.length, self.embed_dim = (
+            check_int(length, "length"),
+            check_int(embed_dim, "embed_dim"),
+        )
+        size = self.length * self.embed_dim
+        hidden = check_int(hidden, "hidden")
+        self.net = nn.Sequential(
+            nn.Linear(size, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, hidden),
+            nn.GELU(),
+            nn.Linear(hidden, size),
+        )
+
+    def forward(self, x) -> torch.Tensor:
+        """Map ``x`` to a sequence of the same shape.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., length, embed_dim)
+            Token sequences; a tensor must have the module's dtype.
+
+        Returns
+        -------
+        torch.Tensor, shape of ``x``
+            The predicted sequences.
+        """
+        x = module_input(x, "x", self.net[0].weight, min_ndim=2)
+        if x.shape[-2:] != (self.length, self.embed_dim):
+            raise ValueError(
+                f"x must end in shape ({self.length}, {self.embed_dim}), got "
+                f"{tuple(x.shape)}"
+            )
+        return self.net(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
+
+
+class WithSkip(nn.Module):
+    """``model(x) + t x``: a model plus a learned skip scalar ``t`` (starting at 0).
+
+    The skip term is one more equivariant map (every token keeps a multiple of
+    itself), so a ``KnowledgeAttention`` with it stays equivariant with knowledge.
+
+    Parameters
+    ----------
+    model : nn.Module
+        Maps ``(..., n, d)`` to ``(..., n, d)``.
+    """
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        if not isinstance(model, nn.Module):
+            raise ValueError(f"model must be an nn.Module, got {type(model).__name__}")
+        self.model = model
+        self.skip = nn.Parameter(torch.zeros(()))
+
+    def forward(self, x) -> torch.Tensor:
+        """``model(x) + skip · x``.
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, d)
+            Token sequences.
+
+        Returns
+        -------
+        torch.Tensor, shape of ``x``
+            The model's output plus the skip term.
+        """
+        out = output_of(self.model(x))
+        x = as_tensor(x, "x", min_ndim=2, dtype=out.dtype, device=out.device)
+        return out + self.skip.to(out) * x
+
+
+# name -> factory(length, embed_dim, n_knowledge). A module with a ``fit`` method is
+# fitted in closed form; any other is trained and tuned (``GRID``).
+LEARNERS: dict[str, Callable[[int, int, int], nn.Module]] = {
+    "mean": lambda n, d, k: MeanBaseline(d),
+    "scaled input": lambda n, d, k: ScaledInput(),
+    "ridge": lambda n, d, k: RidgeCVBaseline(n, d),
+    "MLP": lambda n, d, k: SequenceMLP(n, d, hidden=64),
+    "MultiHeadAttention": lambda n, d, k: MultiHeadAttention(d, 1),
+    "KnowledgeAttention, linear value": lambda n, d, k: KnowledgeAttention(
+        d, k, value="linear"
+    ),
+    "KnowledgeAttention": lambda n, d, k: KnowledgeAttention(d, k),
+    "KnowledgeAttention + skip": lambda n, d, k: WithSkip(KnowledgeAttention(d, k)),
+}
