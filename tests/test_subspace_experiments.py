@@ -130,8 +130,8 @@ def test_held_out_run_draws_data_split_and_initialisation_from_its_seed(
     record_calls, reseed_globals
 ):
     data = record_calls(runs, "union_of_subspaces")
-    senets = record_calls(se, "fit_self_expressive_net")
-    listas = record_calls(se, "fit_learned_ista")
+    senets = record_calls(runs, "fit_self_expressive_net")
+    listas = record_calls(runs, "fit_learned_ista")
 
     def draws():
         ((_, _, drawn),), ((args, _, _),) = data, senets
@@ -156,7 +156,7 @@ def test_normalized_run_draws_data_and_initial_logits_from_its_seed(
     record_calls, reseed_globals
 ):
     data = record_calls(runs, "union_of_subspaces")
-    fits = record_calls(se, "normalized_self_expression")
+    fits = record_calls(runs, "normalized_self_expression")
 
     def draws():
         return data[0][2].X, data[0][2].bases, _seeds_of(fits)
@@ -176,7 +176,7 @@ def test_stack_run_draws_batches_test_set_and_initialisations_from_its_seed(
     record_calls, reseed_globals
 ):
     trainings = record_calls(runs, "train")
-    batches = record_calls(se, "sparse_combination_batch")
+    batches = record_calls(runs, "sparse_combination_batch")
 
     def draws():
         starts = [args[0].state_dict() for args, _, _ in trainings]
