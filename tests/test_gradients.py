@@ -186,7 +186,7 @@ def test_document_classifier_uses_every_parameter(kind):
 
 def test_every_public_module_is_gradchecked():
     public = set()
-    for name in ("layers", "denoise", "sparse_coding", "symmetry", "mux"):
+    for name in ("layers", "denoise", "subspace.sparse_coding", "symmetry", "mux"):
         public |= _modules(importlib.import_module(f"attnlib.{name}"))
     public |= _modules(importlib.import_module("attnlib.continuous"))
     # Chapter 07b's classifiers (experiments, a layer above the ideas).

@@ -82,7 +82,7 @@ def held_out_run(seed: int, *, n_per_subspace: int = 200) -> dict:
     Returns
     -------
     dict
-        ``fit accuracy`` and one held-out accuracy per name of :data:`HELD_OUT`.
+        ``fit accuracy`` and one held-out accuracy per name of ``HELD_OUT``.
     """
     seed = check_int(seed, "seed", minimum=0)
     data = union_of_subspaces(
@@ -122,7 +122,7 @@ def normalized_run(seed: int, *, n_per_subspace: int = 60) -> dict:
     Returns
     -------
     dict
-        One accuracy per name of :data:`NORMALIZED`, and ``cold keys``, the mean number
+        One accuracy per name of ``NORMALIZED``, and ``cold keys``, the mean number
         of keys sparsemax keeps per point at tau = 0.1.
     """
     seed = check_int(seed, "seed", minimum=0)
