@@ -240,8 +240,6 @@ RECHECKS = {
     "denoise.patch_attention": "patch_size, through patch_tokens",
     "denoise.nonlocal_means": "patch_size",
     "denoise.PatchAttentionDenoiser": "patch_size, h and image",
-    "mux.soft_mux": "temperature, then attention's",
-    "mux.straight_through_hardmax": "scores, through hardmax",
     "normalizers.SparsemaxLoss": "p, through fenchel_young_loss",
     "normalizers.Entmax15Loss": "p, through fenchel_young_loss",
     "normalizers.EntmaxLoss": "p, through fenchel_young_loss",
