@@ -240,8 +240,6 @@ RECHECKS = {
     "denoise.patch_attention": "patch_size, through patch_tokens",
     "denoise.nonlocal_means": "patch_size",
     "denoise.PatchAttentionDenoiser": "patch_size, h and image",
-    "subspace.sparse_coding.sparse_coding_attention": "q, k, v, through attention",
-    "subspace.sparse_coding.UnrolledISTAAttention": "q, k, v, through attention",
     "symmetry.equivariance_error": "d, by random_orthogonal in every trial",
 }
 BATTERY = [
