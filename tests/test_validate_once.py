@@ -240,7 +240,6 @@ RECHECKS = {
     "denoise.patch_attention": "patch_size, through patch_tokens",
     "denoise.nonlocal_means": "patch_size",
     "denoise.PatchAttentionDenoiser": "patch_size, h and image",
-    "symmetry.equivariance_error": "d, by random_orthogonal in every trial",
 }
 BATTERY = [
     pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=RECHECKS[name]))
