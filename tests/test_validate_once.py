@@ -229,10 +229,6 @@ SEVERAL = {
 RECHECKS = {
     "continuous.basis.GaussianRBF.linspace": "the constructor checks sigmas again",
     "continuous.basis.GaussianRBF.grid": "the constructor checks sigma2 again",
-    "continuous.densities.truncated_paraboloid_pdf": "Sigma, through _lambda",
-    "continuous.densities.truncated_paraboloid_lambda": "Sigma, as_tensor then _spd",
-    "continuous.densities.truncated_parabola_radius": "sigma2, twice",
-    "continuous.densities.support_ellipse": "Sigma, through _lambda",
     "continuous.modules.ContinuousAttention1D": "lam, H and positions",
     "continuous.modules.ContinuousAttention2D": "lam, n_angles, H and positions",
     "denoise.patch_tokens": "patch_size, in each step",
