@@ -231,10 +231,6 @@ RECHECKS = {
     "continuous.basis.GaussianRBF.grid": "the constructor checks sigma2 again",
     "continuous.modules.ContinuousAttention1D": "lam, H and positions",
     "continuous.modules.ContinuousAttention2D": "lam, n_angles, H and positions",
-    "denoise.patch_tokens": "patch_size, in each step",
-    "denoise.nlm_attention": "patch_size, through patch_tokens",
-    "denoise.patch_attention": "patch_size, through patch_tokens",
-    "denoise.nonlocal_means": "patch_size",
     "denoise.PatchAttentionDenoiser": "patch_size, h and image",
 }
 BATTERY = [
