@@ -231,7 +231,6 @@ RECHECKS = {
     "continuous.basis.GaussianRBF.grid": "the constructor checks sigma2 again",
     "continuous.modules.ContinuousAttention1D": "lam, H and positions",
     "continuous.modules.ContinuousAttention2D": "lam, n_angles, H and positions",
-    "denoise.PatchAttentionDenoiser": "patch_size, h and image",
 }
 BATTERY = [
     pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=RECHECKS[name]))
