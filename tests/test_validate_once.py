@@ -227,28 +227,10 @@ SEVERAL = {
 #: Public callables that check an input twice, found by this test and left for their
 #: own change (issue 39 fixed the hot paths above): strict xfails, removed when fixed.
 RECHECKS = {
-    "continuous.basis.GaussianRBF.linspace": "the constructor checks sigmas again",
+    "continuous.basis.GaussianRBF.linspace": "sigmas, once an entry",
     "continuous.basis.GaussianRBF.grid": "the constructor checks sigma2 again",
-    "continuous.densities.truncated_paraboloid_pdf": "Sigma, through _lambda",
-    "continuous.densities.truncated_paraboloid_lambda": "Sigma, as_tensor then _spd",
-    "continuous.densities.truncated_parabola_radius": "sigma2, twice",
-    "continuous.densities.support_ellipse": "Sigma, through _lambda",
     "continuous.modules.ContinuousAttention1D": "lam, H and positions",
     "continuous.modules.ContinuousAttention2D": "lam, n_angles, H and positions",
-    "denoise.patch_tokens": "patch_size, in each step",
-    "denoise.nlm_attention": "patch_size, through patch_tokens",
-    "denoise.patch_attention": "patch_size, through patch_tokens",
-    "denoise.nonlocal_means": "patch_size",
-    "denoise.PatchAttentionDenoiser": "patch_size, h and image",
-    "mux.soft_mux": "temperature, then attention's",
-    "mux.straight_through_hardmax": "scores, through hardmax",
-    "normalizers.SparsemaxLoss": "p, through fenchel_young_loss",
-    "normalizers.Entmax15Loss": "p, through fenchel_young_loss",
-    "normalizers.EntmaxLoss": "p, through fenchel_young_loss",
-    "normalizers.fenchel_young_loss": "p, twice",
-    "subspace.sparse_coding.sparse_coding_attention": "q, k, v, through attention",
-    "subspace.sparse_coding.UnrolledISTAAttention": "q, k, v, through attention",
-    "symmetry.equivariance_error": "d, by random_orthogonal in every trial",
 }
 BATTERY = [
     pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=RECHECKS[name]))

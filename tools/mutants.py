@@ -606,8 +606,8 @@ MUTANTS: list[Mutant] = [
     M(
         "straight-through-gradient-sign",
         A + "mux/maps.py",
-        "return hardmax(scores) + soft - soft.detach()",
-        "return hardmax(scores) - soft + soft.detach()",
+        "return _hardmax(scores) + soft - soft.detach()",
+        "return _hardmax(scores) - soft + soft.detach()",
         T_MUX,
     ),
     M(

@@ -91,7 +91,11 @@ def _spd(Sigma, name: str, d: int, like: torch.Tensor) -> torch.Tensor:
 
     The result keeps its own floating dtype (on ``like``'s device): callers promote.
     """
-    Sigma = as_tensor(Sigma, name, min_ndim=2, device=like.device)
+    return _check_spd(as_tensor(Sigma, name, min_ndim=2, device=like.device), name, d)
+
+
+def _check_spd(Sigma: torch.Tensor, name: str, d: int) -> torch.Tensor:
+    """:func:`_spd` of a checked tensor ``Sigma``."""
     if Sigma.shape[-2:] != (d, d):
         raise ValueError(
             f"{name} must have shape (..., {d}, {d}), got {tuple(Sigma.shape)}"
@@ -273,8 +277,12 @@ def truncated_paraboloid_lambda(Sigma) -> torch.Tensor:
     Eq. (11) of the sparse-and-continuous attention paper.
     """
     Sigma = as_tensor(Sigma, "Sigma", min_ndim=2)
+    return _lambda(_check_spd(Sigma, "Sigma", Sigma.shape[-1]))
+
+
+def _lambda(Sigma: torch.Tensor) -> torch.Tensor:
+    """:func:`truncated_paraboloid_lambda` of checked, symmetric ``Sigma``."""
     d = Sigma.shape[-1]
-    Sigma = _spd(Sigma, "Sigma", d, Sigma)
     work = Sigma.to(_work_dtype(Sigma.dtype))
     log_det = torch.linalg.slogdet(2 * math.pi * work).logabsdet
     lam = -torch.exp((2 / (d + 2)) * (math.lgamma(d / 2 + 2) - 0.5 * log_det))
@@ -315,7 +323,7 @@ def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
     work = _work_dtype(t.dtype)
     x = (t - mu).unsqueeze(-1).to(work)
     quad = (x * torch.linalg.solve(Sigma.to(work), x)).sum((-2, -1))
-    lam = truncated_paraboloid_lambda(Sigma.to(work))
+    lam = _lambda(Sigma.to(work))
     return torch.clamp(-lam - 0.5 * quad, min=0).to(t.dtype)
 
 
@@ -339,7 +347,7 @@ def truncated_parabola_radius(sigma2) -> torch.Tensor:
     The support of Eq. (10) of the sparse-and-continuous attention paper: where
     ``-(t-μ)²/(2σ²) - λ ≥ 0`` with its λ.
     """
-    sigma2 = _positive(as_tensor(sigma2, "sigma2", min_ndim=0), "sigma2")
+    sigma2 = _positive(sigma2, "sigma2")
     return (1.5 * sigma2) ** (1 / 3)
 
 
@@ -384,9 +392,9 @@ def support_ellipse(
     # a copy: reversed views have negative strides
     mu = mu.detach().cpu().numpy().copy()
     Sigma64 = as_tensor(Sigma, "Sigma", ndim=2, dtype=torch.float64).detach().cpu()
-    S = _spd(Sigma64, "Sigma", 2, Sigma64).numpy()
+    S = _check_spd(Sigma64, "Sigma", 2).numpy()
     if scale is None:
-        R = math.sqrt(-2 * truncated_paraboloid_lambda(torch.as_tensor(S)).item())
+        R = math.sqrt(-2 * _lambda(torch.as_tensor(S)).item())
     else:
         R = check_positive(scale, "scale")
     vals, vecs = np.linalg.eigh(S)

@@ -192,7 +192,11 @@ def patch_kernel(
     The Gaussian-weighted patch distance of non-local means (Buades et al. 2005), §3.2
     of the self-expression paper, with scikit-image's width.
     """
-    s = _odd_patch_size(patch_size)
+    return _patch_kernel(_odd_patch_size(patch_size), dtype, device)
+
+
+def _patch_kernel(s: int, dtype, device) -> torch.Tensor:
+    """:func:`patch_kernel` of a checked odd side ``s``."""
     t = torch.arange(s, dtype=dtype, device=device) - s // 2
     if s == 1:
         return torch.ones(1, dtype=dtype, device=device)
@@ -234,7 +238,7 @@ def patch_tokens(image, patch_size: int = 7, h: float = 0.1) -> torch.Tensor:
 def _patch_tokens(chw: torch.Tensor, s: int, h: float) -> torch.Tensor:
     """:func:`patch_tokens` of a checked ``(C, H, W)`` image, odd side ``s``."""
     c = chw.shape[0]
-    g = patch_kernel(s, dtype=chw.dtype, device=chw.device)
+    g = _patch_kernel(s, chw.dtype, chw.device)
     g2 = torch.outer(g, g).reshape(-1)
     scale = (g2 / (c * h * h * g2.sum())).sqrt().repeat_interleave(c)
     return _extract_patches(chw, s) * scale
@@ -445,7 +449,7 @@ def nonlocal_means(
     work = chw if chw.dtype in (torch.float32, torch.float64) else chw.float()
     vals = work.detach().cpu().numpy()
     pad = _reflect_pad(torch.from_numpy(vals), s // 2).numpy()
-    g = patch_kernel(s, dtype=torch.float64).numpy()
+    g = _patch_kernel(s, torch.float64, None).numpy()
     with np.errstate(over="ignore", divide="ignore"):  # the patch distances' factor
         factor = vals.dtype.type(1 / (len(vals) * h * h * g.sum() ** 2))
     if not np.isfinite(factor):

@@ -11,10 +11,10 @@ import math
 import torch
 from torch import nn
 
-from ..attention import SCORES, attention
+from ..attention import SCORES, attend
 from ..utils import as_tensor, check_int, check_positive
 from .common import _odd_patch_size, _pixel_grid
-from .filters import patch_tokens
+from .filters import _patch_tokens
 
 __all__ = [
     "PatchAttentionDenoiser",
@@ -194,9 +194,7 @@ class PatchAttentionDenoiser(nn.Module):
         if b == 0:
             return bchw.permute(0, 2, 3, 1).reshape(shape)
         # h enters below
-        tokens = torch.stack(
-            [patch_tokens(im.permute(1, 2, 0), self.patch_size, 1.0) for im in bchw]
-        )
+        tokens = torch.stack([_patch_tokens(im, self.patch_size, 1.0) for im in bchw])
         # (B, heads, n, dim): query = key for self-attention
         q = tokens[:, None] @ self.proj
         dist = 2 * SCORES["neg_sq_dist"](q, q)  # -‖q - k‖², 0 on the diagonal
@@ -223,7 +221,7 @@ class PatchAttentionDenoiser(nn.Module):
             mask = (pos[:, None] - pos[None]).abs().amax(-1) <= self.patch_distance
         # (B, 1, n, C), shared by the heads
         values = bchw.reshape(b, 1, c, -1).transpose(-1, -2)
-        out, _ = attention(
+        out, _ = attend(
             scores, scores, values, score=lambda s, _k: s, mask=mask, temperature=1.0
         )
         mixed = (torch.softmax(self.mix, 0)[:, None, None] * out).sum(1)  # (B, n, C)

@@ -10,11 +10,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..attention import AttentionResult, attention
-from ..utils import (
-    as_tensor,
-    check_positive,
-)
+from ..attention import AttentionResult, attend
+from ..utils import as_tensor
 
 __all__ = [
     "NORMALIZERS",
@@ -90,7 +87,11 @@ def hardmax(scores: torch.Tensor) -> torch.Tensor:
     The argmax that the attention note replaces by a softmax (seed 004):
     ``⟨argmax(a), h⟩`` picks the most important input.
     """
-    scores = _check_scores(scores)
+    return _hardmax(_check_scores(scores))
+
+
+def _hardmax(scores: torch.Tensor) -> torch.Tensor:
+    """:func:`hardmax` on checked scores."""
     return F.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
 
 
@@ -123,8 +124,9 @@ def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
     The straight-through estimator of Bengio, Léonard and Courville (2013), applied to
     the argmax the attention note replaces by a softmax (seed 004).
     """
-    soft = torch.softmax(_check_scores(scores), -1)
-    return hardmax(scores) + soft - soft.detach()
+    scores = _check_scores(scores)
+    soft = torch.softmax(scores, -1)
+    return _hardmax(scores) + soft - soft.detach()
 
 
 #: The normalizers the routers accept, by name. The soft choice (softmax), the hard one
@@ -173,7 +175,8 @@ def soft_mux(
     importance = as_tensor(importance, "importance", device=inputs.device)
     dtype = torch.promote_types(inputs.dtype, importance.dtype)
     inputs, importance = inputs.to(dtype), importance.to(dtype)
-    temperature = check_positive(temperature, "temperature")
+    if temperature is None:  # attend's default: it checks any other temperature
+        raise ValueError("temperature must be a finite positive number, got None")
     if importance.shape != inputs.shape[:-1]:
         raise ValueError(
             f"importance must have shape {tuple(inputs.shape[:-1])}, got "
@@ -183,7 +186,7 @@ def soft_mux(
     query = torch.ones(
         *importance.shape[:-1], 1, 1, dtype=inputs.dtype, device=inputs.device
     )
-    out, weights = attention(
+    out, weights = attend(
         query,
         importance.unsqueeze(-1),
         inputs,

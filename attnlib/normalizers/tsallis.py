@@ -54,7 +54,12 @@ def tsallis_entropy(p, alpha=1.5, dim: int = -1) -> torch.Tensor:
     Minus Eq. (6) of the sparse-continuous attention paper (Martins et al., 2020), with
     the 1/α scaling of Blondel et al. (2020).
     """
-    p = as_tensor(p, "p")
+    return _tsallis_entropy(as_tensor(p, "p"), alpha, dim)
+
+
+def _tsallis_entropy(p: torch.Tensor, alpha, dim: int) -> torch.Tensor:
+    """:func:`tsallis_entropy` of a checked tensor ``p`` (its range, ``dim`` and
+    ``alpha`` are checked here)."""
     if ((p < 0) | (p > 1 + 4 * torch.finfo(p.dtype).eps)).any():
         raise ValueError("p must hold weights in [0, 1]")
     _, dim = _check_scores(p, dim, "p")
@@ -207,8 +212,8 @@ def fenchel_young_loss(
     theta = scores.masked_fill(torch.isneginf(scores), 0.0)
     loss = (
         ((p_hat - target) * theta).sum(-1)
-        + tsallis_entropy(p_hat, alpha)
-        - tsallis_entropy(target, alpha)
+        + _tsallis_entropy(p_hat, alpha, -1)
+        - _tsallis_entropy(target, alpha, -1)
     )
     if reduction == "none":
         return loss

@@ -15,7 +15,7 @@ import math
 import torch
 from torch import nn
 
-from ..attention import AttentionResult, attention
+from ..attention import AttentionResult, attend
 from ..utils import as_tensor, check_int, check_positive, module_input, names_input
 from ._lasso.common import soft_threshold as _shrink
 
@@ -24,9 +24,9 @@ __all__ = ["sparse_coding_attention", "UnrolledISTAAttention"]
 
 def _ista_codes(q, k, lam, n_iter, step, nonnegative, kk=None):
     """Unrolled ISTA on ``min_C ½‖Q − C K‖² + λ‖C‖₁`` (rows): C (..., n_q, n_k)."""
-    qk = attention(q, k, k, score="dot", normalizer="none").weights  # Q Kᵀ: attention
+    qk = attend(q, k, k, score="dot", normalizer="none").weights  # Q Kᵀ: attention
     if kk is None:
-        kk = attention(
+        kk = attend(
             k, k, k, score="dot", normalizer="none"
         ).weights  # K Kᵀ: self-attention
     if step is None:
@@ -200,7 +200,7 @@ class UnrolledISTAAttention(nn.Module):
         q, k, v = self.q_proj(x), self.k_proj(key), self.v_proj(value)
         s = k if self.s_proj is None else self.s_proj(key)
         with names_input("x"):
-            kk = attention(s, s, s, score="dot", normalizer="none").weights
+            kk = attend(s, s, s, score="dot", normalizer="none").weights
         base = (
             1.0
             / torch.linalg.matrix_norm(s, ord=2)

@@ -51,7 +51,11 @@ def random_orthogonal(
     The Haar sampling of Mezzadri (2007), the random group elements with which the
     symmetry paper's equivariance (Definitions 1-3) is tested.
     """
-    d = check_int(d, "d")
+    return _random_orthogonal(check_int(d, "d"), generator, dtype)
+
+
+def _random_orthogonal(d: int, generator, dtype) -> torch.Tensor:
+    """:func:`random_orthogonal` of a checked dimension ``d``."""
     dtype = dtype or torch.get_default_dtype()
     # LAPACK has no half-precision QR: factor in float32 and round the result.
     work = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
@@ -89,7 +93,11 @@ def random_permutation(
     torch.Tensor, shape (n, n)
         A permutation matrix.
     """
-    n = check_int(n, "n")
+    return _random_permutation(check_int(n, "n"), generator, dtype)
+
+
+def _random_permutation(n: int, generator, dtype) -> torch.Tensor:
+    """:func:`random_permutation` of a checked size ``n``."""
     eye = torch.eye(n, dtype=dtype or torch.get_default_dtype())
     return eye[torch.randperm(n, generator=_check_generator(generator))]
 
@@ -198,11 +206,11 @@ def _worst_error(call, X, Z, group, n_trials, generator) -> float:
     worst = 0.0
     for _ in range(n_trials):
         if group == "orthogonal":
-            Q = random_orthogonal(X.shape[-1], generator, dtype=X.dtype).to(X.device)
+            Q = _random_orthogonal(X.shape[-1], generator, X.dtype).to(X.device)
             moved = _finite_output(call(X @ Q.T, None if Z is None else Z @ Q.T))
             expected = reference @ Q.T
         else:
-            P = random_permutation(X.shape[-2], generator, dtype=X.dtype).to(X.device)
+            P = _random_permutation(X.shape[-2], generator, X.dtype).to(X.device)
             moved = _finite_output(call(P @ X, Z))
             expected = P @ reference
         worst = max(worst, float(torch.linalg.norm(moved - expected) / scale))
