@@ -30,45 +30,15 @@ Shapes follow the book's conventions: a batch of densities has ``mu`` of shape
 tokens are rows, so the value coefficients ``B`` are ``(..., N, D)``.
 """
 
-from .attention import (
-    continuous_attention_1d,
-    continuous_attention_2d,
-    generalized_covariance_1d,
-    generalized_covariance_2d,
-)
-from .basis import GaussianRBF, ridge_value_coefficients
-from .densities import (
-    gaussian_pdf,
-    location_scale_pdf,
-    support_ellipse,
-    triangular_pdf,
-    truncated_parabola_pdf,
-    truncated_parabola_radius,
-    truncated_paraboloid_lambda,
-    truncated_paraboloid_pdf,
-)
-from .modules import (
-    ContinuousAttention1D,
-    ContinuousAttention2D,
-    ContinuousAttentionOutput,
-)
+from . import attention, basis, densities, modules
+from .attention import *  # noqa: F403
+from .basis import *  # noqa: F403
+from .densities import *  # noqa: F403
+from .modules import *  # noqa: F403
 
-__all__ = [
-    "gaussian_pdf",
-    "truncated_parabola_pdf",
-    "triangular_pdf",
-    "location_scale_pdf",
-    "truncated_paraboloid_pdf",
-    "truncated_paraboloid_lambda",
-    "truncated_parabola_radius",
-    "support_ellipse",
-    "GaussianRBF",
-    "ridge_value_coefficients",
-    "continuous_attention_1d",
-    "continuous_attention_2d",
-    "generalized_covariance_1d",
-    "generalized_covariance_2d",
-    "ContinuousAttention1D",
-    "ContinuousAttention2D",
-    "ContinuousAttentionOutput",
-]
+# The face lists what its modules list, in reading order.
+__all__: list[str] = []
+__all__ += densities.__all__
+__all__ += basis.__all__
+__all__ += attention.__all__
+__all__ += modules.__all__

@@ -20,13 +20,11 @@ Two ways of normalising are used, both through :func:`attnlib.attention.attentio
   ``ValueError`` rather than returning NaN.
 """
 
-from .core import KERNELS, loo_predictions, nadaraya_watson
-from .estimators import MetricNadarayaWatson, NadarayaWatson
+from . import core, estimators
+from .core import *  # noqa: F403
+from .estimators import *  # noqa: F403
 
-__all__ = [
-    "KERNELS",
-    "nadaraya_watson",
-    "loo_predictions",
-    "NadarayaWatson",
-    "MetricNadarayaWatson",
-]
+# The face lists what its modules list, in reading order.
+__all__: list[str] = []
+__all__ += core.__all__
+__all__ += estimators.__all__

@@ -20,15 +20,11 @@ One idea per module:
   scikit-learn estimator.
 """
 
-from .embedding import LLEEmbedding, LocallyLinearEmbedding, lle_embedding
-from .weights import LLEWeights, barycenter_weights, lle_attention, lle_weights
+from . import embedding, weights
+from .embedding import *  # noqa: F403
+from .weights import *  # noqa: F403
 
-__all__ = [
-    "LLEWeights",
-    "barycenter_weights",
-    "lle_weights",
-    "lle_attention",
-    "LLEEmbedding",
-    "lle_embedding",
-    "LocallyLinearEmbedding",
-]
+# The face lists what its modules list, in reading order.
+__all__: list[str] = []
+__all__ += weights.__all__
+__all__ += embedding.__all__

@@ -15,36 +15,13 @@ scaffolding, in ``attnlib.mux.experiments.scores``.
 Tokens are rows: sequences are ``(batch, length, features)``.
 """
 
-from .maps import NORMALIZERS, hard_mux, hardmax, soft_mux, straight_through_hardmax
-from .models import AttentionRouter, ConvRouter, WeekdayMux
-from .tasks import (
-    FRIENDS,
-    WEEKDAYS,
-    RoutingTask,
-    WeekdayTask,
-    conv_matrix,
-    routing_task,
-    shift_tokens,
-    translation_sequences,
-    weekday_task,
-)
+from . import maps, models, tasks
+from .maps import *  # noqa: F403
+from .models import *  # noqa: F403
+from .tasks import *  # noqa: F403
 
-__all__ = [
-    "RoutingTask",
-    "routing_task",
-    "WeekdayTask",
-    "weekday_task",
-    "translation_sequences",
-    "shift_tokens",
-    "conv_matrix",
-    "hard_mux",
-    "soft_mux",
-    "hardmax",
-    "straight_through_hardmax",
-    "ConvRouter",
-    "AttentionRouter",
-    "WeekdayMux",
-    "NORMALIZERS",
-    "WEEKDAYS",
-    "FRIENDS",
-]
+# The face lists what its modules list, in reading order.
+__all__: list[str] = []
+__all__ += tasks.__all__
+__all__ += maps.__all__
+__all__ += models.__all__

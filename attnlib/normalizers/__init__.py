@@ -23,29 +23,13 @@ One idea per module:
 * ``attnlib.normalizers.common``: the checks and row plumbing the two share.
 """
 
-from .maps import entmax, softmax, sparsemax
-from .modules import (
-    Entmax,
-    Entmax15,
-    Entmax15Loss,
-    EntmaxLoss,
-    Sparsemax,
-    SparsemaxLoss,
-)
-from .tsallis import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
+from . import maps, modules, tsallis
+from .maps import *  # noqa: F403
+from .modules import *  # noqa: F403
+from .tsallis import *  # noqa: F403
 
-__all__ = [
-    "softmax",
-    "sparsemax",
-    "entmax",
-    "tsallis_entropy",
-    "exp_beta",
-    "log_beta",
-    "fenchel_young_loss",
-    "Sparsemax",
-    "Entmax15",
-    "Entmax",
-    "SparsemaxLoss",
-    "Entmax15Loss",
-    "EntmaxLoss",
-]
+# The face lists what its modules list, in reading order.
+__all__: list[str] = []
+__all__ += maps.__all__
+__all__ += tsallis.__all__
+__all__ += modules.__all__

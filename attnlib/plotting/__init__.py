@@ -8,20 +8,15 @@ and tables for readers (``tables``); every public name is importable from
 ``attnlib.plotting``.
 """
 
-from .heatmaps import attention_heatmap, heatmap_grid, image_grid
-from .slider import FrameSlider, frame_slider
-from .style import COLUMN_INCHES, DPI, PALETTE, use_book_style
-from .tables import table
+from . import heatmaps, slider, style, tables
+from .heatmaps import *  # noqa: F403
+from .slider import *  # noqa: F403
+from .style import *  # noqa: F403
+from .tables import *  # noqa: F403
 
-__all__ = [
-    "PALETTE",
-    "COLUMN_INCHES",
-    "DPI",
-    "use_book_style",
-    "attention_heatmap",
-    "heatmap_grid",
-    "image_grid",
-    "frame_slider",
-    "FrameSlider",
-    "table",
-]
+# The face lists what its modules list, in reading order.
+__all__: list[str] = []
+__all__ += style.__all__
+__all__ += heatmaps.__all__
+__all__ += slider.__all__
+__all__ += tables.__all__

@@ -23,40 +23,17 @@ The chapter's experiments (data, experiment models, trained runs) are in
 ``attnlib.subspace.experiments``.
 """
 
-from .clustering import (
-    SubspaceClustering,
-    affinity,
-    clustering_accuracy,
-    spectral_clustering,
-)
-from .expression import DEFAULT_LAM, self_expressive, ssc_objective
-from .ksubspaces import k_subspaces, subspace_dimension
-from .lasso import (
-    SOLVERS,
-    SolverInfo,
-    lam_column,
-    lasso_codes,
-    soft_threshold,
-    ssc_rows,
-)
-from .sparse_coding import UnrolledISTAAttention, sparse_coding_attention
+from . import clustering, expression, ksubspaces, lasso, sparse_coding
+from .clustering import *  # noqa: F403
+from .expression import *  # noqa: F403
+from .ksubspaces import *  # noqa: F403
+from .lasso import *  # noqa: F403
+from .sparse_coding import *  # noqa: F403
 
-__all__ = [
-    "DEFAULT_LAM",
-    "ssc_objective",
-    "self_expressive",
-    "affinity",
-    "spectral_clustering",
-    "clustering_accuracy",
-    "SubspaceClustering",
-    "SOLVERS",
-    "SolverInfo",
-    "soft_threshold",
-    "ssc_rows",
-    "lasso_codes",
-    "lam_column",
-    "subspace_dimension",
-    "k_subspaces",
-    "sparse_coding_attention",
-    "UnrolledISTAAttention",
-]
+# The face lists what its modules list, in reading order.
+__all__: list[str] = []
+__all__ += expression.__all__
+__all__ += clustering.__all__
+__all__ += lasso.__all__
+__all__ += ksubspaces.__all__
+__all__ += sparse_coding.__all__

@@ -18,23 +18,11 @@ the heads of that form in ``attnlib.symmetry.heads``; every name is imported fro
 here.
 """
 
-from .groups import (
-    GROUPS as GROUPS,
-)
-from .groups import (
-    equivariance_error,
-    householder,
-    random_orthogonal,
-    random_permutation,
-)
-from .heads import KERNELS as KERNELS
-from .heads import KnowledgeAttention, knowledge_attention
+from . import groups, heads
+from .groups import *  # noqa: F403
+from .heads import *  # noqa: F403
 
-__all__ = [
-    "random_orthogonal",
-    "random_permutation",
-    "householder",
-    "equivariance_error",
-    "knowledge_attention",
-    "KnowledgeAttention",
-]
+# The face lists what its modules list, in reading order.
+__all__: list[str] = []
+__all__ += groups.__all__
+__all__ += heads.__all__

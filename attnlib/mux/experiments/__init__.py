@@ -11,45 +11,13 @@
 Every public name is importable from here.
 """
 
-from .routing import (
-    PointerTask,
-    best_convolution,
-    dirichlet_laplacian,
-    fit_linear_stack,
-    green_function,
-    layers_to_see_everything,
-    pointer_task,
-)
-from .runs import (
-    LENGTH,
-    N_VALUES,
-    equivariant_reach_bound,
-    pointer_run,
-    reach_bound,
-    routing_run,
-    weekday_run,
-    wide_stack_run,
-)
-from .scores import accuracy_by_distance, accuracy_by_offset, pointer_loss, routing_loss
+from . import routing, runs, scores
+from .routing import *  # noqa: F403
+from .runs import *  # noqa: F403
+from .scores import *  # noqa: F403
 
-__all__ = [
-    "PointerTask",
-    "pointer_task",
-    "layers_to_see_everything",
-    "dirichlet_laplacian",
-    "green_function",
-    "best_convolution",
-    "fit_linear_stack",
-    "routing_loss",
-    "accuracy_by_distance",
-    "pointer_loss",
-    "accuracy_by_offset",
-    "reach_bound",
-    "equivariant_reach_bound",
-    "wide_stack_run",
-    "routing_run",
-    "pointer_run",
-    "weekday_run",
-    "LENGTH",
-    "N_VALUES",
-]
+# The face lists what its modules list, in reading order.
+__all__: list[str] = []
+__all__ += routing.__all__
+__all__ += scores.__all__
+__all__ += runs.__all__

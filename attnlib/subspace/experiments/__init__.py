@@ -23,33 +23,17 @@ The package has five rooms; every public name is importable from here.
   (``benchmarks/self_expression.py``), on the models of the three rooms above.
 """
 
-from .datasets import faces, motion
-from .held_out import (
-    LearnedISTACodes,
-    SelfExpressiveNet,
-    assign_by_coefficients,
-    fit_learned_ista,
-    fit_self_expressive_net,
-)
-from .runs import HELD_OUT, NORMALIZED, held_out_run, normalized_run, stack_run
-from .simplex import normalized_self_expression
-from .stack import AttentionStack, combination_report, sparse_combination_batch
+from . import datasets, held_out, runs, simplex, stack
+from .datasets import *  # noqa: F403
+from .held_out import *  # noqa: F403
+from .runs import *  # noqa: F403
+from .simplex import *  # noqa: F403
+from .stack import *  # noqa: F403
 
-__all__ = [
-    "motion",
-    "faces",
-    "sparse_combination_batch",
-    "combination_report",
-    "AttentionStack",
-    "SelfExpressiveNet",
-    "fit_self_expressive_net",
-    "LearnedISTACodes",
-    "fit_learned_ista",
-    "normalized_self_expression",
-    "assign_by_coefficients",
-    "held_out_run",
-    "normalized_run",
-    "stack_run",
-    "HELD_OUT",
-    "NORMALIZED",
-]
+# The face lists what its modules list, in reading order.
+__all__: list[str] = []
+__all__ += datasets.__all__
+__all__ += stack.__all__
+__all__ += held_out.__all__
+__all__ += simplex.__all__
+__all__ += runs.__all__
