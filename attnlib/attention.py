@@ -27,7 +27,6 @@ __all__ = [
     "AttentionResult",
     "attention",
     "attend",
-    "register_normalizer",
     "resolve",
     "SCORES",
 ]
@@ -93,27 +92,6 @@ _NORMALIZERS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 # maximum before dividing by the temperature, so that a tiny temperature gives the limit
 # (the arg-max) instead of inf - inf.
 _SHIFT_INVARIANT = {"softmax", "sparsemax", "entmax"}
-
-
-def register_normalizer(name: str, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
-    """Make ``attention(..., normalizer=name)`` use ``fn``.
-
-    ``fn`` maps scores ``(..., n_q, n_k)``, with ``-inf`` at masked keys, to weights of
-    the same shape, normalising along the last dimension and giving masked keys zero
-    weight.
-
-    Parameters
-    ----------
-    name : str
-        The name that :func:`attention` accepts as ``normalizer``.
-    fn : callable
-        The map from scores to weights.
-    """
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string, got {name!r}")
-    if not callable(fn):
-        raise ValueError(f"fn must be callable, got {fn!r}")
-    _NORMALIZERS[name] = fn
 
 
 def _resolve_normalizer(normalizer) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -619,7 +597,7 @@ class _CallableModule(types.ModuleType):
     ``attnlib.attention`` names both this module and its function: the chapters call
     ``attnlib.attention(q, k, v)`` and ``from attnlib import attention``, while
     ``import attnlib.attention as A`` must give the module (whose other names,
-    ``register_normalizer`` and ``SCORES``, a user reaches through it). Python's
+    ``SCORES`` and ``resolve``, a user reaches through it). Python's
     ``import a.b as c`` takes the package's attribute ``b``; the package binds the
     module, and calling the module calls the function.
     """

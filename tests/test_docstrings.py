@@ -50,7 +50,7 @@ DOCUMENTED = _documented()
 CHECKS = {"GL08", "SS01", "PR01", "PR02", "PR07", "RT01"}
 #: Callables that implement no equation (plumbing): no Implements section needed.
 NO_EQUATION = {
-    "attention": {"register_normalizer", "resolve", "AttentionResult"},
+    "attention": {"resolve", "AttentionResult"},
     "utils": "all",
     "training": "all",
     "data": {

@@ -14,7 +14,7 @@ from ..attention import AttentionResult, attend
 from ..utils import as_tensor
 
 __all__ = [
-    "NORMALIZERS",
+    "ROUTER_NORMALIZERS",
     "hard_mux",
     "hardmax",
     "soft_mux",
@@ -87,7 +87,7 @@ def hardmax(scores: torch.Tensor) -> torch.Tensor:
     The argmax that the attention note replaces by a softmax (seed 004):
     ``⟨argmax(a), h⟩`` picks the most important input.
     """
-    return _hardmax(_check_scores(scores))
+    return _hardmax(_check_hardmax_scores(scores))
 
 
 def _hardmax(scores: torch.Tensor) -> torch.Tensor:
@@ -95,7 +95,7 @@ def _hardmax(scores: torch.Tensor) -> torch.Tensor:
     return F.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
 
 
-def _check_scores(scores) -> torch.Tensor:
+def _check_hardmax_scores(scores) -> torch.Tensor:
     """Scores, ``-inf`` allowed (masked keys), but no ``+inf``, no row all masked."""
     scores = as_tensor(scores, "scores", allow_inf=True)
     top = scores.amax(-1)
@@ -124,14 +124,14 @@ def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
     The straight-through estimator of Bengio, Léonard and Courville (2013), applied to
     the argmax the attention note replaces by a softmax (seed 004).
     """
-    scores = _check_scores(scores)
+    scores = _check_hardmax_scores(scores)
     soft = torch.softmax(scores, -1)
     return _hardmax(scores) + soft - soft.detach()
 
 
 #: The normalizers the routers accept, by name. The soft choice (softmax), the hard one
 #: (no gradient), and the hard one with the softmax's gradient (straight-through).
-NORMALIZERS = {
+ROUTER_NORMALIZERS = {
     "softmax": "softmax",
     "hardmax": hardmax,
     "straight_through": straight_through_hardmax,
@@ -139,11 +139,11 @@ NORMALIZERS = {
 
 
 def _normalizer(name: str):
-    if name not in NORMALIZERS:
+    if name not in ROUTER_NORMALIZERS:
         raise ValueError(
-            f"normalizer must be one of {sorted(NORMALIZERS)}, got {name!r}"
+            f"normalizer must be one of {sorted(ROUTER_NORMALIZERS)}, got {name!r}"
         )
-    return NORMALIZERS[name]
+    return ROUTER_NORMALIZERS[name]
 
 
 def soft_mux(

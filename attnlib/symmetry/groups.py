@@ -15,12 +15,14 @@ from ..attention import output_of
 from ..utils import as_tensor, check_int
 
 __all__ = [
+    "GROUPS",
     "random_orthogonal",
     "random_permutation",
     "householder",
     "equivariance_error",
 ]
 
+#: The groups :func:`equivariance_error` tests against (``group=``).
 GROUPS = ("orthogonal", "permutation")
 
 

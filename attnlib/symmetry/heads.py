@@ -14,9 +14,11 @@ from torch import nn
 from ..attention import AttentionResult, attend
 from ..utils import as_tensor, check_int, check_positive, names_input
 
-__all__ = ["knowledge_attention", "KnowledgeAttention"]
+__all__ = ["HEAD_KERNELS", "knowledge_attention", "KnowledgeAttention"]
 
-KERNELS = ("quadratic", "rbf", "higher_order")
+#: The kernels a knowledge-attention head scores with (``kernel=``); the smoothing
+#: kernels of Nadaraya–Watson are ``attnlib.kernel_regression.KERNELS``.
+HEAD_KERNELS = ("quadratic", "rbf", "higher_order")
 
 
 def knowledge_attention(
@@ -85,8 +87,8 @@ def knowledge_attention(
         raise ValueError(
             f"z must have x's feature size {x.shape[-1]}, got {z.shape[-1]}"
         )
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    if kernel not in HEAD_KERNELS:
+        raise ValueError(f"kernel must be one of {HEAD_KERNELS}, got {kernel!r}")
     k = z.shape[-2]
     _check_square(a, "a", k)
     if kernel == "higher_order":
@@ -198,8 +200,8 @@ class KnowledgeAttention(nn.Module):
             check_int(num_heads, "num_heads"),
             check_int(num_layers, "num_layers"),
         )
-        if kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+        if kernel not in HEAD_KERNELS:
+            raise ValueError(f"kernel must be one of {HEAD_KERNELS}, got {kernel!r}")
         if value not in ("scalar", "linear"):
             raise ValueError(f"value must be 'scalar' or 'linear', got {value!r}")
         if temperature is not None:

@@ -94,13 +94,4 @@ def specs():
             lambda: dict(score="scaled_dot", normalizer="softmax"),
             {"score": "choice", "normalizer": "choice"},
         ),
-        "attention.register_normalizer": Spec(
-            A.register_normalizer,
-            lambda: dict(name="battery-softmax", fn=A._NORMALIZERS["softmax"]),
-            {},
-            extra=[
-                ("fn not callable", lambda a: a | dict(fn="softmax"), INVALID, "fn"),
-                ("name not a string", lambda a: a | dict(name=3), INVALID, "name"),
-            ],
-        ),
     }
