@@ -13,7 +13,7 @@ Two ways of normalising are used, both through :func:`attnlib.attention.attentio
 
 * ``"gaussian"`` and ``"laplace"`` are exponentials of a score, so their weights are a
   softmax of ``log κ`` (robust: a tiny bandwidth gives the nearest neighbour, not 0/0);
-* ``"epanechnikov"``, ``"biweight"``, ``"triweight"``, ``"boxcar"`` and callables return
+* the compact kernels (``"epanechnikov"``, ``"boxcar"``...) and callables return
   kernel values ``κ(x, x_j) >= 0`` as the score, and a row normaliser divides by their
   sum (Eq. (5) of the self-expression paper as written). A query with no training
   point inside a compact kernel's support has an all-zero row: that raises a

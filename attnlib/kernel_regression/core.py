@@ -26,11 +26,8 @@ __all__ = [
 
 Kernel = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
-#: Built-in kernels, as functions of ``u = (x - x_j) / h``: ``gaussian``
-#: ``exp(-||u||²/2)``, ``laplace`` ``exp(-||u||₁)``, ``epanechnikov``
-#: ``max(0, 1 - ||u||²)``, ``biweight`` ``max(0, 1 - ||u||²)²``, ``triweight``
-#: ``max(0, 1 - ||u||²)³``, ``boxcar`` ``1[||u|| <= 1]``.
-KERNELS = ("gaussian", "laplace", "epanechnikov", "biweight", "triweight", "boxcar")
+# Kernels that are exponentials of an attention score: their weights are a softmax of
+# the score (robust as the bandwidth shrinks).
 _SOFTMAX_KERNELS = {"gaussian": "neg_sq_dist", "laplace": "neg_l1"}
 
 
@@ -56,6 +53,9 @@ _VALUE_KERNELS = {
     "triweight": _triweight,
     "boxcar": _boxcar,
 }
+#: The built-in kernels' names (:func:`nadaraya_watson`'s ``kernel`` gives each one's
+#: formula): those computed as a score and those computed as values.
+KERNELS = (*_SOFTMAX_KERNELS, *_VALUE_KERNELS)
 
 
 def _normalise_rows(kernel_values: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -200,12 +200,12 @@ def nadaraya_watson(
         Training inputs (the keys).
     y_train : tensor or array-like, shape (n_train,) or (n_train, d_v)
         Training targets (the values).
-    kernel : {"gaussian", "laplace", "epanechnikov", "biweight", "triweight", \
-"boxcar"} or callable
-        As functions of ``u = (x - x_j) / h``: ``gaussian`` ``exp(-||u||²/2)``,
+    kernel : str or callable
+        A name in ``attnlib.kernel_regression.KERNELS``; as functions of
+        ``u = (x - x_j) / h``: ``gaussian`` ``exp(-||u||²/2)``,
         ``laplace`` ``exp(-||u||₁)``, ``epanechnikov`` ``max(0, 1 - ||u||²)``,
         ``biweight`` and ``triweight`` its square and cube, ``boxcar``
-        ``1[||u|| <= 1]`` (``attnlib.kernel_regression.KERNELS``). A
+        ``1[||u|| <= 1]``. A
         callable ``kernel(q, k)`` receives the inputs divided by the bandwidth,
         ``(n_query, d)`` and ``(n_train, d)``, and returns non-negative kernel values
         ``(n_query, n_train)``.

@@ -56,9 +56,9 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
 
     Parameters
     ----------
-    kernel : {"gaussian", "laplace", "epanechnikov", "biweight", "triweight", \
-"boxcar"} or callable
-        See :func:`nadaraya_watson`.
+    kernel : str or callable
+        A name in ``attnlib.kernel_regression.KERNELS`` or a callable; see
+        :func:`nadaraya_watson`.
     bandwidth : float or "loo"
         A fixed bandwidth, or ``"loo"`` to pick the candidate with the smallest
         leave-one-out squared error (each candidate costs one masked attention call).
