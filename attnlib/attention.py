@@ -20,7 +20,7 @@ from typing import NamedTuple
 import torch
 
 from .errors import ScoreError
-from .normalizers import entmax, sparsemax
+from .normalizers import NORMALIZERS, SHIFT_INVARIANT
 from .utils import as_tensor, check_on_device, check_positive
 
 __all__ = [
@@ -73,36 +73,15 @@ SCORES: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {
 }
 
 
-def _masked_softmax(scores: torch.Tensor) -> torch.Tensor:
-    return torch.softmax(scores, dim=-1)
-
-
-def _no_normalizer(scores: torch.Tensor) -> torch.Tensor:
-    # Masked keys arrive as -inf; un-normalised weights give them zero weight instead.
-    return scores.masked_fill(torch.isneginf(scores), 0.0)
-
-
-_NORMALIZERS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
-    "softmax": _masked_softmax,
-    "sparsemax": sparsemax,
-    "entmax": entmax,
-    "none": _no_normalizer,
-}
-# Maps for which adding a constant to a row changes nothing: attention subtracts the row
-# maximum before dividing by the temperature, so that a tiny temperature gives the limit
-# (the arg-max) instead of inf - inf.
-_SHIFT_INVARIANT = {"softmax", "sparsemax", "entmax"}
-
-
 def _resolve_normalizer(normalizer) -> Callable[[torch.Tensor], torch.Tensor]:
     if callable(normalizer):
         return normalizer
-    if normalizer not in _NORMALIZERS:
-        known = sorted(_NORMALIZERS)
+    if normalizer not in NORMALIZERS:
+        known = sorted(NORMALIZERS)
         raise ValueError(
             f"normalizer must be a callable or one of {known}, got {normalizer!r}"
         )
-    return _NORMALIZERS[normalizer]
+    return NORMALIZERS[normalizer]
 
 
 def _resolve_score(score):
@@ -191,8 +170,10 @@ def attention(
     score : {"scaled_dot", "dot", "neg_sq_dist", "neg_l1"} or callable
         How a query is compared with a key (see :data:`SCORES`). A callable maps
         ``(q, k)`` to scores of shape ``(..., n_q, n_k)``.
-    normalizer : {"softmax", "sparsemax", "entmax", "none"} or callable
-        How a row of scores becomes weights; ``"none"`` uses the scores themselves.
+    normalizer : str or callable
+        How a row of scores becomes weights: a name in
+        ``attnlib.normalizers.NORMALIZERS`` (``"softmax"``, ``"sparsemax"``,
+        ``"entmax"``, or ``"none"``, which uses the scores themselves) or a map.
     mask : bool or float tensor, broadcastable to (..., n_q, n_k), optional
         A bool mask is True where the query may attend to the key: the polarity of
         ``F.scaled_dot_product_attention``'s ``attn_mask``, the opposite of
@@ -534,7 +515,7 @@ def _weights(
     # that 0 / 0 and -inf / inf (masked keys) do not become NaN.
     t_cast = float(torch.tensor(temperature, dtype=scores.dtype))
     exact = t_cast != 0 and math.isfinite(t_cast)
-    shift = isinstance(normalizer, str) and normalizer in _SHIFT_INVARIANT
+    shift = isinstance(normalizer, str) and normalizer in SHIFT_INVARIANT
     if shift and not (exact and t_cast >= 1):
         # A temperature below 1 could overflow the scores to +inf; their gaps to the row
         # maximum are finite, and can overflow only to -inf (weight 0). (At 1 or above

@@ -7,6 +7,9 @@ pass is the map's Jacobian-vector product in closed form.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
 import torch
 
 from ..utils import check_on_device
@@ -20,7 +23,7 @@ from .common import (
     _row_max,
 )
 
-__all__ = ["softmax", "sparsemax", "entmax"]
+__all__ = ["softmax", "sparsemax", "entmax", "NORMALIZERS", "SHIFT_INVARIANT"]
 
 
 # ----------------------------------------------------------------------------- softmax
@@ -300,3 +303,31 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
         if alpha == 1:
             return _along_last(_Softmax.apply, x, dim)
     return _along_last(_Entmax.apply, x, dim, alpha)
+
+
+# ------------------------------------------------------------------------ by name
+def _softmax_rows(scores: torch.Tensor) -> torch.Tensor:
+    """Softmax along the last dimension of checked scores (-inf gets weight 0)."""
+    return torch.softmax(scores, dim=-1)
+
+
+def _unnormalized(scores: torch.Tensor) -> torch.Tensor:
+    """Scores kept as weights; masked keys (-inf) get weight 0 instead."""
+    return scores.masked_fill(torch.isneginf(scores), 0.0)
+
+
+#: The maps :func:`attnlib.attention.attention` knows by name (``normalizer=``), each
+#: along the last dimension of ``(..., n_q, n_k)`` scores with ``-inf`` at masked keys.
+#: A new normaliser is named here, beside its function.
+NORMALIZERS: Mapping[str, Callable[[torch.Tensor], torch.Tensor]] = MappingProxyType(
+    {
+        "softmax": _softmax_rows,
+        "sparsemax": sparsemax,
+        "entmax": entmax,
+        "none": _unnormalized,
+    }
+)
+#: The names in :data:`NORMALIZERS` whose map ignores a constant added to a row:
+#: attention subtracts the row maximum before dividing by the temperature, so that a
+#: tiny temperature gives the limit (the arg-max) instead of ``inf - inf``.
+SHIFT_INVARIANT = frozenset({"softmax", "sparsemax", "entmax"})
