@@ -292,45 +292,51 @@ def fit_linear_stack(
     kernel_size = check_int(kernel_size, "kernel_size")
     if kernel_size % 2 == 0:
         raise ValueError(f"kernel_size must be odd, got {kernel_size}")
-    n = len(target)
     # column k: the response to e_k
-    basis = torch.eye(n, dtype=torch.float64)[:, None, :]
-
-    def matrix(kernels):
-        x = basis
-        for w in kernels:
-            x = F.conv1d(x, w.view(1, 1, -1), padding=kernel_size // 2)
-        return x[:, 0, :].T
-
+    basis = torch.eye(len(target), dtype=torch.float64)[:, None, :]
     best, best_error = None, float("inf")
     for seed in seeds:
-        g = torch.Generator().manual_seed(check_int(seed, "seeds", minimum=0))
-        kernels = [
-            (
-                0.5 * torch.randn(kernel_size, generator=g, dtype=torch.float64)
-            ).requires_grad_()
-            for _ in range(depth)
-        ]
-        opt = torch.optim.LBFGS(
-            kernels,
-            max_iter=max_iter,
-            tolerance_grad=1e-12,
-            tolerance_change=1e-15,
-            history_size=50,
-            line_search_fn="strong_wolfe",
-        )
-
-        def closure(opt=opt, kernels=kernels):
-            opt.zero_grad()
-            loss = (matrix(kernels) - target).pow(2).sum()
-            loss.backward()
-            return loss
-
-        opt.step(closure)
-        with torch.no_grad():
-            error = float((matrix(kernels) - target).norm())
+        seed = check_int(seed, "seeds", minimum=0)
+        kernels, error = _lbfgs_stack(seed, target, basis, depth, kernel_size, max_iter)
         if error < best_error:
             best, best_error = [w.detach().clone() for w in kernels], error
     with torch.no_grad():
-        stacked = matrix(best).numpy()
+        stacked = _stack_matrix(best, basis).numpy()
     return [w.numpy() for w in best], stacked
+
+
+def _stack_matrix(kernels, basis: torch.Tensor) -> torch.Tensor:
+    """The matrix of zero-padded convolutions by ``kernels``, first kernel first."""
+    x = basis  # (n, 1, n): row k is e_k
+    for w in kernels:
+        x = F.conv1d(x, w.view(1, 1, -1), padding=len(w) // 2)
+    return x[:, 0, :].T
+
+
+def _lbfgs_stack(seed: int, target, basis, depth: int, kernel_size: int, max_iter):
+    """L-BFGS from ``seed``'s random kernels: the kernels and their Frobenius error."""
+    g = torch.Generator().manual_seed(seed)
+    kernels = [
+        (
+            0.5 * torch.randn(kernel_size, generator=g, dtype=torch.float64)
+        ).requires_grad_()
+        for _ in range(depth)
+    ]
+    opt = torch.optim.LBFGS(
+        kernels,
+        max_iter=max_iter,
+        tolerance_grad=1e-12,
+        tolerance_change=1e-15,
+        history_size=50,
+        line_search_fn="strong_wolfe",
+    )
+
+    def closure():
+        opt.zero_grad()
+        loss = (_stack_matrix(kernels, basis) - target).pow(2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        return kernels, float((_stack_matrix(kernels, basis) - target).norm())

@@ -112,6 +112,35 @@ def equivariant_reach_bound(target, reach: int) -> float:
     return float(np.sqrt(total) / np.linalg.norm(target))
 
 
+def _fit(model, loss, batches, *, n_steps: int, lr: float, seed: int, device):
+    """Train ``model`` on ``device`` by Adam as every run here does (seeded, silent)."""
+    train(
+        model.to(device),
+        loss,
+        batches,
+        n_steps=check_int(n_steps, "n_steps"),
+        lr=lr,
+        seed=seed,
+        device=device,
+        progress=False,
+    )
+    return model
+
+
+def _scored(model, *inputs):
+    """``model(*inputs)`` in eval mode, without gradients (see ``evaluating``)."""
+    with evaluating(model):
+        return model(*inputs)
+
+
+def _task_batches(task, seed: int, device, *args, **kwargs):
+    """``step -> task(*args, seed=10⁵ (seed + 1) + step)`` on ``device``."""
+    # Training data apart from the test data (drawn with ``seed``) and other seeds'.
+    return lambda step: to_device(
+        task(*args, seed=10**5 * (seed + 1) + step, **kwargs), device
+    )
+
+
 def wide_stack_run(
     seed: int,
     depth: int,
@@ -161,27 +190,29 @@ def wide_stack_run(
     torch.manual_seed(seed)
     model = ConvRouter(
         1, 1, kernel_size=5, depth=depth, width=check_int(width, "width")
-    ).to(device)
-    loss = lambda m, b: ((m(b[0]) - b[1]) ** 2).mean()  # noqa: E731
-    train(
-        model,
-        loss,
-        batch,
-        n_steps=check_int(n_steps, "n_steps"),
-        lr=3e-3,
-        seed=seed,
-        device=device,
-        progress=False,
     )
+    loss = lambda m, b: ((m(b[0]) - b[1]) ** 2).mean()  # noqa: E731
+    _fit(model, loss, batch, n_steps=n_steps, lr=3e-3, seed=seed, device=device)
     f = noise(2000, seed)
     y = f[..., 0] @ G.T
-    with evaluating(model):
-        pred = model(f)[..., 0] * scale
+    pred = _scored(model, f)[..., 0] * scale
     return float((pred - y).norm() / y.norm())
 
 
 def _reach(model) -> int:
+    """How far each output of ``model`` sees, in positions (attention: everything)."""
     return model.receptive_field // 2 if isinstance(model, ConvRouter) else LENGTH - 1
+
+
+def _routers(seed: int, n_in: int, depths, width: int) -> dict:
+    """CNNs of the given depths, then one attention layer, initialised from ``seed``."""
+    torch.manual_seed(seed)
+    models = {
+        f"CNN {d}": ConvRouter(n_in, N_VALUES, kernel_size=5, depth=d, width=width)
+        for d in depths
+    }
+    models["attention"] = AttentionRouter(n_in, N_VALUES, d_model=16)
+    return models
 
 
 def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
@@ -207,27 +238,13 @@ def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
     """
     seed = check_int(seed, "seed", minimum=0)
     device = device_or_cpu(device)
-    batches = lambda s: to_device(  # noqa: E731
-        routing_task(32, LENGTH, N_VALUES, seed=10**5 * (seed + 1) + s), device
-    )
-    torch.manual_seed(seed)
-    models = {
-        f"CNN {d}": ConvRouter(N_VALUES + 1, N_VALUES, kernel_size=5, depth=d, width=24)
-        for d in (1, 2, 4)
-    }
-    models["attention"] = AttentionRouter(N_VALUES + 1, N_VALUES, d_model=16)
+    batches = _task_batches(routing_task, seed, device, 32, LENGTH, N_VALUES)
+    models = _routers(seed, N_VALUES + 1, (1, 2, 4), width=24)
     test = to_device(routing_task(1000, LENGTH, N_VALUES, seed=seed), device)
     out = {}
     for name, m in models.items():
-        train(
-            m.to(device),
-            routing_loss,
-            batches,
-            n_steps=check_int(n_steps, "n_steps"),
-            lr=1e-2,
-            seed=seed,
-            device=device,
-            progress=False,
+        _fit(
+            m, routing_loss, batches, n_steps=n_steps, lr=1e-2, seed=seed, device=device
         )
         acc, reach = accuracy_by_distance(m, test), _reach(m)
         out[f"{name} within"] = float(acc[: reach + 1].mean())
@@ -239,6 +256,39 @@ def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
     out["attention peaks on marker"] = float(
         (peaks == test.marker[:, None]).all(-1).double().mean()
     )
+    return out
+
+
+def _pool_accuracy(values, target, reach: int) -> torch.Tensor:
+    """Hits (float64) of naming the commonest value within ``reach`` of a position."""
+    seen = F.one_hot(values, N_VALUES).double().transpose(1, 2)
+    counts = F.conv1d(
+        seen.reshape(-1, 1, LENGTH),
+        torch.ones(1, 1, 2 * reach + 1, dtype=seen.dtype, device=values.device),
+        padding=reach,
+    )
+    counts = counts.reshape(-1, N_VALUES, LENGTH).transpose(1, 2)
+    return (counts.argmax(-1) == target).double()
+
+
+def _pointer_scores(name: str, model, test, distance, values) -> dict:
+    """A trained model's pointer_run numbers: hits, losses, a CNN's pool accuracy."""
+    reach = _reach(model)
+    logits = _scored(model, test.x)
+    ce = F.cross_entropy(logits.transpose(1, 2), test.target, reduction="none")
+    hit = (logits.argmax(-1) == test.target).double()
+    inside = distance <= reach
+    out = {
+        f"{name} within": float(hit[inside].mean()),
+        f"{name} overall": float(hit.mean()),
+        f"{name} loss within": float(ce[inside].mean()),
+    }
+    if reach < LENGTH - 1:
+        out[f"{name} beyond"] = float(hit[~inside].mean())
+        out[f"{name} loss beyond"] = float(ce[~inside].mean())
+    if isinstance(model, ConvRouter):
+        pool = _pool_accuracy(values, test.target, reach)
+        out[f"{name} pool within"] = float(pool[inside].mean())
     return out
 
 
@@ -267,52 +317,16 @@ def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
     seed = check_int(seed, "seed", minimum=0)
     device = device_or_cpu(device)
     n_in = 2 * LENGTH + N_VALUES
-    batches = lambda s: to_device(  # noqa: E731
-        pointer_task(32, LENGTH, N_VALUES, seed=10**5 * (seed + 1) + s), device
-    )
-    torch.manual_seed(seed)
-    models = {
-        f"CNN {d}": ConvRouter(n_in, N_VALUES, kernel_size=5, depth=d, width=32)
-        for d in (1, 2, 4, 12)
-    }
-    models["attention"] = AttentionRouter(n_in, N_VALUES, d_model=16)
+    batches = _task_batches(pointer_task, seed, device, 32, LENGTH, N_VALUES)
+    models = _routers(seed, n_in, (1, 2, 4, 12), width=32)
     test = to_device(pointer_task(1000, LENGTH, N_VALUES, seed=seed), device)
     distance = (torch.arange(LENGTH, device=device) - test.source).abs()
     values = test.x[..., 2 * LENGTH :].argmax(-1)
     out = {}
     for name, m in models.items():
-        train(
-            m.to(device),
-            pointer_loss,
-            batches,
-            n_steps=check_int(n_steps, "n_steps"),
-            lr=POINTER_LR.get(name, 1e-2),
-            seed=seed,
-            device=device,
-            progress=False,
-        )
-        reach = _reach(m)
-        with evaluating(m):
-            logits = m(test.x)
-        ce = F.cross_entropy(logits.transpose(1, 2), test.target, reduction="none")
-        hit = (logits.argmax(-1) == test.target).double()
-        inside = distance <= reach
-        out[f"{name} within"] = float(hit[inside].mean())
-        out[f"{name} overall"] = float(hit.mean())
-        out[f"{name} loss within"] = float(ce[inside].mean())
-        if reach < LENGTH - 1:
-            out[f"{name} beyond"] = float(hit[~inside].mean())
-            out[f"{name} loss beyond"] = float(ce[~inside].mean())
-        if isinstance(m, ConvRouter):
-            seen = F.one_hot(values, N_VALUES).double().transpose(1, 2)
-            counts = F.conv1d(
-                seen.reshape(-1, 1, LENGTH),
-                torch.ones(1, 1, 2 * reach + 1, dtype=seen.dtype, device=device),
-                padding=reach,
-            )
-            counts = counts.reshape(-1, N_VALUES, LENGTH).transpose(1, 2)
-            pool = (counts.argmax(-1) == test.target).double()
-            out[f"{name} pool within"] = float(pool[inside].mean())
+        lr = POINTER_LR.get(name, 1e-2)
+        _fit(m, pointer_loss, batches, n_steps=n_steps, lr=lr, seed=seed, device=device)
+        out.update(_pointer_scores(name, m, test, distance, values))
     return out
 
 
@@ -339,9 +353,7 @@ def weekday_run(seed: int, *, n_steps: int = 200, device=None) -> dict:
     seed = check_int(seed, "seed", minimum=0)
     device = device_or_cpu(device)
     rota = weekday_task(1, seed=seed).rota
-    batches = lambda s: to_device(  # noqa: E731
-        weekday_task(64, seed=10**5 * (seed + 1) + s, rota=rota), device
-    )
+    batches = _task_batches(weekday_task, seed, device, 64, rota=rota)
     loss = lambda m, b: F.cross_entropy(m(b.friends, b.day), b.target)  # noqa: E731
     test = to_device(weekday_task(1000, seed=seed + 1, rota=rota), device)
     out = {}
@@ -349,18 +361,8 @@ def weekday_run(seed: int, *, n_steps: int = 200, device=None) -> dict:
         torch.manual_seed(seed)
         m = WeekdayMux(normalizer=name).to(device)
         q0 = m.Q.weight.detach().clone()
-        train(
-            m,
-            loss,
-            batches,
-            n_steps=check_int(n_steps, "n_steps"),
-            lr=3e-2,
-            seed=seed,
-            device=device,
-            progress=False,
-        )
-        with evaluating(m):
-            pred = m(test.friends, test.day).argmax(-1)
+        _fit(m, loss, batches, n_steps=n_steps, lr=3e-2, seed=seed, device=device)
+        pred = _scored(m, test.friends, test.day).argmax(-1)
         out[f"{name} accuracy"] = float((pred == test.target).double().mean())
         out[f"{name} Q moved"] = float(not torch.equal(q0, m.Q.weight.detach()))
         out[f"{name} rota"] = float(

@@ -116,11 +116,9 @@ def accuracy_by_offset(model: nn.Module, task: PointerTask) -> np.ndarray:
     Parameters
     ----------
     model : nn.Module
-        Maps ``task.x`` ``(n, length, features)`` to logits ``(n, length, n_values)``.
+        As in :func:`pointer_loss`; evaluated in eval mode, its mode restored after.
     task : PointerTask
-        The sequences and their targets
-        (:func:`~attnlib.mux.experiments.pointer_task`); evaluated in eval mode,
-        the model's mode restored after.
+        As in :func:`pointer_loss`.
 
     Returns
     -------

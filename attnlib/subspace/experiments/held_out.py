@@ -145,7 +145,7 @@ def fit_self_expressive_net(
 
     Returns
     -------
-    model : nn.Module
+    model : SelfExpressiveNet
         The trained model, in eval mode.
     losses : list of float
         The loss at every step.
@@ -283,19 +283,13 @@ def fit_learned_ista(
     n_iter : int
         Unrolled ISTA steps.
     lam : float
-        The ℓ1 weight λ.
-    n_steps : int
-        Adam steps (full batch).
-    lr : float
-        Adam's learning rate.
-    seed : int
-        Seeds the model's initialisation.
-    device : str or torch.device, optional
-        Where ``X``, the model and the fit live (default: the CPU).
+        The ℓ1 weight λ, also the starting threshold of every step.
+    n_steps, lr, seed, device : int, float, int, str or torch.device
+        As in :func:`fit_self_expressive_net` (the same loop trains both).
 
     Returns
     -------
-    model : nn.Module
+    model : LearnedISTACodes
         The trained model, in eval mode.
     losses : list of float
         The loss at every step.

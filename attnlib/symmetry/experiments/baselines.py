@@ -23,6 +23,15 @@ __all__ = [
 ]
 
 
+def _fixed_length(x: torch.Tensor, length: int, embed_dim: int) -> torch.Tensor:
+    """``x``, checked to end in ``(length, embed_dim)``: one fixed-length input."""
+    if x.shape[-2:] != (length, embed_dim):
+        raise ValueError(
+            f"x must end in shape ({length}, {embed_dim}), got {tuple(x.shape)}"
+        )
+    return x
+
+
 class MeanBaseline(nn.Module):
     """Predict every output token as the mean training target token, whatever the input.
 
@@ -42,6 +51,15 @@ class MeanBaseline(nn.Module):
             torch.zeros(check_int(embed_dim, "embed_dim")), requires_grad=False
         )
 
+    def _tokens(self, t: torch.Tensor, name: str) -> torch.Tensor:
+        """``t``, checked to hold tokens of ``embed_dim`` features."""
+        if t.shape[-1] != self.mean.shape[0]:
+            raise ValueError(
+                f"{name} must have embed_dim = {self.mean.shape[0]} features, "
+                f"got shape {tuple(t.shape)}"
+            )
+        return t
+
     def fit(self, x, y) -> MeanBaseline:
         """Set the mean from the targets.
 
@@ -57,12 +75,7 @@ class MeanBaseline(nn.Module):
         MeanBaseline
             ``self``, fitted (the mean in ``y``'s dtype).
         """
-        y = as_tensor(y, "y", min_ndim=3)
-        if y.shape[-1] != self.mean.shape[0]:
-            raise ValueError(
-                f"y must have embed_dim = {self.mean.shape[0]} features, "
-                f"got shape {tuple(y.shape)}"
-            )
+        y = self._tokens(as_tensor(y, "y", min_ndim=3), "y")
         # Kept in y's dtype: a float64 target's mean is not rounded to float32.
         self.mean.data = y.reshape(-1, y.shape[-1]).mean(0).to(self.mean.device)
         return self
@@ -80,12 +93,7 @@ class MeanBaseline(nn.Module):
         torch.Tensor, shape of ``x``
             The mean token at every position.
         """
-        x = as_tensor(x, "x", min_ndim=2)
-        if x.shape[-1] != self.mean.shape[0]:
-            raise ValueError(
-                f"x must have embed_dim = {self.mean.shape[0]} features, "
-                f"got shape {tuple(x.shape)}"
-            )
+        x = self._tokens(as_tensor(x, "x", min_ndim=2), "x")
         dtype = torch.promote_types(x.dtype, self.mean.dtype)
         return self.mean.to(dtype).expand(x.shape)
 
@@ -117,6 +125,20 @@ class RidgeBaseline(nn.Module):
         size = self.length * self.embed_dim
         self.linear = nn.Linear(size, size).requires_grad_(False)
 
+    def _training_pair(self, x, y) -> tuple[torch.Tensor, torch.Tensor]:
+        """``x, y`` checked as ``(n, length, embed_dim)``; the map in their dtype."""
+        x, y = as_tensor(x, "x", ndim=3), as_tensor(y, "y", ndim=3)
+        shape = (self.length, self.embed_dim)
+        for t, name in ((x, "x"), (y, "y")):
+            if t.shape[1:] != shape or len(t) != len(x):
+                raise ValueError(
+                    f"{name} must have shape ({len(x)}, {shape[0]}, {shape[1]}), "
+                    f"got {tuple(t.shape)}"
+                )
+        # The fit keeps the data's common dtype (float64 data gives a float64 map).
+        self.linear.to(torch.promote_types(x.dtype, y.dtype))
+        return x, y
+
     def fit(self, x, y) -> RidgeBaseline:
         """Solve the ridge problem in float64.
 
@@ -130,16 +152,7 @@ class RidgeBaseline(nn.Module):
         RidgeBaseline
             ``self``, fitted (the map in the data's common dtype).
         """
-        x, y = as_tensor(x, "x", ndim=3), as_tensor(y, "y", ndim=3)
-        shape = (self.length, self.embed_dim)
-        for t, name in ((x, "x"), (y, "y")):
-            if t.shape[1:] != shape or len(t) != len(x):
-                raise ValueError(
-                    f"{name} must have shape ({len(x)}, {shape[0]}, {shape[1]}), "
-                    f"got {tuple(t.shape)}"
-                )
-        # The fit keeps the data's common dtype (float64 data gives a float64 map).
-        self.linear.to(torch.promote_types(x.dtype, y.dtype))
+        x, y = self._training_pair(x, y)
         x, y = x.flatten(-2).double(), y.flatten(-2).double()
         xm, ym = x.mean(0), y.mean(0)
         xc, yc = x - xm, y - ym
@@ -163,12 +176,7 @@ class RidgeBaseline(nn.Module):
         torch.Tensor, shape of ``x``
             The predicted sequences.
         """
-        x = as_tensor(x, "x", min_ndim=2)
-        if x.shape[-2:] != (self.length, self.embed_dim):
-            raise ValueError(
-                f"x must end in shape ({self.length}, {self.embed_dim}), got "
-                f"{tuple(x.shape)}"
-            )
+        x = _fixed_length(as_tensor(x, "x", min_ndim=2), self.length, self.embed_dim)
         w, b = self.linear.weight, self.linear.bias
         dtype = torch.promote_types(x.dtype, w.dtype)
         out = nn.functional.linear(x.flatten(-2).to(dtype), w.to(dtype), b.to(dtype))
@@ -274,15 +282,7 @@ class RidgeCVBaseline(RidgeBaseline):
         """
         from sklearn.linear_model import RidgeCV
 
-        x, y = as_tensor(x, "x", ndim=3), as_tensor(y, "y", ndim=3)
-        shape = (self.length, self.embed_dim)
-        for t, name in ((x, "x"), (y, "y")):
-            if t.shape[1:] != shape or len(t) != len(x):
-                raise ValueError(
-                    f"{name} must have shape ({len(x)}, {shape[0]}, {shape[1]}), "
-                    f"got {tuple(t.shape)}"
-                )
-        self.linear.to(torch.promote_types(x.dtype, y.dtype))
+        x, y = self._training_pair(x, y)
         xf = x.flatten(-2).double().cpu().numpy()
         yf = y.flatten(-2).double().cpu().numpy()
         fit = RidgeCV(alphas=self.alphas).fit(xf, yf)

@@ -9,6 +9,7 @@ given error.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -36,6 +37,33 @@ __all__ = [
 #: The validation grid every trained learner is tuned on: Adam's learning rate, its
 #: (coupled, L2) weight decay, and the number of full-batch steps.
 GRID = {"lr": (1e-2, 3e-2), "weight_decay": (0.0, 1e-3), "n_steps": (100, 300)}
+
+
+def _mse_loss(model: nn.Module, batch) -> torch.Tensor:
+    """The training loss: mean squared error of ``model`` on ``batch = (X, Y)``."""
+    return ((output_of(model(batch[0])) - batch[1]) ** 2).mean()
+
+
+def _train_mse(model: nn.Module, batches, *, progress: bool = False, **settings):
+    """:func:`attnlib.training.train` on the mean squared error; the losses."""
+    return train(model, _mse_loss, batches, progress=progress, **settings)
+
+
+def _mse(model, x, y) -> float:
+    """The mean squared error of ``model`` on ``(x, y)``, scored in eval mode."""
+    with evaluating(model):
+        return float(((output_of(model(x)) - y) ** 2).mean())
+
+
+def _test_scores(model, tests: dict) -> dict:
+    """:func:`relative_error` on each named ``(X, Y)``, NaN where X does not fit."""
+    scores = {}
+    for name, (xt, yt) in tests.items():
+        try:
+            scores[name] = relative_error(model, xt, yt)
+        except ValueError:
+            scores[name] = float("nan")
+    return scores
 
 
 def fit_and_score(
@@ -82,36 +110,66 @@ def fit_and_score(
     x, y = train_data
     if hasattr(model, "fit"):
         model.fit(x, y)
-        with evaluating(model):
-            final = float(((output_of(model(x)) - y) ** 2).mean())
+        final = _mse(model, x, y)
     else:
-
-        def loss(m, batch):
-            return ((output_of(m(batch[0])) - batch[1]) ** 2).mean()
-
-        history = train(
+        final = _train_mse(
             model,
-            loss,
             [(x, y)],
             n_steps=n_steps,
             lr=lr,
             weight_decay=weight_decay,
             seed=seed,
             progress=progress,
+        )[-1]
+    return {"train": final / float((y**2).mean()), **_test_scores(model, test_data)}
+
+
+def _checkpoints(grid: dict) -> list[int]:
+    """The sorted step counts of a checked ``grid`` (see :func:`fit_tuned`)."""
+    if set(grid) != {"lr", "weight_decay", "n_steps"} or not all(grid.values()):
+        raise ValueError(
+            "grid must map lr, weight_decay and n_steps to non-empty sequences, "
+            f"got {grid!r}"
         )
-        final = history[-1]
-    scores = {"train": final / float((y**2).mean())}
-    for name, (xt, yt) in test_data.items():
-        try:
-            scores[name] = relative_error(model, xt, yt)
-        except ValueError:
-            scores[name] = float("nan")
-    return scores
+    return sorted({check_int(n, "n_steps") for n in grid["n_steps"]})
 
 
-def _mse(model, x, y) -> float:
-    with evaluating(model):
-        return float(((output_of(model(x)) - y) ** 2).mean())
+def _split(x, y, val_fraction: float) -> tuple[tuple, tuple]:
+    """``(x, y)`` split into the sequences fitted and the last ones, held out."""
+    val_fraction = check_positive(val_fraction, "val_fraction")
+    if not val_fraction < 1 or len(x) < 2:
+        raise ValueError(
+            "val_fraction must be below 1 and train_data must hold at least two "
+            f"sequences, got {val_fraction} and {len(x)}"
+        )
+    n_val = max(1, math.ceil(val_fraction * len(x)))
+    return (x[:-n_val], y[:-n_val]), (x[-n_val:], y[-n_val:])
+
+
+def _fresh(make: Callable[[], nn.Module], seed: int) -> nn.Module:
+    """``make()`` after seeding PyTorch's global generators with ``seed``."""
+    torch.manual_seed(seed)
+    return make()
+
+
+def _validation_curve(make, fit, held, checkpoints, *, seed, device, **opt) -> dict:
+    """Relative validation error per checkpoint of one setting; empty if it diverged."""
+    power = float((held[1] ** 2).mean())
+    model, seen = _fresh(make, seed), {}
+
+    def batches(step):
+        if step in checkpoints:  # the model after `step` updates
+            seen[step] = _mse(model, *held) / power
+        return fit
+
+    try:
+        _train_mse(
+            model, batches, n_steps=checkpoints[-1], seed=seed, device=device, **opt
+        )
+    except TrainingDivergedError:
+        return {}
+    seen[checkpoints[-1]] = _mse(model, *held) / power
+    return seen
 
 
 def fit_tuned(
@@ -154,75 +212,64 @@ def fit_tuned(
         error relative to the held-out targets' power).
     """
     grid = GRID if grid is None else grid
-    if set(grid) != {"lr", "weight_decay", "n_steps"} or not all(grid.values()):
-        raise ValueError(
-            "grid must map lr, weight_decay and n_steps to non-empty sequences, "
-            f"got {grid!r}"
-        )
-    checkpoints = sorted({check_int(n, "n_steps") for n in grid["n_steps"]})
+    checkpoints = _checkpoints(grid)
     seed = check_int(seed, "seed", minimum=0)
     x, y = train_data
-    val_fraction = check_positive(val_fraction, "val_fraction")
-    if not val_fraction < 1 or len(x) < 2:
-        raise ValueError(
-            "val_fraction must be below 1 and train_data must hold at least two "
-            f"sequences, got {val_fraction} and {len(x)}"
-        )
-    n_val = max(1, math.ceil(val_fraction * len(x)))
-    fit, held = (x[:-n_val], y[:-n_val]), (x[-n_val:], y[-n_val:])
-    power = float((held[1] ** 2).mean())
+    fit, held = _split(x, y, val_fraction)
+    best = _grid_search(make, fit, held, grid, checkpoints, seed=seed, device=x.device)
+    model = _fresh(make, seed)
+    settings = {key: best[key] for key in ("n_steps", "lr", "weight_decay")}
+    _train_mse(model, [(x, y)], seed=seed, device=x.device, **settings)
+    return model, best
 
-    def loss(m, batch):
-        return ((output_of(m(batch[0])) - batch[1]) ** 2).mean()
 
+def _grid_search(make, fit, held, grid, checkpoints, *, seed, device) -> dict:
+    """The setting of ``grid`` (and checkpoint) with the lowest validation error."""
     best = {"val": math.inf}
     for lr in grid["lr"]:
         for weight_decay in grid["weight_decay"]:
-            torch.manual_seed(seed)
-            model = make()
-            seen = {}
-
-            def batches(step, model=model, seen=seen):
-                if step in checkpoints:  # the model after `step` updates
-                    seen[step] = _mse(model, *held) / power
-                return fit
-
-            try:
-                train(
-                    model,
-                    loss,
-                    batches,
-                    n_steps=checkpoints[-1],
-                    lr=lr,
-                    weight_decay=weight_decay,
-                    seed=seed,
-                    device=x.device,
-                    progress=False,
-                )
-            except TrainingDivergedError:
-                continue
-            seen[checkpoints[-1]] = _mse(model, *held) / power
-            for n_steps, val in seen.items():
+            opt = dict(lr=lr, weight_decay=weight_decay)
+            curve = _validation_curve(
+                make, fit, held, checkpoints, seed=seed, device=device, **opt
+            )
+            for n_steps, val in curve.items():
                 if val < best["val"]:
-                    best = dict(
-                        lr=lr, weight_decay=weight_decay, n_steps=n_steps, val=val
-                    )
+                    best = dict(**opt, n_steps=n_steps, val=val)
     if not math.isfinite(best["val"]):
         raise TrainingDivergedError("every setting of the grid diverged; lower lr")
-    torch.manual_seed(seed)
-    model = make()
-    train(
-        model,
-        loss,
-        [(x, y)],
-        n_steps=best["n_steps"],
-        lr=best["lr"],
-        weight_decay=best["weight_decay"],
-        seed=seed,
-        device=x.device,
-        progress=False,
-    )
-    return model, best
+    return best
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """PyTorch on one thread in the block (the learners are too small for more)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _test_sets(labeller, seed: int, lengths, n_test: int) -> dict:
+    """Clean test sets labelled by seed ``seed``'s teacher: ``test_n{L}`` per length."""
+    return {
+        f"test_n{n}": knowledge_task(labeller, n_test, n, seed=10_000 + 100 * seed + n)
+        for n in lengths
+    }
+
+
+def _fit_learner(name: str, shape, where, data, *, seed: int, grid) -> tuple:
+    """Learner ``name`` fitted in closed form, or tuned by :func:`fit_tuned`."""
+
+    def make():
+        return LEARNERS[name](*shape).to(where)
+
+    model = _fresh(make, seed)
+    if not hasattr(model, "fit"):
+        return fit_tuned(make, data, grid=grid, seed=seed)
+    model.fit(*data)
+    return model, dict(lr=None, weight_decay=None, n_steps=None, val=None)
 
 
 def sample_efficiency(
@@ -299,49 +346,27 @@ def sample_efficiency(
         )
     test_lengths = [check_int(n, "test_lengths") for n in test_lengths]
     where = device_or_cpu(device)
-    rows = []
+    shape = (length, embed_dim, n_knowledge)
     jobs = [(seed, size, name) for seed in seeds for size in sizes for name in learners]
-    # These models are so small that extra threads only add synchronisation overhead.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    labellers = {}
-    try:
+    rows, labellers = [], {}
+    with _one_thread():
         for seed, size, name in tqdm(
             jobs, desc="learning curves", disable=not progress, mininterval=0.5
         ):
-            if seed not in labellers:
+            if seed not in labellers:  # one seed's teacher and tests at a time
                 labeller = make_teacher(
                     embed_dim, n_knowledge, kernel=teacher, seed=seed
                 ).to(where)
-                tests = {
-                    f"test_n{n}": knowledge_task(
-                        labeller, n_test, n, seed=10_000 + 100 * seed + n
-                    )
-                    for n in test_lengths
-                }
+                tests = _test_sets(labeller, seed, test_lengths, n_test)
                 labellers = {seed: (labeller, tests)}
             labeller, tests = labellers[seed]
             x, y = knowledge_task(labeller, size, length, noise=noise, seed=seed)
-            make = LEARNERS[name]
-            torch.manual_seed(seed)
-            model = make(length, embed_dim, n_knowledge).to(where)
             start = time.perf_counter()
-            chosen = dict(lr=None, weight_decay=None, n_steps=None, val=None)
-            if hasattr(model, "fit"):
-                model.fit(x, y)
-            else:
-                model, chosen = fit_tuned(
-                    lambda make=make: make(length, embed_dim, n_knowledge).to(where),
-                    (x, y),
-                    grid=grid,
-                    seed=seed,
-                )
+            model, chosen = _fit_learner(
+                name, shape, where, (x, y), seed=seed, grid=grid
+            )
             scores = {"train": _mse(model, x, y) / float((y**2).mean())}
-            for test, (xt, yt) in tests.items():
-                try:
-                    scores[test] = relative_error(model, xt, yt)
-                except ValueError:
-                    scores[test] = float("nan")
+            scores.update(_test_scores(model, tests))
             rows.append(
                 {
                     "teacher": teacher,
@@ -355,8 +380,6 @@ def sample_efficiency(
                     **scores,
                 }
             )
-    finally:
-        torch.set_num_threads(threads)
     return rows
 
 

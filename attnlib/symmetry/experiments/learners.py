@@ -18,7 +18,7 @@ from ...attention import output_of
 from ...layers import MultiHeadAttention
 from ...utils import as_tensor, check_int, module_input
 from ..heads import KnowledgeAttention
-from .baselines import MeanBaseline, RidgeCVBaseline, ScaledInput
+from .baselines import MeanBaseline, RidgeCVBaseline, ScaledInput, _fixed_length
 
 __all__ = ["LEARNERS", "SequenceMLP", "WithSkip"]
 
@@ -66,11 +66,7 @@ class SequenceMLP(nn.Module):
             The predicted sequences.
         """
         x = module_input(x, "x", self.net[0].weight, min_ndim=2)
-        if x.shape[-2:] != (self.length, self.embed_dim):
-            raise ValueError(
-                f"x must end in shape ({self.length}, {self.embed_dim}), got "
-                f"{tuple(x.shape)}"
-            )
+        x = _fixed_length(x, self.length, self.embed_dim)
         return self.net(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
 
 
