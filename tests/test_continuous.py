@@ -541,6 +541,16 @@ def test_bad_inputs():
         ridge_value_coefficients(torch.randn(5, 3), torch.rand(5), BASIS_1D, lam=0)
     with pytest.raises(ValueError, match="pass weights"):
         ContinuousAttention1D(BASIS_1D)(torch.randn(2, 5, 3))
+    # The constructors' private path keeps their refusals: a flag for a number, and
+    # variances that round to 0 or overflow the default dtype (float32).
+    with pytest.raises(ValueError, match="sigmas must hold numbers"):
+        GaussianRBF.linspace(4, (True, 0.5))
+    with pytest.raises(ValueError, match="sigmas"):
+        GaussianRBF.linspace(4, (1e-30, 0.5))
+    with pytest.raises(ValueError, match="sigma2"):
+        GaussianRBF.grid(3, 1e39)
+    with pytest.raises(ValueError, match="sigma2"):
+        GaussianRBF.grid(3, 1e-50)
     with pytest.raises(ValueError, match="kind"):
         DigitClassifier("grid")
     with pytest.raises(ValueError, match="kind"):

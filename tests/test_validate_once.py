@@ -227,8 +227,6 @@ SEVERAL = {
 #: Public callables that check an input twice, found by this test and left for their
 #: own change (issue 39 fixed the hot paths above): strict xfails, removed when fixed.
 RECHECKS = {
-    "continuous.basis.GaussianRBF.linspace": "sigmas, once an entry",
-    "continuous.basis.GaussianRBF.grid": "the constructor checks sigma2 again",
     "continuous.modules.ContinuousAttention1D": "lam, H and positions",
     "continuous.modules.ContinuousAttention2D": "lam, n_angles, H and positions",
 }
