@@ -561,6 +561,22 @@ def test_bad_inputs():
         span_documents(3, 10, span=20)
 
 
+@pytest.mark.parametrize("two_d", [False, True])
+def test_a_module_refuses_a_density_that_overflows(two_d):
+    """The modules attend through trusted code: the density that their head makes of
+    too large an H is refused there, naming H, rather than read out."""
+    if two_d:
+        module = ContinuousAttention2D(BASIS_2D, in_features=3)
+        H = torch.full((1, 2, 2, 3), 3e38)
+    else:
+        module = ContinuousAttention1D(BASIS_1D, in_features=3)
+        H = torch.full((1, 5, 3), 3e38)
+    with torch.no_grad():
+        module.head.weight.fill_(1.0)
+    with pytest.raises(ValueError, match="H is too large"):
+        module(H)
+
+
 # ----------------------------------------------- moment matching (mutation campaign)
 def test_1d_moment_matching_gives_the_weights_mean_and_variance():
     """Combined variant: μ = E_w[t], σ² = E_w[t²] - μ² + min_var, t = linspace(0, 1)."""

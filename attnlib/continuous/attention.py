@@ -137,7 +137,13 @@ def continuous_attention_1d(
     Eqs. (15) and (18) of the sparse-and-continuous attention paper (with Eqs. 10 and
     17).
     """
-    mu, sigma2, basis, alpha = _check_1d(mu, sigma2, basis, alpha)
+    return _continuous_attention_1d(*_check_1d(mu, sigma2, basis, alpha))
+
+
+def _continuous_attention_1d(
+    mu: torch.Tensor, sigma2: torch.Tensor, basis: GaussianRBF, alpha: int
+) -> torch.Tensor:
+    """:func:`continuous_attention_1d` of checked inputs of one dtype and device."""
     return _ContinuousAttention1D.apply(mu, sigma2, *basis.params(mu), alpha)
 
 
@@ -260,5 +266,11 @@ def continuous_attention_2d(
     Eqs. (11), (15), (17)-(18) and Algorithm 1 of the sparse-and-continuous attention
     paper.
     """
-    mu, Sigma, basis, alpha, n_angles = _check_2d(mu, Sigma, basis, alpha, n_angles)
+    return _continuous_attention_2d(*_check_2d(mu, Sigma, basis, alpha, n_angles))
+
+
+def _continuous_attention_2d(
+    mu: torch.Tensor, Sigma: torch.Tensor, basis: GaussianRBF, alpha: int, n_angles: int
+) -> torch.Tensor:
+    """:func:`continuous_attention_2d` of checked inputs (``Sigma`` symmetric, SPD)."""
     return _ContinuousAttention2D.apply(mu, Sigma, *basis.params(mu), alpha, n_angles)
