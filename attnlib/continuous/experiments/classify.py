@@ -12,6 +12,7 @@ from torch import nn
 
 from ...training import evaluating, to_device, train
 from ...utils import check_int
+from ._common import _row_batches
 
 __all__ = ["accuracy", "fit_classifier"]
 
@@ -156,13 +157,9 @@ def fit_classifier(
         The loss at every step.
     """
     inputs, labels = _checked(model, inputs, labels)
-    batch = check_int(batch, "batch")
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
-    n = _length(inputs)
-
-    def batches(step):
-        idx = torch.randint(n, (batch,), generator=g)
-        return _rows(inputs, idx), labels[idx]
+    batches = _row_batches(
+        lambda idx: (_rows(inputs, idx), labels[idx]), _length(inputs), batch, seed
+    )
 
     def loss(m, b):
         logits = m(*b[0])[0]
