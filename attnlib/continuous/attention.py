@@ -48,14 +48,10 @@ def generalized_covariance_1d(
 
     Parameters
     ----------
-    mu : tensor or array-like, shape (batch,)
-        Means (locations).
-    sigma2 : tensor or array-like, shape (batch,)
-        Positive variances (scale parameters for α = 2).
-    basis : GaussianRBF
-        N one-dimensional basis functions ψ.
-    alpha : {1, 2}
-        1 for continuous softmax, 2 for continuous sparsemax.
+    mu, sigma2 : tensor or array-like, shape (batch,)
+        Means and positive variances, as in :func:`continuous_attention_1d`.
+    basis, alpha : GaussianRBF, {1, 2}
+        As in :func:`continuous_attention_1d`.
 
     Returns
     -------
@@ -120,7 +116,7 @@ def continuous_attention_1d(
     ----------
     mu : tensor or array-like, shape (batch,)
         Means (locations).
-    sigma2 : tensor, shape (batch,)
+    sigma2 : tensor or array-like, shape (batch,)
         Positive variances (scale parameters for α = 2).
     basis : GaussianRBF
         N one-dimensional basis functions ψ.
@@ -199,17 +195,10 @@ def generalized_covariance_2d(
 
     Parameters
     ----------
-    mu : tensor or array-like, shape (batch, 2)
-        Centres.
-    Sigma : tensor or array-like, shape (batch, 2, 2)
-        Symmetric positive definite shape matrices (the symmetric part is used).
-    basis : GaussianRBF
-        N two-dimensional basis functions ψ.
-    alpha : {1, 2}
-        1 for continuous softmax, 2 for continuous sparsemax.
-    n_angles : int, default=48
-        Gauss–Legendre nodes in the angle for α = 2 (see
-        :func:`continuous_attention_2d`).
+    mu, Sigma : tensor or array-like, shapes (batch, 2) and (batch, 2, 2)
+        Centres and shape matrices, as in :func:`continuous_attention_2d`.
+    basis, alpha, n_angles : GaussianRBF, {1, 2}, int
+        As in :func:`continuous_attention_2d`.
 
     Returns
     -------
@@ -245,9 +234,9 @@ def continuous_attention_2d(
 
     Parameters
     ----------
-    mu : tensor, shape (batch, 2)
+    mu : tensor or array-like, shape (batch, 2)
         Centres.
-    Sigma : tensor, shape (batch, 2, 2)
+    Sigma : tensor or array-like, shape (batch, 2, 2)
         Symmetric positive definite shape matrices (the symmetric part is used).
     basis : GaussianRBF
         N two-dimensional basis functions ψ.
