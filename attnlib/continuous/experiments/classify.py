@@ -66,6 +66,12 @@ def _checked(model, inputs, labels):
     n = len(tensors[0])
     if any(len(x) != n for x in tensors):
         raise ValueError("inputs must all have the same number of rows")
+    inputs = tuple(tensors) if isinstance(inputs, tuple) else tensors[0]
+    return inputs, _checked_labels(labels, n)
+
+
+def _checked_labels(labels, n: int) -> torch.Tensor:
+    """``labels`` as ``n`` non-negative integer class indices, a tensor."""
     try:
         labels = torch.as_tensor(labels)
     except (TypeError, ValueError, RuntimeError) as err:
@@ -80,7 +86,7 @@ def _checked(model, inputs, labels):
             f"labels must be {n} non-negative integer class indices, one per row of "
             f"inputs, got {labels.dtype} of shape {tuple(labels.shape)}"
         )
-    return (tuple(tensors) if isinstance(inputs, tuple) else tensors[0]), labels
+    return labels
 
 
 def _check_classes(logits: torch.Tensor, labels: torch.Tensor) -> None:
