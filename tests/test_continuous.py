@@ -541,6 +541,16 @@ def test_bad_inputs():
         ridge_value_coefficients(torch.randn(5, 3), torch.rand(5), BASIS_1D, lam=0)
     with pytest.raises(ValueError, match="pass weights"):
         ContinuousAttention1D(BASIS_1D)(torch.randn(2, 5, 3))
+    # The constructors' private path keeps their refusals: a flag for a number, and
+    # variances that round to 0 or overflow the default dtype (float32).
+    with pytest.raises(ValueError, match="sigmas must hold numbers"):
+        GaussianRBF.linspace(4, (True, 0.5))
+    with pytest.raises(ValueError, match="sigmas"):
+        GaussianRBF.linspace(4, (1e-30, 0.5))
+    with pytest.raises(ValueError, match="sigma2"):
+        GaussianRBF.grid(3, 1e39)
+    with pytest.raises(ValueError, match="sigma2"):
+        GaussianRBF.grid(3, 1e-50)
     with pytest.raises(ValueError, match="kind"):
         DigitClassifier("grid")
     with pytest.raises(ValueError, match="kind"):
@@ -549,6 +559,22 @@ def test_bad_inputs():
         cluttered_digits(3, size=4)
     with pytest.raises(ValueError, match="span"):
         span_documents(3, 10, span=20)
+
+
+@pytest.mark.parametrize("two_d", [False, True])
+def test_a_module_refuses_a_density_that_overflows(two_d):
+    """The modules attend through trusted code: the density that their head makes of
+    too large an H is refused there, naming H, rather than read out."""
+    if two_d:
+        module = ContinuousAttention2D(BASIS_2D, in_features=3)
+        H = torch.full((1, 2, 2, 3), 3e38)
+    else:
+        module = ContinuousAttention1D(BASIS_1D, in_features=3)
+        H = torch.full((1, 5, 3), 3e38)
+    with torch.no_grad():
+        module.head.weight.fill_(1.0)
+    with pytest.raises(ValueError, match="H is too large"):
+        module(H)
 
 
 # ----------------------------------------------- moment matching (mutation campaign)

@@ -226,12 +226,7 @@ SEVERAL = {
 }
 #: Public callables that check an input twice, found by this test and left for their
 #: own change (issue 39 fixed the hot paths above): strict xfails, removed when fixed.
-RECHECKS = {
-    "continuous.basis.GaussianRBF.linspace": "sigmas, once an entry",
-    "continuous.basis.GaussianRBF.grid": "the constructor checks sigma2 again",
-    "continuous.modules.ContinuousAttention1D": "lam, H and positions",
-    "continuous.modules.ContinuousAttention2D": "lam, n_angles, H and positions",
-}
+RECHECKS: dict[str, str] = {}
 BATTERY = [
     pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=RECHECKS[name]))
     if name in RECHECKS

@@ -48,14 +48,10 @@ def generalized_covariance_1d(
 
     Parameters
     ----------
-    mu : tensor or array-like, shape (batch,)
-        Means (locations).
-    sigma2 : tensor or array-like, shape (batch,)
-        Positive variances (scale parameters for α = 2).
-    basis : GaussianRBF
-        N one-dimensional basis functions ψ.
-    alpha : {1, 2}
-        1 for continuous softmax, 2 for continuous sparsemax.
+    mu, sigma2 : tensor or array-like, shape (batch,)
+        Means and positive variances, as in :func:`continuous_attention_1d`.
+    basis, alpha : GaussianRBF, {1, 2}
+        As in :func:`continuous_attention_1d`.
 
     Returns
     -------
@@ -120,7 +116,7 @@ def continuous_attention_1d(
     ----------
     mu : tensor or array-like, shape (batch,)
         Means (locations).
-    sigma2 : tensor, shape (batch,)
+    sigma2 : tensor or array-like, shape (batch,)
         Positive variances (scale parameters for α = 2).
     basis : GaussianRBF
         N one-dimensional basis functions ψ.
@@ -137,7 +133,13 @@ def continuous_attention_1d(
     Eqs. (15) and (18) of the sparse-and-continuous attention paper (with Eqs. 10 and
     17).
     """
-    mu, sigma2, basis, alpha = _check_1d(mu, sigma2, basis, alpha)
+    return _continuous_attention_1d(*_check_1d(mu, sigma2, basis, alpha))
+
+
+def _continuous_attention_1d(
+    mu: torch.Tensor, sigma2: torch.Tensor, basis: GaussianRBF, alpha: int
+) -> torch.Tensor:
+    """:func:`continuous_attention_1d` of checked inputs of one dtype and device."""
     return _ContinuousAttention1D.apply(mu, sigma2, *basis.params(mu), alpha)
 
 
@@ -193,17 +195,10 @@ def generalized_covariance_2d(
 
     Parameters
     ----------
-    mu : tensor or array-like, shape (batch, 2)
-        Centres.
-    Sigma : tensor or array-like, shape (batch, 2, 2)
-        Symmetric positive definite shape matrices (the symmetric part is used).
-    basis : GaussianRBF
-        N two-dimensional basis functions ψ.
-    alpha : {1, 2}
-        1 for continuous softmax, 2 for continuous sparsemax.
-    n_angles : int, default=48
-        Gauss–Legendre nodes in the angle for α = 2 (see
-        :func:`continuous_attention_2d`).
+    mu, Sigma : tensor or array-like, shapes (batch, 2) and (batch, 2, 2)
+        Centres and shape matrices, as in :func:`continuous_attention_2d`.
+    basis, alpha, n_angles : GaussianRBF, {1, 2}, int
+        As in :func:`continuous_attention_2d`.
 
     Returns
     -------
@@ -239,9 +234,9 @@ def continuous_attention_2d(
 
     Parameters
     ----------
-    mu : tensor, shape (batch, 2)
+    mu : tensor or array-like, shape (batch, 2)
         Centres.
-    Sigma : tensor, shape (batch, 2, 2)
+    Sigma : tensor or array-like, shape (batch, 2, 2)
         Symmetric positive definite shape matrices (the symmetric part is used).
     basis : GaussianRBF
         N two-dimensional basis functions ψ.
@@ -260,5 +255,11 @@ def continuous_attention_2d(
     Eqs. (11), (15), (17)-(18) and Algorithm 1 of the sparse-and-continuous attention
     paper.
     """
-    mu, Sigma, basis, alpha, n_angles = _check_2d(mu, Sigma, basis, alpha, n_angles)
+    return _continuous_attention_2d(*_check_2d(mu, Sigma, basis, alpha, n_angles))
+
+
+def _continuous_attention_2d(
+    mu: torch.Tensor, Sigma: torch.Tensor, basis: GaussianRBF, alpha: int, n_angles: int
+) -> torch.Tensor:
+    """:func:`continuous_attention_2d` of checked inputs (``Sigma`` symmetric, SPD)."""
     return _ContinuousAttention2D.apply(mu, Sigma, *basis.params(mu), alpha, n_angles)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ..utils import as_tensor, check_int, check_positive, check_real
@@ -24,6 +25,31 @@ def _interval(low, high) -> tuple[float, float]:
     if not low < high:
         raise ValueError(f"low must be below high, got low={low} and high={high}")
     return low, high
+
+
+def _deviations(sigmas) -> list[float]:
+    """``sigmas`` checked once: positive, their squares finite in the default dtype."""
+    # Their array would read True as 1.0.
+    if isinstance(sigmas, (list, tuple)) and any(
+        isinstance(s, (bool, np.bool_)) for s in sigmas
+    ):
+        raise ValueError(f"sigmas must hold numbers, got {sigmas!r}")
+    checked = as_tensor(sigmas, "sigmas", ndim=1, dtype=torch.float64)
+    if (checked <= 0).any():
+        raise ValueError(f"sigmas must be positive, got {sigmas!r}")
+    if checked.max() > math.sqrt(torch.finfo(torch.get_default_dtype()).max):
+        raise ValueError(f"sigmas are too large for the variances: {sigmas}")
+    return checked.tolist()
+
+
+def _representable(sigma2: torch.Tensor, name: str) -> torch.Tensor:
+    """Variances built from checked numbers, refused where their dtype made 0 or inf."""
+    if not (torch.isfinite(sigma2).all() and (sigma2 > 0).all()):
+        raise ValueError(
+            f"{name} must be positive and finite in {sigma2.dtype}, got variances "
+            f"from {sigma2.min().item():.3g} to {sigma2.max().item():.3g}"
+        )
+    return sigma2
 
 
 class GaussianRBF:
@@ -66,9 +92,19 @@ class GaussianRBF:
                 f"got {tuple(sigma2.shape)}"
             )
         mu, sigma2 = _common(mu, sigma2)
-        sigma2 = sigma2.expand(mu.shape[0]).clone()
+        self._hold(mu, sigma2.expand(mu.shape[0]).clone())
+
+    def _hold(self, mu: torch.Tensor, sigma2: torch.Tensor) -> None:
+        """Keep checked centres and variances ``(N,)`` of one dtype."""
         self.mu, self.sigma2 = mu, sigma2
         self.dim = 1 if mu.ndim == 1 else 2
+
+    @classmethod
+    def _trusted(cls, mu: torch.Tensor, sigma2: torch.Tensor) -> GaussianRBF:
+        """A basis of checked centres and variances, not checked again."""
+        basis = cls.__new__(cls)
+        basis._hold(mu, sigma2)
+        return basis
 
     def __len__(self) -> int:
         return self.mu.shape[0]
@@ -84,16 +120,7 @@ class GaussianRBF:
 
         For each standard deviation, the centres lie evenly in ``[low, high]``.
         """
-        try:
-            sigmas = [check_positive(s, "sigmas") for s in sigmas]
-        except TypeError as err:
-            raise ValueError(
-                f"sigmas must be a sequence of positive numbers, got {sigmas!r}"
-            ) from err
-        if not sigmas:
-            raise ValueError("sigmas must hold at least one standard deviation")
-        if max(sigmas) ** 2 > torch.finfo(torch.get_default_dtype()).max:
-            raise ValueError(f"sigmas are too large for the variances: {sigmas}")
+        sigmas = _deviations(sigmas)
         low, high = _interval(low, high)
         n = check_int(n, "n", minimum=len(sigmas))
         per = [n // len(sigmas) + (i < n % len(sigmas)) for i in range(len(sigmas))]
@@ -101,7 +128,7 @@ class GaussianRBF:
         sigma2 = torch.cat(
             [torch.full((k,), float(s) ** 2) for k, s in zip(per, sigmas)]
         )
-        return cls(mu, sigma2)
+        return cls._trusted(mu, _representable(sigma2, "sigmas"))
 
     @classmethod
     def grid(
@@ -115,9 +142,10 @@ class GaussianRBF:
         low, high = _interval(low, high)
         axis = torch.linspace(low, high, n_side)
         rows, cols = torch.meshgrid(axis, axis, indexing="ij")
-        return cls(
-            torch.stack([rows.flatten(), cols.flatten()], -1),
-            check_positive(sigma2, "sigma2"),
+        mu = torch.stack([rows.flatten(), cols.flatten()], -1)
+        sigma2 = torch.tensor(check_positive(sigma2, "sigma2"), dtype=mu.dtype)
+        return cls._trusted(
+            mu, _representable(sigma2.expand(mu.shape[0]).clone(), "sigma2")
         )
 
     def params(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -130,15 +158,18 @@ class GaussianRBF:
         Returns the values ``(..., N)``.
         """
         t = as_tensor(t, "t", min_ndim=0 if self.dim == 1 else 1)
-        t = t.to(torch.promote_types(t.dtype, self.mu.dtype))
+        if self.dim == 2 and t.shape[-1] != 2:
+            raise ValueError(
+                f"t must have shape (..., 2) for a 2-D basis, got {tuple(t.shape)}"
+            )
+        return self._values(t.to(torch.promote_types(t.dtype, self.mu.dtype)))
+
+    def _values(self, t: torch.Tensor) -> torch.Tensor:
+        """:meth:`__call__` of checked ``t``, in a dtype at least the basis's."""
         mu, s2 = self.params(t)
         if self.dim == 1:
             sq, d = (t.unsqueeze(-1) - mu) ** 2, 1
         else:
-            if t.shape[-1] != 2:
-                raise ValueError(
-                    f"t must have shape (..., 2) for a 2-D basis, got {tuple(t.shape)}"
-                )
             sq, d = ((t.unsqueeze(-2) - mu) ** 2).sum(-1), 2
         return torch.exp(-0.5 * sq / s2 - 0.5 * d * torch.log(2 * math.pi * s2))
 
@@ -193,7 +224,13 @@ def ridge_value_coefficients(
             f"positions must have one row per token ({H.shape[-2]}), got "
             f"{positions.shape[0]}"
         )
-    lam = check_positive(lam, "lam")
+    return _ridge_value_coefficients(H, positions, basis, check_positive(lam, "lam"))
+
+
+def _ridge_value_coefficients(
+    H: torch.Tensor, positions: torch.Tensor, basis: GaussianRBF, lam: float
+) -> torch.Tensor:
+    """:func:`ridge_value_coefficients` of checked inputs of one dtype and device."""
     work = _work_dtype(H.dtype)
     G = _ridge_operator(positions, basis, lam)  # (N, L): depends on the positions only
     return (G.to(work) @ H.to(work)).to(torch.promote_types(H.dtype, work))
@@ -210,7 +247,7 @@ def _ridge_operator(positions, basis: GaussianRBF, lam: float) -> torch.Tensor:
     device = positions.device
     if device.type == "mps":
         positions = positions.cpu()
-    F = basis(positions.to(torch.float64)).to(torch.float64)
+    F = basis._values(positions.to(torch.float64)).to(torch.float64)
     eye = torch.eye(F.shape[1], dtype=F.dtype, device=F.device)
     chol = torch.linalg.cholesky(F.T @ F + lam * eye)
     G = torch.cholesky_solve(F.T.contiguous(), chol)

@@ -73,6 +73,12 @@ def _positive(x, name: str, like: torch.Tensor | None = None) -> torch.Tensor:
     return x
 
 
+def _location_scale(t, mu, scale, name: str) -> list[torch.Tensor]:
+    """Points ``t``, locations ``mu`` and positive ``scale`` checked, in one dtype."""
+    t = as_tensor(t, "t", min_ndim=0)
+    return _common(t, _like(mu, "mu", t), _positive(scale, name, t))
+
+
 def check_alpha(alpha) -> int:
     """``alpha`` checked: 1 (softmax: Gaussian) or 2 (sparsemax: paraboloid).
 
@@ -131,8 +137,7 @@ def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
     ----------
     Eq. (2) of the sparse-and-continuous attention paper with ``f(t) = -(t-μ)²/(2σ²)``.
     """
-    t = as_tensor(t, "t", min_ndim=0)
-    t, mu, sigma2 = _common(t, _like(mu, "mu", t), _positive(sigma2, "sigma2", t))
+    t, mu, sigma2 = _location_scale(t, mu, sigma2, "sigma2")
     return torch.exp(
         -0.5 * (t - mu) ** 2 / sigma2 - 0.5 * torch.log(sigma2) - _LOG_SQRT_2PI
     )
@@ -164,8 +169,7 @@ def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
     ----------
     Eq. (10) of the sparse-and-continuous attention paper.
     """
-    t = as_tensor(t, "t", min_ndim=0)
-    t, mu, sigma2 = _common(t, _like(mu, "mu", t), _positive(sigma2, "sigma2", t))
+    t, mu, sigma2 = _location_scale(t, mu, sigma2, "sigma2")
     lam = -0.5 * (1.5 / torch.sqrt(sigma2)) ** (2 / 3)
     return torch.clamp(-((t - mu) ** 2) / (2 * sigma2) - lam, min=0)
 
@@ -193,8 +197,7 @@ def triangular_pdf(t, mu, b) -> torch.Tensor:
     ----------
     Eq. (12) of the sparse-and-continuous attention paper.
     """
-    t = as_tensor(t, "t", min_ndim=0)
-    t, mu, b = _common(t, _like(mu, "mu", t), _positive(b, "b", t))
+    t, mu, b = _location_scale(t, mu, b, "b")
     return torch.clamp(1 / torch.sqrt(b) - (t - mu).abs() / b, min=0)
 
 

@@ -19,9 +19,9 @@ from ..utils import (
     check_positive,
     module_input,
 )
-from .attention import continuous_attention_1d, continuous_attention_2d
-from .basis import GaussianRBF, _check_basis, ridge_value_coefficients
-from .densities import _common, check_alpha
+from .attention import _continuous_attention_1d, _continuous_attention_2d
+from .basis import GaussianRBF, _check_basis, _ridge_value_coefficients
+from .densities import _check_spd, _common, check_alpha
 
 __all__ = [
     "ContinuousAttention1D",
@@ -64,7 +64,7 @@ class _ContinuousAttention(nn.Module):
         return module_input(H, "H", self.head.weight, ndim=ndim)
 
     def _inputs(self, H, positions, weights):
-        H = as_tensor(H, "H", ndim=3)
+        """``H``, ``positions`` and checked ``weights`` (or None) in one dtype."""
         if (weights is None) == (self.head is None):
             raise ValueError(
                 "pass weights (moment matching) if and only if the module was built "
@@ -90,21 +90,20 @@ class _ContinuousAttention(nn.Module):
             raise ValueError(
                 f"H must have {self.head.in_features} features, got {H.shape[-1]}"
             )
-        return (
-            H,
-            as_tensor(
-                positions,
-                "positions",
-                ndim=self.basis.dim,
-                dtype=H.dtype,
-                device=H.device,
-            ),
-            weights,
-        )
+        return H, positions.to(H.dtype), weights
 
     def _context(self, H, positions, r):
-        B = ridge_value_coefficients(H, positions, self.basis, self.lam)
+        B = _ridge_value_coefficients(H, positions, self.basis, self.lam)
         return (r.unsqueeze(-2) @ B).squeeze(-2)
+
+    @staticmethod
+    def _finite(H, mu, spread) -> None:
+        """Refuse a density whose parameters are NaN or infinite."""
+        if not (torch.isfinite(mu).all() and torch.isfinite(spread).all()):
+            raise ValueError(
+                "the density's parameters are NaN or infinite: H is too large for "
+                f"{H.dtype} (rescale it) or the module's weights are not finite"
+            )
 
 
 class ContinuousAttention1D(_ContinuousAttention):
@@ -174,7 +173,8 @@ class ContinuousAttention1D(_ContinuousAttention):
             mu = weights @ positions
             var = (weights @ positions**2 - mu**2).clamp_min(0)
         sigma2 = var + self.min_var
-        r = continuous_attention_1d(mu, sigma2, self.basis, self.alpha)
+        self._finite(H, mu, sigma2)
+        r = _continuous_attention_1d(mu, sigma2, self.basis, self.alpha)
         return ContinuousAttentionOutput(self._context(H, positions, r), mu, sigma2, r)
 
 
@@ -223,9 +223,7 @@ class ContinuousAttention2D(_ContinuousAttention):
         As ``(row, col)`` rows: ``(height·width, 2)``.
         """
         height, width = check_int(height, "height"), check_int(width, "width")
-        rows = (torch.arange(height, dtype=dtype, device=device) + 0.5) / height
-        cols = (torch.arange(width, dtype=dtype, device=device) + 0.5) / width
-        return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(-1, 2)
+        return _grid_positions(height, width, dtype, device)
 
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
         """Attend over a feature map ``H`` placed on ``[0, 1]²``.
@@ -246,7 +244,7 @@ class ContinuousAttention2D(_ContinuousAttention):
             ``context`` ``(batch, D)``, ``mu``, ``Sigma`` and ``r`` ``(batch, N)``.
         """
         H = self._tokens(H, 4)
-        positions = self.grid_positions(H.shape[1], H.shape[2], H.dtype, H.device)
+        positions = _grid_positions(H.shape[1], H.shape[2], H.dtype, H.device)
         H, positions, weights = self._inputs(H.flatten(1, 2), positions, weights)
         eye = torch.eye(2, dtype=H.dtype, device=H.device)
         if weights is None:
@@ -266,10 +264,15 @@ class ContinuousAttention2D(_ContinuousAttention):
             centred = positions - mu.unsqueeze(-2)
             cov = torch.einsum("bl,bli,blj->bij", weights, centred, centred)
         Sigma = cov + self.min_var * eye
-        if not (torch.isfinite(mu).all() and torch.isfinite(Sigma).all()):
-            raise ValueError(
-                f"H is too large for {H.dtype}: the density's covariance overflows; "
-                "rescale H"
-            )
-        r = continuous_attention_2d(mu, Sigma, self.basis, self.alpha, self.n_angles)
+        self._finite(H, mu, Sigma)
+        # Its symmetric part, refused if rounding left it indefinite.
+        spd = _check_spd(Sigma, "Sigma", 2)
+        r = _continuous_attention_2d(mu, spd, self.basis, self.alpha, self.n_angles)
         return ContinuousAttentionOutput(self._context(H, positions, r), mu, Sigma, r)
+
+
+def _grid_positions(height: int, width: int, dtype, device) -> torch.Tensor:
+    """:meth:`ContinuousAttention2D.grid_positions` of checked sizes."""
+    rows = (torch.arange(height, dtype=dtype, device=device) + 0.5) / height
+    cols = (torch.arange(width, dtype=dtype, device=device) + 0.5) / width
+    return torch.stack(torch.meshgrid(rows, cols, indexing="ij"), -1).reshape(-1, 2)

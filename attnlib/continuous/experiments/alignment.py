@@ -25,6 +25,7 @@ from ...utils import check_int, check_type
 from ..attention import continuous_attention_1d
 from ..basis import GaussianRBF, ridge_value_coefficients
 from ..densities import check_alpha, gaussian_pdf, truncated_parabola_pdf
+from ._common import _row_batches, _token_ids
 
 __all__ = [
     "AlignmentTask",
@@ -157,26 +158,12 @@ class AlignmentModel(nn.Module):
         self.out = nn.Linear(dim, vocab)
 
     def _check_source(self, source) -> torch.Tensor:
-        try:
-            source = torch.as_tensor(source, device=self.query.device)
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise ValueError(
-                f"source must be integer token ids, got {type(source).__name__}"
-            ) from err
-        vocab = self.embed.num_embeddings
-        if source.is_floating_point() or source.dtype == torch.bool or source.ndim != 2:
-            raise ValueError(
-                f"source must be a (batch, S) integer tensor, got {source.dtype} of "
-                f"shape {tuple(source.shape)}"
-            )
+        vocab, device = self.embed.num_embeddings, self.query.device
+        source = _token_ids(source, "source", "S", vocab, device)
         if self.kind == "discrete" and source.shape[1] != self.source_len:
             raise ValueError(
                 f"source must have source_len = {self.source_len} tokens (the learned "
                 f"positions), got {source.shape[1]}"
-            )
-        if source.numel() and (source.min() < 0 or source.max() >= vocab):
-            raise ValueError(
-                f"source must lie in [0, vocab = {vocab}), got values outside"
             )
         return source
 
@@ -253,13 +240,9 @@ def fit_alignment(
         The loss at every step.
     """
     _check_model_task(model, task)
-    batch = check_int(batch, "batch")
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
-
-    def batches(step):
-        idx = torch.randint(len(task.source), (batch,), generator=g)
-        return task.source[idx], task.target[idx]
-
+    batches = _row_batches(
+        lambda idx: (task.source[idx], task.target[idx]), len(task.source), batch, seed
+    )
     calls = 0
 
     def loss(m, b):

@@ -12,6 +12,7 @@ from torch import nn
 
 from ...training import evaluating, to_device, train
 from ...utils import check_int
+from ._common import _row_batches
 
 __all__ = ["accuracy", "fit_classifier"]
 
@@ -65,6 +66,12 @@ def _checked(model, inputs, labels):
     n = len(tensors[0])
     if any(len(x) != n for x in tensors):
         raise ValueError("inputs must all have the same number of rows")
+    inputs = tuple(tensors) if isinstance(inputs, tuple) else tensors[0]
+    return inputs, _checked_labels(labels, n)
+
+
+def _checked_labels(labels, n: int) -> torch.Tensor:
+    """``labels`` as ``n`` non-negative integer class indices, a tensor."""
     try:
         labels = torch.as_tensor(labels)
     except (TypeError, ValueError, RuntimeError) as err:
@@ -79,7 +86,7 @@ def _checked(model, inputs, labels):
             f"labels must be {n} non-negative integer class indices, one per row of "
             f"inputs, got {labels.dtype} of shape {tuple(labels.shape)}"
         )
-    return (tuple(tensors) if isinstance(inputs, tuple) else tensors[0]), labels
+    return labels
 
 
 def _check_classes(logits: torch.Tensor, labels: torch.Tensor) -> None:
@@ -156,13 +163,9 @@ def fit_classifier(
         The loss at every step.
     """
     inputs, labels = _checked(model, inputs, labels)
-    batch = check_int(batch, "batch")
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
-    n = _length(inputs)
-
-    def batches(step):
-        idx = torch.randint(n, (batch,), generator=g)
-        return _rows(inputs, idx), labels[idx]
+    batches = _row_batches(
+        lambda idx: (_rows(inputs, idx), labels[idx]), _length(inputs), batch, seed
+    )
 
     def loss(m, b):
         logits = m(*b[0])[0]

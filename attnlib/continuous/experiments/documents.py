@@ -22,6 +22,7 @@ from ...utils import as_tensor, check_in_range, check_int, check_positive
 from ..basis import GaussianRBF
 from ..densities import check_alpha
 from ..modules import ContinuousAttention1D, ContinuousAttentionOutput
+from ._common import _token_ids
 
 __all__ = [
     "SpanDocuments",
@@ -208,25 +209,6 @@ class DocumentClassifier(nn.Module):
                 self.cont.head.bias[1] = math.log(math.expm1(init_var))
         self.out = nn.Linear(dim, check_int(n_classes, "n_classes", minimum=2))
 
-    def _check_tokens(self, tokens) -> torch.Tensor:
-        try:
-            tokens = torch.as_tensor(tokens, device=self.embed.weight.device)
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise ValueError(
-                f"tokens must be integer token ids, got {type(tokens).__name__}"
-            ) from err
-        vocab = self.embed.num_embeddings
-        if tokens.is_floating_point() or tokens.dtype == torch.bool or tokens.ndim != 2:
-            raise ValueError(
-                f"tokens must be a (batch, length) integer tensor, got {tokens.dtype} "
-                f"of shape {tuple(tokens.shape)}"
-            )
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab):
-            raise ValueError(
-                f"tokens must lie in [0, vocab = {vocab}), got values outside"
-            )
-        return tokens
-
     def _span_weights(self, start, length: int, like: torch.Tensor) -> torch.Tensor:
         start = as_tensor(start, "start", ndim=1, device=like.device)
         pos = torch.arange(length, device=like.device)
@@ -256,7 +238,8 @@ class DocumentClassifier(nn.Module):
         """
         if (start is None) == (self.kind == "oracle"):
             raise ValueError("start must be given if and only if kind is 'oracle'")
-        tokens = self._check_tokens(tokens)
+        vocab, device = self.embed.num_embeddings, self.embed.weight.device
+        tokens = _token_ids(tokens, "tokens", "length", vocab, device)
         emb = self.embed(tokens).transpose(1, 2)
         H = torch.relu(self.conv(emb)).transpose(1, 2)  # (batch, L, dim)
         weights = cont = None

@@ -94,9 +94,6 @@ def read_out_times(
     """
     g = torch.Generator().manual_seed(seed)
     basis = GaussianRBF.linspace(check_int(n_basis, "n_basis"))
-    # The bare read-out, without attnlib.attention's checks: discrete attention at its
-    # cheapest.
-    norm = torch.softmax if alpha == 1 else sparsemax
     rows = []
     for L in lengths:
         L = check_int(L, "lengths")
@@ -106,24 +103,30 @@ def read_out_times(
         G = ridge_value_coefficients(eye, pos, basis)
         for Q in n_queries:
             Q = L if Q is None else check_int(Q, "n_queries")
-            q = torch.randn(batch, Q, dim, generator=g, dtype=torch.float32)
-            mu = torch.rand(batch * Q, generator=g, dtype=H.dtype)
-            s2 = torch.full((batch * Q,), 0.01, dtype=H.dtype)
-            B = G @ H
-            r = continuous_attention_1d(mu, s2, basis, alpha).view(batch, Q, -1)
-            row = {
-                "L": L,
-                "Q": Q,
-                "batch": batch,
-                "discrete_ms": cpu_ms(lambda q=q, H=H: norm(q @ H.mT, -1) @ H, repeats),
-                "fit_ms": cpu_ms(lambda G=G, H=H: G @ H, repeats),
-                "r_ms": cpu_ms(
-                    lambda mu=mu, s2=s2: continuous_attention_1d(mu, s2, basis, alpha),
-                    repeats,
-                ),
-                "readout_ms": cpu_ms(lambda r=r, B=B: r @ B, repeats),
-            }
-            row["continuous_ms"] = row["fit_ms"] + row["r_ms"] + row["readout_ms"]
-            row["ratio"] = row["continuous_ms"] / row["discrete_ms"]
-            rows.append(row)
+            rows.append(_timed(H, G, Q, basis, alpha, repeats, g))
     return rows
+
+
+def _timed(H, G, Q: int, basis, alpha, repeats, g) -> dict:
+    """A row of :func:`read_out_times`: ``Q`` queries of each document of ``H``."""
+    batch, L, dim = H.shape
+    q = torch.randn(batch, Q, dim, generator=g, dtype=torch.float32)
+    mu = torch.rand(batch * Q, generator=g, dtype=H.dtype)
+    s2 = torch.full((batch * Q,), 0.01, dtype=H.dtype)
+    B = G @ H
+    r = continuous_attention_1d(mu, s2, basis, alpha).view(batch, Q, -1)
+    # The bare read-out, without attnlib.attention's checks: discrete attention at its
+    # cheapest.
+    norm = torch.softmax if alpha == 1 else sparsemax
+    row = {
+        "L": L,
+        "Q": Q,
+        "batch": batch,
+        "discrete_ms": cpu_ms(lambda: norm(q @ H.mT, -1) @ H, repeats),
+        "fit_ms": cpu_ms(lambda: G @ H, repeats),
+        "r_ms": cpu_ms(lambda: continuous_attention_1d(mu, s2, basis, alpha), repeats),
+        "readout_ms": cpu_ms(lambda: r @ B, repeats),
+    }
+    row["continuous_ms"] = row["fit_ms"] + row["r_ms"] + row["readout_ms"]
+    row["ratio"] = row["continuous_ms"] / row["discrete_ms"]
+    return row
