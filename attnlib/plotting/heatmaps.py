@@ -48,11 +48,7 @@ def _colour_map(cmap, zero_color):
 
 
 def _scale(mats, signed, vmin, vmax):
-    """``(signed, lo, hi)``: the colour scale shared by ``mats``; ``hi`` may be None.
-
-    Signed matrices are centred at zero, others start at zero; a top left open (None)
-    is matplotlib's, the largest weight shown.
-    """
+    """``(signed, lo, hi)``: one scale for ``mats``, centred if signed, else from 0."""
     signed = any(bool((m < 0).any()) for m in mats) if signed is None else signed
     if signed:
         lim = max(float(np.abs(m).max()) for m in mats) or 1.0
@@ -60,7 +56,8 @@ def _scale(mats, signed, vmin, vmax):
         hi = lim if vmax is None else vmax
         return signed, lo, hi
     lo = 0.0 if vmin is None else vmin
-    # Automatic top unless it would fall below a given bottom.
+    # Automatic top (None: matplotlib's, the largest weight shown) unless it would
+    # fall below a given bottom.
     if vmax is not None or vmin is None:
         return signed, lo, vmax
     return signed, lo, max(max(float(m.max()) for m in mats), vmin)
