@@ -248,9 +248,9 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "denoiser-window-strict",
-        A + "denoise/learned.py",
-        "mask = (pos[:, None] - pos[None]).abs().amax(-1) <= self.patch_distance",
-        "mask = (pos[:, None] - pos[None]).abs().amax(-1) < self.patch_distance",
+        A + "denoise/common.py",
+        "return (queries[:, None, :] - keys[None, :, :]).abs().amax(-1) <= radius",
+        "return (queries[:, None, :] - keys[None, :, :]).abs().amax(-1) < radius",
         T_DEN,
     ),
     M(

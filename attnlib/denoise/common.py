@@ -65,14 +65,14 @@ def _chunked_attention(
     for start in range(0, q.shape[0], step):
         mask = None
         if window is not None:
-            gap = (
-                (positions[start : start + step, None, :] - positions[None, :, :])
-                .abs()
-                .amax(-1)
-            )
-            mask = gap <= window
+            mask = _window_mask(positions[start : start + step], positions, window)
         outs.append(attend(q[start : start + step], k, v, mask=mask, **kwargs).output)
     return torch.cat(outs)
+
+
+def _window_mask(queries: torch.Tensor, keys: torch.Tensor, radius) -> torch.Tensor:
+    """The square search window: True where a key's pixel is ``radius`` or nearer."""
+    return (queries[:, None, :] - keys[None, :, :]).abs().amax(-1) <= radius
 
 
 def image_is_grey(image) -> bool:

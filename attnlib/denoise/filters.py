@@ -27,6 +27,7 @@ from .common import (
     _odd_patch_size,
     _pixel_grid,
     _reflect_pad,
+    _window_mask,
     image_is_grey,
 )
 
@@ -244,6 +245,11 @@ def _patch_tokens(chw: torch.Tensor, s: int, h: float) -> torch.Tensor:
     return _extract_patches(chw, s) * scale
 
 
+def _nlm_scores(q: torch.Tensor, k: torch.Tensor, bias: float) -> torch.Tensor:
+    """NLM's scores of patch tokens, ``-max(||q-k||² - bias, 0)``, ``bias = 2σ²/h²``."""
+    return (2 * SCORES["neg_sq_dist"](q, k) + bias).clamp(max=0)
+
+
 def nlm_attention(
     image,
     patch_size: int = 7,
@@ -299,10 +305,7 @@ def nlm_attention(
         kwargs = {"score": "neg_sq_dist", "temperature": 0.5}
     else:
         bias = 2 * sigma**2 / h**2
-        kwargs = {
-            "score": lambda q, k: (2 * SCORES["neg_sq_dist"](q, k) + bias).clamp(max=0),
-            "temperature": 1.0,
-        }
+        kwargs = {"score": lambda q, k: _nlm_scores(q, k, bias), "temperature": 1.0}
     out = _chunked_attention(
         tokens, tokens, values, window=window, positions=pos, **kwargs
     )
@@ -344,6 +347,29 @@ def patch_attention(
     """
     chw, _ = _as_image(image)
     _, hh, ww = chw.shape
+    row, col = _check_pixel(pixel, hh, ww)
+    sigma = check_positive(sigma, "sigma", allow_zero=True)
+    tokens = _patch_tokens(chw, _odd_patch_size(patch_size), check_positive(h, "h"))
+    query = tokens[row * ww + col][None]
+    scores = _nlm_scores(query, tokens, 2 * sigma**2 / h**2)
+    mask = None
+    if patch_distance is not None:
+        radius = check_int(patch_distance, "patch_distance", minimum=0)
+        pos = _pixel_grid(hh, ww, dtype=chw.dtype, device=chw.device)
+        mask = _window_mask(pos[row * ww + col][None], pos, radius)
+    _, weights = attention(
+        scores,
+        tokens,
+        tokens[:, :1],
+        score=lambda q, k: q,
+        mask=mask,
+        temperature=1.0,
+    )
+    return weights.reshape(hh, ww)
+
+
+def _check_pixel(pixel, hh: int, ww: int) -> tuple[int, int]:
+    """``pixel`` checked as a ``(row, col)`` pair of integers inside an H×W image."""
     if not (isinstance(pixel, (tuple, list)) and len(pixel) == 2):
         raise ValueError(f"pixel must be a (row, col) pair, got {pixel!r}")
     inside = all(
@@ -354,25 +380,7 @@ def patch_attention(
             f"pixel must be a (row, col) pair of integers inside the image, whose "
             f"(H, W) is {(hh, ww)}, got {pixel!r}"
         )
-    row, col = int(pixel[0]), int(pixel[1])
-    sigma = check_positive(sigma, "sigma", allow_zero=True)
-    tokens = _patch_tokens(chw, _odd_patch_size(patch_size), check_positive(h, "h"))
-    query = tokens[row * ww + col][None]
-    scores = 2 * SCORES["neg_sq_dist"](query, tokens) + 2 * sigma**2 / h**2
-    mask = None
-    if patch_distance is not None:
-        radius = check_int(patch_distance, "patch_distance", minimum=0)
-        pos = _pixel_grid(hh, ww, dtype=chw.dtype, device=chw.device)
-        mask = (pos - pos[row * ww + col]).abs().amax(-1)[None] <= radius
-    _, weights = attention(
-        scores.clamp(max=0),
-        tokens,
-        tokens[:, :1],
-        score=lambda q, k: q,
-        mask=mask,
-        temperature=1.0,
-    )
-    return weights.reshape(hh, ww)
+    return int(pixel[0]), int(pixel[1])
 
 
 def nonlocal_means(
@@ -439,13 +447,7 @@ def nonlocal_means(
     sigma = check_positive(sigma, "sigma", allow_zero=True)
     strip_rows = check_int(strip_rows, "strip_rows")
     _, hh, ww = chw.shape
-    if window is None:
-        d_rows, d_cols = hh - 1, ww - 1
-    elif window == "square":
-        d_rows = d_cols = check_int(patch_distance, "patch_distance", minimum=0)
-        d_rows, d_cols = min(d_rows, hh - 1), min(d_cols, ww - 1)
-    else:
-        raise ValueError(f"window must be 'square' or None, got {window!r}")
+    d_rows, d_cols = _search_radii(window, patch_distance, hh, ww)
     work = chw if chw.dtype in (torch.float32, torch.float64) else chw.float()
     vals = work.detach().cpu().numpy()
     pad = _reflect_pad(torch.from_numpy(vals), s // 2).numpy()
@@ -460,3 +462,13 @@ def nonlocal_means(
     out = nlm_offsets(vals, pad, g, d_rows, d_cols, h, sigma**2, strip_rows)
     out = torch.from_numpy(out).to(device=chw.device, dtype=chw.dtype)
     return _like_input(out, image_is_grey(image), from_numpy)
+
+
+def _search_radii(window, patch_distance, hh: int, ww: int) -> tuple[int, int]:
+    """The search window's radii along rows and columns, clipped to the image."""
+    if window is None:
+        return hh - 1, ww - 1
+    if window == "square":
+        d = check_int(patch_distance, "patch_distance", minimum=0)
+        return min(d, hh - 1), min(d, ww - 1)
+    raise ValueError(f"window must be 'square' or None, got {window!r}")

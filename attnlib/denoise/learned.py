@@ -13,7 +13,7 @@ from torch import nn
 
 from ..attention import SCORES, attend
 from ..utils import as_tensor, check_int, check_positive
-from .common import _odd_patch_size, _pixel_grid
+from .common import _odd_patch_size, _pixel_grid, _window_mask
 from .filters import _patch_tokens
 
 __all__ = [
@@ -218,7 +218,7 @@ class PatchAttentionDenoiser(nn.Module):
             scores = scores + self.pos_weight[:, None, None] * pos_sq
         mask = None
         if self.patch_distance is not None:
-            mask = (pos[:, None] - pos[None]).abs().amax(-1) <= self.patch_distance
+            mask = _window_mask(pos, pos, self.patch_distance)
         # (B, 1, n, C), shared by the heads
         values = bchw.reshape(b, 1, c, -1).transpose(-1, -2)
         out, _ = attend(

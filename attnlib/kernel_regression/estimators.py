@@ -49,6 +49,36 @@ def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
     return scale * np.geomspace(1e-2, 3.0, n)
 
 
+def _candidates(bandwidths, X: np.ndarray) -> np.ndarray:
+    """The checked candidates of ``"loo"`` (default: :func:`_default_bandwidths`)."""
+    grid = (
+        _default_bandwidths(X)
+        if bandwidths is None
+        else np.asarray(bandwidths, dtype=float).ravel()
+    )
+    if grid.size == 0:
+        raise ValueError("bandwidths must hold at least one candidate")
+    bad = ~(np.isfinite(grid) & (grid > 0))
+    if bad.any():  # one pass over the candidates, then the check's message
+        check_positive(float(grid[bad][0]), "bandwidths")
+    return grid
+
+
+def _training_arrays(estimator, X, y, dtype, min_samples: int):
+    """``X`` and ``y`` checked by ``validate_data``, writable, in ``X``'s dtype."""
+    X, y = validate_data(
+        estimator,
+        host_array(X),
+        host_array(y, "y"),
+        dtype=dtype,
+        y_numeric=True,
+        multi_output=True,
+        ensure_min_samples=min_samples,
+    )
+    # torch wants writable arrays; the targets take the inputs' dtype
+    return np.require(X, requirements="W"), np.require(y, X.dtype, requirements="W")
+
+
 class NadarayaWatson(RegressorMixin, BaseEstimator):
     """Nadaraya–Watson regression as a scikit-learn regressor.
 
@@ -122,17 +152,7 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             The fitted estimator.
         """
         loo = isinstance(self.bandwidth, str) and self.bandwidth == "loo"
-        X, y = validate_data(
-            self,
-            host_array(X),
-            host_array(y, "y"),
-            dtype=[np.float64, np.float32],
-            y_numeric=True,
-            multi_output=True,
-            ensure_min_samples=2 if loo else 1,
-        )
-        # torch wants writable arrays; the targets take the inputs' dtype
-        X, y = np.require(X, requirements="W"), np.require(y, X.dtype, requirements="W")
+        X, y = _training_arrays(self, X, y, [np.float64, np.float32], 2 if loo else 1)
         weights = None
         if sample_weight is not None:
             weights = _check_sample_weight(  # not all zero, none negative
@@ -141,30 +161,25 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         _check_kernel(self.kernel)
         values = _weighted_values(y, weights)
         if loo:
-            grid = (
-                _default_bandwidths(X)
-                if self.bandwidths is None
-                else np.asarray(self.bandwidths, dtype=float).ravel()
-            )
-            if grid.size == 0:
-                raise ValueError("bandwidths must hold at least one candidate")
-            bad = ~(np.isfinite(grid) & (grid > 0))
-            if bad.any():  # one pass over the candidates, then the check's message
-                check_positive(float(grid[bad][0]), "bandwidths")
-            self.bandwidths_ = grid
-            self.loo_mse_ = _loo_errors(X, y, values, weights, self.kernel, grid)
-            if not np.isfinite(self.loo_mse_).any():
-                raise ValueError(
-                    "bandwidths: every candidate leaves some point without "
-                    "neighbours; try larger ones"
-                )
-            self.bandwidth_ = float(grid[np.argmin(self.loo_mse_)])
+            self._choose_bandwidth(X, y, values, weights)
         else:
             self.bandwidth_ = check_positive(self.bandwidth, "bandwidth")
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, weights
         # What predict reads, made once: no call converts or copies the training set.
         self._train = _prepare(X, values, self.kernel)
         return self
+
+    def _choose_bandwidth(self, X, y, values, weights) -> None:
+        """Set ``bandwidths_``, ``loo_mse_`` and ``bandwidth_`` by leave-one-out."""
+        grid = _candidates(self.bandwidths, X)
+        self.bandwidths_ = grid
+        self.loo_mse_ = _loo_errors(X, y, values, weights, self.kernel, grid)
+        if not np.isfinite(self.loo_mse_).any():
+            raise ValueError(
+                "bandwidths: every candidate leaves some point without "
+                "neighbours; try larger ones"
+            )
+        self.bandwidth_ = float(grid[np.argmin(self.loo_mse_)])
 
     def predict(self, X) -> np.ndarray:
         """Predict at new points, streamed over the training set.
@@ -391,20 +406,7 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         MetricNadarayaWatson
             The fitted estimator.
         """
-        X, y = validate_data(
-            self,
-            host_array(X),
-            host_array(y, "y"),
-            dtype=np.float64,
-            y_numeric=True,
-            multi_output=True,
-            ensure_min_samples=2,
-        )
-        # torch wants writable
-        X, y = (
-            np.require(X, requirements="W"),
-            np.require(y, np.float64, requirements="W"),
-        )
+        X, y = _training_arrays(self, X, y, np.float64, 2)
         n, d = X.shape
         p = (
             d
@@ -412,21 +414,13 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
             else check_int(self.n_components, "n_components", maximum=d)
         )
         # n_steps, lr and weight_decay are checked once, by train().
-        verbose = check_int(self.verbose, "verbose", minimum=0)
-        progress = verbose > 0
+        progress = check_int(self.verbose, "verbose", minimum=0) > 0
         batch = (
             n
             if self.batch_size is None
             else min(check_int(self.batch_size, "batch_size"), n)
         )
-        # An int seeds as it always did (same fit every time); None or a RandomState
-        # draws a seed.
-        rs = self.random_state
-        seed = (
-            int(rs)
-            if isinstance(rs, numbers.Integral)
-            else int(check_random_state(rs).randint(2**31 - 1))
-        )
+        seed = _seed(self.random_state)
         # NadarayaWatson's leave-one-out choice, on the arrays checked above
         grid = _default_bandwidths(X)
         loo_mse = _loo_errors(X, y, _weighted_values(y, None), None, "gaussian", grid)
@@ -437,21 +431,10 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
             else np.linalg.svd(X - X.mean(0), full_matrices=False)[2]
         )
         model = _LearnedMetric(torch.from_numpy(directions[:p] / self.init_bandwidth_))
-        Xt, yt = torch.from_numpy(X), torch.from_numpy(y.reshape(n, -1))
-        rng = torch.Generator().manual_seed(seed)
-
-        def batches(step):
-            idx = (
-                torch.arange(n)
-                if batch == n
-                else torch.randperm(n, generator=rng)[:batch]
-            )
-            return idx, Xt, yt
-
         self.loss_history_ = train(
             model,
             _loo_loss,
-            batches,
+            _batches(X, y, batch, seed),
             n_steps=self.n_steps,
             lr=self.lr,
             weight_decay=self.weight_decay,
@@ -485,6 +468,28 @@ class MetricNadarayaWatson(RegressorMixin, BaseEstimator):
         return nadaraya_watson(
             X @ self.W_.T, self.X_fit_ @ self.W_.T, self.y_fit_
         ).numpy()
+
+
+def _seed(random_state) -> int:
+    """An int seeds as it always did (the same fit every time); else a seed is drawn."""
+    if isinstance(random_state, numbers.Integral):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(2**31 - 1))
+
+
+def _batches(X: np.ndarray, y: np.ndarray, batch: int, seed: int):
+    """``train``'s batches: ``batch`` queries a step (all, or drawn by ``seed``)."""
+    n = len(X)
+    Xt, yt = torch.from_numpy(X), torch.from_numpy(y.reshape(n, -1))
+    rng = torch.Generator().manual_seed(seed)
+
+    def batches(step):
+        idx = (
+            torch.arange(n) if batch == n else torch.randperm(n, generator=rng)[:batch]
+        )
+        return idx, Xt, yt
+
+    return batches
 
 
 def _loo_loss(model: _LearnedMetric, batch) -> torch.Tensor:

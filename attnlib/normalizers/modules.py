@@ -59,17 +59,18 @@ def _check_dim(dim) -> int:
     return int(dim)
 
 
-class _FixedMap(nn.Module):
-    """A map of :mod:`attnlib.normalizers` along ``dim``, with entmax's ``(dim, k)``."""
+class _Map(nn.Module):
+    """α-entmax at ``self.alpha`` along ``self.dim``: the forward pass of the maps."""
 
-    _alpha: float  # the Tsallis index of the map
+    dim: int
+    _alpha: float  # the Tsallis index of the map (Entmax: when not learned)
 
-    def __init__(self, dim: int = -1, k: int | None = None):
-        super().__init__()
-        self.dim, self.k = _check_dim(dim), _check_k(k)
+    @property
+    def alpha(self):
+        return self._alpha
 
     def forward(self, x) -> torch.Tensor:
-        """The map of ``x`` along ``self.dim``.
+        """:func:`attnlib.normalizers.entmax` of ``x`` along ``self.dim``.
 
         Parameters
         ----------
@@ -81,7 +82,15 @@ class _FixedMap(nn.Module):
         tensor, same shape, dtype and device as ``x``
             Probabilities summing to one along ``self.dim``.
         """
-        return entmax(x, self._alpha, dim=self.dim)
+        return entmax(x, self.alpha, dim=self.dim)
+
+
+class _FixedMap(_Map):
+    """A map of :mod:`attnlib.normalizers` along ``dim``, with entmax's ``(dim, k)``."""
+
+    def __init__(self, dim: int = -1, k: int | None = None):
+        super().__init__()
+        self.dim, self.k = _check_dim(dim), _check_k(k)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -126,7 +135,7 @@ class Entmax15(_FixedMap):
     _alpha = 1.5
 
 
-class Entmax(nn.Module):
+class Entmax(_Map):
     """α-entmax along ``dim`` with α fixed, or learned (one α per slice if a tensor).
 
     Parameters
@@ -176,21 +185,6 @@ class Entmax(nn.Module):
     @property
     def alpha(self):
         return 1 + F.softplus(self.rho) if self.learn_alpha else self._alpha
-
-    def forward(self, x) -> torch.Tensor:
-        """:func:`attnlib.normalizers.entmax` of ``x`` along ``self.dim``.
-
-        Parameters
-        ----------
-        x : tensor or array-like, shape (..., n, ...)
-            Scores; ``-inf`` marks a masked entry.
-
-        Returns
-        -------
-        tensor, same shape, dtype and device as ``x``
-            Probabilities summing to one along ``self.dim``.
-        """
-        return entmax(x, self.alpha, dim=self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, learn_alpha={self.learn_alpha}"

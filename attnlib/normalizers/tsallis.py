@@ -166,47 +166,63 @@ def fenchel_young_loss(
             f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}"
         )
     if isinstance(target, torch.Tensor) and not target.is_floating_point():
-        if target.shape != scores.shape[:-1]:
-            raise ValueError(
-                f"target of class indices must have shape {tuple(scores.shape[:-1])}, "
-                f"got {tuple(target.shape)}"
-            )
-        if (target < 0).any() or (target >= scores.shape[-1]).any():
-            raise ValueError(f"target indices must lie in [0, {scores.shape[-1] - 1}]")
-        target = torch.nn.functional.one_hot(target, scores.shape[-1]).to(scores.dtype)
+        target = _class_target(target, scores)
     else:
-        floating = isinstance(target, torch.Tensor) or (
-            isinstance(target, np.ndarray) and target.dtype.kind == "f"
+        scores, target = _probability_target(target, scores)
+    return _fenchel_young(scores, target, alpha, reduction)
+
+
+def _class_target(target: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+    """The checked class indices ``target`` of ``scores``' rows, one-hot."""
+    if target.shape != scores.shape[:-1]:
+        raise ValueError(
+            f"target of class indices must have shape {tuple(scores.shape[:-1])}, "
+            f"got {tuple(target.shape)}"
         )
-        target = as_tensor(
-            target,
-            "target",
-            min_ndim=0,
-            device=scores.device,
-            allow_empty=True,
-            dtype=None if floating else scores.dtype,
+    if (target < 0).any() or (target >= scores.shape[-1]).any():
+        raise ValueError(f"target indices must lie in [0, {scores.shape[-1] - 1}]")
+    return torch.nn.functional.one_hot(target, scores.shape[-1]).to(scores.dtype)
+
+
+def _probability_target(target, scores: torch.Tensor):
+    """``scores`` and the checked probabilities ``target``, in their common dtype."""
+    floating = isinstance(target, torch.Tensor) or (
+        isinstance(target, np.ndarray) and target.dtype.kind == "f"
+    )
+    target = as_tensor(
+        target,
+        "target",
+        min_ndim=0,
+        device=scores.device,
+        allow_empty=True,
+        dtype=None if floating else scores.dtype,
+    )
+    if target.shape != scores.shape or (target < 0).any():
+        raise ValueError(
+            "target of probabilities must be non-negative with shape "
+            f"{tuple(scores.shape)}"
         )
-        if target.shape != scores.shape or (target < 0).any():
-            raise ValueError(
-                "target of probabilities must be non-negative with shape "
-                f"{tuple(scores.shape)}"
-            )
-        # never cast a float64 target down
-        dtype = torch.promote_types(scores.dtype, target.dtype)
-        scores, target = scores.to(dtype), target.to(dtype)
-        total = target.sum(-1)
-        tol = (
-            1e-3
-            if dtype in (torch.float16, torch.bfloat16)
-            else 1e-5
-            if dtype == torch.float32
-            else 1e-10
+    # never cast a float64 target down
+    dtype = torch.promote_types(scores.dtype, target.dtype)
+    scores, target = scores.to(dtype), target.to(dtype)
+    total = target.sum(-1)
+    tol = (
+        1e-3
+        if dtype in (torch.float16, torch.bfloat16)
+        else 1e-5
+        if dtype == torch.float32
+        else 1e-10
+    )
+    if not torch.allclose(total, torch.ones_like(total), atol=tol, rtol=0):
+        raise ValueError(
+            "target of probabilities must sum to one along the last dimension "
+            f"(within {tol})"
         )
-        if not torch.allclose(total, torch.ones_like(total), atol=tol, rtol=0):
-            raise ValueError(
-                "target of probabilities must sum to one along the last dimension "
-                f"(within {tol})"
-            )
+    return scores, target
+
+
+def _fenchel_young(scores, target, alpha: float, reduction: str) -> torch.Tensor:
+    """:func:`fenchel_young_loss` of checked scores and a target of probabilities."""
     # p̂ is held fixed: by Danskin's theorem the loss's gradient in θ is then p̂ - y.
     p_hat = entmax(scores.detach(), alpha)
     theta = scores.masked_fill(torch.isneginf(scores), 0.0)

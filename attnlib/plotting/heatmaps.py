@@ -47,6 +47,86 @@ def _colour_map(cmap, zero_color):
     return cm
 
 
+def _scale(mats, signed, vmin, vmax):
+    """``(signed, lo, hi)``: one scale for ``mats``, centred if signed, else from 0."""
+    signed = any(bool((m < 0).any()) for m in mats) if signed is None else signed
+    if signed:
+        lim = max(float(np.abs(m).max()) for m in mats) or 1.0
+        lo = -lim if vmin is None else vmin
+        hi = lim if vmax is None else vmax
+        return signed, lo, hi
+    lo = 0.0 if vmin is None else vmin
+    # Automatic top (None: matplotlib's, the largest weight shown) unless it would
+    # fall below a given bottom.
+    if vmax is not None or vmin is None:
+        return signed, lo, vmax
+    return signed, lo, max(max(float(m.max()) for m in mats), vmin)
+
+
+def _tick_labels(ax, query_labels, key_labels, shape) -> None:
+    """Label the rows and the columns (slanted) of a matrix of ``shape`` on ``ax``."""
+    for labels, set_ticks, set_labels, n in (
+        (query_labels, ax.set_yticks, ax.set_yticklabels, shape[0]),
+        (key_labels, ax.set_xticks, ax.set_xticklabels, shape[1]),
+    ):
+        if labels is not None:
+            set_ticks(range(n))
+            set_labels(labels)
+    if key_labels is not None:
+        plt.setp(ax.get_xticklabels(), rotation=45, ha="right")
+
+
+def _annotate(ax, W: np.ndarray) -> None:
+    """Write each weight in its cell, white on the dark cells."""
+    big = np.abs(W).max()
+    for (i, j), w in np.ndenumerate(W):
+        ax.text(
+            j,
+            i,
+            f"{w:.2f}",
+            ha="center",
+            va="center",
+            fontsize=8,
+            color="white" if abs(w) < 0.5 * big else "black",
+        )
+
+
+def _panels(arrays, name: str, kinds: str, fits) -> list[np.ndarray]:
+    """``arrays`` as a non-empty list of NumPy arrays, each of which ``fits``."""
+    arrays = [_to_numpy(a, name) for a in arrays]
+    if not arrays or not all(fits(a) for a in arrays):
+        raise ValueError(
+            f"{name} must be a non-empty list of {kinds} arrays, got shapes "
+            f"{[a.shape for a in arrays]}"
+        )
+    return arrays
+
+
+def _check_titles(titles, n: int, what: str) -> None:
+    """Refuse ``titles`` unless None or one per ``what`` (``n`` of them)."""
+    if titles is not None and len(titles) != n:
+        raise ValueError(
+            f"titles must have one entry per {what} ({n}), got {len(titles)}"
+        )
+
+
+def _ncols(ncols, n: int) -> int:
+    """Panels per row: ``ncols`` checked, or up to 4."""
+    return min(n, 4) if ncols is None else check_int(ncols, "ncols")
+
+
+def _panel_grid(n: int, ncols: int, width: float, row_height: float):
+    """A figure and its ``(rows, ncols)`` axes for ``n`` panels, rows ``row_height``."""
+    nrows = math.ceil(n / ncols)
+    return plt.subplots(
+        nrows,
+        ncols,
+        figsize=(width, row_height * nrows),
+        squeeze=False,
+        layout="constrained",
+    )
+
+
 def attention_heatmap(
     weights,
     query_labels=None,
@@ -108,48 +188,20 @@ def attention_heatmap(
         )
     vmin, vmax = _check_limits(vmin, vmax)
     ax = ax or plt.gca()
-    signed = bool((W < 0).any()) if signed is None else signed
-    if signed:
-        lim = float(np.abs(W).max()) or 1.0
-        lo = -lim if vmin is None else vmin
-        hi = lim if vmax is None else vmax
-        default_cmap = "RdBu_r"
-    else:
-        lo = 0.0 if vmin is None else vmin
-        # Automatic top unless it would fall below a given bottom.
-        hi = vmax if vmax is not None or vmin is None else max(float(W.max()), vmin)
-        default_cmap = "viridis"
+    signed, lo, hi = _scale([W], signed, vmin, vmax)
     shown = np.ma.masked_equal(W, 0.0) if zero_color is not None else W
     im = ax.imshow(
         shown,
-        cmap=_colour_map(cmap or default_cmap, zero_color),
+        cmap=_colour_map(cmap or ("RdBu_r" if signed else "viridis"), zero_color),
         vmin=lo,
         vmax=hi,
         interpolation="nearest",
         aspect="auto",
     )
     ax.grid(False)
-    for labels, set_ticks, set_labels, n in (
-        (query_labels, ax.set_yticks, ax.set_yticklabels, W.shape[0]),
-        (key_labels, ax.set_xticks, ax.set_xticklabels, W.shape[1]),
-    ):
-        if labels is not None:
-            set_ticks(range(n))
-            set_labels(labels)
-    if key_labels is not None:
-        plt.setp(ax.get_xticklabels(), rotation=45, ha="right")
+    _tick_labels(ax, query_labels, key_labels, W.shape)
     if annotate:
-        big = np.abs(W).max()
-        for (i, j), w in np.ndenumerate(W):
-            ax.text(
-                j,
-                i,
-                f"{w:.2f}",
-                ha="center",
-                va="center",
-                fontsize=8,
-                color="white" if abs(w) < 0.5 * big else "black",
-            )
+        _annotate(ax, W)
     ax.set_xlabel("key")
     ax.set_ylabel("query")
     if title:
@@ -206,37 +258,19 @@ def heatmap_grid(
     matplotlib Figure
         The figure; its last axes is the colour bar.
     """
-    mats = [_to_numpy(m, "matrices") for m in matrices]
-    if not mats or any(m.ndim != 2 for m in mats):
-        raise ValueError(
-            "matrices must be a non-empty list of 2-D arrays, got shapes "
-            f"{[m.shape for m in mats]}"
-        )
-    if titles is not None and len(titles) != len(mats):
-        raise ValueError(
-            f"titles must have one entry per matrix ({len(mats)}), got {len(titles)}"
-        )
-    ncols = min(len(mats), 4) if ncols is None else check_int(ncols, "ncols")
+    mats = _panels(matrices, "matrices", "2-D", lambda m: m.ndim == 2)
+    _check_titles(titles, len(mats), "matrix")
+    ncols = _ncols(ncols, len(mats))
     width = check_positive(width, "width")
     vmin, vmax = _check_limits(vmin, vmax)
-    signed = any(bool((m < 0).any()) for m in mats) if signed is None else signed
-    big = max(float(np.abs(m).max()) for m in mats) or 1.0
-    if signed:
-        vmin = -big if vmin is None else vmin
-        vmax = big if vmax is None else vmax
-    else:
-        vmin = 0.0 if vmin is None else vmin
-        vmax = max(max(float(m.max()) for m in mats), vmin) if vmax is None else vmax
+    signed, vmin, vmax = _scale(mats, signed, vmin, vmax)
+    # The panels share one top, not each its own; it is computed even where vmax is
+    # given, so that an empty matrix fails whatever the limits.
+    top = max(max(float(m.max()) for m in mats), vmin)
+    vmax = top if vmax is None else vmax
     _check_limits(vmin, vmax)
-    nrows = math.ceil(len(mats) / ncols)
     height = panel_height or 0.85 * width / ncols
-    fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(width, height * nrows),
-        squeeze=False,
-        layout="constrained",
-    )
+    fig, axes = _panel_grid(len(mats), ncols, width, height)
     for ax in axes.flat[len(mats) :]:
         ax.axis("off")
     for i, (ax, m) in enumerate(zip(axes.flat, mats)):
@@ -295,36 +329,23 @@ def image_grid(
     matplotlib Figure
         The figure.
     """
-    images = [_to_numpy(im, "images") for im in images]
-    if not images or any(
-        im.ndim not in (2, 3) or (im.ndim == 3 and im.shape[-1] not in (3, 4))
-        for im in images
-    ):
-        raise ValueError(
-            "images must be a non-empty list of (H, W) or (H, W, 3|4) arrays, got "
-            f"shapes {[im.shape for im in images]}"
-        )
-    if titles is not None and len(titles) != len(images):
-        raise ValueError(
-            f"titles must have one entry per image ({len(images)}), got {len(titles)}"
-        )
+    images = _panels(
+        images,
+        "images",
+        "(H, W) or (H, W, 3|4)",
+        lambda im: im.ndim == 2 or (im.ndim == 3 and im.shape[-1] in (3, 4)),
+    )
+    _check_titles(titles, len(images), "image")
     if vmin is None or vmax is None:
         raise ValueError(f"vmin and vmax must be numbers, got {vmin!r}, {vmax!r}")
     vmin, vmax = _check_limits(vmin, vmax)
-    ncols = min(len(images), 4) if ncols is None else check_int(ncols, "ncols")
+    ncols = _ncols(ncols, len(images))
     width = COLUMN_INCHES - (0.8 if colorbar else 0.0)
     size = width / ncols if size is None else check_positive(size, "size")
     if size > 100:
         raise ValueError(f"size must be at most 100 inches per image, got {size}")
-    nrows = math.ceil(len(images) / ncols)
     extra = 0.8 if colorbar else 0.0
-    fig, axes = plt.subplots(
-        nrows,
-        ncols,
-        figsize=(size * ncols + extra, size * nrows),
-        squeeze=False,
-        layout="constrained",
-    )
+    fig, axes = _panel_grid(len(images), ncols, size * ncols + extra, size)
     for ax in axes.flat:
         ax.axis("off")
     cm = _colour_map(cmap, zero_color)
