@@ -762,8 +762,8 @@ MUTANTS: list[Mutant] = [
     M(
         "tuning-validates-on-the-training-part",
         A + "symmetry/experiments/curves.py",
-        "fit, held = (x[:-n_val], y[:-n_val]), (x[-n_val:], y[-n_val:])",
-        "fit, held = (x[:-n_val], y[:-n_val]), (x[:-n_val], y[:-n_val])",
+        "return (x[:-n_val], y[:-n_val]), (x[-n_val:], y[-n_val:])",
+        "return (x[:-n_val], y[:-n_val]), (x[:-n_val], y[:-n_val])",
         T_SYM_X,
     ),
     M(
