@@ -1,190 +1,163 @@
-"""The house's layers: imports run one way, and nothing hides a dependency.
+"""attnlib's layers as drop-ins for ``nn.MultiheadAttention`` and
+``nn.TransformerEncoderLayer`` (PyTorch is the peer).
 
-book-facing (notebook, plotting, results) > ideas (each with its core, its private
-engines and its ``experiments``) > layers > attention > normalizers > data > foundation
-(training, utils, errors), declared as import-linter contracts in pyproject.toml, with
-a private module imported only inside its parent package. The AST checks below catch
-what an import graph cannot see: an import by name, an import inside a function, a
-private name borrowed from another package, a registration at import time, an idea's
-core that imports its own experiments.
+Each test builds torch's module, loads its state dict into ours, and compares outputs
+(and gradients in the inputs) under torch's own arguments and mask polarity.
 """
 
 from __future__ import annotations
 
-import ast
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+import torch
+from torch import nn
 
-ROOT = Path(__file__).resolve().parents[1]
-LIB = ROOT / "attnlib"
-LINT = Path(sys.executable).parent / "lint-imports"
+from attnlib import MultiHeadAttention, TransformerEncoderLayer
+
+F64 = dict(dtype=torch.float64)
 
 
-def _lint(root: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(root))
-    return subprocess.run(
-        [str(LINT), "--no-cache"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+def randn(*shape, seed=0):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), **F64)
+
+
+def pair_mha(batch_first, kdim=None, bias=True, dropout=0.0):
+    torch.manual_seed(0)
+    theirs = nn.MultiheadAttention(
+        8, 2, dropout=dropout, bias=bias, kdim=kdim, vdim=kdim,
+        batch_first=batch_first, **F64,
+    )  # fmt: skip
+    ours = MultiHeadAttention(
+        8, 2, dropout, bias, kdim=kdim, vdim=kdim, batch_first=batch_first, **F64
     )
+    ours.load_state_dict(theirs.state_dict())
+    return ours.eval(), theirs.eval()
 
 
-def _modules():
-    for path in sorted(LIB.rglob("*.py")):
-        parts = path.relative_to(ROOT).with_suffix("").parts
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        yield path, ".".join(parts), ast.parse(path.read_text())
-
-
-def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
-    if node.level == 0:
-        return node.module or ""
-    base = module.split(".")
-    base = base[: len(base) - node.level + (1 if is_package else 0)]
-    return ".".join(base + ([node.module] if node.module else []))
-
-
-#: Imports inside a function that are there for cost, not to dodge a cycle: numba takes
-#: about 0.2 s to import and is needed only on a machine without a C compiler.
-LAZY = {("attnlib.normalizers._entmax_loops", "attnlib.normalizers._entmax_numba")}
-
-
-def _package(module: str) -> str:
-    """``attnlib.X`` for every module inside ``attnlib/X`` (or ``attnlib/X.py``)."""
-    return ".".join(module.split(".")[:2])
-
-
-@pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed")
-def test_the_layer_contracts_hold():
-    run = _lint(ROOT)
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert "0 broken" in run.stdout
-
-
-@pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed")
-def test_a_planted_upward_import_breaks_the_contracts(tmp_path):
-    shutil.copytree(LIB, tmp_path / "attnlib", ignore=shutil.ignore_patterns("*.json"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    utils = tmp_path / "attnlib" / "utils" / "__init__.py"
-    utils.write_text(
-        utils.read_text() + "\nfrom ..mux.experiments import routing  # planted\n"
-    )
-    run = _lint(tmp_path)
-    assert run.returncode != 0
-    assert "BROKEN" in run.stdout and "attnlib.utils -> attnlib.mux" in run.stdout
-
-
-def test_every_module_of_attnlib_sits_in_a_layer():
-    text = (ROOT / "pyproject.toml").read_text()
-    layers = text.split("[tool.importlinter]", 1)[1]
-    named = {
-        w.strip('",') for w in layers.split() if w.strip('",').startswith("attnlib.")
+def torch_masks(n_q=5, n_k=6):
+    padding = torch.zeros(3, n_k, dtype=torch.bool)
+    padding[0, 4:] = True  # the first sequence has two padding keys
+    causal = torch.ones(n_q, n_k, dtype=torch.bool).triu(1)  # True = may NOT attend
+    bias = randn(3 * 2, n_q, n_k, seed=9)  # one float mask per (sequence, head)
+    return {
+        "none": {},
+        "key_padding_mask": {"key_padding_mask": padding},
+        "float key_padding_mask": {
+            "key_padding_mask": torch.zeros(3, n_k, **F64).masked_fill(padding, -1e9)
+        },
+        "attn_mask": {"attn_mask": causal},
+        "float attn_mask per head": {"attn_mask": bias},
+        "both": {"key_padding_mask": padding, "attn_mask": causal},
     }
-    for _, module, _ in _modules():
-        top = _package(module)
-        if top != "attnlib":
-            assert top in named, f"{top} is in no layer of pyproject.toml"
 
 
-def test_no_import_by_name_and_no_registration_at_import_time():
-    for _, module, tree in _modules():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                f = node.func
-                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-                assert name not in ("import_module", "__import__"), (
-                    f"{module} imports by name (line {node.lineno})"
-                )
-        for stmt in tree.body:
-            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-                f = stmt.value.func
-                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-                assert not name.startswith("register"), (
-                    f"{module} registers at import time (line {stmt.lineno})"
-                )
+@pytest.mark.parametrize("batch_first", [True, False])
+@pytest.mark.parametrize("kdim", [None, 5])
+@pytest.mark.parametrize("masks", torch_masks().values(), ids=torch_masks().keys())
+def test_multihead_attention_matches_torchs_after_loading_its_state_dict(
+    batch_first, kdim, masks
+):
+    ours, theirs = pair_mha(batch_first, kdim)
+    q, kv = randn(3, 5, 8), randn(3, 6, kdim or 8, seed=1)
+    if not batch_first:
+        q, kv = q.transpose(0, 1), kv.transpose(0, 1)
+    q.requires_grad_()
+    for average in (True, False):
+        a_out, a_w = ours(q, kv, kv, **masks, average_attn_weights=average)
+        b_out, b_w = theirs(q, kv, kv, **masks, average_attn_weights=average)
+        torch.testing.assert_close(a_out, b_out, atol=1e-12, rtol=0)
+        torch.testing.assert_close(a_w, b_w, atol=1e-12, rtol=0)
+    (ga,) = torch.autograd.grad(a_out.sum(), q)
+    (gb,) = torch.autograd.grad(b_out.sum(), q)
+    torch.testing.assert_close(ga, gb, atol=1e-12, rtol=0)
+    assert ours(q, kv, kv, need_weights=False, **masks).weights is None
 
 
-def test_no_import_of_attnlib_inside_a_function():
-    for path, module, tree in _modules():
-        for top in tree.body:
-            for node in ast.walk(top):
-                if node is top or not isinstance(node, (ast.Import, ast.ImportFrom)):
-                    continue
-                if isinstance(node, ast.ImportFrom):
-                    is_pkg = path.name == "__init__.py"
-                    target = _resolve(module, node, is_pkg)
-                else:
-                    target = node.names[0].name
-                names = {f"{target}.{a.name}" for a in node.names} | {target}
-                if any((module, n) in LAZY for n in names):
-                    continue
-                assert not target.startswith("attnlib"), (
-                    f"{module} imports {target} inside a function (line {node.lineno})"
-                )
+def test_is_causal_and_attnlibs_own_mask_agree_with_torchs_attn_mask():
+    ours, theirs = pair_mha(True)
+    x = randn(3, 5, 8)
+    blocked = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    ref = theirs(x, x, x, attn_mask=blocked)[0]
+    torch.testing.assert_close(ours(x, is_causal=True).output, ref)
+    torch.testing.assert_close(ours(x, mask=~blocked).output, ref)  # True = may attend
 
 
-def test_no_private_name_crosses_a_package():
-    crossings = []
-    for path, module, tree in _modules():
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.ImportFrom):
-                continue
-            target = _resolve(module, node, path.name == "__init__.py")
-            if not target.startswith("attnlib") or _package(target) == _package(module):
-                continue
-            for alias in node.names:
-                if alias.name.startswith("_") and not alias.name.startswith("__"):
-                    crossings.append(f"{module} imports {target}.{alias.name}")
-    assert not crossings, crossings
+def test_dropout_acts_in_training_only():
+    ours, _ = pair_mha(True, dropout=0.5)
+    x = randn(2, 5, 8)
+    assert torch.equal(ours(x).output, ours(x).output)  # eval: deterministic
+    ours.train()
+    torch.manual_seed(1)
+    a = ours(x).weights
+    assert (a == 0).any() and not torch.equal(a, ours(x).weights)
 
 
-@pytest.mark.skipif(not LINT.exists(), reason="import-linter is not installed")
-def test_a_planted_import_of_another_ideas_engine_breaks_the_contracts(tmp_path):
-    shutil.copytree(LIB, tmp_path / "attnlib", ignore=shutil.ignore_patterns("*.json"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    mux = tmp_path / "attnlib" / "mux" / "experiments" / "__init__.py"
-    mux.write_text(mux.read_text() + "\nfrom ...denoise import _nlm  # planted\n")
-    run = _lint(tmp_path)
-    assert run.returncode != 0
-    assert "BROKEN" in run.stdout and "attnlib.denoise._nlm" in run.stdout
+def test_a_state_dict_with_add_bias_kv_is_refused():
+    theirs = nn.MultiheadAttention(8, 2, add_bias_kv=True)
+    with pytest.raises(ValueError, match="bias_k"):
+        MultiHeadAttention(8, 2).load_state_dict(theirs.state_dict())
 
 
-def _imports(path: Path, module: str, tree: ast.Module):
-    """Every attnlib module that ``module`` imports (a name imported from a package
-    counts as the submodule it may be)."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            target = _resolve(module, node, path.name == "__init__.py")
-            yield target
-            yield from (f"{target}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Import):
-            yield from (a.name for a in node.names)
-
-
-def test_no_idea_imports_its_own_experiments():
-    """An idea's ``experiments`` (module or package) sit above its core: the core (every
-    other module of the idea) never imports them."""
-    for path, module, tree in _modules():
-        idea = _package(module)
-        experiments = f"{idea}.experiments"
-        if module.startswith(experiments):
-            continue
-        bad = [t for t in _imports(path, module, tree) if t.startswith(experiments)]
-        assert not bad, f"{module} imports {bad[0]}: the core imports its experiments"
-
-
-def test_the_experiments_check_bites():
-    module, path = "attnlib.mux.models", LIB / "mux" / "models.py"
-    tree = ast.parse("from .experiments import routing\n")
-    assert any(
-        t.startswith("attnlib.mux.experiments") for t in _imports(path, module, tree)
+def pair_layer(batch_first=True, **kw):
+    torch.manual_seed(0)
+    theirs = nn.TransformerEncoderLayer(
+        8, 2, dim_feedforward=16, dropout=0.1, batch_first=batch_first, **kw, **F64
     )
+    ours = TransformerEncoderLayer(8, 2, 16, 0.1, batch_first=batch_first, **kw, **F64)
+    ours.load_state_dict(theirs.state_dict())
+    return ours.eval(), theirs.eval()
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{}, {"norm_first": True}, {"activation": "gelu"}, {"layer_norm_eps": 1e-3},
+     {"batch_first": False}],
+    ids=["post-norm", "pre-norm", "gelu", "eps", "sequence first"],
+)  # fmt: skip
+def test_encoder_layer_matches_torchs_after_loading_its_state_dict(kw):
+    batch_first = kw.pop("batch_first", True)
+    ours, theirs = pair_layer(batch_first, **kw)
+    x = randn(3, 6, 8) if batch_first else randn(6, 3, 8)
+    padding = torch.zeros(3, 6, dtype=torch.bool)
+    padding[1, 5:] = True
+    causal = nn.Transformer.generate_square_subsequent_mask(6, **F64)  # float -inf
+    for masks in ({}, {"src_key_padding_mask": padding}, {"src_mask": causal}):
+        torch.testing.assert_close(
+            ours(x, **masks), theirs(x, **masks), atol=1e-12, rtol=0
+        )
+
+
+def test_encoder_layers_stack_in_torchs_transformer_encoder():
+    ours, theirs = pair_layer()
+    stack_ours = nn.TransformerEncoder(ours, 3, enable_nested_tensor=False)
+    stack_theirs = nn.TransformerEncoder(theirs, 3, enable_nested_tensor=False)
+    x = randn(2, 6, 8)
+    padding = torch.zeros(2, 6, dtype=torch.bool)
+    padding[0, 4:] = True
+    for args in (
+        {},
+        {"src_key_padding_mask": padding},
+        {
+            "is_causal": True,
+            "mask": nn.Transformer.generate_square_subsequent_mask(6, **F64),
+        },
+    ):
+        torch.testing.assert_close(
+            stack_ours.eval()(x, **args), stack_theirs.eval()(x, **args),
+            atol=1e-12, rtol=0,
+        )  # fmt: skip
+
+
+def test_torch_names_and_bad_arguments():
+    assert TransformerEncoderLayer(8, nhead=2).self_attn.num_heads == 2
+    with pytest.raises(ValueError, match="nhead"):
+        TransformerEncoderLayer(8, 2, nhead=2)
+    with pytest.raises(ValueError, match="dropout"):
+        MultiHeadAttention(8, 2, dropout=1.5)
+    with pytest.raises(ValueError, match="batch_first"):
+        MultiHeadAttention(8, 2, batch_first="yes")
+    with pytest.raises(ValueError, match="activation"):
+        TransformerEncoderLayer(8, 2, activation="swish")
+    with pytest.raises(ValueError, match="key_padding_mask"):
+        MultiHeadAttention(8, 2)(
+            randn(3, 5, 8).float(), key_padding_mask=torch.zeros(3, 4, dtype=torch.bool)
+        )
