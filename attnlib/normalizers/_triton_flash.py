@@ -48,6 +48,33 @@ if HAVE_TRITON:
     _pow_pos = triton_entmax._pow_pos
 
     @triton.jit
+    def _tile(ptr, offs_a, stride_a, n_a, offs_b, stride_b, n_b):
+        """The float32 tile ``ptr[a, b]`` at these offsets, zero outside the bounds."""
+        return tl.load(
+            ptr + offs_a[:, None] * stride_a + offs_b[None, :] * stride_b,
+            mask=(offs_a[:, None] < n_a) & (offs_b[None, :] < n_b), other=0.0,
+        ).to(tl.float32)  # fmt: skip
+
+    @triton.jit
+    def _put(ptr, offs_a, stride_a, n_a, offs_b, n_b, x):
+        """Store ``x`` in ``ptr``'s dtype at rows ``offs_a``, columns ``offs_b``."""
+        tl.store(
+            ptr + offs_a[:, None] * stride_a + offs_b[None, :],
+            x.to(ptr.dtype.element_ty),
+            mask=(offs_a[:, None] < n_a) & (offs_b[None, :] < n_b),
+        )  # fmt: skip
+
+    @triton.jit
+    def _row_stats(Mrow, Tau, Ssum, Am1, bh, n_q, offs_m):
+        """A query block's saved m, τ and Σ p, with its α - 1 and 1/(α - 1)."""
+        row_ok = offs_m < n_q
+        m = tl.load(Mrow + bh * n_q + offs_m, mask=row_ok, other=0.0)
+        tau = tl.load(Tau + bh * n_q + offs_m, mask=row_ok, other=0.0)
+        ssum = tl.load(Ssum + bh * n_q + offs_m, mask=row_ok, other=0.0)
+        am1 = tl.load(Am1 + bh + offs_m * 0).to(tl.float32)
+        return m, tau, ssum, am1, 1.0 / am1
+
+    @triton.jit
     def _scores(
         q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
         skb, skn, smb, smq, smk,
@@ -56,10 +83,7 @@ if HAVE_TRITON:
     ):  # fmt: skip
         offs_n = start_n + tl.arange(0, BN)
         offs_d = tl.arange(0, BD)
-        kt = tl.load(
-            K + bh * skb + offs_n[None, :] * skn + offs_d[:, None],
-            mask=(offs_n[None, :] < n_k) & (offs_d[:, None] < d), other=0.0,
-        ).to(tl.float32)  # fmt: skip
+        kt = _tile(K + bh * skb, offs_d, 1, d, offs_n, skn, n_k)
         s = tl.dot(q, kt) * scale
         keep = (offs_m[:, None] < n_q) & (offs_n[None, :] < n_k)
         if HAS_MASK:
@@ -96,10 +120,7 @@ if HAVE_TRITON:
         offs_d = tl.arange(0, BD)
         offs_v = tl.arange(0, BDV)
         row_ok = offs_m < n_q
-        q = tl.load(
-            Q + bh * sqb + offs_m[:, None] * sqm + offs_d[None, :],
-            mask=row_ok[:, None] & (offs_d[None, :] < d), other=0.0,
-        ).to(tl.float32)  # fmt: skip
+        q = _tile(Q + bh * sqb, offs_m, sqm, n_q, offs_d, 1, d)
         am1 = tl.load(Am1 + bh + offs_m * 0).to(tl.float32)
         expo = 1.0 / am1
         m = tl.full((BM,), float("-inf"), tl.float32)
@@ -133,17 +154,11 @@ if HAVE_TRITON:
                 w = _weights(tl.maximum(z, 0.0), expo, KIND)
                 ssum += tl.sum(w, axis=1)
                 offs_n = start_n + tl.arange(0, BN)
-                vb = tl.load(
-                    V + bh * svb + offs_n[:, None] * svn + offs_v[None, :],
-                    mask=(offs_n[:, None] < n_k) & (offs_v[None, :] < dv), other=0.0,
-                ).to(tl.float32)  # fmt: skip
+                vb = _tile(V + bh * svb, offs_n, svn, n_k, offs_v, 1, dv)
                 acc += tl.dot(w, vb)
         ssum = tl.where(empty, 0.0, ssum)
         out = acc / tl.where(ssum > 0, ssum, 1.0)[:, None]
-        tl.store(
-            Out + bh * sob + offs_m[:, None] * som + offs_v[None, :],
-            out.to(Out.dtype.element_ty), mask=row_ok[:, None] & (offs_v[None, :] < dv),
-        )  # fmt: skip
+        _put(Out + bh * sob, offs_m, som, n_q, offs_v, dv, out)
         tl.store(Mrow + bh * n_q + offs_m, m_safe, mask=row_ok)
         tl.store(Tau + bh * n_q + offs_m, lo, mask=row_ok)
         tl.store(Ssum + bh * n_q + offs_m, ssum, mask=row_ok)
@@ -174,19 +189,9 @@ if HAVE_TRITON:
         offs_d = tl.arange(0, BD)
         offs_v = tl.arange(0, BDV)
         row_ok = offs_m < n_q
-        q = tl.load(
-            Q + bh * sqb + offs_m[:, None] * sqm + offs_d[None, :],
-            mask=row_ok[:, None] & (offs_d[None, :] < d), other=0.0,
-        ).to(tl.float32)  # fmt: skip
-        do = tl.load(
-            dO + bh * sob + offs_m[:, None] * som + offs_v[None, :],
-            mask=row_ok[:, None] & (offs_v[None, :] < dv), other=0.0,
-        ).to(tl.float32)  # fmt: skip
-        am1 = tl.load(Am1 + bh + offs_m * 0).to(tl.float32)
-        expo = 1.0 / am1
-        m = tl.load(Mrow + bh * n_q + offs_m, mask=row_ok, other=0.0)
-        tau = tl.load(Tau + bh * n_q + offs_m, mask=row_ok, other=0.0)
-        ssum = tl.load(Ssum + bh * n_q + offs_m, mask=row_ok, other=0.0)
+        q = _tile(Q + bh * sqb, offs_m, sqm, n_q, offs_d, 1, d)
+        do = _tile(dO + bh * sob, offs_m, som, n_q, offs_v, 1, dv)
+        m, tau, ssum, am1, expo = _row_stats(Mrow, Tau, Ssum, Am1, bh, n_q, offs_m)
         sg = tl.zeros((BM,), tl.float32)
         st_sum = tl.zeros((BM,), tl.float32)
         for start_n in range(0, n_k, BN):
@@ -195,10 +200,7 @@ if HAVE_TRITON:
             p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
             if live:
                 offs_n = start_n + tl.arange(0, BN)
-                vt = tl.load(
-                    V + bh * svb + offs_n[None, :] * svn + offs_v[:, None],
-                    mask=(offs_n[None, :] < n_k) & (offs_v[:, None] < dv), other=0.0,
-                ).to(tl.float32)  # fmt: skip
+                vt = _tile(V + bh * svb, offs_v, 1, dv, offs_n, svn, n_k)
                 g = tl.dot(do, vt)
                 sg += tl.sum(st * g, axis=1)
                 st_sum += tl.sum(st, axis=1)
@@ -210,22 +212,12 @@ if HAVE_TRITON:
             p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
             if live:
                 offs_n = start_n + tl.arange(0, BN)
-                vt = tl.load(
-                    V + bh * svb + offs_n[None, :] * svn + offs_v[:, None],
-                    mask=(offs_n[None, :] < n_k) & (offs_v[:, None] < dv), other=0.0,
-                ).to(tl.float32)  # fmt: skip
-                kb = tl.load(
-                    K + bh * skb + offs_n[:, None] * skn + offs_d[None, :],
-                    mask=(offs_n[:, None] < n_k) & (offs_d[None, :] < d), other=0.0,
-                ).to(tl.float32)  # fmt: skip
+                vt = _tile(V + bh * svb, offs_v, 1, dv, offs_n, svn, n_k)
+                kb = _tile(K + bh * skb, offs_n, skn, n_k, offs_d, 1, d)
                 ds = st * (tl.dot(do, vt) - c[:, None])
                 dq += tl.dot(ds, kb)
         tl.store(C + bh * n_q + offs_m, c, mask=row_ok)
-        tl.store(
-            dQ + bh * sqb + offs_m[:, None] * sqm + offs_d[None, :],
-            (dq * scale).to(dQ.dtype.element_ty),
-            mask=row_ok[:, None] & (offs_d[None, :] < d),
-        )  # fmt: skip
+        _put(dQ + bh * sqb, offs_m, sqm, n_q, offs_d, d, dq * scale)
 
     @triton.jit
     def _bwd_kv_kernel(
@@ -240,47 +232,25 @@ if HAVE_TRITON:
         offs_n = start_n + tl.arange(0, BN)
         offs_d = tl.arange(0, BD)
         offs_v = tl.arange(0, BDV)
-        col_ok = offs_n < n_k
-        vt = tl.load(
-            V + bh * svb + offs_n[None, :] * svn + offs_v[:, None],
-            mask=col_ok[None, :] & (offs_v[:, None] < dv), other=0.0,
-        ).to(tl.float32)  # fmt: skip
+        vt = _tile(V + bh * svb, offs_v, 1, dv, offs_n, svn, n_k)
         dk = tl.zeros((BN, BD), tl.float32)
         dvacc = tl.zeros((BN, BDV), tl.float32)
         for start_m in range(0, n_q, BM):
             offs_m = start_m + tl.arange(0, BM)
             row_ok = offs_m < n_q
-            q = tl.load(
-                Q + bh * sqb + offs_m[:, None] * sqm + offs_d[None, :],
-                mask=row_ok[:, None] & (offs_d[None, :] < d), other=0.0,
-            ).to(tl.float32)  # fmt: skip
-            am1 = tl.load(Am1 + bh + offs_m * 0).to(tl.float32)
-            expo = 1.0 / am1
-            m = tl.load(Mrow + bh * n_q + offs_m, mask=row_ok, other=0.0)
-            tau = tl.load(Tau + bh * n_q + offs_m, mask=row_ok, other=0.0)
-            ssum = tl.load(Ssum + bh * n_q + offs_m, mask=row_ok, other=0.0)
+            q = _tile(Q + bh * sqb, offs_m, sqm, n_q, offs_d, 1, d)
+            m, tau, ssum, am1, expo = _row_stats(Mrow, Tau, Ssum, Am1, bh, n_q, offs_m)
             s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
                         skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
             p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
             if live:
                 c = tl.load(C + bh * n_q + offs_m, mask=row_ok, other=0.0)
-                do = tl.load(
-                    dO + bh * sob + offs_m[:, None] * som + offs_v[None, :],
-                    mask=row_ok[:, None] & (offs_v[None, :] < dv), other=0.0,
-                ).to(tl.float32)  # fmt: skip
+                do = _tile(dO + bh * sob, offs_m, som, n_q, offs_v, 1, dv)
                 ds = st * (tl.dot(do, vt) - c[:, None])
                 dk += tl.dot(tl.trans(ds), q)
                 dvacc += tl.dot(tl.trans(p), do)
-        tl.store(
-            dK + bh * skb + offs_n[:, None] * skn + offs_d[None, :],
-            (dk * scale).to(dK.dtype.element_ty),
-            mask=col_ok[:, None] & (offs_d[None, :] < d),
-        )  # fmt: skip
-        tl.store(
-            dV + bh * svb + offs_n[:, None] * svn + offs_v[None, :],
-            dvacc.to(dV.dtype.element_ty),
-            mask=col_ok[:, None] & (offs_v[None, :] < dv),
-        )  # fmt: skip
+        _put(dK + bh * skb, offs_n, skn, n_k, offs_d, d, dk * scale)
+        _put(dV + bh * svb, offs_n, svn, n_k, offs_v, dv, dvacc)
 
 
 def _pow2(n: int) -> int:
