@@ -111,6 +111,11 @@ def resolve(score: Score, normalizer: Normalizer) -> tuple[Callable, Callable]:
     -------
     (callable, callable)
         ``score(q, k)`` and ``normalizer(scores)``.
+
+    Implements
+    ----------
+    No equation: it looks up the names :func:`attention` accepts (``SCORES`` and
+    ``attnlib.normalizers.NORMALIZERS``).
     """
     return _resolve_score(score), _resolve_normalizer(normalizer)
 

@@ -87,6 +87,11 @@ def shuffled_translation(
     TranslationPairs
         ``src`` and ``tgt`` ``(n_pairs, length, dim)``, ``perm`` and ``src_words``
         ``(n_pairs, length)``.
+
+    Implements
+    ----------
+    No equation: synthetic data, whose alignment is known, for chapter 01's
+    attention heatmaps.
     """
     n_pairs, length = check_int(n_pairs, "n_pairs"), check_int(length, "length")
     vocab_size = check_int(vocab_size, "vocab_size", minimum=length)
@@ -199,6 +204,10 @@ def captioned_images(
         ``images`` ``(n, size, size, 3)``, ``boxes`` ``(n, n_objects, 4)``,
         ``region_features`` ``(n, n_objects, feature_dim)``, ``word_ids`` and ``target``
         ``(n, 2 n_objects)``, and the ``vocabulary``.
+
+    Implements
+    ----------
+    No equation: synthetic data for chapter 01's attention over image regions.
     """
     n = check_int(n, "n")
     n_objects = check_int(n_objects, "n_objects", maximum=len(SHAPES))

@@ -253,6 +253,10 @@ def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
         ``batches(step) -> (noisy, clean)``, two float32 tensors (the dtype of a fresh
         denoiser) of shape ``(crop, crop)`` or ``(crop, crop, C)``; ``step`` is
         ignored (each call draws anew).
+
+    Implements
+    ----------
+    No equation: the training pairs of chapter 03's learned denoiser.
     """
     if isinstance(images, (str, bytes)) or not hasattr(images, "__len__"):
         raise ValueError(
@@ -303,6 +307,11 @@ def psnr(clean, estimate, data_range: float = 1.0) -> float:
     -------
     float
         The PSNR in decibels.
+
+    Implements
+    ----------
+    No equation of the papers: the standard definition, as
+    ``skimage.metrics.peak_signal_noise_ratio`` computes it.
     """
     data_range = check_positive(data_range, "data_range")
     c = as_tensor(clean, "clean", dtype=torch.float64).detach().cpu()

@@ -192,6 +192,10 @@ def translation_sequences(
     -------
     torch.Tensor, shape (n, length, dim)
         Standard normal tokens between the zero margins.
+
+    Implements
+    ----------
+    No equation: test inputs of chapter 08's equivariance checks.
     """
     n, length, dim = (
         check_int(n, "n"),

@@ -198,6 +198,11 @@ def lam_column(lam, n: int) -> np.ndarray:
     -------
     ndarray, shape (n, 1)
         The weights, float64.
+
+    Implements
+    ----------
+    No equation: the per-sample weights ``λ_j`` of the self-expressive Lasso, checked
+    and shaped.
     """
     if np.ndim(lam) == 0:
         return np.full((n, 1), check_positive(lam, "lam"))

@@ -94,6 +94,10 @@ def random_permutation(
     -------
     torch.Tensor, shape (n, n)
         A permutation matrix.
+
+    Implements
+    ----------
+    No equation: a test input of the equivariance checks (Ma & Ying, 2022).
     """
     return _random_permutation(check_int(n, "n"), generator, dtype)
 
