@@ -485,21 +485,37 @@ def _weights(
     """The weights and the output, for :func:`_attention` (checked arguments)."""
     score_fn, normalize = _resolve_score(score), _resolve_normalizer(normalizer)
     temperature = _temperature(temperature, score, q.shape[-1])
-
-    scores = score_fn(q, k)
-    empty = None
-    if mask is not None:
-        mask = _check_mask(mask, scores.shape, scores.device)
-        # A row whose every key is masked (causal masks with padding make them) gets
-        # zero weights and zero output, as SDPA's: its scores stay unmasked (finite, so
-        # no NaN and finite gradients) and its weights are zeroed at the end.
-        empty = ~mask.any(-1, keepdim=True)
-        scores = scores.masked_fill(~mask & ~empty, float("-inf"))
+    scores, empty = _masked(score_fn(q, k), mask)
     if scores.numel() == 0:
         return AttentionResult(normalize(scores) @ v, normalize(scores))
-    # NaN, +inf and rows without a finite score show in the row maxima. Detached: the
-    # shift below changes no output (softmax, sparsemax, entmax are shift-invariant), so
-    # it needs no gradient.
+    shift = isinstance(normalizer, str) and normalizer in SHIFT_INVARIANT
+    scores = _tempered(scores, _row_tops(scores), temperature, shift)
+    if bias is not None:
+        scores = scores + bias.to(device=scores.device, dtype=scores.dtype)
+    weights = normalize(scores)
+    if empty is not None:
+        weights = weights.masked_fill(empty, 0.0)
+    if dropout_p:
+        weights = torch.nn.functional.dropout(weights, dropout_p)
+    return AttentionResult(weights @ v, weights)
+
+
+def _masked(scores, mask):
+    """Scores with masked keys at ``-inf``, and the rows with no key (or ``None``)."""
+    if mask is None:
+        return scores, None
+    mask = _check_mask(mask, scores.shape, scores.device)
+    # A row whose every key is masked (causal masks with padding make them) gets zero
+    # weights and zero output, as SDPA's: its scores stay unmasked (finite, so no NaN
+    # and finite gradients) and its weights are zeroed at the end.
+    empty = ~mask.any(-1, keepdim=True)
+    return scores.masked_fill(~mask & ~empty, float("-inf")), empty
+
+
+def _row_tops(scores):
+    """The row maxima, refusing a row with NaN, ``+inf`` or no finite score."""
+    # Detached: the shift they serve changes no output (softmax, sparsemax, entmax are
+    # shift-invariant), so it needs no gradient.
     top = scores.detach().amax(-1, keepdim=True)
     if top.device.type != "cpu":  # one check on the device: no synchronisation
         check_on_device(
@@ -516,41 +532,36 @@ def _weights(
             else "only -inf"
         )
         raise ScoreError(what, scores.dtype)
+    return top
+
+
+def _tempered(scores, top, temperature, shift):
+    """Scores divided by the temperature, without overflow where ``shift`` allows."""
     # A temperature that the scores' dtype rounds to 0 or inf is applied in float64, so
     # that 0 / 0 and -inf / inf (masked keys) do not become NaN.
     t_cast = float(torch.tensor(temperature, dtype=scores.dtype))
     exact = t_cast != 0 and math.isfinite(t_cast)
-    shift = isinstance(normalizer, str) and normalizer in SHIFT_INVARIANT
     if shift and not (exact and t_cast >= 1):
         # A temperature below 1 could overflow the scores to +inf; their gaps to the row
         # maximum are finite, and can overflow only to -inf (weight 0). (At 1 or above
         # nothing overflows, and the normalizer shifts by the row maximum itself.)
         scores = scores - top
-        scores = (
+        return (
             scores.div_(temperature)
             if exact
             else (scores.double() / temperature).to(scores.dtype)
         )
-    else:
-        divided = (
-            scores / temperature
-            if exact
-            else (scores.double() / temperature).to(scores.dtype)
+    divided = (
+        scores / temperature
+        if exact
+        else (scores.double() / temperature).to(scores.dtype)
+    )
+    if temperature < 1:
+        check_on_device(
+            (torch.isinf(divided) & torch.isfinite(scores)).any(),
+            f"temperature={temperature!r} makes the scores overflow {scores.dtype}",
         )
-        if temperature < 1:
-            check_on_device(
-                (torch.isinf(divided) & torch.isfinite(scores)).any(),
-                f"temperature={temperature!r} makes the scores overflow {scores.dtype}",
-            )
-        scores = divided
-    if bias is not None:
-        scores = scores + bias.to(device=scores.device, dtype=scores.dtype)
-    weights = normalize(scores)
-    if empty is not None:
-        weights = weights.masked_fill(empty, 0.0)
-    if dropout_p:
-        weights = torch.nn.functional.dropout(weights, dropout_p)
-    return AttentionResult(weights @ v, weights)
+    return divided
 
 
 def output_of(y) -> torch.Tensor:
