@@ -551,6 +551,14 @@ def test_bad_inputs():
         GaussianRBF.grid(3, 1e39)
     with pytest.raises(ValueError, match="sigma2"):
         GaussianRBF.grid(3, 1e-50)
+    # ... and centres that high - low overflows (each of low and high finite).
+    with pytest.raises(ValueError, match="low and high"):
+        GaussianRBF.linspace(4, (0.1,), -3e38, 3e38)
+    with pytest.raises(ValueError, match="low and high"):
+        GaussianRBF.grid(2, 1e-3, -2e38, 2e38)
+    # A 2-D basis reads positions (L, 2), whatever the private path behind it.
+    with pytest.raises(ValueError, match=r"positions must have shape \(L, 2\)"):
+        ridge_value_coefficients(torch.randn(2, 5, 3), torch.rand(5, 1), BASIS_2D)
     with pytest.raises(ValueError, match="kind"):
         DigitClassifier("grid")
     with pytest.raises(ValueError, match="kind"):
@@ -575,6 +583,45 @@ def test_a_module_refuses_a_density_that_overflows(two_d):
         module.head.weight.fill_(1.0)
     with pytest.raises(ValueError, match="H is too large"):
         module(H)
+
+
+def test_a_module_refuses_a_variance_its_dtype_rounds_to_zero():
+    """σ² = var + min_var with a min_var below float32's range is 0: refused, not a
+    point mass whose gradients are NaN."""
+    module = ContinuousAttention1D(BASIS_1D, min_var=1e-46)
+    with pytest.raises(ValueError, match="variance is 0"):
+        module(torch.randn(2, 5, 3), torch.eye(5)[:2])
+
+
+@pytest.mark.parametrize(
+    "two_d, name, value, message",
+    [
+        (False, "alpha", 3, "alpha must be 1"),
+        (False, "alpha", True, "alpha must be 1"),
+        (False, "lam", 0.0, "lam must be a finite positive"),
+        (False, "lam", math.nan, "lam must be a finite positive"),
+        (False, "min_var", -1.0, "min_var must be a finite positive"),
+        (True, "n_angles", 2, "n_angles must be an integer at least 8"),
+    ],
+)
+def test_a_hyperparameter_is_checked_when_set(two_d, name, value, message):
+    """Checked once, where it is set: in the constructor and on assignment, since the
+    forward pass trusts it."""
+    basis = BASIS_2D if two_d else BASIS_1D
+    module = (ContinuousAttention2D if two_d else ContinuousAttention1D)(basis)
+    with pytest.raises(ValueError, match=message):
+        setattr(module, name, value)
+    with pytest.raises(ValueError, match=message):
+        type(module)(basis, **{name: value})
+
+
+def test_a_subclass_of_the_basis_is_built_by_its_own_constructor():
+    class Tagged(GaussianRBF):
+        def __init__(self, mu, sigma2):
+            super().__init__(mu, sigma2)
+            self.tag = "built"
+
+    assert Tagged.linspace(4).tag == Tagged.grid(2).tag == "built"
 
 
 # ----------------------------------------------- moment matching (mutation campaign)

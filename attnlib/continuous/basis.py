@@ -37,19 +37,26 @@ def _deviations(sigmas) -> list[float]:
     checked = as_tensor(sigmas, "sigmas", ndim=1, dtype=torch.float64)
     if (checked <= 0).any():
         raise ValueError(f"sigmas must be positive, got {sigmas!r}")
+    # (torch.full would raise a RuntimeError for a square its dtype cannot hold.)
     if checked.max() > math.sqrt(torch.finfo(torch.get_default_dtype()).max):
         raise ValueError(f"sigmas are too large for the variances: {sigmas}")
     return checked.tolist()
 
 
-def _representable(sigma2: torch.Tensor, name: str) -> torch.Tensor:
-    """Variances built from checked numbers, refused where their dtype made 0 or inf."""
+def _representable(mu: torch.Tensor, sigma2: torch.Tensor, name: str):
+    """Centres and variances built from checked numbers, refused where their dtype
+    made them NaN, 0 or inf (``high - low`` or a variance overflowing, or underflowing).
+    """
+    if not torch.isfinite(mu).all():
+        raise ValueError(
+            f"low and high are too far apart for {mu.dtype}: the centres overflow"
+        )
     if not (torch.isfinite(sigma2).all() and (sigma2 > 0).all()):
         raise ValueError(
             f"{name} must be positive and finite in {sigma2.dtype}, got variances "
             f"from {sigma2.min().item():.3g} to {sigma2.max().item():.3g}"
         )
-    return sigma2
+    return mu, sigma2
 
 
 class GaussianRBF:
@@ -101,7 +108,10 @@ class GaussianRBF:
 
     @classmethod
     def _trusted(cls, mu: torch.Tensor, sigma2: torch.Tensor) -> GaussianRBF:
-        """A basis of checked centres and variances, not checked again."""
+        """A basis of checked centres and variances, not checked again (a subclass's
+        constructor runs as written)."""
+        if cls is not GaussianRBF:
+            return cls(mu, sigma2)
         basis = cls.__new__(cls)
         basis._hold(mu, sigma2)
         return basis
@@ -128,7 +138,7 @@ class GaussianRBF:
         sigma2 = torch.cat(
             [torch.full((k,), float(s) ** 2) for k, s in zip(per, sigmas)]
         )
-        return cls._trusted(mu, _representable(sigma2, "sigmas"))
+        return cls._trusted(*_representable(mu, sigma2, "sigmas"))
 
     @classmethod
     def grid(
@@ -144,9 +154,8 @@ class GaussianRBF:
         rows, cols = torch.meshgrid(axis, axis, indexing="ij")
         mu = torch.stack([rows.flatten(), cols.flatten()], -1)
         sigma2 = torch.tensor(check_positive(sigma2, "sigma2"), dtype=mu.dtype)
-        return cls._trusted(
-            mu, _representable(sigma2.expand(mu.shape[0]).clone(), "sigma2")
-        )
+        sigma2 = sigma2.expand(mu.shape[0]).clone()
+        return cls._trusted(*_representable(mu, sigma2, "sigma2"))
 
     def params(self, like: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Centres and variances in ``like``'s dtype and device."""
@@ -218,6 +227,11 @@ def ridge_value_coefficients(
     if not isinstance(basis, GaussianRBF):
         raise ValueError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
     positions = as_tensor(positions, "positions", ndim=basis.dim, device=H.device)
+    if basis.dim == 2 and positions.shape[-1] != 2:
+        raise ValueError(
+            f"positions must have shape (L, 2) for a 2-D basis, got "
+            f"{tuple(positions.shape)}"
+        )
     H, positions = _common(H, positions)
     if positions.shape[0] != H.shape[-2]:
         raise ValueError(

@@ -12,13 +12,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ..utils import (
-    as_tensor,
-    check_int,
-    check_on_device,
-    check_positive,
-    module_input,
-)
+from ..utils import as_tensor, check_int, check_on_device, check_positive
+from ..utils.validation import module_input
 from .attention import _continuous_attention_1d, _continuous_attention_2d
 from .basis import GaussianRBF, _check_basis, _ridge_value_coefficients
 from .densities import _check_spd, _common, check_alpha
@@ -42,15 +37,33 @@ class ContinuousAttentionOutput(NamedTuple):
     r: torch.Tensor  # (batch, N): E_p[ψ(t)]
 
 
+class _Setting:
+    """A hyper-parameter checked when it is set, not at every forward pass."""
+
+    def __init__(self, check):
+        self.check = check
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, module, owner=None):
+        return self if module is None else module.__dict__["_" + self.name]
+
+    def __set__(self, module, value):
+        module.__dict__["_" + self.name] = self.check(value, self.name)
+
+
 class _ContinuousAttention(nn.Module):
+    alpha = _Setting(lambda value, name: check_alpha(value))
+    lam = _Setting(check_positive)
+    min_var = _Setting(check_positive)
+
     def __init__(
         self, basis: GaussianRBF, dim: int, in_features, alpha, lam, min_var, n_params
     ):
         super().__init__()
         self.basis = _check_basis(basis, dim)
-        self.alpha = check_alpha(alpha)
-        self.lam = check_positive(lam, "lam")
-        self.min_var = check_positive(min_var, "min_var")
+        self.alpha, self.lam, self.min_var = alpha, lam, min_var
         self.head = (
             None
             if in_features is None
@@ -103,6 +116,11 @@ class _ContinuousAttention(nn.Module):
             raise ValueError(
                 "the density's parameters are NaN or infinite: H is too large for "
                 f"{H.dtype} (rescale it) or the module's weights are not finite"
+            )
+        if spread.ndim == mu.ndim and not (spread > 0).all():  # 1-D: σ² itself
+            raise ValueError(
+                f"the density's variance is 0 in {spread.dtype}: min_var is below what "
+                "it holds, or H drives the variance head to -inf (rescale it)"
             )
 
 
@@ -201,6 +219,8 @@ class ContinuousAttention2D(_ContinuousAttention):
     sparse-and-continuous attention paper.
     """
 
+    n_angles = _Setting(lambda value, name: check_int(value, name, minimum=8))
+
     def __init__(
         self,
         basis: GaussianRBF,
@@ -212,7 +232,7 @@ class ContinuousAttention2D(_ContinuousAttention):
         n_angles: int = 48,
     ):
         super().__init__(basis, 2, in_features, alpha, lam, min_var, 5)
-        self.n_angles = check_int(n_angles, "n_angles", minimum=8)
+        self.n_angles = n_angles
 
     @staticmethod
     def grid_positions(
