@@ -489,7 +489,7 @@ def _weights(
     if scores.numel() == 0:
         return AttentionResult(normalize(scores) @ v, normalize(scores))
     shift = isinstance(normalizer, str) and normalizer in SHIFT_INVARIANT
-    scores = _tempered(scores, _row_tops(scores), temperature, shift)
+    scores = _tempered(scores, _checked_tops(scores), temperature, shift)
     if bias is not None:
         scores = scores + bias.to(device=scores.device, dtype=scores.dtype)
     weights = normalize(scores)
@@ -512,8 +512,8 @@ def _masked(scores, mask):
     return scores.masked_fill(~mask & ~empty, float("-inf")), empty
 
 
-def _row_tops(scores):
-    """The row maxima, refusing a row with NaN, ``+inf`` or no finite score."""
+def _checked_tops(scores):
+    """The row maxima, checked: a row of NaN, ``+inf`` or no finite score is refused."""
     # Detached: the shift they serve changes no output (softmax, sparsemax, entmax are
     # shift-invariant), so it needs no gradient.
     top = scores.detach().amax(-1, keepdim=True)

@@ -28,7 +28,7 @@ def test_heatmap_labels_axes_and_chooses_signed_colours():
     im = attention_heatmap(np.array([[1.0, -2.0], [0.5, 0.0]]), ax=b).images[0]
     assert im.get_clim() == (-2.0, 2.0) and im.get_cmap().name == "RdBu_r"
     plt.close(fig)
-    with pytest.raises(ValueError, match="weights must be a 2-D"):
+    with pytest.raises(ValueError, match="weights must be a non-empty 2-D"):
         attention_heatmap(np.zeros(3))
 
 

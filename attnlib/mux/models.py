@@ -11,7 +11,8 @@ import torch
 from torch import nn
 
 from ..attention import attention
-from ..utils import check_int, module_input, names_input
+from ..utils import check_int
+from ..utils.validation import module_input, names_input
 from .maps import _normalizer, _squeeze_query
 
 __all__ = [

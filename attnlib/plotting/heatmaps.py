@@ -47,8 +47,9 @@ def _colour_map(cmap, zero_color):
     return cm
 
 
-def _scale(mats, signed, vmin, vmax):
-    """``(signed, lo, hi)``: one scale for ``mats``, centred if signed, else from 0."""
+def _scale(mats, signed, vmin, vmax, *, shared: bool = False):
+    """``(signed, lo, hi)``: one colour scale for ``mats``, symmetric about 0 if signed,
+    else from ``vmin`` (default 0) up; given limits are kept."""
     signed = any(bool((m < 0).any()) for m in mats) if signed is None else signed
     if signed:
         lim = max(float(np.abs(m).max()) for m in mats) or 1.0
@@ -56,11 +57,11 @@ def _scale(mats, signed, vmin, vmax):
         hi = lim if vmax is None else vmax
         return signed, lo, hi
     lo = 0.0 if vmin is None else vmin
-    # Automatic top (None: matplotlib's, the largest weight shown) unless it would
-    # fall below a given bottom.
-    if vmax is not None or vmin is None:
+    # The top is the largest weight shown: matplotlib's own (None) for one matrix,
+    # unless it would fall below a given bottom; computed for panels that share it.
+    if vmax is not None or (vmin is None and not shared):
         return signed, lo, vmax
-    return signed, lo, max(max(float(m.max()) for m in mats), vmin)
+    return signed, lo, max(max(float(m.max()) for m in mats), lo)
 
 
 def _tick_labels(ax, query_labels, key_labels, shape) -> None:
@@ -182,9 +183,9 @@ def attention_heatmap(
         The axes drawn on; ``ax.images[0]`` is the image, for a shared colour bar.
     """
     W = _to_numpy(weights, "weights")
-    if W.ndim != 2:
+    if W.ndim != 2 or not W.size:
         raise ValueError(
-            f"weights must be a 2-D [query, key] matrix, got shape {W.shape}"
+            f"weights must be a non-empty 2-D [query, key] matrix, got shape {W.shape}"
         )
     vmin, vmax = _check_limits(vmin, vmax)
     ax = ax or plt.gca()
@@ -258,16 +259,14 @@ def heatmap_grid(
     matplotlib Figure
         The figure; its last axes is the colour bar.
     """
-    mats = _panels(matrices, "matrices", "2-D", lambda m: m.ndim == 2)
+    mats = _panels(
+        matrices, "matrices", "non-empty 2-D", lambda m: m.ndim == 2 and m.size
+    )
     _check_titles(titles, len(mats), "matrix")
     ncols = _ncols(ncols, len(mats))
     width = check_positive(width, "width")
     vmin, vmax = _check_limits(vmin, vmax)
-    signed, vmin, vmax = _scale(mats, signed, vmin, vmax)
-    # The panels share one top, not each its own; it is computed even where vmax is
-    # given, so that an empty matrix fails whatever the limits.
-    top = max(max(float(m.max()) for m in mats), vmin)
-    vmax = top if vmax is None else vmax
+    signed, vmin, vmax = _scale(mats, signed, vmin, vmax, shared=True)
     _check_limits(vmin, vmax)
     height = panel_height or 0.85 * width / ncols
     fig, axes = _panel_grid(len(mats), ncols, width, height)

@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from ..attention import AttentionResult, attend
-from ..utils import as_tensor, check_int, check_positive, module_input, names_input
+from ..utils import as_tensor, check_int, check_positive
+from ..utils.validation import module_input, names_input
 from ._lasso.common import soft_threshold as _shrink
 
 __all__ = ["sparse_coding_attention", "UnrolledISTAAttention"]

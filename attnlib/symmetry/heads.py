@@ -12,7 +12,8 @@ import torch
 from torch import nn
 
 from ..attention import AttentionResult, attend
-from ..utils import as_tensor, check_int, check_positive, names_input
+from ..utils import as_tensor, check_int, check_positive
+from ..utils.validation import names_input
 
 __all__ = ["HEAD_KERNELS", "knowledge_attention", "KnowledgeAttention"]
 

@@ -8,17 +8,14 @@ The foundation every other module stands on (it imports nothing of attnlib but
   boundary;
 * ``attnlib.utils.runtime``: seeding, the device, the memory left.
 
-A helper added to either module is re-exported here by adding it to the import below
-(and, if public, to that module's ``__all__``).
+A name listed in either module's ``__all__`` is on this face; the checks the library's
+modules share but readers need not (``check_type``, ``module_input``, ``names_input``)
+are imported from ``attnlib.utils.validation``.
 """
 
 from . import runtime, validation
 from .runtime import *  # noqa: F403
 from .validation import *  # noqa: F403
-
-# Checks the library's modules share that are not for readers: importable from here,
-# kept out of the list.
-from .validation import check_type, module_input, names_input  # noqa: F401
 
 # The face lists what its modules list, in reading order.
 __all__: list[str] = []

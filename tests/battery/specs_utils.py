@@ -79,7 +79,7 @@ def specs():
             },
         ),
         "utils.check_type": Spec(
-            U.check_type,
+            importlib.import_module("attnlib.utils.validation").check_type,
             lambda: dict(value=3, name="value", kind=int, what="an int"),
             {},
             extra=[("a string", lambda a: a | dict(value="3"), INVALID, "value")],

@@ -6,6 +6,9 @@ import torch
 
 from ...utils import check_int
 
+# Helpers of the package's modules: nothing here is public.
+__all__: list[str] = []
+
 
 def _token_ids(x, name: str, length: str, vocab: int, device) -> torch.Tensor:
     """``x`` as a ``(batch, length)`` integer tensor of ids in ``[0, vocab)``."""

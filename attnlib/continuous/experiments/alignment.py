@@ -21,11 +21,12 @@ from torch import nn
 from ...attention import attention
 from ...errors import TrainingDivergedError
 from ...training import evaluating, to_device, train
-from ...utils import check_int, check_type
+from ...utils import check_int
+from ...utils.validation import check_type
 from ..attention import continuous_attention_1d
 from ..basis import GaussianRBF, ridge_value_coefficients
 from ..densities import check_alpha, gaussian_pdf, truncated_parabola_pdf
-from ._common import _row_batches, _token_ids
+from ._inputs import _row_batches, _token_ids
 
 __all__ = [
     "AlignmentTask",

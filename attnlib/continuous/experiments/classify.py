@@ -12,7 +12,7 @@ from torch import nn
 
 from ...training import evaluating, to_device, train
 from ...utils import check_int
-from ._common import _row_batches
+from ._inputs import _row_batches
 
 __all__ = ["accuracy", "fit_classifier"]
 

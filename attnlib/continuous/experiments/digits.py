@@ -16,7 +16,8 @@ from torch import nn
 
 from ...attention import attention
 from ...training import to_device
-from ...utils import check_int, check_positive, module_input
+from ...utils import check_int, check_positive
+from ...utils.validation import module_input
 from ..basis import GaussianRBF
 from ..densities import check_alpha
 from ..modules import ContinuousAttention2D, ContinuousAttentionOutput

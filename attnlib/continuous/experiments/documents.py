@@ -22,7 +22,7 @@ from ...utils import as_tensor, check_in_range, check_int, check_positive
 from ..basis import GaussianRBF
 from ..densities import check_alpha
 from ..modules import ContinuousAttention1D, ContinuousAttentionOutput
-from ._common import _token_ids
+from ._inputs import _token_ids
 
 __all__ = [
     "SpanDocuments",

@@ -19,7 +19,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from ...training import evaluating, train
-from ...utils import check_int, check_positive, device_or_cpu, module_input
+from ...utils import check_int, check_positive, device_or_cpu
+from ...utils.validation import module_input
 from .. import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
 
 __all__ = [

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...training import evaluating
-from ...utils import check_type
+from ...utils.validation import check_type
 from .. import RoutingTask
 from .routing import PointerTask
 

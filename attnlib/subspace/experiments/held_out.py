@@ -17,13 +17,8 @@ import torch
 from torch import nn
 
 from ...errors import TrainingDivergedError
-from ...utils import (
-    as_float_array,
-    as_tensor,
-    check_int,
-    check_positive,
-    module_input,
-)
+from ...utils import as_float_array, as_tensor, check_int, check_positive
+from ...utils.validation import module_input
 from .._lasso.common import soft_threshold  # unchecked: inner loops
 
 __all__ = [

@@ -15,7 +15,8 @@ from torch import nn
 
 from ...layers import MultiHeadAttention
 from ...training import to_device
-from ...utils import as_tensor, check_int, module_input
+from ...utils import as_tensor, check_int
+from ...utils.validation import module_input
 from ..sparse_coding import UnrolledISTAAttention
 
 __all__ = ["sparse_combination_batch", "combination_report", "AttentionStack"]

@@ -16,7 +16,8 @@ from torch import nn
 
 from ...attention import output_of
 from ...layers import MultiHeadAttention
-from ...utils import as_tensor, check_int, module_input
+from ...utils import as_tensor, check_int
+from ...utils.validation import module_input
 from ..heads import KnowledgeAttention
 from .baselines import MeanBaseline, RidgeCVBaseline, ScaledInput, _fixed_length
 
