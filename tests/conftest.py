@@ -169,23 +169,6 @@ def pytest_xdist_make_scheduler(config, log):
     return WebsiteTogether(config, log)
 
 
-#: The files that take minutes (the website's build and print, the chapters in a
-#: fresh environment, the benchmarks' quick runs, the recomputed result slices).
-LONG_FILES = (
-    *WEBSITE_TESTS,
-    "tests/test_colab.py",
-    "tests/test_benchmarks.py",
-    "tests/test_results.py",
-)
-
-
-def pytest_collection_modifyitems(config, items):
-    """Collect the long files first: xdist hands out files in collection order, so the
-    short ones fill the workers' tails instead of a build that starts last."""
-    rank = {name: i for i, name in enumerate(LONG_FILES)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
-
-
 #: Every check helper: those of attnlib.utils.validation and scikit-learn's two
 #: validators (tests/test_validate_once.py counts them on the hot paths).
 CHECKS = (
