@@ -4,7 +4,7 @@ One module per idea; every chapter of the book imports it. The core is
 :func:`attnlib.attention.attention`, of which every other method is a special case.
 """
 
-from . import attention  # the module, callable as the function (see attention.py's end)
+from . import attention  # the module, callable as the function (see its end)
 from .attention import AttentionResult
 from .layers import MultiHeadAttention, TransformerEncoderLayer
 

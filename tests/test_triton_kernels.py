@@ -125,30 +125,82 @@ def test_fully_masked_rows_give_zero_output_and_zero_gradient(dtype):
         assert torch.isfinite(gx).all() and (gx.float().cpu() == 0).all()
 
 
-def _spy(monkeypatch):
-    """Route the kernels to the torch engine, recording each call."""
-    from attnlib.normalizers._entmax import entmax_bisect, entmax_vjp
-
+def _count(monkeypatch, module, *names):
+    """Let ``module``'s kernels run as if a CUDA device could launch them (on the
+    simulated device of tests/simulated_cuda.py, in the interpreter), recording each
+    call of the functions ``names``."""
     calls = []
 
-    def forward(x, alpha):
-        calls.append("forward")
-        xf = x.float()
-        top = xf.max(-1, keepdim=True).values
-        return entmax_bisect(xf - top, alpha).to(x.dtype)
+    def recorded(name):
+        real = getattr(module, name)
 
-    def backward(p, g, alpha):
-        calls.append("backward")
-        return entmax_vjp(p.float(), g.float(), alpha, differentiable=False).to(p.dtype)
+        def call(*args, **kwargs):
+            calls.append(kwargs.get("alpha", name))
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(te, "runnable", lambda: True)
-    monkeypatch.setattr(te, "entmax_forward", forward)
-    monkeypatch.setattr(te, "entmax_backward", backward)
+        return call
+
+    if not REAL_CUDA:
+        monkeypatch.setattr(module, "runnable", lambda: True)
+    for name in names:
+        monkeypatch.setattr(module, name, recorded(name))
     return calls
 
 
+ROW_MAPS = {
+    "sparsemax": sparsemax,
+    "entmax15": entmax,
+    "entmax13": lambda t: entmax(t, 1.3),
+    "per-row-alpha": lambda t: entmax(t, torch.linspace(1.2, 2.5, 4).unsqueeze(-1)),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("name", list(ROW_MAPS))
+def test_cuda_rows_reach_the_kernels(name, dtype, monkeypatch):
+    """sparsemax / entmax of CUDA rows run the kernels forward and backward, and give
+    the CPU's torch engine's values and gradients (a consistency check: the kernels'
+    own references are the tests above)."""
+    from simulated_cuda import SimulatedCuda
+
+    calls = _count(monkeypatch, te, "entmax_forward", "entmax_backward")
+    fn = ROW_MAPS[name]
+    x = _scores(rows=4, n=11, seed=7).to(dtype)
+    w = torch.randn(4, 11, generator=torch.Generator().manual_seed(8)).to(dtype)
+    xr = x.clone().requires_grad_(True)
+    (fn(xr) * w).sum().backward()
+    assert calls == []  # the CPU keeps its compiled loops
+    with SimulatedCuda():
+        xc = x.to("cuda").requires_grad_(True)
+        p = fn(xc)
+        (p * w.to("cuda")).sum().backward()
+        assert p.is_cuda and p.dtype == dtype and xc.grad.is_cuda
+        p, grad = p.detach().cpu(), xc.grad.cpu()
+    assert calls == ["entmax_forward", "entmax_backward"]
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(p, fn(x).detach(), atol=tol, rtol=tol)
+    torch.testing.assert_close(grad, xr.grad, atol=tol, rtol=tol)
+
+
+def test_cuda_rows_the_kernels_do_not_take_stay_with_the_torch_engine(monkeypatch):
+    """float64 rows, and a backward that builds a graph (double backward), use the
+    differentiable torch engine."""
+    from simulated_cuda import SimulatedCuda
+
+    calls = _count(monkeypatch, te, "entmax_forward", "entmax_backward")
+    x = _scores(rows=4, n=11, seed=7)[[0, 3]]
+    with SimulatedCuda():
+        entmax(x.to("cuda"))
+        assert calls == []
+        xc = x.float().to("cuda").requires_grad_(True)
+        (g,) = torch.autograd.grad(entmax(xc)[:, 0].sum(), xc, create_graph=True)
+        assert calls == ["entmax_forward"]  # forward fused, backward differentiable
+        g.sum().backward()
+        assert torch.isfinite(xc.grad.cpu()).all()
+
+
 # ------------------------------------------------------------- flash entmax attention
-from attnlib.normalizers import _triton_flash as tf  # noqa: E402
+from attnlib.attention import _triton_flash as tf  # noqa: E402
 
 
 def _dense(q, k, v, alpha, mask, causal):
@@ -233,3 +285,66 @@ def test_flash_attention_gives_zero_for_a_query_with_no_key(small_blocks):
     )
     for got, want in zip(grads, ref_grads):
         torch.testing.assert_close(got.double().cpu(), want, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("normalizer", ["sparsemax", "entmax"])
+def test_cuda_attention_without_weights_runs_flash(
+    normalizer, causal, small_blocks, monkeypatch
+):
+    """attention(..., need_weights=False) on CUDA: sparsemax and entmax run the flash
+    kernels (a key-padding mask passed unexpanded), with the dense attention's output
+    and gradients."""
+    from simulated_cuda import SimulatedCuda
+
+    from attnlib import attention
+
+    calls = _count(monkeypatch, tf, "flash_entmax_attention")
+    g = torch.Generator().manual_seed(9)
+    n_k = 17 if causal else 37
+    q, k, v = (torch.randn(2, 2, n, 8, generator=g) for n in (17, n_k, n_k))
+    pad = torch.rand(2, 1, 1, n_k, generator=g) > 0.3
+    kw = dict(normalizer=normalizer, mask=pad, is_causal=causal)
+    ref_in = [t.double().requires_grad_(True) for t in (q, k, v)]
+    ref = attention(*ref_in, **kw).output
+    ref.sum().backward()
+    with SimulatedCuda():
+        dev = [t.to("cuda").requires_grad_(True) for t in (q, k, v)]
+        out = attention(*dev, **kw | dict(mask=pad.to("cuda")), need_weights=False)
+        out.output.sum().backward()
+        assert out.weights is None and out.output.is_cuda
+        got = [out.output.detach().cpu()] + [t.grad.cpu() for t in dev]
+    assert calls == [{"sparsemax": 2.0, "entmax": 1.5}[normalizer]]
+    for a, b in zip(got, [ref.detach()] + [t.grad for t in ref_in]):
+        torch.testing.assert_close(a.double(), b, atol=1e-5, rtol=1e-5)
+
+
+DENSE_ONLY = {  # attention's arguments that the flash kernels do not compute
+    "weights asked": dict(normalizer="sparsemax"),
+    "softmax (SDPA's)": dict(normalizer="softmax", need_weights=False),
+    "a callable normalizer": dict(normalizer=sparsemax, need_weights=False),
+    "another score": dict(normalizer="entmax", score="neg_sq_dist", need_weights=False),
+    "dropout": dict(normalizer="entmax", dropout_p=0.1, need_weights=False),
+    "a float mask": dict(
+        normalizer="entmax", mask=torch.zeros(6, 9), need_weights=False
+    ),
+    "float64": dict(normalizer="entmax", need_weights=False, dtype=torch.float64),
+}
+
+
+@pytest.mark.parametrize("case", list(DENSE_ONLY))
+def test_cuda_attention_the_flash_kernels_do_not_take_is_dense(case, monkeypatch):
+    from simulated_cuda import SimulatedCuda
+
+    from attnlib import attention
+
+    calls = _count(monkeypatch, tf, "flash_entmax_attention")
+    kw = dict(DENSE_ONLY[case])
+    q, k, v = _qkv(6, 9, kw.pop("dtype", torch.float32))
+    with SimulatedCuda():
+        dev = [t.to("cuda") for t in (q, k, v)]
+        if isinstance(kw.get("mask"), torch.Tensor):
+            kw["mask"] = kw["mask"].to("cuda")
+        out = attention(*dev, **kw).output
+        assert out.is_cuda and torch.isfinite(out.cpu()).all()
+    assert calls == []

@@ -98,6 +98,7 @@ T_MANI = "tests/test_lle_experiments.py"
 T_DENX = "tests/test_denoise_experiments_cnn.py"
 T_SEX = "tests/test_subspace_experiments.py"
 T_SC = "tests/test_subspace_sparse_coding.py"
+T_TRI = "tests/test_triton_kernels.py"
 
 A = "attnlib/"
 MUTANTS: list[Mutant] = [
@@ -132,21 +133,21 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "scaled-dot-temperature-d-not-sqrt-d",
-        A + "attention.py",
+        A + "attention/__init__.py",
         "temperature = math.sqrt(d) if score",
         "temperature = d if score",
         T_ATT,
     ),
     M(
         "neg-sq-dist-without-half",
-        A + "attention.py",
+        A + "attention/__init__.py",
         "return -0.5 * sq.clamp_min(0)",
         "return -sq.clamp_min(0)",
         T_ATT,
     ),
     M(
         "neg-l1-is-euclidean",
-        A + "attention.py",
+        A + "attention/__init__.py",
         "return -torch.cdist(q, k, p=1)",
         "return -torch.cdist(q, k, p=2)",
         T_ATT,
@@ -430,6 +431,70 @@ MUTANTS: list[Mutant] = [
         "s = torch.where(support, p_in.pow(2 - alpha), 0)",
         "s = torch.where(support, p_in.pow(alpha - 1), 0)",
         T_NORM,
+    ),
+    # ------------------------------------------- Triton kernels and their dispatch
+    M(
+        "triton-rows-backward-mean-sign",
+        A + "normalizers/_triton_entmax.py",
+        "gx = sg - s * mean",
+        "gx = sg + s * mean",
+        T_TRI,
+    ),
+    M(
+        "triton-rows-bisection-keeps-wrong-half",
+        A + "normalizers/_triton_entmax.py",
+        "lo = tl.where(big, mid, lo)",
+        "lo = tl.where(big, lo, mid)",
+        T_TRI,
+    ),
+    M(
+        "triton-rows-masked-row-not-zeroed",
+        A + "normalizers/_triton_entmax.py",
+        "p = tl.where(empty, 0.0, p / tl.where(total > 0, total, 1.0))",
+        "p = p / tl.where(total > 0, total, 1.0)",
+        T_TRI,
+    ),
+    M(
+        "flash-skips-live-blocks",
+        A + "attention/_triton_flash.py",
+        "if tl.max(tl.max(z, axis=1), axis=0) > 0:",
+        "if tl.max(tl.max(z, axis=1), axis=0) > 1:",
+        T_TRI,
+    ),
+    M(
+        "flash-causal-excludes-the-diagonal",
+        A + "attention/_triton_flash.py",
+        "keep = keep & (offs_n[None, :] <= offs_m[:, None])",
+        "keep = keep & (offs_n[None, :] < offs_m[:, None])",
+        T_TRI,
+    ),
+    M(
+        "flash-dk-unscaled",
+        A + "attention/_triton_flash.py",
+        "offs_n, skn, n_k, offs_d, d, dk * scale)",
+        "offs_n, skn, n_k, offs_d, d, dk)",
+        T_TRI,
+    ),
+    M(
+        "flash-mask-broadcast-over-queries-lost",
+        A + "attention/_triton_flash.py",
+        "m3 = m3.expand(bh, n_q, n_k)",
+        "m3 = m3[:, :1].expand(bh, n_q, n_k)",
+        T_TRI,
+    ),
+    M(
+        "rows-dispatch-bypasses-the-kernels",
+        A + "normalizers/maps.py",
+        "ctx.triton = triton_entmax.accepts(x)",
+        "ctx.triton = False",
+        T_TRI,
+    ),
+    M(
+        "attention-dispatch-bypasses-flash",
+        A + "attention/__init__.py",
+        "and triton_flash.accepts(q, k, v)",
+        "and False",
+        T_TRI,
     ),
     M(
         "entmax-bisection-too-few-steps",
@@ -776,35 +841,35 @@ MUTANTS: list[Mutant] = [
     # --- issue 38: torch's and entmax's conventions, sample weights, train()
     M(
         "sdpa-scale-not-inverted",
-        A + "attention.py",
+        A + "attention/__init__.py",
         'temperature = 1 / check_positive(scale, "scale")',
         'temperature = check_positive(scale, "scale")',
         "tests/test_sdpa_arguments.py",
     ),
     M(
         "sdpa-subnormal-scale-accepted",
-        A + "attention.py",
+        A + "attention/__init__.py",
         "if math.isinf(temperature):",
         "if math.isnan(temperature):",
         "tests/test_sdpa_arguments.py",
     ),
     M(
         "sdpa-causal-mask-upper",
-        A + "attention.py",
+        A + "attention/__init__.py",
         "dtype=torch.bool, device=q.device\n        ).tril()",
         "dtype=torch.bool, device=q.device\n        ).triu()",
         "tests/test_sdpa_arguments.py",
     ),
     M(
         "sdpa-additive-mask-ignored",
-        A + "attention.py",
+        A + "attention/__init__.py",
         "scores = scores + bias.to(device=scores.device, dtype=scores.dtype)",
         "scores = scores",
         "tests/test_sdpa_arguments.py",
     ),
     M(
         "sdpa-dropout-before-normalising",
-        A + "attention.py",
+        A + "attention/__init__.py",
         "weights = torch.nn.functional.dropout(weights, dropout_p)",
         "weights = weights * (1 - dropout_p)",
         "tests/test_sdpa_arguments.py",

@@ -86,9 +86,10 @@ if HAVE_TRITON:
         top = tl.where(empty, 0.0, top)
         z = (x - top) * am1  # max z = 0; masked entries -inf
         expo = 1.0 / am1
-        nf = n_cols.to(tl.float32)
+        # not n_cols.to(...): Triton passes an int argument equal to 1 as a constant
+        nf = tl.zeros_like(top) + n_cols
         lo = tl.zeros_like(top) - 1.0  # Σp ≥ 1 here
-        hi = -_pow_pos(1.0 / nf + tl.zeros_like(top), am1)  # Σp ≤ 1 here
+        hi = -_pow_pos(1.0 / nf, am1)  # Σp ≤ 1 here
         for _ in range(N_ITER):
             mid = 0.5 * (lo + hi)
             d = tl.maximum(z - mid, 0.0)
@@ -161,8 +162,11 @@ def _am1_rows(alpha, x2: torch.Tensor, lead) -> torch.Tensor:
                       dtype=torch.float32)  # fmt: skip
 
 
-def _block(n: int) -> int:
-    return max(16, triton.next_power_of_2(n))
+def _launch(n: int) -> dict:
+    """The block holding a row of ``n`` and the warps sharing it (more for long rows,
+    so that each thread holds at most 64 entries)."""
+    block = max(16, triton.next_power_of_2(n))
+    return {"BLOCK": block, "num_warps": min(16, max(4, block // 2048))}
 
 
 def entmax_forward(x: torch.Tensor, alpha) -> torch.Tensor:
@@ -174,7 +178,7 @@ def entmax_forward(x: torch.Tensor, alpha) -> torch.Tensor:
         am1 = _am1_rows(alpha, x2, shape[:-1])
         _entmax_fwd_kernel[(x2.shape[0],)](
             x2, p, am1, x2.shape[1], x2.stride(0), p.stride(0),
-            N_ITER=N_BISECT, BLOCK=_block(x2.shape[1]), KIND=_kind(alpha),
+            N_ITER=N_BISECT, KIND=_kind(alpha), **_launch(x2.shape[1]),
         )  # fmt: skip
     return p.view(shape)
 
@@ -183,12 +187,12 @@ def entmax_backward(p: torch.Tensor, g: torch.Tensor, alpha) -> torch.Tensor:
     """The gradient in the scores of α-entmax at ``p`` given ``g`` (Triton kernel)."""
     shape = p.shape
     p2 = p.contiguous().view(-1, shape[-1])
-    g2 = g.to(p.dtype).contiguous().view(-1, shape[-1])
+    g2 = g.contiguous().view(-1, shape[-1])  # read in its own dtype, as float32
     gx = torch.empty_like(p2)
     if p2.shape[0]:
         am1 = _am1_rows(alpha, p2, shape[:-1])
         _entmax_bwd_kernel[(p2.shape[0],)](
             p2, g2, gx, am1, p2.shape[1], p2.stride(0), g2.stride(0), gx.stride(0),
-            BLOCK=_block(p2.shape[1]), KIND=_kind(alpha),
+            KIND=_kind(alpha), **_launch(p2.shape[1]),
         )  # fmt: skip
     return gx.view(shape)

@@ -15,6 +15,7 @@ import torch
 from ..utils import check_on_device
 from . import _entmax as entmax_engine
 from . import _entmax_loops as entmax_loops
+from . import _triton_entmax as triton_entmax
 from .common import (
     _along_last,
     _check_index,
@@ -86,7 +87,9 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
 # bisected with tensor operations. Off the CPU (CUDA) the maps come from
 # attnlib.normalizers._entmax: sparsemax and 1.5-entmax sort each row once and take the
 # threshold in closed form on every prefix; any other α is bisected a fixed number of
-# times; no step reads a value back to the host.
+# times; no step reads a value back to the host. Where Triton is installed, CUDA rows of
+# float32, float16 or bfloat16 go to the fused kernels of attnlib.normalizers.
+# _triton_entmax instead (one program per row, forward and backward).
 
 
 def _family(alpha) -> int:
@@ -182,7 +185,11 @@ class _Entmax(torch.autograd.Function):
             else alpha <= 2
         )
         ctx.compiled = newton and on_cpu
-        if not on_cpu:  # sort-based or fixed bisection: no host-device synchronisation
+        ctx.triton = triton_entmax.accepts(x)
+        if ctx.triton:  # the fused kernel, after the torch engine's one check
+            _row_max(x)
+            p = triton_entmax.entmax_forward(x, alpha)
+        elif not on_cpu:  # sort or fixed bisection: no host-device synchronisation
             p = entmax_engine.threshold_map(x, _row_max(x), alpha, cd)
         elif ctx.compiled:
             a = (
@@ -216,9 +223,12 @@ class _Entmax(torch.autograd.Function):
             return _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape).to(
                 out.dtype
             ), None
-        grad_x = entmax_engine.entmax_vjp(
-            p, g, alpha, differentiable=torch.is_grad_enabled()
-        )
+        if ctx.triton and not torch.is_grad_enabled():
+            grad_x = triton_entmax.entmax_backward(out, g, alpha)
+        else:
+            grad_x = entmax_engine.entmax_vjp(
+                p, g, alpha, differentiable=torch.is_grad_enabled()
+            )
         grad_alpha = None
         if ctx.needs_input_grad[1]:
             support = p > 0

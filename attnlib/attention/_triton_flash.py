@@ -19,6 +19,11 @@ Inputs float32, float16 or bfloat16, accumulated in float32; boolean masks (True
 attend, broadcastable to ``(..., n_q, n_k)``), causal masking (key j ≤ query i), α a
 number or a tensor with one value per batch-and-head. Queries with no key to attend get
 a zero output and zero gradients.
+
+The engine of :func:`attnlib.attention.attention` (its path without weights on CUDA):
+it computes attention's output, so it lives in the attention package rather than in
+``normalizers``. So that no private name crosses a package, it restates the three lines
+of ``_pow_pos`` and the one of ``runnable`` that ``normalizers._triton_entmax`` holds.
 """
 
 from __future__ import annotations
@@ -27,25 +32,34 @@ import math
 
 import torch
 
-from . import _triton_entmax as triton_entmax
-
-HAVE_TRITON = triton_entmax.HAVE_TRITON
-if HAVE_TRITON:
+try:  # triton is an optional extra
     import triton
     import triton.language as tl
+
+    HAVE_TRITON = True
+except ImportError:  # pragma: no cover - exercised where triton is absent
+    HAVE_TRITON = False
 
 N_BISECT = 30
 BLOCK_M = 64
 BLOCK_N = 64
+MAX_HEAD = 256  # q, k and v rows held whole in a tile
+_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def runnable() -> bool:
-    """Whether Triton and a real CUDA device are present (triton_entmax.runnable)."""
-    return triton_entmax.runnable()
+    """Whether Triton is importable and a real CUDA device can run its kernels
+    (``device_count``: ``is_available`` answers True on the tests' simulated CUDA)."""
+    return HAVE_TRITON and torch.cuda.device_count() > 0
 
 
 if HAVE_TRITON:
-    _pow_pos = triton_entmax._pow_pos
+
+    @triton.jit
+    def _pow_pos(base, expo):
+        """base^expo where base > 0, else 0 (as normalizers._triton_entmax's)."""
+        safe = tl.where(base > 0, base, 1.0)
+        return tl.where(base > 0, tl.exp2(expo * tl.log2(safe)), 0.0)
 
     @triton.jit
     def _tile(ptr, offs_a, stride_a, n_a, offs_b, stride_b, n_b):
@@ -79,12 +93,12 @@ if HAVE_TRITON:
         q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
         skb, skn, smb, smq, smk,
         BN: tl.constexpr, BD: tl.constexpr, HAS_MASK: tl.constexpr,
-        CAUSAL: tl.constexpr,
+        CAUSAL: tl.constexpr, DOT: tl.constexpr,
     ):  # fmt: skip
         offs_n = start_n + tl.arange(0, BN)
         offs_d = tl.arange(0, BD)
         kt = _tile(K + bh * skb, offs_d, 1, d, offs_n, skn, n_k)
-        s = tl.dot(q, kt) * scale
+        s = tl.dot(q, kt, input_precision=DOT) * scale
         keep = (offs_m[:, None] < n_q) & (offs_n[None, :] < n_k)
         if HAS_MASK:
             mk = tl.load(
@@ -113,7 +127,7 @@ if HAVE_TRITON:
         sqb, sqm, skb, skn, svb, svn, sob, som, smb, smq, smk,
         N_ITER: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
         BDV: tl.constexpr, KIND: tl.constexpr, HAS_MASK: tl.constexpr,
-        CAUSAL: tl.constexpr,
+        CAUSAL: tl.constexpr, DOT: tl.constexpr,
     ):  # fmt: skip
         bh = tl.program_id(1)
         offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -126,7 +140,8 @@ if HAVE_TRITON:
         m = tl.full((BM,), float("-inf"), tl.float32)
         for start_n in range(0, n_k, BN):
             s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
+                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
+                        DOT)  # fmt: skip
             m = tl.maximum(m, tl.max(s, axis=1))
         empty = m == float("-inf")
         m_safe = tl.where(empty, 0.0, m)
@@ -138,7 +153,7 @@ if HAVE_TRITON:
             for start_n in range(0, n_k, BN):
                 s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
                             skb, skn, smb, smq, smk, BN, BD, HAS_MASK,
-                            CAUSAL)  # fmt: skip
+                            CAUSAL, DOT)  # fmt: skip
                 z = (s - m_safe[:, None]) * am1[:, None] - mid[:, None]
                 total += tl.sum(_weights(tl.maximum(z, 0.0), expo, KIND), axis=1)
             big = total >= 1.0
@@ -148,14 +163,15 @@ if HAVE_TRITON:
         ssum = tl.zeros((BM,), tl.float32)
         for start_n in range(0, n_k, BN):
             s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
+                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
+                        DOT)  # fmt: skip
             z = (s - m_safe[:, None]) * am1[:, None] - lo[:, None]
             if tl.max(tl.max(z, axis=1), axis=0) > 0:  # else the block's weights are 0
                 w = _weights(tl.maximum(z, 0.0), expo, KIND)
                 ssum += tl.sum(w, axis=1)
                 offs_n = start_n + tl.arange(0, BN)
                 vb = _tile(V + bh * svb, offs_n, svn, n_k, offs_v, 1, dv)
-                acc += tl.dot(w, vb)
+                acc += tl.dot(w, vb, input_precision=DOT)
         ssum = tl.where(empty, 0.0, ssum)
         out = acc / tl.where(ssum > 0, ssum, 1.0)[:, None]
         _put(Out + bh * sob, offs_m, som, n_q, offs_v, dv, out)
@@ -183,6 +199,7 @@ if HAVE_TRITON:
         sqb, sqm, skb, skn, svb, svn, sob, som, smb, smq, smk,
         BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr,
         KIND: tl.constexpr, HAS_MASK: tl.constexpr, CAUSAL: tl.constexpr,
+        DOT: tl.constexpr,
     ):  # fmt: skip
         bh = tl.program_id(1)
         offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -196,26 +213,28 @@ if HAVE_TRITON:
         st_sum = tl.zeros((BM,), tl.float32)
         for start_n in range(0, n_k, BN):
             s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
+                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
+                        DOT)  # fmt: skip
             p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
             if live:
                 offs_n = start_n + tl.arange(0, BN)
                 vt = _tile(V + bh * svb, offs_v, 1, dv, offs_n, svn, n_k)
-                g = tl.dot(do, vt)
+                g = tl.dot(do, vt, input_precision=DOT)
                 sg += tl.sum(st * g, axis=1)
                 st_sum += tl.sum(st, axis=1)
         c = sg / tl.where(st_sum > 0, st_sum, 1.0)
         dq = tl.zeros((BM, BD), tl.float32)
         for start_n in range(0, n_k, BN):
             s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
+                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
+                        DOT)  # fmt: skip
             p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
             if live:
                 offs_n = start_n + tl.arange(0, BN)
                 vt = _tile(V + bh * svb, offs_v, 1, dv, offs_n, svn, n_k)
                 kb = _tile(K + bh * skb, offs_n, skn, n_k, offs_d, 1, d)
-                ds = st * (tl.dot(do, vt) - c[:, None])
-                dq += tl.dot(ds, kb)
+                ds = st * (tl.dot(do, vt, input_precision=DOT) - c[:, None])
+                dq += tl.dot(ds, kb, input_precision=DOT)
         tl.store(C + bh * n_q + offs_m, c, mask=row_ok)
         _put(dQ + bh * sqb, offs_m, sqm, n_q, offs_d, d, dq * scale)
 
@@ -226,6 +245,7 @@ if HAVE_TRITON:
         sqb, sqm, skb, skn, svb, svn, sob, som, smb, smq, smk,
         BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr,
         KIND: tl.constexpr, HAS_MASK: tl.constexpr, CAUSAL: tl.constexpr,
+        DOT: tl.constexpr,
     ):  # fmt: skip
         bh = tl.program_id(1)
         start_n = tl.program_id(0) * BN
@@ -241,20 +261,42 @@ if HAVE_TRITON:
             q = _tile(Q + bh * sqb, offs_m, sqm, n_q, offs_d, 1, d)
             m, tau, ssum, am1, expo = _row_stats(Mrow, Tau, Ssum, Am1, bh, n_q, offs_m)
             s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL)  # fmt: skip
+                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
+                        DOT)  # fmt: skip
             p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
             if live:
                 c = tl.load(C + bh * n_q + offs_m, mask=row_ok, other=0.0)
                 do = _tile(dO + bh * sob, offs_m, som, n_q, offs_v, 1, dv)
-                ds = st * (tl.dot(do, vt) - c[:, None])
-                dk += tl.dot(tl.trans(ds), q)
-                dvacc += tl.dot(tl.trans(p), do)
+                ds = st * (tl.dot(do, vt, input_precision=DOT) - c[:, None])
+                dk += tl.dot(tl.trans(ds), q, input_precision=DOT)
+                dvacc += tl.dot(tl.trans(p), do, input_precision=DOT)
         _put(dK + bh * skb, offs_n, skn, n_k, offs_d, d, dk * scale)
         _put(dV + bh * svb, offs_n, svn, n_k, offs_v, dv, dvacc)
 
 
 def _pow2(n: int) -> int:
     return max(16, triton.next_power_of_2(n))
+
+
+def _precision(q: torch.Tensor) -> str:
+    """How ``tl.dot`` multiplies the float32 tiles: exactly for float32 input (TF32
+    only where PyTorch's matmuls may use it too); TF32 for half-precision input, whose
+    values TF32 holds exactly."""
+    exact = q.dtype == torch.float32 and not torch.backends.cuda.matmul.allow_tf32
+    return "ieee" if exact else "tf32"
+
+
+def accepts(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether the flash kernels take ``q``, ``k``, ``v`` (checked tensors of one
+    dtype and device): CUDA with Triton, a dtype they compute in, head sizes that fit
+    a tile (at most ``MAX_HEAD``), and no empty tensor."""
+    return (
+        q.is_cuda
+        and runnable()
+        and q.dtype in _DTYPES
+        and max(q.shape[-1], v.shape[-1]) <= MAX_HEAD
+        and min(q.numel(), k.numel(), v.numel()) > 0
+    )
 
 
 class _FlashEntmax(torch.autograd.Function):
@@ -274,13 +316,14 @@ class _FlashEntmax(torch.autograd.Function):
             q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0),
             v.stride(1), o.stride(0), o.stride(1), *ms,
             N_ITER=N_BISECT, BM=BLOCK_M, BN=BLOCK_N, BD=_pow2(d), BDV=_pow2(dv),
-            KIND=kind, HAS_MASK=has_mask, CAUSAL=causal,
+            KIND=kind, HAS_MASK=has_mask, CAUSAL=causal, DOT=_precision(q),
         )  # fmt: skip
         ctx.save_for_backward(q, k, v, am1, mk, stats)
         ctx.meta = (has_mask, causal, scale, kind)
         return o
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, do):
         q, k, v, am1, mk, stats = ctx.saved_tensors
         has_mask, causal, scale, kind = ctx.meta
@@ -292,7 +335,7 @@ class _FlashEntmax(torch.autograd.Function):
         ms = mk.stride() if has_mask else (0, 0, 0)
         common = dict(
             BM=BLOCK_M, BN=BLOCK_N, BD=_pow2(d), BDV=_pow2(dv), KIND=kind,
-            HAS_MASK=has_mask, CAUSAL=causal,
+            HAS_MASK=has_mask, CAUSAL=causal, DOT=_precision(q),
         )  # fmt: skip
         strides = (
             q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0),
@@ -356,8 +399,11 @@ def flash_entmax_attention(
         am1 = torch.full((bh,), float(alpha) - 1, device=q.device, dtype=torch.float32)
         kind = 1 if alpha == 2 else 2 if alpha == 1.5 else 0
     m3 = None
-    if mask is not None:
-        m3 = mask.to(torch.int8).expand(*batch, n_q, n_k).reshape(bh, n_q, n_k)
+    if mask is not None:  # broadcast query or key dims keep stride 0: no n_q × n_k copy
+        m = mask.to(torch.int8)
+        m = m.reshape((1,) * (len(batch) + 2 - m.ndim) + tuple(m.shape))
+        m3 = m.expand(*batch, *m.shape[-2:]).reshape(bh, *m.shape[-2:])
+        m3 = m3.expand(bh, n_q, n_k)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     out = _FlashEntmax.apply(q3, k3, v3, am1, m3, bool(causal), scale, kind)
     return out.view(*batch, n_q, v.shape[-1])

@@ -19,9 +19,10 @@ from typing import NamedTuple
 
 import torch
 
-from .errors import ScoreError
-from .normalizers import NORMALIZERS, SHIFT_INVARIANT
-from .utils import as_tensor, check_on_device, check_positive
+from ..errors import ScoreError
+from ..normalizers import NORMALIZERS, SHIFT_INVARIANT
+from ..utils import as_tensor, check_on_device, check_positive
+from . import _triton_flash as triton_flash
 
 __all__ = [
     "AttentionResult",
@@ -203,9 +204,12 @@ def attention(
     scale : float, optional
         SDPA's multiplier of the scores, ``1 / temperature`` (give one of the two).
     need_weights : bool
-        Return the weights. Without them, softmax attention with the ``"scaled_dot"``
-        or ``"dot"`` score runs as PyTorch's fused ``scaled_dot_product_attention``
-        (the weights are never formed), and ``weights`` is None.
+        Return the weights. Without them, ``weights`` is None and, with the
+        ``"scaled_dot"`` or ``"dot"`` score, the weights are never formed: softmax
+        attention runs as PyTorch's fused ``scaled_dot_product_attention``; on CUDA
+        with Triton installed, ``"sparsemax"`` and ``"entmax"`` attention without
+        dropout or a float mask run as flash kernels that skip the blocks of keys with
+        zero weight (memory linear in the number of keys).
 
     Returns
     -------
@@ -268,6 +272,10 @@ def _attention(
         return AttentionResult(
             _fused(q, k, v, score, None, None, temperature, dropout_p, causal=True),
             None,
+        )
+    if _flashable(q, k, v, score, normalizer, need_weights, bias, dropout_p):
+        return AttentionResult(
+            _flash(q, k, v, score, normalizer, mask, temperature, is_causal), None
         )
     if is_causal:  # SDPA's causal mask: aligned at the top left
         causal = torch.ones(
@@ -367,6 +375,50 @@ def _fused(
         ~torch.isfinite(out).all(),
         f"q, k or v contains NaN or infinite values, or q k^T / temperature overflows "
         f"{q.dtype} (q and k too large, or temperature too small)",
+    )
+    return out
+
+
+#: The names whose attention the flash kernels compute, and their α ("entmax" is
+#: ``normalizers.entmax`` at its default, 1.5-entmax).
+_FLASH_ALPHAS = {"sparsemax": 2.0, "entmax": 1.5}
+
+
+def _flashable(q, k, v, score, normalizer, need_weights, bias, dropout_p) -> bool:
+    """Whether the flash entmax kernels compute this attention: sparsemax or entmax
+    with a dot score, no weights asked, no additive mask or dropout, on CUDA tensors
+    that the kernels take."""
+    return (
+        not need_weights
+        and isinstance(normalizer, str)
+        and normalizer in _FLASH_ALPHAS
+        and score in _FUSED_SCORES
+        and bias is None
+        and not dropout_p
+        and triton_flash.accepts(q, k, v)
+    )
+
+
+def _flash(q, k, v, score, normalizer, mask, temperature, causal) -> torch.Tensor:
+    """Sparsemax or 1.5-entmax attention's output by the flash kernels (checked input).
+
+    The same mathematics as :func:`attend` with that normalizer, without the weights:
+    each query's threshold is found over blocks of keys, and blocks of zero weight are
+    skipped (``attnlib.attention._triton_flash``). A query with no key gets zeros.
+    """
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    if mask is not None:  # checked, but passed unexpanded (its broadcast dims stay 0)
+        mask = torch.as_tensor(mask, device=q.device)
+        _check_mask(mask, (*batch, q.shape[-2], k.shape[-2]), q.device)
+    temperature = _temperature(temperature, score, q.shape[-1])
+    out = triton_flash.flash_entmax_attention(
+        q, k, v, alpha=_FLASH_ALPHAS[normalizer], mask=mask, causal=causal,
+        scale=1 / temperature,
+    )  # fmt: skip
+    check_on_device(  # q k^T / temperature overflowed float32 (inputs are finite)
+        ~torch.isfinite(out).all(),
+        f"q k^T / temperature overflows float32 (q and k too large, or "
+        f"temperature={temperature!r} too small)",
     )
     return out
 
