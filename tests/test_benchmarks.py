@@ -456,3 +456,41 @@ def _planted(name):
 def test_the_quick_accuracy_check_can_fail(name):
     checks = QUICK_ACCURACY[name](_planted(name))
     assert not all(ok for _, ok in checks), f"{name}: the planted bad row passed"
+
+
+def _gpu_result(ratio_to_adasplash, peak_32k):
+    """A GPU section's result as :func:`gpu_section` writes it, with chosen numbers."""
+    bench = _benchmark_module("normalizers")
+    rows = [
+        {"map": m, "shape": list(shape), "dtype": dtype, "ratio_to_softmax": 1.5,
+         "ratio_to_adasplash": ratio_to_adasplash}
+        for shape in bench.GPU_SHAPES for dtype in ("float32", "bfloat16")
+        for m in ("sparsemax", "entmax15")
+    ]  # fmt: skip
+    rows.append({"map": "entmax15", "shape": [65536, 64], "dtype": "float32",
+                 "ratio_to_softmax": 9.0, "ratio_to_adasplash": 9.0})  # fmt: skip
+    att = [
+        {"tokens": n, "dtype": dtype, "ratio_to_adasplash": ratio_to_adasplash,
+         "ours_peak_mib": {4096: 10.0, 32768: peak_32k}.get(n, 1.0)}
+        for n in (1024, 4096, 32768) for dtype in ("float32", "bfloat16")
+    ]  # fmt: skip
+    return bench, {
+        "targets": bench.GPU_TARGETS,
+        "rows": rows,
+        "entmax_attention": {"rows": att},
+        "attention": {"no_weights_ratio_to_sdpa": 1.01},
+    }
+
+
+def test_gpu_verdicts_read_issue_37s_targets():
+    """The GPU section's verdicts: met, failed, and unmeasured where a peer is absent
+    (the rows off the target shapes, here 9 times slower, are not read)."""
+    bench, result = _gpu_result(0.9, 85.0)  # 8 times the tokens, 8.5 times the memory
+    verdicts = bench.gpu_verdicts(result)
+    assert len(verdicts) == 9 and all(v["met"] is True for v in verdicts), verdicts
+    bench, result = _gpu_result(1.2, 640.0)  # quadratic memory: 64 times
+    failed = [v["target"] for v in bench.gpu_verdicts(result) if v["met"] is False]
+    assert len(failed) == 6 and all("AdaSplash" in f or "memory" in f for f in failed)
+    bench, result = _gpu_result(None, 85.0)  # AdaSplash not installed
+    unmeasured = [v for v in bench.gpu_verdicts(result) if v["met"] is None]
+    assert len(unmeasured) == 4 and all(v["value"] is None for v in unmeasured)
