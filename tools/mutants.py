@@ -448,10 +448,10 @@ MUTANTS: list[Mutant] = [
         T_TRI,
     ),
     M(
-        "triton-rows-masked-row-not-zeroed",
+        "triton-rows-backward-divides-by-an-empty-support",
         A + "normalizers/_triton_entmax.py",
-        "p = tl.where(empty, 0.0, p / tl.where(total > 0, total, 1.0))",
-        "p = p / tl.where(total > 0, total, 1.0)",
+        "mean = tl.sum(sg, axis=0) / tl.where(ssum > 0, ssum, 1.0)",
+        "mean = tl.sum(sg, axis=0) / ssum",
         T_TRI,
     ),
     M(

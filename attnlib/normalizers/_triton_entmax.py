@@ -82,8 +82,7 @@ if HAVE_TRITON:
         x = x.to(tl.float32)
         am1 = tl.load(am1_ptr + row).to(tl.float32)
         top = tl.max(x, axis=0)
-        empty = top == float("-inf")
-        top = tl.where(empty, 0.0, top)
+        top = tl.where(top == float("-inf"), 0.0, top)  # not -inf - -inf = NaN
         z = (x - top) * am1  # max z = 0; masked entries -inf
         expo = 1.0 / am1
         # not n_cols.to(...): Triton passes an int argument equal to 1 as a constant
@@ -110,8 +109,8 @@ if HAVE_TRITON:
             p = d * d
         else:
             p = _pow_pos(d, expo)
-        total = tl.sum(p, axis=0)
-        p = tl.where(empty, 0.0, p / tl.where(total > 0, total, 1.0))
+        total = tl.sum(p, axis=0)  # 0 on a row of -inf only: its p is 0 already
+        p = p / tl.where(total > 0, total, 1.0)
         tl.store(
             p_ptr + row * stride_p + cols, p.to(p_ptr.dtype.element_ty), mask=inside
         )
