@@ -10,10 +10,11 @@ For each block of queries the kernel walks the keys block by block, three times:
 Only ``m``, τ and ``Σ p`` per query are kept (memory linear in the length). The backward
 recomputes the tiles: per query ``c = Σ s̃ g / Σ s̃`` with ``s̃ = p^{2-α}`` on the support
 and ``g = dO vᵀ``; then ``dS = s̃ (g - c)``, ``dQ = dS K · scale`` (one program per query
-block) and ``dK = dSᵀ Q · scale``, ``dV = pᵀ dO`` (one program per key block), zero key
-or query blocks skipped. Bisection rather than Halley steps: no per-row safeguard, any
-α > 1 (per head), at the cost of ``N_BISECT`` extra passes over the keys in the forward;
-its speed against AdaSplash's Halley + bisection is unmeasured until a GPU is at hand.
+block, one pass over the keys: ``dS K = (s̃ g) K - c (s̃ K)``) and ``dK = dSᵀ Q · scale``,
+``dV = pᵀ dO`` (one program per key block), zero key or query blocks skipped.
+Bisection rather than Halley steps: no per-row safeguard, any α > 1 (per head), at the
+cost of ``N_BISECT`` extra passes over the keys in the forward; its speed against
+AdaSplash's Halley + bisection is unmeasured until a GPU is at hand.
 
 Inputs float32, float16 or bfloat16, accumulated in float32; boolean masks (True =
 attend, broadcastable to ``(..., n_q, n_k)``), causal masking (key j ≤ query i), α a
@@ -209,21 +210,12 @@ if HAVE_TRITON:
         q = _tile(Q + bh * sqb, offs_m, sqm, n_q, offs_d, 1, d)
         do = _tile(dO + bh * sob, offs_m, som, n_q, offs_v, 1, dv)
         m, tau, ssum, am1, expo = _row_stats(Mrow, Tau, Ssum, Am1, bh, n_q, offs_m)
+        # dQ = Σ_j s̃_j (g_j - c) k_j = A - c B, with A = Σ s̃ g k and B = Σ s̃ k: one
+        # pass over the keys gathers c's two sums and both products
         sg = tl.zeros((BM,), tl.float32)
         st_sum = tl.zeros((BM,), tl.float32)
-        for start_n in range(0, n_k, BN):
-            s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
-                        DOT)  # fmt: skip
-            p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
-            if live:
-                offs_n = start_n + tl.arange(0, BN)
-                vt = _tile(V + bh * svb, offs_v, 1, dv, offs_n, svn, n_k)
-                g = tl.dot(do, vt, input_precision=DOT)
-                sg += tl.sum(st * g, axis=1)
-                st_sum += tl.sum(st, axis=1)
-        c = sg / tl.where(st_sum > 0, st_sum, 1.0)
-        dq = tl.zeros((BM, BD), tl.float32)
+        a = tl.zeros((BM, BD), tl.float32)
+        b = tl.zeros((BM, BD), tl.float32)
         for start_n in range(0, n_k, BN):
             s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
                         skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
@@ -233,8 +225,13 @@ if HAVE_TRITON:
                 offs_n = start_n + tl.arange(0, BN)
                 vt = _tile(V + bh * svb, offs_v, 1, dv, offs_n, svn, n_k)
                 kb = _tile(K + bh * skb, offs_n, skn, n_k, offs_d, 1, d)
-                ds = st * (tl.dot(do, vt, input_precision=DOT) - c[:, None])
-                dq += tl.dot(ds, kb, input_precision=DOT)
+                stg = st * tl.dot(do, vt, input_precision=DOT)
+                sg += tl.sum(stg, axis=1)
+                st_sum += tl.sum(st, axis=1)
+                a += tl.dot(stg, kb, input_precision=DOT)
+                b += tl.dot(st, kb, input_precision=DOT)
+        c = sg / tl.where(st_sum > 0, st_sum, 1.0)
+        dq = a - c[:, None] * b
         tl.store(C + bh * n_q + offs_m, c, mask=row_ok)
         _put(dQ + bh * sqb, offs_m, sqm, n_q, offs_d, d, dq * scale)
 
