@@ -348,3 +348,19 @@ def test_cuda_attention_the_flash_kernels_do_not_take_is_dense(case, monkeypatch
         out = attention(*dev, **kw).output
         assert out.is_cuda and torch.isfinite(out.cpu()).all()
     assert calls == []
+
+
+def test_flash_dots_are_exact_for_float32_unless_torch_allows_tf32():
+    """tl.dot rounds float32 tiles to TF32 by default on a GPU (the interpreter does
+    not): float32 attention asks for IEEE products, as PyTorch's matmuls do by default;
+    half-precision inputs, exact in TF32, keep its speed."""
+    q, matmul = torch.zeros(1, 1, 16), torch.backends.cuda.matmul
+    before = matmul.allow_tf32
+    try:
+        matmul.allow_tf32 = False
+        assert tf._precision(q) == "ieee"
+        assert tf._precision(q.to(torch.bfloat16)) == tf._precision(q.half()) == "tf32"
+        matmul.allow_tf32 = True
+        assert tf._precision(q) == "tf32"
+    finally:
+        matmul.allow_tf32 = before
