@@ -6,6 +6,7 @@ run the compiled kernels on CUDA tensors. References: the torch engine (attnlib 
 CPU, float64) and the ``entmax`` package.
 """
 
+import contextlib
 import os
 
 import pytest
@@ -16,8 +17,14 @@ if not REAL_CUDA:  # conftest.py sets it first; Triton reads it on its first imp
     os.environ.setdefault("TRITON_INTERPRET", "1")
 triton = pytest.importorskip("triton")
 
+from simulated_cuda import SimulatedCuda  # noqa: E402
+
 from attnlib.normalizers import _triton_entmax as te  # noqa: E402
 from attnlib.normalizers import entmax, sparsemax  # noqa: E402
+
+# "cuda" tensors: on the simulated device without a GPU (the kernels run in the
+# interpreter), on the real one under `make test-gpu`
+ON_CUDA = contextlib.nullcontext if REAL_CUDA else SimulatedCuda
 
 if not REAL_CUDA and type(te._entmax_fwd_kernel).__name__ != "InterpretedFunction":
     pytest.skip("Triton was imported before TRITON_INTERPRET=1 was set",
@@ -161,8 +168,6 @@ def test_cuda_rows_reach_the_kernels(name, dtype, monkeypatch):
     """sparsemax / entmax of CUDA rows run the kernels forward and backward, and give
     the CPU's torch engine's values and gradients (a consistency check: the kernels'
     own references are the tests above)."""
-    from simulated_cuda import SimulatedCuda
-
     calls = _count(monkeypatch, te, "entmax_forward", "entmax_backward")
     fn = ROW_MAPS[name]
     x = _scores(rows=4, n=11, seed=7).to(dtype)
@@ -170,7 +175,7 @@ def test_cuda_rows_reach_the_kernels(name, dtype, monkeypatch):
     xr = x.clone().requires_grad_(True)
     (fn(xr) * w).sum().backward()
     assert calls == []  # the CPU keeps its compiled loops
-    with SimulatedCuda():
+    with ON_CUDA():
         xc = x.to("cuda").requires_grad_(True)
         p = fn(xc)
         (p * w.to("cuda")).sum().backward()
@@ -185,11 +190,9 @@ def test_cuda_rows_reach_the_kernels(name, dtype, monkeypatch):
 def test_cuda_rows_the_kernels_do_not_take_stay_with_the_torch_engine(monkeypatch):
     """float64 rows, and a backward that builds a graph (double backward), use the
     differentiable torch engine."""
-    from simulated_cuda import SimulatedCuda
-
     calls = _count(monkeypatch, te, "entmax_forward", "entmax_backward")
     x = _scores(rows=4, n=11, seed=7)[[0, 3]]
-    with SimulatedCuda():
+    with ON_CUDA():
         entmax(x.to("cuda"))
         assert calls == []
         xc = x.float().to("cuda").requires_grad_(True)
@@ -287,36 +290,103 @@ def test_flash_attention_gives_zero_for_a_query_with_no_key(small_blocks):
         torch.testing.assert_close(got.double().cpu(), want, atol=1e-5, rtol=1e-5)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("normalizer", ["sparsemax", "entmax"])
-def test_cuda_attention_without_weights_runs_flash(
-    normalizer, causal, small_blocks, monkeypatch
-):
-    """attention(..., need_weights=False) on CUDA: sparsemax and entmax run the flash
-    kernels (a key-padding mask passed unexpanded), with the dense attention's output
-    and gradients."""
-    from simulated_cuda import SimulatedCuda
+def _masks(n_q, n_k, seed=10):
+    g = torch.Generator().manual_seed(seed)
+    return {  # keep key 0 or the diagonal, so that most queries see a key
+        shape: (torch.rand(shape, generator=g) > 0.3) | (torch.arange(n_k) == 0)
+        for shape in ((2, 1, 1, n_k), (2, 1, n_q, n_k), (1, 2, n_q, n_k))
+    }
 
+
+FLASH_CASES = {  # what is tested: attention's arguments (masks by shape, from _masks)
+    "sparsemax, key padding (B, 1, 1, n_k)": dict(
+        normalizer="sparsemax", mask=(2, 1, 1, 37)
+    ),
+    "entmax, causal and a per-batch mask (B, 1, n_q, n_k)": dict(
+        normalizer="entmax", is_causal=True, mask=(2, 1, 17, 37)
+    ),
+    "entmax, dot score, temperature 0.7, a per-head mask, k and v broadcast": dict(
+        normalizer="entmax", score="dot", temperature=0.7, mask=(1, 2, 17, 37), kv=1
+    ),
+    "sparsemax, scale 0.9, q a transposed view": dict(
+        normalizer="sparsemax", scale=0.9, q_view=True
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(FLASH_CASES))
+def test_cuda_attention_without_weights_runs_flash(case, small_blocks, monkeypatch):
+    """attention(..., need_weights=False) on CUDA: sparsemax and entmax run the flash
+    kernels, with the dense attention's output and gradients (float64 on the CPU)."""
     from attnlib import attention
 
     calls = _count(monkeypatch, tf, "flash_entmax_attention")
+    kw = dict(FLASH_CASES[case])
     g = torch.Generator().manual_seed(9)
-    n_k = 17 if causal else 37
-    q, k, v = (torch.randn(2, 2, n, 8, generator=g) for n in (17, n_k, n_k))
-    pad = torch.rand(2, 1, 1, n_k, generator=g) > 0.3
-    kw = dict(normalizer=normalizer, mask=pad, is_causal=causal)
+    q = torch.randn(2, 2, 17, 8, generator=g)
+    k, v = (torch.randn(kw.pop("kv", 2), 2, 37, 8, generator=g) for _ in "kv")
+    if kw.pop("q_view", False):  # strides (.., 1, 17): not contiguous
+        q = torch.randn(2, 2, 8, 17, generator=g).transpose(-1, -2)
+    if "mask" in kw:
+        kw["mask"] = _masks(17, 37)[kw["mask"]]
     ref_in = [t.double().requires_grad_(True) for t in (q, k, v)]
     ref = attention(*ref_in, **kw).output
     ref.sum().backward()
-    with SimulatedCuda():
+    with ON_CUDA():
         dev = [t.to("cuda").requires_grad_(True) for t in (q, k, v)]
-        out = attention(*dev, **kw | dict(mask=pad.to("cuda")), need_weights=False)
+        if "mask" in kw:
+            kw["mask"] = kw["mask"].to("cuda")
+        out = attention(*dev, **kw, need_weights=False)
         out.output.sum().backward()
         assert out.weights is None and out.output.is_cuda
         got = [out.output.detach().cpu()] + [t.grad.cpu() for t in dev]
-    assert calls == [{"sparsemax": 2.0, "entmax": 1.5}[normalizer]]
+    assert calls == [{"sparsemax": 2.0, "entmax": 1.5}[kw["normalizer"]]]
     for a, b in zip(got, [ref.detach()] + [t.grad for t in ref_in]):
         torch.testing.assert_close(a.double(), b, atol=1e-5, rtol=1e-5)
+
+
+def test_flash_reaches_the_limit_of_a_tiny_temperature(monkeypatch):
+    """The row maximum is subtracted before the scale: at temperature 1e-37 sparsemax
+    attention is the limit (all weight on the top key), as on the dense path."""
+    from attnlib import attention
+
+    calls = _count(monkeypatch, tf, "flash_entmax_attention")
+    q, k, v = _qkv(5, 7)
+    ref = attention(q, k, v, normalizer="sparsemax", temperature=1e-37).output
+    with ON_CUDA():
+        dev = [t.to("cuda") for t in (q, k, v)]
+        out = attention(*dev, normalizer="sparsemax", temperature=1e-37,
+                        need_weights=False).output.cpu()  # fmt: skip
+    assert calls == [2.0]
+    top = (q @ k.transpose(-1, -2)).argmax(-1)  # the limit, restated
+    torch.testing.assert_close(
+        ref, torch.gather(v, 1, top[..., None].expand(-1, -1, 5))
+    )
+    torch.testing.assert_close(out, ref)
+
+
+def test_flash_refuses_scores_that_overflow_float32(monkeypatch):
+    """q·k beyond float32 in one row: the kernel writes NaN there (not a silent row of
+    zeros), so attention raises as the dense path does. (On a real GPU the raise is a
+    device-side assertion, which ends the CUDA context: the kernel alone is run.)"""
+    from attnlib import attention
+
+    _count(monkeypatch, tf, "flash_entmax_attention")
+    q, k, v = _qkv(5, 7)
+    q[0, 1] *= 1e20
+    k *= 1e19
+    refused = r"score\(q, k\) gave NaN"
+    with pytest.raises(ValueError, match=refused):
+        attention(q, k, v, normalizer="entmax", score="dot")
+    with ON_CUDA():
+        dev = [t.to("cuda") for t in (q, k, v)]
+        out = tf.flash_entmax_attention(*dev, alpha=1.5, scale=1.0).cpu()
+        if not REAL_CUDA:
+            with pytest.raises((ValueError, RuntimeError), match=refused):
+                attention(*dev, normalizer="entmax", score="dot", need_weights=False)
+    flagged = torch.zeros(2, 5, dtype=torch.bool)
+    flagged[0, 1] = True
+    assert torch.isnan(out[flagged]).all() and torch.isfinite(out[~flagged]).all()
 
 
 DENSE_ONLY = {  # attention's arguments that the flash kernels do not compute
@@ -334,14 +404,12 @@ DENSE_ONLY = {  # attention's arguments that the flash kernels do not compute
 
 @pytest.mark.parametrize("case", list(DENSE_ONLY))
 def test_cuda_attention_the_flash_kernels_do_not_take_is_dense(case, monkeypatch):
-    from simulated_cuda import SimulatedCuda
-
     from attnlib import attention
 
     calls = _count(monkeypatch, tf, "flash_entmax_attention")
     kw = dict(DENSE_ONLY[case])
     q, k, v = _qkv(6, 9, kw.pop("dtype", torch.float32))
-    with SimulatedCuda():
+    with ON_CUDA():
         dev = [t.to("cuda") for t in (q, k, v)]
         if isinstance(kw.get("mask"), torch.Tensor):
             kw["mask"] = kw["mask"].to("cuda")

@@ -478,8 +478,22 @@ MUTANTS: list[Mutant] = [
     M(
         "flash-mask-broadcast-over-queries-lost",
         A + "attention/_triton_flash.py",
-        "m3 = m3.expand(bh, n_q, n_k)",
-        "m3 = m3[:, :1].expand(bh, n_q, n_k)",
+        "m4 = m4.expand(-1, -1, n_q, n_k)",
+        "m4 = m4[:, :, :1].expand(-1, -1, n_q, n_k)",
+        T_TRI,
+    ),
+    M(
+        "flash-overflow-not-flagged",
+        A + "attention/_triton_flash.py",
+        'out = tl.where(bad[:, None], float("nan"), out)',
+        "out = out",
+        T_TRI,
+    ),
+    M(
+        "flash-ignores-the-temperature",
+        A + "attention/__init__.py",
+        "scale=1 / _temperature(temperature, score, q.shape[-1]),\n    )",
+        "scale=None,\n    )",
         T_TRI,
     ),
     M(

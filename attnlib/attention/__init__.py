@@ -208,8 +208,10 @@ def attention(
         ``"scaled_dot"`` or ``"dot"`` score, the weights are never formed: softmax
         attention runs as PyTorch's fused ``scaled_dot_product_attention``; on CUDA
         with Triton installed, ``"sparsemax"`` and ``"entmax"`` attention without
-        dropout or a float mask run as flash kernels that skip the blocks of keys with
-        zero weight (memory linear in the number of keys).
+        dropout or a float mask run as flash kernels (memory linear in the number of
+        keys) that find each query's threshold over blocks of keys, then skip the
+        blocks whose weights are all zero. Their gradients are first-order only: to
+        differentiate twice (``create_graph=True``), ask for the weights.
 
     Returns
     -------
@@ -273,7 +275,9 @@ def _attention(
             _fused(q, k, v, score, None, None, temperature, dropout_p, causal=True),
             None,
         )
-    if _flashable(q, k, v, score, normalizer, need_weights, bias, dropout_p):
+    if _flashable(
+        q, k, v, score, normalizer, need_weights, bias, dropout_p, temperature
+    ):
         return AttentionResult(
             _flash(q, k, v, score, normalizer, mask, temperature, is_causal), None
         )
@@ -384,10 +388,12 @@ def _fused(
 _FLASH_ALPHAS = {"sparsemax": 2.0, "entmax": 1.5}
 
 
-def _flashable(q, k, v, score, normalizer, need_weights, bias, dropout_p) -> bool:
+def _flashable(
+    q, k, v, score, normalizer, need_weights, bias, dropout_p, temperature
+) -> bool:
     """Whether the flash entmax kernels compute this attention: sparsemax or entmax
-    with a dot score, no weights asked, no additive mask or dropout, on CUDA tensors
-    that the kernels take."""
+    with a dot score, no weights asked, no additive mask or dropout, a scale
+    ``1 / temperature`` that float32 holds, on CUDA tensors that the kernels take."""
     return (
         not need_weights
         and isinstance(normalizer, str)
@@ -395,30 +401,34 @@ def _flashable(q, k, v, score, normalizer, need_weights, bias, dropout_p) -> boo
         and score in _FUSED_SCORES
         and bias is None
         and not dropout_p
+        and 1 / _temperature(temperature, score, q.shape[-1]) <= _FLOAT32_MAX
         and triton_flash.accepts(q, k, v)
     )
+
+
+_FLOAT32_MAX = torch.finfo(torch.float32).max
 
 
 def _flash(q, k, v, score, normalizer, mask, temperature, causal) -> torch.Tensor:
     """Sparsemax or 1.5-entmax attention's output by the flash kernels (checked input).
 
     The same mathematics as :func:`attend` with that normalizer, without the weights:
-    each query's threshold is found over blocks of keys, and blocks of zero weight are
-    skipped (``attnlib.attention._triton_flash``). A query with no key gets zeros.
+    each query's threshold is found over blocks of keys, then the blocks of keys whose
+    weights are all zero are skipped (``attnlib.attention._triton_flash``). As in
+    :func:`attend`, the row maximum is subtracted before the scores are divided by the
+    temperature, and a query with no key gets zeros.
     """
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     if mask is not None:  # checked, but passed unexpanded (its broadcast dims stay 0)
         mask = torch.as_tensor(mask, device=q.device)
         _check_mask(mask, (*batch, q.shape[-2], k.shape[-2]), q.device)
-    temperature = _temperature(temperature, score, q.shape[-1])
     out = triton_flash.flash_entmax_attention(
         q, k, v, alpha=_FLASH_ALPHAS[normalizer], mask=mask, causal=causal,
-        scale=1 / temperature,
+        scale=1 / _temperature(temperature, score, q.shape[-1]),
     )  # fmt: skip
-    check_on_device(  # q k^T / temperature overflowed float32 (inputs are finite)
+    check_on_device(  # the kernels write NaN in a row whose q·k is NaN or +inf
         ~torch.isfinite(out).all(),
-        f"q k^T / temperature overflows float32 (q and k too large, or "
-        f"temperature={temperature!r} too small)",
+        "score(q, k) gave NaN or +inf in a row (q and k too large for float32)",
     )
     return out
 

@@ -29,6 +29,7 @@ of ``_pow_pos`` and the one of ``runnable`` that ``normalizers._triton_entmax`` 
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
@@ -80,30 +81,37 @@ if HAVE_TRITON:
         )  # fmt: skip
 
     @triton.jit
-    def _row_stats(Mrow, Tau, Ssum, Am1, bh, n_q, offs_m):
-        """A query block's saved m, τ and Σ p, with its α - 1 and 1/(α - 1)."""
+    def _row_stats(Mrow, Tau, Ssum, Am1, bh, n_q, offs_m, scale):
+        """A query block's saved m, τ and Σ p, its α - 1, the scores' factor
+        ``scale · (α - 1)`` and 1/(α - 1)."""
         row_ok = offs_m < n_q
         m = tl.load(Mrow + bh * n_q + offs_m, mask=row_ok, other=0.0)
         tau = tl.load(Tau + bh * n_q + offs_m, mask=row_ok, other=0.0)
         ssum = tl.load(Ssum + bh * n_q + offs_m, mask=row_ok, other=0.0)
         am1 = tl.load(Am1 + bh + offs_m * 0).to(tl.float32)
-        return m, tau, ssum, am1, 1.0 / am1
+        return m, tau, ssum, am1, scale * am1, 1.0 / am1
+
+    @triton.jit
+    def _bases(Q, K, V, Mask, bh, MH, sqb, skb, svb, smb, smh):
+        """This batch-and-head's q, k, v and mask (heads of the mask: ``MH``)."""
+        m_at = Mask + (bh // MH) * smb + (bh % MH) * smh
+        return Q + bh * sqb, K + bh * skb, V + bh * svb, m_at
 
     @triton.jit
     def _scores(
-        q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-        skb, skn, smb, smq, smk,
+        q, k_at, m_at, start_n, offs_m, n_q, n_k, d, skn, smq, smk,
         BN: tl.constexpr, BD: tl.constexpr, HAS_MASK: tl.constexpr,
         CAUSAL: tl.constexpr, DOT: tl.constexpr,
     ):  # fmt: skip
+        """The raw scores q·k of a key block (not yet scaled), masked keys -inf."""
         offs_n = start_n + tl.arange(0, BN)
         offs_d = tl.arange(0, BD)
-        kt = _tile(K + bh * skb, offs_d, 1, d, offs_n, skn, n_k)
-        s = tl.dot(q, kt, input_precision=DOT) * scale
+        kt = _tile(k_at, offs_d, 1, d, offs_n, skn, n_k)
+        s = tl.dot(q, kt, input_precision=DOT)
         keep = (offs_m[:, None] < n_q) & (offs_n[None, :] < n_k)
         if HAS_MASK:
             mk = tl.load(
-                Mask + bh * smb + offs_m[:, None] * smq + offs_n[None, :] * smk,
+                m_at + offs_m[:, None] * smq + offs_n[None, :] * smk,
                 mask=keep, other=0,
             )  # fmt: skip
             keep = keep & (mk != 0)
@@ -124,38 +132,43 @@ if HAVE_TRITON:
     @triton.jit
     def _fwd_kernel(
         Q, K, V, Out, Mrow, Tau, Ssum, Am1, Mask,
-        n_q, n_k, d, dv, scale,
-        sqb, sqm, skb, skn, svb, svn, sob, som, smb, smq, smk,
+        n_q, n_k, d, dv, scale, MH,
+        sqb, sqm, skb, skn, svb, svn, sob, som, smb, smh, smq, smk,
         N_ITER: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr,
         BDV: tl.constexpr, KIND: tl.constexpr, HAS_MASK: tl.constexpr,
         CAUSAL: tl.constexpr, DOT: tl.constexpr,
     ):  # fmt: skip
-        bh = tl.program_id(1)
+        bh = tl.program_id(1).to(tl.int64)  # offsets past 2^31 elements stay exact
+        q_at, k_at, v_at, m_at = _bases(Q, K, V, Mask, bh, MH, sqb, skb, svb, smb, smh)
         offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
         offs_d = tl.arange(0, BD)
         offs_v = tl.arange(0, BDV)
         row_ok = offs_m < n_q
-        q = _tile(Q + bh * sqb, offs_m, sqm, n_q, offs_d, 1, d)
+        q = _tile(q_at, offs_m, sqm, n_q, offs_d, 1, d)
         am1 = tl.load(Am1 + bh + offs_m * 0).to(tl.float32)
-        expo = 1.0 / am1
+        zs, expo = scale * am1, 1.0 / am1
+        # the row maximum of the raw scores, subtracted before scaling (as attention's
+        # dense path: a tiny temperature gives the limit, not inf - inf); a row with a
+        # NaN or +inf score (q·k overflowing float32) is flagged
         m = tl.full((BM,), float("-inf"), tl.float32)
+        bad = tl.zeros((BM,), tl.int32)
         for start_n in range(0, n_k, BN):
-            s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
-                        DOT)  # fmt: skip
+            s = _scores(q, k_at, m_at, start_n, offs_m, n_q, n_k, d, skn, smq, smk,
+                        BN, BD, HAS_MASK, CAUSAL, DOT)  # fmt: skip
             m = tl.maximum(m, tl.max(s, axis=1))
+            bad = tl.maximum(bad, tl.max((s != s).to(tl.int32), axis=1))
+        bad = (bad > 0) | (m == float("inf"))
         empty = m == float("-inf")
-        m_safe = tl.where(empty, 0.0, m)
+        m_safe = tl.where(empty | bad, 0.0, m)
         lo = tl.full((BM,), -1.0, tl.float32)
         hi = tl.zeros((BM,), tl.float32)
         for _ in range(N_ITER):
             mid = 0.5 * (lo + hi)
             total = tl.zeros((BM,), tl.float32)
             for start_n in range(0, n_k, BN):
-                s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                            skb, skn, smb, smq, smk, BN, BD, HAS_MASK,
-                            CAUSAL, DOT)  # fmt: skip
-                z = (s - m_safe[:, None]) * am1[:, None] - mid[:, None]
+                s = _scores(q, k_at, m_at, start_n, offs_m, n_q, n_k, d, skn, smq,
+                            smk, BN, BD, HAS_MASK, CAUSAL, DOT)  # fmt: skip
+                z = (s - m_safe[:, None]) * zs[:, None] - mid[:, None]
                 total += tl.sum(_weights(tl.maximum(z, 0.0), expo, KIND), axis=1)
             big = total >= 1.0
             lo = tl.where(big, mid, lo)
@@ -163,26 +176,26 @@ if HAVE_TRITON:
         acc = tl.zeros((BM, BDV), tl.float32)
         ssum = tl.zeros((BM,), tl.float32)
         for start_n in range(0, n_k, BN):
-            s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
-                        DOT)  # fmt: skip
-            z = (s - m_safe[:, None]) * am1[:, None] - lo[:, None]
+            s = _scores(q, k_at, m_at, start_n, offs_m, n_q, n_k, d, skn, smq, smk,
+                        BN, BD, HAS_MASK, CAUSAL, DOT)  # fmt: skip
+            z = (s - m_safe[:, None]) * zs[:, None] - lo[:, None]
             if tl.max(tl.max(z, axis=1), axis=0) > 0:  # else the block's weights are 0
                 w = _weights(tl.maximum(z, 0.0), expo, KIND)
                 ssum += tl.sum(w, axis=1)
                 offs_n = start_n + tl.arange(0, BN)
-                vb = _tile(V + bh * svb, offs_n, svn, n_k, offs_v, 1, dv)
+                vb = _tile(v_at, offs_n, svn, n_k, offs_v, 1, dv)
                 acc += tl.dot(w, vb, input_precision=DOT)
         ssum = tl.where(empty, 0.0, ssum)
         out = acc / tl.where(ssum > 0, ssum, 1.0)[:, None]
+        out = tl.where(bad[:, None], float("nan"), out)  # the caller's check raises
         _put(Out + bh * sob, offs_m, som, n_q, offs_v, dv, out)
         tl.store(Mrow + bh * n_q + offs_m, m_safe, mask=row_ok)
         tl.store(Tau + bh * n_q + offs_m, lo, mask=row_ok)
         tl.store(Ssum + bh * n_q + offs_m, ssum, mask=row_ok)
 
     @triton.jit
-    def _probs(s, m, tau, ssum, am1, expo, KIND: tl.constexpr):
-        z = (s - m[:, None]) * am1[:, None] - tau[:, None]
+    def _probs(s, m, tau, ssum, am1, zs, expo, KIND: tl.constexpr):
+        z = (s - m[:, None]) * zs[:, None] - tau[:, None]
         w = _weights(tl.maximum(z, 0.0), expo, KIND)
         p = w / tl.where(ssum > 0, ssum, 1.0)[:, None]
         if KIND == 1:
@@ -196,20 +209,23 @@ if HAVE_TRITON:
     @triton.jit
     def _bwd_q_kernel(
         Q, K, V, dO, dQ, C, Mrow, Tau, Ssum, Am1, Mask,
-        n_q, n_k, d, dv, scale,
-        sqb, sqm, skb, skn, svb, svn, sob, som, smb, smq, smk,
+        n_q, n_k, d, dv, scale, MH,
+        sqb, sqm, skb, skn, svb, svn, sob, som, smb, smh, smq, smk,
         BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr,
         KIND: tl.constexpr, HAS_MASK: tl.constexpr, CAUSAL: tl.constexpr,
         DOT: tl.constexpr,
     ):  # fmt: skip
-        bh = tl.program_id(1)
+        bh = tl.program_id(1).to(tl.int64)
+        q_at, k_at, v_at, m_at = _bases(Q, K, V, Mask, bh, MH, sqb, skb, svb, smb, smh)
         offs_m = tl.program_id(0) * BM + tl.arange(0, BM)
         offs_d = tl.arange(0, BD)
         offs_v = tl.arange(0, BDV)
         row_ok = offs_m < n_q
-        q = _tile(Q + bh * sqb, offs_m, sqm, n_q, offs_d, 1, d)
+        q = _tile(q_at, offs_m, sqm, n_q, offs_d, 1, d)
         do = _tile(dO + bh * sob, offs_m, som, n_q, offs_v, 1, dv)
-        m, tau, ssum, am1, expo = _row_stats(Mrow, Tau, Ssum, Am1, bh, n_q, offs_m)
+        m, tau, ssum, am1, zs, expo = _row_stats(
+            Mrow, Tau, Ssum, Am1, bh, n_q, offs_m, scale
+        )  # fmt: skip
         # dQ = Σ_j s̃_j (g_j - c) k_j = A - c B, with A = Σ s̃ g k and B = Σ s̃ k: one
         # pass over the keys gathers c's two sums and both products
         sg = tl.zeros((BM,), tl.float32)
@@ -217,14 +233,13 @@ if HAVE_TRITON:
         a = tl.zeros((BM, BD), tl.float32)
         b = tl.zeros((BM, BD), tl.float32)
         for start_n in range(0, n_k, BN):
-            s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
-                        DOT)  # fmt: skip
-            p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
+            s = _scores(q, k_at, m_at, start_n, offs_m, n_q, n_k, d, skn, smq, smk,
+                        BN, BD, HAS_MASK, CAUSAL, DOT)  # fmt: skip
+            p, st, live = _probs(s, m, tau, ssum, am1, zs, expo, KIND)
             if live:
                 offs_n = start_n + tl.arange(0, BN)
-                vt = _tile(V + bh * svb, offs_v, 1, dv, offs_n, svn, n_k)
-                kb = _tile(K + bh * skb, offs_n, skn, n_k, offs_d, 1, d)
+                vt = _tile(v_at, offs_v, 1, dv, offs_n, svn, n_k)
+                kb = _tile(k_at, offs_n, skn, n_k, offs_d, 1, d)
                 stg = st * tl.dot(do, vt, input_precision=DOT)
                 sg += tl.sum(stg, axis=1)
                 st_sum += tl.sum(st, axis=1)
@@ -238,29 +253,31 @@ if HAVE_TRITON:
     @triton.jit
     def _bwd_kv_kernel(
         Q, K, V, dO, dK, dV, C, Mrow, Tau, Ssum, Am1, Mask,
-        n_q, n_k, d, dv, scale,
-        sqb, sqm, skb, skn, svb, svn, sob, som, smb, smq, smk,
+        n_q, n_k, d, dv, scale, MH,
+        sqb, sqm, skb, skn, svb, svn, sob, som, smb, smh, smq, smk,
         BM: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr, BDV: tl.constexpr,
         KIND: tl.constexpr, HAS_MASK: tl.constexpr, CAUSAL: tl.constexpr,
         DOT: tl.constexpr,
     ):  # fmt: skip
-        bh = tl.program_id(1)
+        bh = tl.program_id(1).to(tl.int64)
+        q_at, k_at, v_at, m_at = _bases(Q, K, V, Mask, bh, MH, sqb, skb, svb, smb, smh)
         start_n = tl.program_id(0) * BN
         offs_n = start_n + tl.arange(0, BN)
         offs_d = tl.arange(0, BD)
         offs_v = tl.arange(0, BDV)
-        vt = _tile(V + bh * svb, offs_v, 1, dv, offs_n, svn, n_k)
+        vt = _tile(v_at, offs_v, 1, dv, offs_n, svn, n_k)
         dk = tl.zeros((BN, BD), tl.float32)
         dvacc = tl.zeros((BN, BDV), tl.float32)
         for start_m in range(0, n_q, BM):
             offs_m = start_m + tl.arange(0, BM)
             row_ok = offs_m < n_q
-            q = _tile(Q + bh * sqb, offs_m, sqm, n_q, offs_d, 1, d)
-            m, tau, ssum, am1, expo = _row_stats(Mrow, Tau, Ssum, Am1, bh, n_q, offs_m)
-            s = _scores(q, K, Mask, bh, start_n, offs_m, n_q, n_k, d, scale,
-                        skb, skn, smb, smq, smk, BN, BD, HAS_MASK, CAUSAL,
-                        DOT)  # fmt: skip
-            p, st, live = _probs(s, m, tau, ssum, am1, expo, KIND)
+            q = _tile(q_at, offs_m, sqm, n_q, offs_d, 1, d)
+            m, tau, ssum, am1, zs, expo = _row_stats(
+                Mrow, Tau, Ssum, Am1, bh, n_q, offs_m, scale
+            )  # fmt: skip
+            s = _scores(q, k_at, m_at, start_n, offs_m, n_q, n_k, d, skn, smq, smk,
+                        BN, BD, HAS_MASK, CAUSAL, DOT)  # fmt: skip
+            p, st, live = _probs(s, m, tau, ssum, am1, zs, expo, KIND)
             if live:
                 c = tl.load(C + bh * n_q + offs_m, mask=row_ok, other=0.0)
                 do = _tile(dO + bh * sob, offs_m, som, n_q, offs_v, 1, dv)
@@ -296,6 +313,20 @@ def accepts(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     )
 
 
+def _on_device(t: torch.Tensor):
+    """Launch on ``t``'s GPU (Triton launches on the current one)."""
+    if t.is_cuda and torch.cuda.device_count():
+        return torch.cuda.device(t.device)
+    return contextlib.nullcontext()  # the interpreter (CPU tensors)
+
+
+def _mask_args(mask: torch.Tensor | None, q: torch.Tensor) -> tuple:
+    """The kernels' mask, its heads ``MH`` and strides (batch, head, query, key)."""
+    if mask is None:
+        return q.new_zeros(1, dtype=torch.int8), 1, (0, 0, 0, 0)
+    return mask, mask.shape[1], mask.stride()
+
+
 class _FlashEntmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, am1, mask, causal, scale, kind):
@@ -303,49 +334,48 @@ class _FlashEntmax(torch.autograd.Function):
         n_k, dv = k.shape[1], v.shape[2]
         o = torch.empty(bh, n_q, dv, dtype=q.dtype, device=q.device)
         stats = torch.empty(3, bh, n_q, dtype=torch.float32, device=q.device)
-        has_mask = mask is not None
-        mk = mask if has_mask else q.new_zeros(1, dtype=torch.int8)
-        ms = mask.stride() if has_mask else (0, 0, 0)
-        grid = (triton.cdiv(n_q, BLOCK_M), bh)
-        _fwd_kernel[grid](
-            q, k, v, o, stats[0], stats[1], stats[2], am1, mk,
-            n_q, n_k, d, dv, scale,
-            q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0),
-            v.stride(1), o.stride(0), o.stride(1), *ms,
-            N_ITER=N_BISECT, BM=BLOCK_M, BN=BLOCK_N, BD=_pow2(d), BDV=_pow2(dv),
-            KIND=kind, HAS_MASK=has_mask, CAUSAL=causal, DOT=_precision(q),
-        )  # fmt: skip
-        ctx.save_for_backward(q, k, v, am1, mk, stats)
-        ctx.meta = (has_mask, causal, scale, kind)
+        mk, mh, ms = _mask_args(mask, q)
+        with _on_device(q):
+            _fwd_kernel[(triton.cdiv(n_q, BLOCK_M), bh)](
+                q, k, v, o, stats[0], stats[1], stats[2], am1, mk,
+                n_q, n_k, d, dv, scale, mh,
+                q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0),
+                v.stride(1), o.stride(0), o.stride(1), *ms,
+                N_ITER=N_BISECT, BM=BLOCK_M, BN=BLOCK_N, BD=_pow2(d), BDV=_pow2(dv),
+                KIND=kind, HAS_MASK=mask is not None, CAUSAL=causal,
+                DOT=_precision(q),
+            )  # fmt: skip
+        ctx.save_for_backward(q, k, v, am1, mask, stats)
+        ctx.meta = (causal, scale, kind)
         return o
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, do):
-        q, k, v, am1, mk, stats = ctx.saved_tensors
-        has_mask, causal, scale, kind = ctx.meta
+        q, k, v, am1, mask, stats = ctx.saved_tensors
+        causal, scale, kind = ctx.meta
         do = do.contiguous()
         bh, n_q, d = q.shape
         n_k, dv = k.shape[1], v.shape[2]
         dq, dk, dvv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         c = torch.empty(bh, n_q, dtype=torch.float32, device=q.device)
-        ms = mk.stride() if has_mask else (0, 0, 0)
+        mk, mh, ms = _mask_args(mask, q)
         common = dict(
             BM=BLOCK_M, BN=BLOCK_N, BD=_pow2(d), BDV=_pow2(dv), KIND=kind,
-            HAS_MASK=has_mask, CAUSAL=causal, DOT=_precision(q),
+            HAS_MASK=mask is not None, CAUSAL=causal, DOT=_precision(q),
         )  # fmt: skip
-        strides = (
-            q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0),
-            v.stride(1), do.stride(0), do.stride(1), *ms,
+        args = (
+            n_q, n_k, d, dv, scale, mh, q.stride(0), q.stride(1), k.stride(0),
+            k.stride(1), v.stride(0), v.stride(1), do.stride(0), do.stride(1), *ms,
         )  # fmt: skip
-        _bwd_q_kernel[(triton.cdiv(n_q, BLOCK_M), bh)](
-            q, k, v, do, dq, c, stats[0], stats[1], stats[2], am1, mk,
-            n_q, n_k, d, dv, scale, *strides, **common,
-        )  # fmt: skip
-        _bwd_kv_kernel[(triton.cdiv(n_k, BLOCK_N), bh)](
-            q, k, v, do, dk, dvv, c, stats[0], stats[1], stats[2], am1, mk,
-            n_q, n_k, d, dv, scale, *strides, **common,
-        )  # fmt: skip
+        stats = (stats[0], stats[1], stats[2], am1, mk)
+        with _on_device(q):
+            _bwd_q_kernel[(triton.cdiv(n_q, BLOCK_M), bh)](
+                q, k, v, do, dq, c, *stats, *args, **common
+            )  # fmt: skip
+            _bwd_kv_kernel[(triton.cdiv(n_k, BLOCK_N), bh)](
+                q, k, v, do, dk, dvv, c, *stats, *args, **common
+            )  # fmt: skip
         return dq, dk, dvv, None, None, None, None, None
 
 
@@ -395,12 +425,13 @@ def flash_entmax_attention(
     else:
         am1 = torch.full((bh,), float(alpha) - 1, device=q.device, dtype=torch.float32)
         kind = 1 if alpha == 2 else 2 if alpha == 1.5 else 0
-    m3 = None
-    if mask is not None:  # broadcast query or key dims keep stride 0: no n_q × n_k copy
-        m = mask.to(torch.int8)
+    m4 = None
+    if mask is not None:  # (batch, heads, n_q, n_k) with broadcast dims at stride 0
+        m = mask.view(torch.int8) if mask.dtype == torch.bool else mask.to(torch.int8)
         m = m.reshape((1,) * (len(batch) + 2 - m.ndim) + tuple(m.shape))
-        m3 = m.expand(*batch, *m.shape[-2:]).reshape(bh, *m.shape[-2:])
-        m3 = m3.expand(bh, n_q, n_k)
+        heads = batch[-1] if batch else 1
+        m4 = m.expand(*batch, *m.shape[-2:]).reshape(-1, heads, *m.shape[-2:])
+        m4 = m4.expand(-1, -1, n_q, n_k)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    out = _FlashEntmax.apply(q3, k3, v3, am1, m3, bool(causal), scale, kind)
+    out = _FlashEntmax.apply(q3, k3, v3, am1, m4, bool(causal), scale, kind)
     return out.view(*batch, n_q, v.shape[-1])

@@ -24,6 +24,8 @@ returns False.
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
 try:  # triton is an optional extra
@@ -75,7 +77,7 @@ if HAVE_TRITON:
         N_ITER: tl.constexpr, BLOCK: tl.constexpr, KIND: tl.constexpr,
     ):  # fmt: skip
         # KIND: 1 sparsemax (q = 1), 2 1.5-entmax (q = 2), 0 any α (q = 1/(α-1))
-        row = tl.program_id(0)
+        row = tl.program_id(0).to(tl.int64)  # offsets past 2^31 elements stay exact
         cols = tl.arange(0, BLOCK)
         inside = cols < n_cols
         x = tl.load(x_ptr + row * stride_x + cols, mask=inside, other=float("-inf"))
@@ -120,7 +122,7 @@ if HAVE_TRITON:
         p_ptr, g_ptr, gx_ptr, am1_ptr, n_cols, stride_p, stride_g, stride_gx,
         BLOCK: tl.constexpr, KIND: tl.constexpr,
     ):  # fmt: skip
-        row = tl.program_id(0)
+        row = tl.program_id(0).to(tl.int64)
         cols = tl.arange(0, BLOCK)
         inside = cols < n_cols
         p = tl.load(p_ptr + row * stride_p + cols, mask=inside, other=0.0).to(
@@ -161,6 +163,13 @@ def _am1_rows(alpha, x2: torch.Tensor, lead) -> torch.Tensor:
                       dtype=torch.float32)  # fmt: skip
 
 
+def _on_device(t: torch.Tensor):
+    """Launch on ``t``'s GPU (Triton launches on the current one)."""
+    if t.is_cuda and torch.cuda.device_count():
+        return torch.cuda.device(t.device)
+    return contextlib.nullcontext()  # the interpreter (CPU tensors)
+
+
 def _launch(n: int) -> dict:
     """The block holding a row of ``n`` and the warps sharing it (more for long rows,
     so that each thread holds at most 64 entries)."""
@@ -175,10 +184,11 @@ def entmax_forward(x: torch.Tensor, alpha) -> torch.Tensor:
     p = torch.empty_like(x2)
     if x2.shape[0]:
         am1 = _am1_rows(alpha, x2, shape[:-1])
-        _entmax_fwd_kernel[(x2.shape[0],)](
-            x2, p, am1, x2.shape[1], x2.stride(0), p.stride(0),
-            N_ITER=N_BISECT, KIND=_kind(alpha), **_launch(x2.shape[1]),
-        )  # fmt: skip
+        with _on_device(x2):
+            _entmax_fwd_kernel[(x2.shape[0],)](
+                x2, p, am1, x2.shape[1], x2.stride(0), p.stride(0),
+                N_ITER=N_BISECT, KIND=_kind(alpha), **_launch(x2.shape[1]),
+            )  # fmt: skip
     return p.view(shape)
 
 
@@ -190,8 +200,9 @@ def entmax_backward(p: torch.Tensor, g: torch.Tensor, alpha) -> torch.Tensor:
     gx = torch.empty_like(p2)
     if p2.shape[0]:
         am1 = _am1_rows(alpha, p2, shape[:-1])
-        _entmax_bwd_kernel[(p2.shape[0],)](
-            p2, g2, gx, am1, p2.shape[1], p2.stride(0), g2.stride(0), gx.stride(0),
-            KIND=_kind(alpha), **_launch(p2.shape[1]),
-        )  # fmt: skip
+        with _on_device(p2):
+            _entmax_bwd_kernel[(p2.shape[0],)](
+                p2, g2, gx, am1, p2.shape[1], p2.stride(0), g2.stride(0),
+                gx.stride(0), KIND=_kind(alpha), **_launch(p2.shape[1]),
+            )  # fmt: skip
     return gx.view(shape)
