@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 import venv
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
@@ -106,9 +107,8 @@ def colab_kernel(colab_python):
     return python, wheel, tmp
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_chapter_runs_alone_in_a_fresh_colab_like_environment(colab_kernel, chapter):
-    python, wheel, tmp = colab_kernel
+def _execute(chapter, python, wheel, tmp) -> subprocess.CompletedProcess:
+    """Run ``chapter`` alone in an empty folder of the fresh environment."""
     nb = json.loads(chapter.read_text())
     code = [i for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"]
     setup = nb["cells"][code[0]]
@@ -132,7 +132,44 @@ def test_chapter_runs_alone_in_a_fresh_colab_like_environment(colab_kernel, chap
     work = tmp / chapter.stem  # an empty folder holding the notebook alone
     work.mkdir()
     (work / "chapter.ipynb").write_text(json.dumps(nb))
-    _run(python, "-c", EXECUTE, cwd=work, env=_clean_env(tmp))
+    return subprocess.run(
+        [str(python), "-c", EXECUTE],
+        capture_output=True, text=True, cwd=work, env=_clean_env(tmp),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def executions(colab_kernel, request):
+    """The selected chapters' executions, started together: the first alone (its setup
+    cell installs attnlib into the fresh environment; the others' find it there and
+    install nothing), then two at a time, since each uses one core and this file often
+    runs last, beside an idle worker."""
+    chosen = [
+        item.callspec.params["chapter"]
+        for item in request.session.items
+        if item.module is request.module and "chapter" in item.callspec.params
+    ]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first = pool.submit(_execute, chosen[0], *colab_kernel)
+
+        def after_first(chapter):
+            wait([first])
+            return _execute(chapter, *colab_kernel)
+
+        runs = {chosen[0]: first}
+        runs.update({ch: pool.submit(after_first, ch) for ch in chosen[1:]})
+        yield runs
+        for run in runs.values():
+            run.cancel()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_runs_alone_in_a_fresh_colab_like_environment(executions, chapter):
+    done = executions[chapter].result()
+    assert done.returncode == 0, (
+        f"{chapter.name} failed alone in the fresh environment:\n"
+        f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
 
 
 def _clean_env(tmp):
