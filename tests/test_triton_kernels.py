@@ -21,6 +21,7 @@ from simulated_cuda import SimulatedCuda  # noqa: E402
 
 from attnlib.normalizers import _triton_entmax as te  # noqa: E402
 from attnlib.normalizers import entmax, sparsemax  # noqa: E402
+from attnlib.utils import kernels  # noqa: E402
 
 # "cuda" tensors: on the simulated device without a GPU (the kernels run in the
 # interpreter), on the real one under `make test-gpu`
@@ -148,7 +149,7 @@ def _count(monkeypatch, module, *names):
         return call
 
     if not REAL_CUDA:
-        monkeypatch.setattr(module, "runnable", lambda: True)
+        monkeypatch.setattr(kernels, "runnable", lambda: not kernels._refused)
     for name in names:
         monkeypatch.setattr(module, name, recorded(name))
     return calls
@@ -375,14 +376,15 @@ def test_flash_refuses_scores_that_overflow_float32(monkeypatch):
     q, k, v = _qkv(5, 7)
     q[0, 1] *= 1e20
     k *= 1e19
-    refused = r"score\(q, k\) gave NaN"
-    with pytest.raises(ValueError, match=refused):
+    with pytest.raises(ValueError, match=r"score\(q, k\) gave NaN"):
         attention(q, k, v, normalizer="entmax", score="dot")
     with ON_CUDA():
         dev = [t.to("cuda") for t in (q, k, v)]
         out = tf.flash_entmax_attention(*dev, alpha=1.5, scale=1.0).cpu()
         if not REAL_CUDA:
-            with pytest.raises((ValueError, RuntimeError), match=refused):
+            with pytest.raises(
+                (ValueError, RuntimeError), match=r"score\(q, k\) gave NaN"
+            ):
                 attention(*dev, normalizer="entmax", score="dot", need_weights=False)
     flagged = torch.zeros(2, 5, dtype=torch.bool)
     flagged[0, 1] = True
@@ -432,3 +434,38 @@ def test_flash_dots_are_exact_for_float32_unless_torch_allows_tf32():
         assert tf._precision(q) == "tf32"
     finally:
         matmul.allow_tf32 = before
+
+
+class _Refused:
+    """A kernel that Triton will not build: its launch raises OutOfResources."""
+
+    __name__ = "refused_kernel"
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            raise triton.OutOfResources(300_000, 232_448, "shared memory")
+
+        return launch
+
+
+def test_a_kernel_triton_refuses_leaves_the_torch_engine_to_answer(monkeypatch):
+    """Where Triton cannot build or fit a kernel (a GPU or release the kernels were not
+    compiled for), the maps and attention warn once and answer by the torch engine,
+    and no kernel is tried again."""
+    from attnlib import attention
+
+    monkeypatch.setattr(kernels, "_refused", [])
+    calls = _count(monkeypatch, te, "entmax_forward")
+    monkeypatch.setattr(te, "_entmax_fwd_kernel", _Refused())
+    monkeypatch.setattr(tf, "_fwd_kernel", _Refused())
+    x = _scores(rows=4, n=11, seed=7)[[0, 3]].float()
+    q, k, v = _qkv(6, 9)
+    with ON_CUDA():
+        with pytest.warns(RuntimeWarning, match="refused_kernel.*torch engine"):
+            p = sparsemax(x.to("cuda")).cpu()
+        assert calls == ["entmax_forward"] and not kernels.runnable()
+        out = attention(*(t.to("cuda") for t in (q, k, v)), normalizer="entmax",
+                        need_weights=False).output.cpu()  # fmt: skip
+    assert calls == ["entmax_forward"]  # not tried again
+    torch.testing.assert_close(p, sparsemax(x))
+    torch.testing.assert_close(out, attention(q, k, v, normalizer="entmax").output)

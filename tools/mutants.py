@@ -497,10 +497,17 @@ MUTANTS: list[Mutant] = [
         T_TRI,
     ),
     M(
+        "refused-kernel-not-caught",
+        A + "utils/kernels.py",
+        "except REFUSALS as err:",
+        "except ZeroDivisionError as err:",
+        T_TRI,
+    ),
+    M(
         "rows-dispatch-bypasses-the-kernels",
         A + "normalizers/maps.py",
-        "ctx.triton = triton_entmax.accepts(x)",
-        "ctx.triton = False",
+        "if triton_entmax.accepts(x):",
+        "if False:",
         T_TRI,
     ),
     M(

@@ -278,9 +278,9 @@ def _attention(
     if _flashable(
         q, k, v, score, normalizer, need_weights, bias, dropout_p, temperature
     ):
-        return AttentionResult(
-            _flash(q, k, v, score, normalizer, mask, temperature, is_causal), None
-        )
+        out = _flash(q, k, v, score, normalizer, mask, temperature, is_causal)
+        if out is not None:  # None: Triton refused the kernel
+            return AttentionResult(out, None)
     if is_causal:  # SDPA's causal mask: aligned at the top left
         causal = torch.ones(
             q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device
@@ -409,14 +409,17 @@ def _flashable(
 _FLOAT32_MAX = torch.finfo(torch.float32).max
 
 
-def _flash(q, k, v, score, normalizer, mask, temperature, causal) -> torch.Tensor:
+def _flash(
+    q, k, v, score, normalizer, mask, temperature, causal
+) -> torch.Tensor | None:
     """Sparsemax or 1.5-entmax attention's output by the flash kernels (checked input).
 
     The same mathematics as :func:`attend` with that normalizer, without the weights:
     each query's threshold is found over blocks of keys, then the blocks of keys whose
     weights are all zero are skipped (``attnlib.attention._triton_flash``). As in
     :func:`attend`, the row maximum is subtracted before the scores are divided by the
-    temperature, and a query with no key gets zeros.
+    temperature, and a query with no key gets zeros. None where Triton cannot build
+    the kernel (the caller computes densely).
     """
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     if mask is not None:  # checked, but passed unexpanded (its broadcast dims stay 0)
@@ -426,6 +429,8 @@ def _flash(q, k, v, score, normalizer, mask, temperature, causal) -> torch.Tenso
         q, k, v, alpha=_FLASH_ALPHAS[normalizer], mask=mask, causal=causal,
         scale=1 / _temperature(temperature, score, q.shape[-1]),
     )  # fmt: skip
+    if out is None:  # Triton refused the kernel: attention's dense path computes
+        return None
     check_on_device(  # the kernels write NaN in a row whose q·k is NaN or +inf
         ~torch.isfinite(out).all(),
         "score(q, k) gave NaN or +inf in a row (q and k too large for float32)",

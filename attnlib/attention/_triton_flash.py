@@ -23,45 +23,33 @@ a zero output and zero gradients.
 
 The engine of :func:`attnlib.attention.attention` (its path without weights on CUDA):
 it computes attention's output, so it lives in the attention package rather than in
-``normalizers``. So that no private name crosses a package, it restates the three lines
-of ``_pow_pos`` and the one of ``runnable`` that ``normalizers._triton_entmax`` holds.
+``normalizers``. Launches go through :func:`attnlib.utils.kernels.launch`: where Triton
+refuses the forward kernel, :func:`flash_entmax_attention` returns None and attention
+takes its dense path.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import torch
 
-try:  # triton is an optional extra
+from ..utils import kernels
+from ..utils.kernels import HAVE_TRITON
+
+if HAVE_TRITON:
     import triton
     import triton.language as tl
 
-    HAVE_TRITON = True
-except ImportError:  # pragma: no cover - exercised where triton is absent
-    HAVE_TRITON = False
+    pow_pos = kernels.pow_pos
 
 N_BISECT = 30
 BLOCK_M = 64
 BLOCK_N = 64
 MAX_HEAD = 256  # q, k and v rows held whole in a tile
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
-
-def runnable() -> bool:
-    """Whether Triton is importable and a real CUDA device can run its kernels
-    (``device_count``: ``is_available`` answers True on the tests' simulated CUDA)."""
-    return HAVE_TRITON and torch.cuda.device_count() > 0
 
 
 if HAVE_TRITON:
-
-    @triton.jit
-    def _pow_pos(base, expo):
-        """base^expo where base > 0, else 0 (as normalizers._triton_entmax's)."""
-        safe = tl.where(base > 0, base, 1.0)
-        return tl.where(base > 0, tl.exp2(expo * tl.log2(safe)), 0.0)
 
     @triton.jit
     def _tile(ptr, offs_a, stride_a, n_a, offs_b, stride_b, n_b):
@@ -126,7 +114,7 @@ if HAVE_TRITON:
         elif KIND == 2:
             w = d * d
         else:
-            w = _pow_pos(d, expo[:, None])
+            w = pow_pos(d, expo[:, None])
         return w
 
     @triton.jit
@@ -203,7 +191,7 @@ if HAVE_TRITON:
         elif KIND == 2:
             st = tl.sqrt(p)
         else:
-            st = _pow_pos(p, 1.0 - am1[:, None])
+            st = pow_pos(p, 1.0 - am1[:, None])
         return p, st, tl.max(tl.max(z, axis=1), axis=0) > 0
 
     @triton.jit
@@ -306,18 +294,11 @@ def accepts(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     a tile (at most ``MAX_HEAD``), and no empty tensor."""
     return (
         q.is_cuda
-        and runnable()
-        and q.dtype in _DTYPES
+        and kernels.runnable()
+        and q.dtype in kernels.DTYPES
         and max(q.shape[-1], v.shape[-1]) <= MAX_HEAD
         and min(q.numel(), k.numel(), v.numel()) > 0
     )
-
-
-def _on_device(t: torch.Tensor):
-    """Launch on ``t``'s GPU (Triton launches on the current one)."""
-    if t.is_cuda and torch.cuda.device_count():
-        return torch.cuda.device(t.device)
-    return contextlib.nullcontext()  # the interpreter (CPU tensors)
 
 
 def _mask_args(mask: torch.Tensor | None, q: torch.Tensor) -> tuple:
@@ -329,22 +310,21 @@ def _mask_args(mask: torch.Tensor | None, q: torch.Tensor) -> tuple:
 
 class _FlashEntmax(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, am1, mask, causal, scale, kind):
+    def forward(ctx, q, k, v, am1, mask, causal, scale, kind, launched):
         bh, n_q, d = q.shape
         n_k, dv = k.shape[1], v.shape[2]
         o = torch.empty(bh, n_q, dv, dtype=q.dtype, device=q.device)
         stats = torch.empty(3, bh, n_q, dtype=torch.float32, device=q.device)
         mk, mh, ms = _mask_args(mask, q)
-        with _on_device(q):
-            _fwd_kernel[(triton.cdiv(n_q, BLOCK_M), bh)](
-                q, k, v, o, stats[0], stats[1], stats[2], am1, mk,
-                n_q, n_k, d, dv, scale, mh,
-                q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0),
-                v.stride(1), o.stride(0), o.stride(1), *ms,
-                N_ITER=N_BISECT, BM=BLOCK_M, BN=BLOCK_N, BD=_pow2(d), BDV=_pow2(dv),
-                KIND=kind, HAS_MASK=mask is not None, CAUSAL=causal,
-                DOT=_precision(q),
-            )  # fmt: skip
+        launched.append(kernels.launch(
+            _fwd_kernel, (triton.cdiv(n_q, BLOCK_M), bh),
+            q, k, v, o, stats[0], stats[1], stats[2], am1, mk,
+            n_q, n_k, d, dv, scale, mh,
+            q.stride(0), q.stride(1), k.stride(0), k.stride(1), v.stride(0),
+            v.stride(1), o.stride(0), o.stride(1), *ms,
+            N_ITER=N_BISECT, BM=BLOCK_M, BN=BLOCK_N, BD=_pow2(d), BDV=_pow2(dv),
+            KIND=kind, HAS_MASK=mask is not None, CAUSAL=causal, DOT=_precision(q),
+        ))  # fmt: skip
         ctx.save_for_backward(q, k, v, am1, mask, stats)
         ctx.meta = (causal, scale, kind)
         return o
@@ -369,14 +349,19 @@ class _FlashEntmax(torch.autograd.Function):
             k.stride(1), v.stride(0), v.stride(1), do.stride(0), do.stride(1), *ms,
         )  # fmt: skip
         stats = (stats[0], stats[1], stats[2], am1, mk)
-        with _on_device(q):
-            _bwd_q_kernel[(triton.cdiv(n_q, BLOCK_M), bh)](
-                q, k, v, do, dq, c, *stats, *args, **common
-            )  # fmt: skip
-            _bwd_kv_kernel[(triton.cdiv(n_k, BLOCK_N), bh)](
-                q, k, v, do, dk, dvv, c, *stats, *args, **common
-            )  # fmt: skip
-        return dq, dk, dvv, None, None, None, None, None
+        done = kernels.launch(
+            _bwd_q_kernel, (triton.cdiv(n_q, BLOCK_M), bh),
+            q, k, v, do, dq, c, *stats, *args, **common,
+        ) and kernels.launch(
+            _bwd_kv_kernel, (triton.cdiv(n_k, BLOCK_N), bh),
+            q, k, v, do, dk, dvv, c, *stats, *args, **common,
+        )  # fmt: skip
+        if not done:  # the forward built, its backward did not: nothing to fall to
+            raise RuntimeError(
+                "Triton cannot build the flash attention's backward kernels here; "
+                "call attention(..., need_weights=True) to differentiate"
+            )
+        return dq, dk, dvv, None, None, None, None, None, None
 
 
 def flash_entmax_attention(
@@ -407,8 +392,9 @@ def flash_entmax_attention(
 
     Returns
     -------
-    tensor (..., n_q, d_v)
-        The output; differentiable in q, k, v (not in α).
+    tensor (..., n_q, d_v) or None
+        The output, differentiable in q, k, v (not in α); None where Triton cannot
+        build or fit the forward kernel.
     """
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     n_q, n_k = q.shape[-2], k.shape[-2]
@@ -433,5 +419,8 @@ def flash_entmax_attention(
         m4 = m.expand(*batch, *m.shape[-2:]).reshape(-1, heads, *m.shape[-2:])
         m4 = m4.expand(-1, -1, n_q, n_k)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
-    out = _FlashEntmax.apply(q3, k3, v3, am1, m4, bool(causal), scale, kind)
+    launched: list[bool] = []  # the forward says whether Triton built its kernel
+    out = _FlashEntmax.apply(q3, k3, v3, am1, m4, bool(causal), scale, kind, launched)
+    if not launched[0]:
+        return None  # Triton refused the kernel: the caller's dense path computes
     return out.view(*batch, n_q, v.shape[-1])

@@ -19,57 +19,39 @@ written back in the input's dtype. ``-inf`` entries get weight 0; a row that is 
 ``-inf`` gets an all-zero output and a zero gradient.
 
 Triton is optional: importing this module without it succeeds, and :func:`accepts`
-returns False.
+returns False. Launches go through :func:`attnlib.utils.kernels.launch`: where Triton
+refuses a kernel, the functions below return None and the maps use the torch engine.
 """
 
 from __future__ import annotations
 
-import contextlib
-
 import torch
 
-try:  # triton is an optional extra
+from ..utils import kernels
+from ..utils.kernels import HAVE_TRITON
+
+if HAVE_TRITON:
     import triton
     import triton.language as tl
 
-    HAVE_TRITON = True
-except ImportError:  # pragma: no cover - exercised where triton is absent
-    triton = None
-    tl = None
-    HAVE_TRITON = False
+    pow_pos = kernels.pow_pos
 
 MAX_COLS = 1 << 15  # a row is held whole in one program
 N_BISECT = 40
-_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
-
-def runnable() -> bool:
-    """Whether Triton is importable and a real CUDA device can run its kernels.
-
-    ``torch.cuda.device_count()`` rather than ``is_available()``: the latter answers
-    True on the simulated CUDA device of the tests, where a launch would fail.
-    """
-    return HAVE_TRITON and torch.cuda.device_count() > 0
 
 
 def accepts(x: torch.Tensor) -> bool:
     """Whether the kernels take the scores ``x`` (normalised along the last dim)."""
     return (
         x.is_cuda
-        and runnable()
-        and x.dtype in _DTYPES
+        and kernels.runnable()
+        and x.dtype in kernels.DTYPES
         and x.ndim >= 1
         and 0 < x.shape[-1] <= MAX_COLS
     )
 
 
 if HAVE_TRITON:
-
-    @triton.jit
-    def _pow_pos(base, expo):
-        # base^expo for base > 0, 0 where base <= 0
-        safe = tl.where(base > 0, base, 1.0)
-        return tl.where(base > 0, tl.exp2(expo * tl.log2(safe)), 0.0)
 
     @triton.jit
     def _entmax_fwd_kernel(
@@ -90,7 +72,7 @@ if HAVE_TRITON:
         # not n_cols.to(...): Triton passes an int argument equal to 1 as a constant
         nf = tl.zeros_like(top) + n_cols
         lo = tl.zeros_like(top) - 1.0  # Σp ≥ 1 here
-        hi = -_pow_pos(1.0 / nf, am1)  # Σp ≤ 1 here
+        hi = -pow_pos(1.0 / nf, am1)  # Σp ≤ 1 here
         for _ in range(N_ITER):
             mid = 0.5 * (lo + hi)
             d = tl.maximum(z - mid, 0.0)
@@ -99,7 +81,7 @@ if HAVE_TRITON:
             elif KIND == 2:
                 p = d * d
             else:
-                p = _pow_pos(d, expo)
+                p = pow_pos(d, expo)
             total = tl.sum(p, axis=0)
             big = total >= 1.0
             lo = tl.where(big, mid, lo)
@@ -110,7 +92,7 @@ if HAVE_TRITON:
         elif KIND == 2:
             p = d * d
         else:
-            p = _pow_pos(d, expo)
+            p = pow_pos(d, expo)
         total = tl.sum(p, axis=0)  # 0 on a row of -inf only: its p is 0 already
         p = p / tl.where(total > 0, total, 1.0)
         tl.store(
@@ -137,7 +119,7 @@ if HAVE_TRITON:
         elif KIND == 2:
             s = tl.sqrt(tl.maximum(p, 0.0))
         else:
-            s = _pow_pos(p, 1.0 - am1)  # p^(2-α) on the support
+            s = pow_pos(p, 1.0 - am1)  # p^(2-α) on the support
         ssum = tl.sum(s, axis=0)
         sg = s * g
         mean = tl.sum(sg, axis=0) / tl.where(ssum > 0, ssum, 1.0)
@@ -163,13 +145,6 @@ def _am1_rows(alpha, x2: torch.Tensor, lead) -> torch.Tensor:
                       dtype=torch.float32)  # fmt: skip
 
 
-def _on_device(t: torch.Tensor):
-    """Launch on ``t``'s GPU (Triton launches on the current one)."""
-    if t.is_cuda and torch.cuda.device_count():
-        return torch.cuda.device(t.device)
-    return contextlib.nullcontext()  # the interpreter (CPU tensors)
-
-
 def _launch(n: int) -> dict:
     """The block holding a row of ``n`` and the warps sharing it (more for long rows,
     so that each thread holds at most 64 entries)."""
@@ -177,32 +152,36 @@ def _launch(n: int) -> dict:
     return {"BLOCK": block, "num_warps": min(16, max(4, block // 2048))}
 
 
-def entmax_forward(x: torch.Tensor, alpha) -> torch.Tensor:
-    """α-entmax of ``x`` along its last dim by the Triton kernel (α float or tensor)."""
+def entmax_forward(x: torch.Tensor, alpha) -> torch.Tensor | None:
+    """α-entmax of ``x`` along its last dim by the Triton kernel (α float or tensor);
+    None where Triton refuses the kernel."""
     shape = x.shape
     x2 = x.contiguous().view(-1, shape[-1])
     p = torch.empty_like(x2)
     if x2.shape[0]:
         am1 = _am1_rows(alpha, x2, shape[:-1])
-        with _on_device(x2):
-            _entmax_fwd_kernel[(x2.shape[0],)](
-                x2, p, am1, x2.shape[1], x2.stride(0), p.stride(0),
-                N_ITER=N_BISECT, KIND=_kind(alpha), **_launch(x2.shape[1]),
-            )  # fmt: skip
+        if not kernels.launch(
+            _entmax_fwd_kernel, (x2.shape[0],),
+            x2, p, am1, x2.shape[1], x2.stride(0), p.stride(0),
+            N_ITER=N_BISECT, KIND=_kind(alpha), **_launch(x2.shape[1]),
+        ):  # fmt: skip
+            return None
     return p.view(shape)
 
 
-def entmax_backward(p: torch.Tensor, g: torch.Tensor, alpha) -> torch.Tensor:
-    """The gradient in the scores of α-entmax at ``p`` given ``g`` (Triton kernel)."""
+def entmax_backward(p: torch.Tensor, g: torch.Tensor, alpha) -> torch.Tensor | None:
+    """The gradient in the scores of α-entmax at ``p`` given ``g`` (Triton kernel);
+    None where Triton refuses the kernel."""
     shape = p.shape
     p2 = p.contiguous().view(-1, shape[-1])
     g2 = g.contiguous().view(-1, shape[-1])  # read in its own dtype, as float32
     gx = torch.empty_like(p2)
     if p2.shape[0]:
         am1 = _am1_rows(alpha, p2, shape[:-1])
-        with _on_device(p2):
-            _entmax_bwd_kernel[(p2.shape[0],)](
-                p2, g2, gx, am1, p2.shape[1], p2.stride(0), g2.stride(0),
-                gx.stride(0), KIND=_kind(alpha), **_launch(p2.shape[1]),
-            )  # fmt: skip
+        if not kernels.launch(
+            _entmax_bwd_kernel, (p2.shape[0],),
+            p2, g2, gx, am1, p2.shape[1], p2.stride(0), g2.stride(0), gx.stride(0),
+            KIND=_kind(alpha), **_launch(p2.shape[1]),
+        ):  # fmt: skip
+            return None
     return gx.view(shape)

@@ -185,21 +185,13 @@ class _Entmax(torch.autograd.Function):
             else alpha <= 2
         )
         ctx.compiled = newton and on_cpu
-        ctx.triton = triton_entmax.accepts(x)
-        if ctx.triton:  # the fused kernel, after the torch engine's one check
+        ctx.triton = False
+        if triton_entmax.accepts(x):  # the fused kernel, after the torch engine's check
             _row_max(x)
             p = triton_entmax.entmax_forward(x, alpha)
-        elif not on_cpu:  # sort or fixed bisection: no host-device synchronisation
-            p = entmax_engine.threshold_map(x, _row_max(x), alpha, cd)
-        elif ctx.compiled:
-            a = (
-                alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
-                if isinstance(alpha, torch.Tensor)
-                else alpha
-            )
-            p = _entmax_cpu(_rows(x.to(cd)), a).view(x.shape)
-        else:
-            p = _bisect_entmax(x.to(cd), alpha)
+            ctx.triton = p is not None  # None: Triton refused the kernel
+        if not ctx.triton:
+            p = _torch_rows(x, alpha, cd, ctx.compiled)
         out = p.to(x.dtype)
         # The output itself is saved (not a copy in the compute dtype), so that a
         # backward run with create_graph=True differentiates through it: double backward
@@ -223,9 +215,10 @@ class _Entmax(torch.autograd.Function):
             return _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape).to(
                 out.dtype
             ), None
+        grad_x = None
         if ctx.triton and not torch.is_grad_enabled():
-            grad_x = triton_entmax.entmax_backward(out, g, alpha)
-        else:
+            grad_x = triton_entmax.entmax_backward(out, g, alpha)  # None: refused
+        if grad_x is None:
             grad_x = entmax_engine.entmax_vjp(
                 p, g, alpha, differentiable=torch.is_grad_enabled()
             )
@@ -245,6 +238,22 @@ class _Entmax(torch.autograd.Function):
             dp = q * q * (p - skew) - q * (plogp - skew * plogp.sum(-1, keepdim=True))
             grad_alpha = (g * dp).sum(-1, keepdim=True).sum_to_size(alpha.shape)
         return grad_x.to(out.dtype), grad_alpha
+
+
+def _torch_rows(x: torch.Tensor, alpha, cd: torch.dtype, compiled: bool):
+    """α-entmax of the rows of ``x`` by the torch engine, in the compute dtype ``cd``:
+    the compiled loops on the CPU, bisection beyond them, and off the CPU the sort or
+    fixed bisection of ``_entmax`` (no host-device synchronisation)."""
+    if x.device.type != "cpu":
+        return entmax_engine.threshold_map(x, _row_max(x), alpha, cd)
+    if compiled:
+        a = (
+            alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
+            if isinstance(alpha, torch.Tensor)
+            else alpha
+        )
+        return _entmax_cpu(_rows(x.to(cd)), a).view(x.shape)
+    return _bisect_entmax(x.to(cd), alpha)
 
 
 def _check_alpha(alpha, x: torch.Tensor, dim: int):
