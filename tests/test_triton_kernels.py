@@ -367,15 +367,16 @@ def test_flash_reaches_the_limit_of_a_tiny_temperature(monkeypatch):
 
 
 def test_flash_refuses_scores_that_overflow_float32(monkeypatch):
-    """q·k beyond float32 in one row: the kernel writes NaN there (not a silent row of
-    zeros), so attention raises as the dense path does. (On a real GPU the raise is a
+    """A q·k that is NaN in float32 (its products overflow both ways): the kernel
+    writes NaN in that query's row (rather than drop the key, or give a row of zeros),
+    so attention raises as the dense path does. (On a real GPU the raise is a
     device-side assertion, which ends the CUDA context: the kernel alone is run.)"""
     from attnlib import attention
 
     _count(monkeypatch, tf, "flash_entmax_attention")
     q, k, v = _qkv(5, 7)
-    q[0, 1] *= 1e20
-    k *= 1e19
+    q[0, 1, :2] = 1e20  # against key 3: +inf + -inf, a NaN score beside finite ones
+    k[0, 3, :2] = torch.tensor([1e19, -1e19])
     with pytest.raises(ValueError, match=r"score\(q, k\) gave NaN"):
         attention(q, k, v, normalizer="entmax", score="dot")
     with ON_CUDA():
