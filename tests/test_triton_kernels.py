@@ -149,7 +149,7 @@ def _count(monkeypatch, module, *names):
         return call
 
     if not REAL_CUDA:
-        monkeypatch.setattr(kernels, "runnable", lambda: not kernels._refused)
+        monkeypatch.setattr(kernels, "runnable", lambda: True)
     for name in names:
         monkeypatch.setattr(module, name, recorded(name))
     return calls
@@ -366,30 +366,35 @@ def test_flash_reaches_the_limit_of_a_tiny_temperature(monkeypatch):
     torch.testing.assert_close(out, ref)
 
 
-def test_flash_refuses_scores_that_overflow_float32(monkeypatch):
-    """A q·k that is NaN in float32 (its products overflow both ways): the kernel
-    writes NaN in that query's row (rather than drop the key, or give a row of zeros),
-    so attention raises as the dense path does. (On a real GPU the raise is a
-    device-side assertion, which ends the CUDA context: the kernel alone is run.)"""
+def test_flash_flags_scores_that_float32_cannot_hold(monkeypatch):
+    """A NaN score beside finite ones, or a row whose kept keys all score -inf (q·k
+    overflowing float32): the kernel writes NaN in that query's row, rather than drop
+    the key or give zeros, so attention raises as the dense path does. (On a real GPU
+    the raise is a device-side assertion, which ends the CUDA context: there the kernel
+    alone is run.)"""
     from attnlib import attention
 
     _count(monkeypatch, tf, "flash_entmax_attention")
     q, k, v = _qkv(5, 7)
-    q[0, 1, :2] = 1e20  # against key 3: +inf + -inf, a NaN score beside finite ones
-    k[0, 3, :2] = torch.tensor([1e19, -1e19])
-    with pytest.raises(ValueError, match=r"score\(q, k\) gave NaN"):
-        attention(q, k, v, normalizer="entmax", score="dot")
+    k[0, 3, 0] = float("nan")  # batch 0: every query has a NaN score (key 3)
+    q[1, 2] = 1e20  # batch 1, query 2: q·k overflows to -inf on every key
+    k[1] = -(k[1].abs() + 1) * 1e19
     with ON_CUDA():
         dev = [t.to("cuda") for t in (q, k, v)]
         out = tf.flash_entmax_attention(*dev, alpha=1.5, scale=1.0).cpu()
-        if not REAL_CUDA:
-            with pytest.raises(
-                (ValueError, RuntimeError), match=r"score\(q, k\) gave NaN"
-            ):
-                attention(*dev, normalizer="entmax", score="dot", need_weights=False)
     flagged = torch.zeros(2, 5, dtype=torch.bool)
-    flagged[0, 1] = True
+    flagged[0], flagged[1, 2] = True, True
     assert torch.isnan(out[flagged]).all() and torch.isfinite(out[~flagged]).all()
+    q, k, v = _qkv(5, 7)
+    q[0, 1] *= 1e20  # through attention: +inf and NaN scores, refused by both paths
+    k *= 1e19
+    with pytest.raises(ValueError, match=r"score\(q, k\) gave NaN"):
+        attention(q, k, v, normalizer="entmax", score="dot")
+    if not REAL_CUDA:
+        refused = pytest.raises((ValueError, RuntimeError), match=r"gave NaN or \+inf")
+        with ON_CUDA(), refused:
+            dev = [t.to("cuda") for t in (q, k, v)]
+            attention(*dev, normalizer="entmax", score="dot", need_weights=False)
 
 
 DENSE_ONLY = {  # attention's arguments that the flash kernels do not compute
@@ -440,10 +445,12 @@ def test_flash_dots_are_exact_for_float32_unless_torch_allows_tf32():
 class _Refused:
     """A kernel that Triton will not build: its launch raises OutOfResources."""
 
-    __name__ = "refused_kernel"
+    def __init__(self, name):
+        self.__name__, self.tries = name, 0
 
     def __getitem__(self, grid):
         def launch(*args, **kwargs):
+            self.tries += 1
             raise triton.OutOfResources(300_000, 232_448, "shared memory")
 
         return launch
@@ -451,22 +458,54 @@ class _Refused:
 
 def test_a_kernel_triton_refuses_leaves_the_torch_engine_to_answer(monkeypatch):
     """Where Triton cannot build or fit a kernel (a GPU or release the kernels were not
-    compiled for), the maps and attention warn once and answer by the torch engine,
-    and no kernel is tried again."""
+    compiled for), the call warns and the torch engine (row maps) or the dense path
+    (attention) answers; a refused configuration is not tried again, and the kernels
+    Triton builds still run."""
     from attnlib import attention
 
-    monkeypatch.setattr(kernels, "_refused", [])
+    monkeypatch.setattr(kernels, "_refused", {})
     calls = _count(monkeypatch, te, "entmax_forward")
-    monkeypatch.setattr(te, "_entmax_fwd_kernel", _Refused())
-    monkeypatch.setattr(tf, "_fwd_kernel", _Refused())
+    fwd, bwd = _Refused("flash_fwd"), _Refused("rows_bwd")
+    monkeypatch.setattr(tf, "_fwd_kernel", fwd)
+    monkeypatch.setattr(te, "_entmax_bwd_kernel", bwd)
     x = _scores(rows=4, n=11, seed=7)[[0, 3]].float()
     q, k, v = _qkv(6, 9)
+    ref = [t.double().requires_grad_(True) for t in (q, k, v)]
+    ref_out = attention(*ref, normalizer="entmax").output
+    ref_out.sum().backward()
+    xr = x.double().requires_grad_(True)
+    sparsemax(xr)[:, 0].sum().backward()
+    with ON_CUDA(), pytest.warns(RuntimeWarning, match="torch engine") as warned:
+        dev = [t.to("cuda").requires_grad_(True) for t in (q, k, v)]
+        xc = x.to("cuda").requires_grad_(True)
+        for _ in range(2):
+            out = attention(*dev, normalizer="entmax", need_weights=False).output
+            out.sum().backward()
+            p = sparsemax(xc)
+            p[:, 0].sum().backward()
+        got = [out.detach().cpu(), *(t.grad.cpu() / 2 for t in dev)]
+        p, grad = p.detach().cpu(), xc.grad.cpu() / 2
+    # the flash forward once; the row backward once per configuration (1.5-entmax in
+    # attention's dense path, sparsemax): nothing more on the second round, while the
+    # row forward kernel ran all four times
+    assert (fwd.tries, bwd.tries, len(warned), len(calls)) == (1, 2, 3, 4)
+    for a, b in zip(got, [ref_out.detach(), *(t.grad for t in ref)]):
+        torch.testing.assert_close(a.double(), b, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(p.double(), sparsemax(xr).detach(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(grad.double(), xr.grad, atol=1e-6, rtol=0)
+
+
+def test_a_refused_flash_backward_says_how_to_differentiate(monkeypatch):
+    from attnlib import attention
+
+    monkeypatch.setattr(kernels, "_refused", {})
+    _count(monkeypatch, tf, "flash_entmax_attention")
+    monkeypatch.setattr(tf, "_bwd_q_kernel", _Refused("flash_bwd"))
     with ON_CUDA():
-        with pytest.warns(RuntimeWarning, match="refused_kernel.*torch engine"):
-            p = sparsemax(x.to("cuda")).cpu()
-        assert calls == ["entmax_forward"] and not kernels.runnable()
-        out = attention(*(t.to("cuda") for t in (q, k, v)), normalizer="entmax",
-                        need_weights=False).output.cpu()  # fmt: skip
-    assert calls == ["entmax_forward"]  # not tried again
-    torch.testing.assert_close(p, sparsemax(x))
-    torch.testing.assert_close(out, attention(q, k, v, normalizer="entmax").output)
+        dev = [t.to("cuda").requires_grad_(True) for t in _qkv(6, 9)]
+        out = attention(*dev, normalizer="sparsemax", need_weights=False).output
+        with (
+            pytest.warns(RuntimeWarning, match="flash_bwd"),
+            pytest.raises(RuntimeError, match=r"need_weights=True"),
+        ):
+            out.sum().backward()

@@ -478,8 +478,8 @@ MUTANTS: list[Mutant] = [
     M(
         "flash-mask-broadcast-over-queries-lost",
         A + "attention/_triton_flash.py",
-        "m4 = m4.expand(-1, -1, n_q, n_k)",
-        "m4 = m4[:, :, :1].expand(-1, -1, n_q, n_k)",
+        "m4 = m.reshape(-1, *m.shape[-3:]).expand(-1, b[-1], n_q, n_k)",
+        "m4 = m.reshape(-1, *m.shape[-3:])[..., :1, :].expand(-1, b[-1], n_q, n_k)",
         T_TRI,
     ),
     M(
@@ -488,11 +488,13 @@ MUTANTS: list[Mutant] = [
         'out = tl.where(bad[:, None], float("nan"), out)',
         "out = out",
         T_TRI,
-        accepted=(
-            "survives only in Triton's interpreter, whose tl.maximum propagates NaN "
-            "(NumPy's), so a NaN score already spoils its row there; a GPU's drops it "
-            "(fmax), and the flag is what makes the row NaN. Killed under make test-gpu"
-        ),
+    ),
+    M(
+        "flash-all-minus-inf-row-not-flagged",
+        A + "attention/_triton_flash.py",
+        '| (~empty & (m == float("-inf")))',
+        "",
+        T_TRI,
     ),
     M(
         "flash-ignores-the-temperature",

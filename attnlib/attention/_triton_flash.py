@@ -2,9 +2,11 @@
 
 For each block of queries the kernel walks the keys block by block, three times:
 
-1. the row maximum ``m`` of the scaled scores ``s = q·k · scale`` (masked keys -inf);
-2. the threshold τ of ``p = [(α-1)(s - m) - τ]₊^{1/(α-1)}`` by sort-free bisection on
-   τ ∈ [-1, 0] (``N_BISECT`` halvings, each a blockwise sum of unnormalised weights);
+1. the row maximum ``m`` of the raw scores ``s = q·k`` (masked keys -inf);
+2. the threshold τ of ``p = [(α-1) · scale · (s - m) - τ]₊^{1/(α-1)}`` by sort-free
+   bisection on τ ∈ [-1, 0] (``N_BISECT`` halvings, each a blockwise sum of
+   unnormalised weights): the maximum is subtracted before the scale, as in
+   attention's dense path, so that a tiny temperature gives the limit;
 3. the output ``Σ p v / Σ p``, skipping every key block whose weights are all zero.
 
 Only ``m``, τ and ``Σ p`` per query are kept (memory linear in the length). The backward
@@ -86,6 +88,25 @@ if HAVE_TRITON:
         return Q + bh * sqb, K + bh * skb, V + bh * svb, m_at
 
     @triton.jit
+    def _keep(
+        m_at, start_n, offs_m, n_q, n_k, smq, smk,
+        BN: tl.constexpr, HAS_MASK: tl.constexpr, CAUSAL: tl.constexpr,
+    ):  # fmt: skip
+        """Which (query, key) pairs of a key block may attend: in bounds, the mask's,
+        causal."""
+        offs_n = start_n + tl.arange(0, BN)
+        keep = (offs_m[:, None] < n_q) & (offs_n[None, :] < n_k)
+        if HAS_MASK:
+            mk = tl.load(
+                m_at + offs_m[:, None].to(tl.int64) * smq + offs_n[None, :] * smk,
+                mask=keep, other=0,
+            )  # fmt: skip
+            keep = keep & (mk != 0)
+        if CAUSAL:
+            keep = keep & (offs_n[None, :] <= offs_m[:, None])
+        return keep
+
+    @triton.jit
     def _scores(
         q, k_at, m_at, start_n, offs_m, n_q, n_k, d, skn, smq, smk,
         BN: tl.constexpr, BD: tl.constexpr, HAS_MASK: tl.constexpr,
@@ -93,18 +114,9 @@ if HAVE_TRITON:
     ):  # fmt: skip
         """The raw scores q·k of a key block (not yet scaled), masked keys -inf."""
         offs_n = start_n + tl.arange(0, BN)
-        offs_d = tl.arange(0, BD)
-        kt = _tile(k_at, offs_d, 1, d, offs_n, skn, n_k)
+        kt = _tile(k_at, tl.arange(0, BD), 1, d, offs_n, skn, n_k)
         s = tl.dot(q, kt, input_precision=DOT)
-        keep = (offs_m[:, None] < n_q) & (offs_n[None, :] < n_k)
-        if HAS_MASK:
-            mk = tl.load(
-                m_at + offs_m[:, None] * smq + offs_n[None, :] * smk,
-                mask=keep, other=0,
-            )  # fmt: skip
-            keep = keep & (mk != 0)
-        if CAUSAL:
-            keep = keep & (offs_n[None, :] <= offs_m[:, None])
+        keep = _keep(m_at, start_n, offs_m, n_q, n_k, smq, smk, BN, HAS_MASK, CAUSAL)
         return tl.where(keep, s, float("-inf"))
 
     @triton.jit
@@ -136,17 +148,22 @@ if HAVE_TRITON:
         am1 = tl.load(Am1 + bh + offs_m * 0).to(tl.float32)
         zs, expo = scale * am1, 1.0 / am1
         # the row maximum of the raw scores, subtracted before scaling (as attention's
-        # dense path: a tiny temperature gives the limit, not inf - inf); a row with a
-        # NaN or +inf score (q·k overflowing float32) is flagged
+        # dense path: a tiny temperature gives the limit, not inf - inf). A row with a
+        # NaN or +inf score, or whose kept keys all score -inf (q·k overflowing
+        # float32), is flagged; a row that keeps no key is empty.
         m = tl.full((BM,), float("-inf"), tl.float32)
-        bad = tl.zeros((BM,), tl.int32)
+        kept = tl.zeros((BM,), tl.int32)
+        nan = tl.zeros((BM,), tl.int32)
         for start_n in range(0, n_k, BN):
             s = _scores(q, k_at, m_at, start_n, offs_m, n_q, n_k, d, skn, smq, smk,
                         BN, BD, HAS_MASK, CAUSAL, DOT)  # fmt: skip
+            keep = _keep(m_at, start_n, offs_m, n_q, n_k, smq, smk, BN, HAS_MASK,
+                         CAUSAL)  # fmt: skip
             m = tl.maximum(m, tl.max(s, axis=1))
-            bad = tl.maximum(bad, tl.max((s != s).to(tl.int32), axis=1))
-        bad = (bad > 0) | (m == float("inf"))
-        empty = m == float("-inf")
+            kept = tl.maximum(kept, tl.max(keep.to(tl.int32), axis=1))
+            nan = tl.maximum(nan, tl.max((s != s).to(tl.int32), axis=1))
+        empty = kept == 0
+        bad = (nan > 0) | (m == float("inf")) | (~empty & (m == float("-inf")))
         m_safe = tl.where(empty | bad, 0.0, m)
         lo = tl.full((BM,), -1.0, tl.float32)
         hi = tl.zeros((BM,), tl.float32)
@@ -414,10 +431,10 @@ def flash_entmax_attention(
     m4 = None
     if mask is not None:  # (batch, heads, n_q, n_k) with broadcast dims at stride 0
         m = mask.view(torch.int8) if mask.dtype == torch.bool else mask.to(torch.int8)
-        m = m.reshape((1,) * (len(batch) + 2 - m.ndim) + tuple(m.shape))
-        heads = batch[-1] if batch else 1
-        m4 = m.expand(*batch, *m.shape[-2:]).reshape(-1, heads, *m.shape[-2:])
-        m4 = m4.expand(-1, -1, n_q, n_k)
+        b = batch or (1,)  # the last batch dim is the heads'
+        m = m.reshape((1,) * (len(b) + 2 - m.ndim) + tuple(m.shape))
+        m = m.expand(*b[:-1], *m.shape[-3:])  # the leading dims only
+        m4 = m.reshape(-1, *m.shape[-3:]).expand(-1, b[-1], n_q, n_k)
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
     launched: list[bool] = []  # the forward says whether Triton built its kernel
     out = _FlashEntmax.apply(q3, k3, v3, am1, m4, bool(causal), scale, kind, launched)
