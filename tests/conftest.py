@@ -17,15 +17,6 @@ if torch.cuda.device_count() == 0:
     os.environ.setdefault("TRITON_INTERPRET", "1")
 # The files whose tests share one build of the book (the session fixture `built_book`).
 WEBSITE_TESTS = ("tests/test_site.py", "tests/test_pdf.py")
-# The scopes that take minutes, handed out first under xdist: the book's build and
-# print, the benchmarks' quick runs, the chapters in a fresh environment, the results'
-# recomputed slices.
-SLOW_FIRST = (
-    "website",
-    "tests/test_benchmarks.py",
-    "tests/test_colab.py",
-    "tests/test_results.py",
-)
 
 
 # ------------------------------------------------------- shared helpers of the tests
@@ -165,8 +156,7 @@ def built_book():
 # a hook of pytest-xdist, absent from make test-latest
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile`, except that test_site.py and test_pdf.py share a worker and
-    the slow scopes (``SLOW_FIRST``) start first."""
+    """`--dist loadfile`, except that test_site.py and test_pdf.py share a worker."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
@@ -175,14 +165,6 @@ def pytest_xdist_make_scheduler(config, log):
         def _split_scope(self, nodeid):
             scope = super()._split_scope(nodeid)
             return "website" if scope.endswith(WEBSITE_TESTS) else scope
-
-        def _assign_work_unit(self, node):
-            # xdist hands out the files with the most tests first, which starts these
-            # last (few tests, minutes each) and leaves a worker idle at the end
-            for scope in reversed(SLOW_FIRST):
-                if scope in self.workqueue:
-                    self.workqueue.move_to_end(scope, last=False)
-            super()._assign_work_unit(node)
 
     return WebsiteTogether(config, log)
 
