@@ -32,6 +32,9 @@ from playwright.sync_api import sync_playwright
 from scipy import ndimage
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from site_audit import audit  # noqa: E402
+
 SITE = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"
@@ -148,38 +151,90 @@ def _open(browser, url, width=1280):
     return page, problems
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-@pytest.mark.parametrize("name", PAGES)
-def test_page_in_browser(server, browser, name, width):
-    page, problems = _open(browser, f"{server}/{name}.html", WIDTHS[width])
-    has_math = page.locator(".math").count() > 0
-    if has_math:
+# Every page is opened once per width (``view``); each test below reads what it needs
+# from that one visit, rather than loading the page again (a third of the file's time).
+_VIEWS: dict = {}
+#: The text each solution writes on stderr (collapsed dropdowns: textContent, not
+#: innerText).
+SOLUTIONS_STDERR = """() => [...document.querySelectorAll(".solution .stderr")]
+  .map((o) => (o.querySelector("pre") || o).textContent.trim())"""
+
+
+def _visit(browser, url: str, name: str, width: str) -> dict:
+    """Open ``url`` at ``width``, wait for the math, and measure what the tests read.
+
+    The page's own checks come first, then the screenshot, then the reader's audit
+    (``tools/site_audit.py``, which moves the sliders).
+    """
+    page, problems = _open(browser, url, WIDTHS[width])
+    found = {"problems": problems, "math": page.locator(".math").count() > 0}
+    if found["math"]:
         page.wait_for_function(
             "window.MathJax && MathJax.startup && MathJax.startup.promise",
             timeout=30000,
         )
         page.evaluate("MathJax.startup.promise")
-        unrendered = page.locator(".math:not(:has(mjx-container))").count()
-        assert unrendered == 0, f"{unrendered} math elements were not typeset"
-        assert page.locator("mjx-merror").count() == 0, "MathJax reported a TeX error"
+        found["unrendered"] = page.locator(".math:not(:has(mjx-container))").count()
+        found["tex_errors"] = page.locator("mjx-merror").count()
         # _static/fit-math.js breaks or shrinks display equations wider than the column.
         page.wait_for_selector(
             "html[data-math-fitted]", state="attached", timeout=30000
         )
-        assert page.locator("mjx-merror").count() == 0, (
-            "a refitted equation has a TeX error"
-        )
-    too_wide = page.evaluate(TOO_WIDE)
-    assert too_wide == [], f"at {WIDTHS[width]}px:\n" + "\n".join(too_wide)
-    if width == "desktop":
-        scrolls = page.evaluate(CODE_SCROLLS)
-        assert scrolls == [], "code cells that scroll sideways:\n" + "\n".join(scrolls)
-    broken = page.evaluate(
+        found["refitted_tex_errors"] = page.locator("mjx-merror").count()
+    found["too_wide"] = page.evaluate(TOO_WIDE)
+    found["code_scrolls"] = page.evaluate(CODE_SCROLLS)
+    found["broken_images"] = page.evaluate(
         "[...document.images].filter(i => !i.complete || i.naturalWidth === 0).map(i "
         "=> i.src)"
     )
-    assert broken == [], f"images that did not load: {broken}"
-    overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+    found["overflow"] = page.evaluate(
+        "document.documentElement.scrollWidth - window.innerWidth"
+    )
+    found["links"] = page.locator("a[href]").evaluate_all(
+        "links => links.map(a => a.getAttribute('href'))"
+    )
+    found["solutions_stderr"] = page.evaluate(SOLUTIONS_STDERR)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(
+        path=str(SHOTS / f"{Path(name).name}-{width}.png"), full_page=width == "desktop"
+    )
+    found["reader"] = audit(page, WIDTHS[width])
+    page.close()
+    return found
+
+
+@pytest.fixture(scope="module")
+def view(server, browser):
+    """``view(name, width)``: what one visit of the page at that width found."""
+
+    def get(name, width):
+        if (name, width) not in _VIEWS:
+            url = f"{server}/{name}.html"
+            _VIEWS[name, width] = _visit(browser, url, name, width)
+        return _VIEWS[name, width]
+
+    return get
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", PAGES)
+def test_page_in_browser(view, name, width):
+    found = view(name, width)
+    if found["math"]:
+        assert found["unrendered"] == 0, (
+            f"{found['unrendered']} math elements were not typeset"
+        )
+        assert found["tex_errors"] == 0, "MathJax reported a TeX error"
+        assert found["refitted_tex_errors"] == 0, "a refitted equation has a TeX error"
+    too_wide = found["too_wide"]
+    assert too_wide == [], f"at {WIDTHS[width]}px:\n" + "\n".join(too_wide)
+    if width == "desktop":
+        scrolls = found["code_scrolls"]
+        assert scrolls == [], "code cells that scroll sideways:\n" + "\n".join(scrolls)
+    assert found["broken_images"] == [], (
+        f"images that did not load: {found['broken_images']}"
+    )
+    overflow = found["overflow"]
     assert overflow <= 1, (
         f"the page scrolls sideways by {overflow}px at {WIDTHS[width]}px"
     )
@@ -188,15 +243,8 @@ def test_page_in_browser(server, browser, name, width):
         colab = (
             f"https://colab.research.google.com/github/{repo}/blob/main/{name}.ipynb"
         )
-        assert page.locator(f'a[href="{colab}"]').count() == 1, (
-            f"no Colab button to {colab}"
-        )
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(
-        path=str(SHOTS / f"{Path(name).name}-{width}.png"), full_page=width == "desktop"
-    )
-    page.close()
-    assert problems == [], "\n".join(problems)
+        assert found["links"].count(colab) == 1, f"no Colab button to {colab}"
+    assert found["problems"] == [], "\n".join(found["problems"])
 
 
 def test_search_finds_sparsemax(server, browser):
@@ -253,13 +301,8 @@ CHAPTERS = [name for name in PAGES if (ROOT / f"{name}.ipynb").exists()]
 
 
 @pytest.mark.parametrize("name", CHAPTERS)
-def test_solutions_print_no_warning(server, browser, name):
-    page, _ = _open(browser, f"{server}/{name}.html")
-    # textContent, not innerText: the solutions are collapsed dropdowns
-    printed = page.locator(".solution .stderr").evaluate_all(
-        "outputs => outputs.map(o => (o.querySelector('pre') || o).textContent.trim())"
-    )
-    page.close()
+def test_solutions_print_no_warning(view, name):
+    printed = view(name, "desktop")["solutions_stderr"]
     assert printed == [], "a solution prints on stderr:\n" + "\n".join(printed)
 
 
@@ -777,28 +820,15 @@ def test_the_figure_check_draws_svg_and_finds_a_blank_one(browser, tmp_path):
 
 
 # ------------------------------------------------------------ what a reader sees (32)
-# tools/site_audit.py measures each page once per width in the browser; the tests below
-# read its findings. Each fails on the pages built before issue 32 (see the counts in
-# site_audit's docstring): 48 of 48 figures uncaptioned and without alt text, 26 shown
-# below 90 % of their size, 35 progress lines, tables that scroll at both widths.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-from site_audit import audit  # noqa: E402
-
-_AUDITS: dict = {}
-
-
+# tools/site_audit.py measures each page in its one visit per width (``view``); the
+# tests below read its findings. Each fails on the pages built before issue 32 (see the
+# counts in site_audit's docstring): 48 of 48 figures uncaptioned and without alt text,
+# 26 shown below 90 % of their size, 35 progress lines, tables that scroll at both
+# widths.
 @pytest.fixture(scope="module")
-def reader_view(server, browser):
-    """``reader_view(name, width)``: the page's findings, measured once per width."""
-
-    def get(name, width):
-        if (name, width) not in _AUDITS:
-            page, _ = _open(browser, f"{server}/{name}.html", WIDTHS[width])
-            _AUDITS[name, width] = audit(page, WIDTHS[width])
-            page.close()
-        return _AUDITS[name, width]
-
-    return get
+def reader_view(view):
+    """``reader_view(name, width)``: the reader's audit of the page at that width."""
+    return lambda name, width: view(name, width)["reader"]
 
 
 def _listed(found, *rules):
