@@ -1,6 +1,7 @@
 import dataclasses
 import inspect
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # when its functions are decorated, that is on its first import: set it before any.
 if torch.cuda.device_count() == 0:
     os.environ.setdefault("TRITON_INTERPRET", "1")
-# The files whose tests share one build of the book (the session fixture `built_book`).
-WEBSITE_TESTS = ("tests/test_site.py", "tests/test_pdf.py")
+# The files whose tests share the Colab-like environment and the book built with its
+# kernel (the session fixtures `colab_environment` and `built_book`).
+WEBSITE_TESTS = ("tests/test_site.py", "tests/test_pdf.py", "tests/test_colab.py")
 
 
 # ------------------------------------------------------- shared helpers of the tests
@@ -97,17 +99,45 @@ def _simulated_cuda():
 
 
 @pytest.fixture(scope="session")
-def built_book():
+def colab_environment(tmp_path_factory):
+    """A fresh Colab-like environment, attnlib installed by a chapter's setup cell
+    (tests/colab_env.py; test_colab.py checks its set-up)."""
+    import colab_env
+
+    return colab_env.create(tmp_path_factory.mktemp("colab"))
+
+
+@pytest.fixture(scope="session")
+def built_book(colab_environment, tmp_path_factory):
     """Build the website once per session (every chapter executed, nitpicky warnings as
     errors, execution errors raised), then print the PDF edition from it (book/pdf.py).
 
-    Returns a dict: ``site`` (the built folder), ``pdf`` (its path), and for each step
-    its ``*_returncode`` and the lines to report. test_site.py and test_pdf.py both use
-    it; under xdist they run on the same worker (see ``pytest_xdist_make_scheduler``),
-    so that the book is built and printed once.
+    Each chapter is executed by the kernel of ``colab_environment``, alone in an empty
+    temporary folder (``run_in_temp``): the suite's one execution of the chapters, as
+    they run opened alone in Colab. The cache of executed notebooks is emptied first,
+    so that no chapter's outputs come from an earlier build in the project's
+    environment.
+
+    Returns a dict: ``site`` (the built folder), ``pdf`` (its path), the build's
+    ``site_returncode`` and ``site_report`` (the lines to report), and
+    ``pdf_printed``, which waits for the PDF and returns book/pdf.py's return code
+    and output (None when the website did not build). test_site.py, test_pdf.py and
+    test_colab.py use it; under xdist they run on the same worker (see
+    ``pytest_xdist_make_scheduler``), so that the book is built and printed once.
     """
     site = ROOT / "_build" / "html"
     pdf = site / "book" / "attention-before-attention.pdf"
+    if colab_environment.setup.returncode != 0:
+        yield {
+            "site": site,
+            "pdf": pdf,
+            "site_returncode": None,
+            "site_report": "the Colab-like environment's setup cell failed "
+            "(test_colab.py says how)",
+            "pdf_printed": None,
+        }
+        return
+    shutil.rmtree(ROOT / "_build" / ".jupyter_cache", ignore_errors=True)
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
     build = subprocess.run(
         [str(jupyter_book), "build", str(ROOT), "--all", "-n", "-W", "--keep-going"],
@@ -115,7 +145,7 @@ def built_book():
         text=True,
         cwd=ROOT,
         # as `make book`: no progress line on the pages (attnlib.training)
-        env={**os.environ, "ATTNLIB_PROGRESS": "off"},
+        env={**colab_environment.environ(), "ATTNLIB_PROGRESS": "off"},
     )
     lines = (build.stdout + build.stderr).splitlines()
     warnings = [
@@ -130,33 +160,39 @@ def built_book():
         "site_report": "\n".join(warnings[:60]) + "\n...\n" + "\n".join(lines[-40:]),
     }
     pdf.unlink(missing_ok=True)
-    if build.returncode == 0:
-        printed = subprocess.run(
-            [
-                sys.executable,
-                str(ROOT / "book" / "pdf.py"),
-                "--site",
-                str(site),
-                "--output",
-                str(pdf),
-            ],
-            capture_output=True,
-            text=True,
+    if build.returncode != 0:
+        yield dict(result, pdf_printed=None)
+        return
+    # The PDF is printed in the background while the website's tests run: both drive
+    # a browser, and the website's worker is the suite's longest.
+    log = tmp_path_factory.mktemp("pdf") / "pdf.log"
+    with log.open("w") as out:
+        printing = subprocess.Popen(
+            [sys.executable, ROOT / "book" / "pdf.py", "--site", site, "--output", pdf],
+            stdout=out,
+            stderr=subprocess.STDOUT,
             cwd=ROOT,
         )
-        result.update(
-            pdf_returncode=printed.returncode,
-            pdf_report=(printed.stdout + printed.stderr)[-5000:],
-        )
-    else:
-        result.update(pdf_returncode=None, pdf_report="the website did not build")
-    return result
+
+    def printed():
+        """book/pdf.py's return code and the end of its output, once it is done."""
+        return printing.wait(), log.read_text()[-5000:]
+
+    yield dict(result, pdf_printed=printed)
+    if printing.poll() is None:  # no test read the PDF
+        printing.terminate()
+        printing.wait()
+
+
+def pytest_collection_modifyitems(items):
+    """The PDF's tests after the website's, so that the PDF prints while those run."""
+    items.sort(key=lambda item: item.nodeid.startswith("tests/test_pdf.py"))
 
 
 # a hook of pytest-xdist, absent from make test-latest
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """`--dist loadfile`, except that test_site.py and test_pdf.py share a worker."""
+    """`--dist loadfile`, except that the WEBSITE_TESTS share a worker."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling

@@ -1,8 +1,9 @@
 """Every module a chapter imports is either the standard library, attnlib itself, or a
 dependency that `pyproject.toml` declares (issue 38: pandas was imported by every
-chapter and declared nowhere). tests/test_colab.py runs each chapter in an environment
-built from `pyproject.toml` alone; this reads the chapters' import statements, and says
-which one is missing in a second instead of a chapter's traceback."""
+chapter and declared nowhere). The website's build runs each chapter in an environment
+built from `pyproject.toml` alone (tests/colab_env.py); this reads the chapters' import
+statements, and says which one is missing in a second instead of a chapter's
+traceback."""
 
 import ast
 import json

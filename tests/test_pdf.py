@@ -73,9 +73,8 @@ def book(built_book):
     assert built_book["site_returncode"] == 0, (
         "the website did not build:\n" + built_book["site_report"]
     )
-    assert built_book["pdf_returncode"] == 0, (
-        "book/pdf.py failed:\n" + built_book["pdf_report"]
-    )
+    returncode, report = built_book["pdf_printed"]()
+    assert returncode == 0, "book/pdf.py failed:\n" + report
     site = built_book["site"]
     articles = {}
     for page in PAGES:
