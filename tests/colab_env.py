@@ -6,16 +6,18 @@ setup cell, run while pretending to be Colab, installs attnlib from the wheel, a
 installs it from the repository in Colab: everything else a chapter imports must
 arrive with that install, as one of attnlib's declared dependencies (issue 38: pandas,
 imported by every chapter and declared nowhere, passed while the project's environment
-held it). The setup cell runs twice, to show that it is idempotent.
+held it). The setup cell runs twice, to show that it can be run again.
 
 The environment's kernel is then the one that executes every chapter in the website's
 build (conftest's ``built_book``), each alone in an empty temporary folder
 (``run_in_temp`` in ``_config.yml``): no checkout beside it, so that committed results
 must come from the installed package. For the build, and after the setup cell, the
 environment also receives myst-nb and docutils without their dependencies: with them
-``attnlib.notebook.glue`` records the values that the prose quotes. Each start of that
-kernel writes a line to ``kernel_log`` (its Python and its folder), from which
-tests/test_colab.py reads that every chapter ran there.
+``attnlib.notebook.glue`` records the values that the prose quotes (tests/
+test_dependencies.py checks that nothing else imports them, and test_glue.py the glue
+without them, as in Colab). Each start of that kernel writes a line to ``kernel_log``
+(its Python, its folder and what the folder held), from which tests/test_colab.py reads
+that every page ran there, alone.
 
 A Colab runtime ships more (numpy, pandas, scikit-learn...), which only spares the
 install some downloads.
@@ -52,14 +54,23 @@ EXECUTE = (
 )
 # What attnlib.notebook.glue records values with when myst-nb is importable (in Colab it
 # is not, and glue records nothing): the build's versions, added after the setup cell,
-# without their dependencies (Sphinx, PyYAML...), so that they hide no missing one.
+# without their dependencies (Sphinx, PyYAML...), which therefore stay missing.
 GLUE_RECORDER = ("myst-nb", "docutils")
-# An IPython start-up file of the environment's kernel: where each kernel ran.
-LOG_START = (
-    "import os, sys\n"
-    "with open(os.environ['ATTNLIB_KERNEL_LOG'], 'a') as log:\n"
-    "    log.write(f'{sys.executable}\\t{os.getcwd()}\\n')\n"
-)
+# An IPython start-up file of the environment's kernel: where each kernel ran, and what
+# its folder held when it started. It runs in the chapter's namespace, so it leaves no
+# name there (a chapter using ``json`` unimported would pass here and fail in Colab).
+LOG_START = """\
+def _log_start():
+    import json, os, sys
+
+    start = [sys.executable, os.getcwd(), sorted(os.listdir())]
+    with open(os.environ["ATTNLIB_KERNEL_LOG"], "a") as log:
+        log.write(json.dumps(start) + "\\n")
+
+
+_log_start()
+del _log_start
+"""
 
 
 def environ(folder: Path, python: Path) -> dict:
@@ -68,7 +79,7 @@ def environ(folder: Path, python: Path) -> dict:
     env = {
         k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")
     }
-    env["PATH"] = f"{python.parent}:{env.get('PATH', '/usr/bin:/bin')}"
+    env["PATH"] = f"{python.parent}:/usr/bin:/bin"
     env["JUPYTER_PATH"] = str(folder / "venv" / "share" / "jupyter")
     return env
 

@@ -2,6 +2,7 @@ import dataclasses
 import inspect
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -108,7 +109,7 @@ def colab_environment(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def built_book(colab_environment, tmp_path_factory):
+def built_book(colab_environment, tmp_path_factory, request):
     """Build the website once per session (every chapter executed, nitpicky warnings as
     errors, execution errors raised), then print the PDF edition from it (book/pdf.py).
 
@@ -125,6 +126,9 @@ def built_book(colab_environment, tmp_path_factory):
     test_colab.py use it; under xdist they run on the same worker (see
     ``pytest_xdist_make_scheduler``), so that the book is built and printed once.
     """
+    dist = request.config.getvalue("dist")
+    if os.environ.get("PYTEST_XDIST_WORKER") and dist != "loadfile":
+        pytest.fail(f"the website's tests share one build: --dist loadfile, not {dist}")
     site = ROOT / "_build" / "html"
     pdf = site / "book" / "attention-before-attention.pdf"
     if colab_environment.setup.returncode != 0:
@@ -179,9 +183,13 @@ def built_book(colab_environment, tmp_path_factory):
         return printing.wait(), log.read_text()[-5000:]
 
     yield dict(result, pdf_printed=printed)
-    if printing.poll() is None:  # no test read the PDF
-        printing.terminate()
-        printing.wait()
+    if printing.poll() is None:  # no test waited for the PDF: stop it as Ctrl-C would,
+        printing.send_signal(signal.SIGINT)  # so that it removes its assembled page
+        try:
+            printing.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            printing.kill()
+            printing.wait()
 
 
 def pytest_collection_modifyitems(items):

@@ -1,16 +1,19 @@
 """The Colab launch button, proven as far as this machine allows, for every chapter.
 
 tests/colab_env.py builds a fresh Colab-like environment (torch and the Jupyter kernel,
-nothing else) and runs a chapter's setup cell there while pretending to be Colab: it
+nothing else) and runs the chapters' setup cell there while pretending to be Colab: it
 installs attnlib from a wheel of this checkout, with the declared dependencies and
-nothing more, then runs again and installs nothing. The website's build (conftest's
+nothing more, then runs again without error. The website's build (conftest's
 ``built_book``) then executes every chapter with that environment's kernel, each alone
 in an empty temporary folder: the suite's one execution of the chapters, so that a
 chapter importing an undeclared package, or reading a file of the checkout, fails the
-build. Checked here: the setup, and that the build's kernels really were that
-environment's, one per chapter, none in the checkout.
+build (both were planted and failed it). The kernel also has myst-nb and docutils, for
+the glue; test_dependencies.py fails any other import of them. Checked here: the setup,
+and that the build's kernels really were that environment's, one per executed page,
+each in a folder of its own that was empty, outside the checkout.
 """
 
+import json
 import sys
 from pathlib import Path
 
@@ -56,15 +59,18 @@ def test_every_chapter_ran_alone_on_that_environments_kernel(
         "the book did not build:\n" + built_book["site_report"]
     )
     starts = [
-        line.split("\t")
+        json.loads(line)
         for line in colab_environment.kernel_log.read_text().splitlines()
     ]
     assert len(starts) == len(EXECUTED), (
         f"{len(starts)} kernels of the Colab-like environment started for "
         f"{len(EXECUTED)} executed pages: did the build execute some elsewhere?"
     )
-    for python, folder in starts:
+    for python, folder, held in starts:
         assert Path(python) == colab_environment.python, python
         assert not Path(folder).is_relative_to(ROOT), (
-            f"a chapter ran in {folder}, inside the checkout, not alone"
+            f"a page ran in {folder}, inside the checkout, not alone"
         )
+        assert held == [], f"a page ran beside {held} in {folder}, not alone"
+    folders = [folder for _, folder, _ in starts]
+    assert len(set(folders)) == len(folders), f"pages shared a folder: {folders}"

@@ -1,9 +1,9 @@
-"""Every module a chapter imports is either the standard library, attnlib itself, or a
-dependency that `pyproject.toml` declares (issue 38: pandas was imported by every
-chapter and declared nowhere). The website's build runs each chapter in an environment
-built from `pyproject.toml` alone (tests/colab_env.py); this reads the chapters' import
-statements, and says which one is missing in a second instead of a chapter's
-traceback."""
+"""Every module a chapter or attnlib imports is either the standard library, attnlib
+itself, or a dependency that `pyproject.toml` declares (issue 38: pandas was imported by
+every chapter and declared nowhere). The website's build runs each chapter in an
+environment built from `pyproject.toml` (tests/colab_env.py), to which only myst-nb and
+docutils are added for the glue; this reads every import statement, including those
+inside functions, so that an undeclared one fails in a second, even one of those two."""
 
 import ast
 import json
@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 # Import name -> distribution name, where they differ.
-DISTRIBUTION = {"sklearn": "scikit-learn", "skimage": "scikit-image"}
+DISTRIBUTION = {"sklearn": "scikit-learn", "skimage": "scikit-image", "PIL": "pillow"}
 
 
 def chapter_imports():
@@ -36,6 +36,51 @@ def chapter_imports():
                 elif isinstance(node, ast.ImportFrom) and node.level == 0:
                     found.add(node.module.split(".")[0])
     return found
+
+
+def library_imports() -> dict:
+    """Third-party packages imported anywhere in attnlib -> the files importing them."""
+    found = {}
+    for module in sorted((ROOT / "attnlib").rglob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.Import):
+                names = {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = {node.module.split(".")[0]}
+            else:
+                continue
+            for name in names - set(sys.stdlib_module_names) - {"attnlib"}:
+                found.setdefault(name, set()).add(module.relative_to(ROOT).as_posix())
+    return found
+
+
+#: Imports allowed outside the declared dependencies, and where: attnlib.notebook runs
+#: in a Jupyter kernel (IPython) and records values with myst-nb only if it is there.
+KERNEL_ONLY = {"IPython": {"attnlib/notebook.py"}, "myst_nb": {"attnlib/notebook.py"}}
+
+
+def declared_extras() -> set:
+    """The distributions of pyproject's optional dependencies, but the tests'."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {
+        re.match(r"[A-Za-z0-9_.-]+", requirement).group(0).lower()
+        for extra, requirements in project["optional-dependencies"].items()
+        if extra != "test"
+        for requirement in requirements
+    }
+
+
+def test_every_library_import_is_declared_or_stdlib():
+    found = library_imports()
+    assert {"torch", "numpy", "triton", "myst_nb"} <= set(found), sorted(found)
+    allowed = declared() | declared_extras()
+    missing = {
+        name: sorted(files - KERNEL_ONLY.get(name, set()))
+        for name, files in found.items()
+        if DISTRIBUTION.get(name, name).lower() not in allowed
+        and files - KERNEL_ONLY.get(name, set())
+    }
+    assert not missing, f"attnlib imports undeclared packages: {missing}"
 
 
 def declared():

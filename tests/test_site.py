@@ -154,7 +154,6 @@ def _open(browser, url, width=1280):
 
 # Every page is opened once per width (``view``); each test below reads what it needs
 # from that one visit, rather than loading the page again (a third of the file's time).
-_VIEWS: dict = {}
 #: The text each solution writes on stderr (collapsed dropdowns: textContent, not
 #: innerText).
 SOLUTIONS_STDERR = """() => [...document.querySelectorAll(".solution .stderr")]
@@ -168,6 +167,20 @@ def _visit(browser, url: str, name: str, width: str) -> dict:
     (``tools/site_audit.py``, which moves the sliders).
     """
     page, problems = _open(browser, url, WIDTHS[width])
+    try:
+        found = _measure(page, problems, name, width)
+        before_audit = len(problems)
+        found["reader"] = audit(page, WIDTHS[width])
+        problems[before_audit:] = [
+            f"while the audit moved the sliders: {p}" for p in problems[before_audit:]
+        ]
+        return found
+    finally:
+        page.close()
+
+
+def _measure(page, problems, name: str, width: str) -> dict:
+    """The page's own checks, then its screenshot (``_visit``)."""
     found = {"problems": problems, "math": page.locator(".math").count() > 0}
     if found["math"]:
         page.wait_for_function(
@@ -199,20 +212,19 @@ def _visit(browser, url: str, name: str, width: str) -> dict:
     # The first screen only: a whole page drawn at 1280 px took 2.6 s, the rest of the
     # visit 2.3 s.
     page.screenshot(path=str(SHOTS / f"{Path(name).name}-{width}.png"))
-    found["reader"] = audit(page, WIDTHS[width])
-    page.close()
     return found
 
 
 @pytest.fixture(scope="module")
 def view(server, browser):
     """``view(name, width)``: what one visit of the page at that width found."""
+    views = {}
 
     def get(name, width):
-        if (name, width) not in _VIEWS:
+        if (name, width) not in views:
             url = f"{server}/{name}.html"
-            _VIEWS[name, width] = _visit(browser, url, name, width)
-        return _VIEWS[name, width]
+            views[name, width] = _visit(browser, url, name, width)
+        return views[name, width]
 
     return get
 
@@ -274,28 +286,6 @@ def _parse(path: Path) -> _Links:
     parser = _Links()
     parser.feed(path.read_text(encoding="utf-8"))
     return parser
-
-
-def test_every_internal_link_and_anchor_resolves(site):
-    pages = {p: _parse(p) for p in site.rglob("*.html") if "_static" not in p.parts}
-    dead = []
-    for page, parsed in pages.items():
-        for href in parsed.links:
-            if urlparse(href).scheme or href.startswith(("mailto:", "javascript:")):
-                continue
-            target, fragment = urldefrag(href)
-            path = (page.parent / unquote(target)).resolve() if target else page
-            if path.is_dir():
-                path = path / "index.html"
-            if not path.exists():
-                dead.append(f"{page.relative_to(site)} -> {href}")
-            elif fragment and path.suffix == ".html":
-                # parsed once: the target of every link is among the pages parsed above
-                target_ids = pages[path].ids if path in pages else _parse(path).ids
-                if unquote(fragment) in target_ids:
-                    continue
-                dead.append(f"{page.relative_to(site)} -> {href} (no such anchor)")
-    assert dead == [], "\n".join(dead)
 
 
 CHAPTERS = [name for name in PAGES if (ROOT / f"{name}.ipynb").exists()]
@@ -905,3 +895,28 @@ def test_the_reader_checks_fail_on_planted_problems(browser, tmp_path):
     kinds = {r.split(":")[0] for r in found["raw"]}
     assert {"numpy scalar repr", "dict repr", "float with 10+ decimals"} <= kinds
     assert len(found["sliders"]) == 1
+
+
+# Last in the file: the preface links to the PDF edition, which prints in the
+# background while the tests above run (conftest's built_book).
+def test_every_internal_link_and_anchor_resolves(site, built_book):
+    built_book["pdf_printed"]()  # the PDF written, book/pdf.py's own page removed
+    pages = {p: _parse(p) for p in site.rglob("*.html") if "_static" not in p.parts}
+    dead = []
+    for page, parsed in pages.items():
+        for href in parsed.links:
+            if urlparse(href).scheme or href.startswith(("mailto:", "javascript:")):
+                continue
+            target, fragment = urldefrag(href)
+            path = (page.parent / unquote(target)).resolve() if target else page
+            if path.is_dir():
+                path = path / "index.html"
+            if not path.exists():
+                dead.append(f"{page.relative_to(site)} -> {href}")
+            elif fragment and path.suffix == ".html":
+                # parsed once: the target of every link is among the pages parsed above
+                target_ids = pages[path].ids if path in pages else _parse(path).ids
+                if unquote(fragment) in target_ids:
+                    continue
+                dead.append(f"{page.relative_to(site)} -> {href} (no such anchor)")
+    assert dead == [], "\n".join(dead)
