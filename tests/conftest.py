@@ -109,7 +109,7 @@ def colab_environment(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def built_book(colab_environment, tmp_path_factory, request):
+def built_book(colab_environment, tmp_path_factory):
     """Build the website once per session (every chapter executed, nitpicky warnings as
     errors, execution errors raised), then print the PDF edition from it (book/pdf.py).
 
@@ -126,9 +126,6 @@ def built_book(colab_environment, tmp_path_factory, request):
     test_colab.py use it; under xdist they run on the same worker (see
     ``pytest_xdist_make_scheduler``), so that the book is built and printed once.
     """
-    dist = request.config.getvalue("dist")
-    if os.environ.get("PYTEST_XDIST_WORKER") and dist != "loadfile":
-        pytest.fail(f"the website's tests share one build: --dist loadfile, not {dist}")
     site = ROOT / "_build" / "html"
     pdf = site / "book" / "attention-before-attention.pdf"
     if colab_environment.setup.returncode != 0:
