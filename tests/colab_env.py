@@ -59,6 +59,7 @@ GLUE_RECORDER = ("myst-nb", "docutils")
 # An IPython start-up file of the environment's kernel: where each kernel ran, and what
 # its folder held when it started. It runs in the chapter's namespace, so it leaves no
 # name there (a chapter using ``json`` unimported would pass here and fail in Colab).
+KERNEL_LOG = "kernel.log"
 LOG_START = """\
 def _log_start():
     import json, os, sys
@@ -98,7 +99,7 @@ class ColabEnvironment:
     @property
     def kernel_log(self) -> Path:
         """One line per start of the environment's kernel: its Python and folder."""
-        return self.folder / "kernel.log"
+        return self.folder / KERNEL_LOG
 
     def environ(self) -> dict:
         """The variables under which a program uses this environment's kernel."""
@@ -132,7 +133,7 @@ def create(folder: Path) -> ColabEnvironment:
         env=env,
     )  # fmt: skip
     setup = _run_setup_cell(folder, python, wheel, env)
-    (folder / "kernel.log").unlink(missing_ok=True)  # the setup's kernel is no chapter
+    (folder / KERNEL_LOG).unlink(missing_ok=True)  # the setup's kernel is no chapter
     # Only now: what records glued values for the build, and nothing it would pull in.
     recorder = [f"{name}=={metadata.version(name)}" for name in GLUE_RECORDER]
     run(python, "-m", "pip", "install", "-q", "--no-deps", *recorder)
@@ -140,7 +141,7 @@ def create(folder: Path) -> ColabEnvironment:
 
 
 def _install_kernel(python: Path, folder: Path) -> None:
-    """The environment's ``python3`` kernel, logging each start to ``kernel.log``."""
+    """The environment's ``python3`` kernel, logging each start to ``KERNEL_LOG``."""
     prefix = folder / "venv"
     run(python, "-m", "ipykernel", "install", "--prefix", prefix, "--name", "python3")
     startup = folder / "ipython" / "profile_default" / "startup"
@@ -150,7 +151,7 @@ def _install_kernel(python: Path, folder: Path) -> None:
     kernel = json.loads(spec.read_text())
     kernel["env"] = {
         "IPYTHONDIR": str(folder / "ipython"),
-        "ATTNLIB_KERNEL_LOG": str(folder / "kernel.log"),
+        "ATTNLIB_KERNEL_LOG": str(folder / KERNEL_LOG),
     }
     spec.write_text(json.dumps(kernel, indent=1))
 

@@ -30,11 +30,18 @@ def chapter_imports():
             source = "\n".join(
                 line for line in lines if not line.lstrip().startswith(("%", "!"))
             )
-            for node in ast.walk(ast.parse(source)):
-                if isinstance(node, ast.Import):
-                    found |= {alias.name.split(".")[0] for alias in node.names}
-                elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                    found.add(node.module.split(".")[0])
+            found |= imported(source)
+    return found
+
+
+def imported(source: str) -> set:
+    """The top-level packages that ``source`` imports absolutely, at any depth."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            found.add(node.module.split(".")[0])
     return found
 
 
@@ -42,15 +49,9 @@ def library_imports() -> dict:
     """Third-party packages imported anywhere in attnlib -> the files importing them."""
     found = {}
     for module in sorted((ROOT / "attnlib").rglob("*.py")):
-        for node in ast.walk(ast.parse(module.read_text())):
-            if isinstance(node, ast.Import):
-                names = {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0:
-                names = {node.module.split(".")[0]}
-            else:
-                continue
-            for name in names - set(sys.stdlib_module_names) - {"attnlib"}:
-                found.setdefault(name, set()).add(module.relative_to(ROOT).as_posix())
+        names = imported(module.read_text()) - set(sys.stdlib_module_names)
+        for name in names - {"attnlib"}:
+            found.setdefault(name, set()).add(module.relative_to(ROOT).as_posix())
     return found
 
 
@@ -59,21 +60,10 @@ def library_imports() -> dict:
 KERNEL_ONLY = {"IPython": {"attnlib/notebook.py"}, "myst_nb": {"attnlib/notebook.py"}}
 
 
-def declared_extras() -> set:
-    """The distributions of pyproject's optional dependencies, but the tests'."""
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {
-        re.match(r"[A-Za-z0-9_.-]+", requirement).group(0).lower()
-        for extra, requirements in project["optional-dependencies"].items()
-        if extra != "test"
-        for requirement in requirements
-    }
-
-
 def test_every_library_import_is_declared_or_stdlib():
     found = library_imports()
     assert {"torch", "numpy", "triton", "myst_nb"} <= set(found), sorted(found)
-    allowed = declared() | declared_extras()
+    allowed = declared(extras=True)
     missing = {
         name: sorted(files - KERNEL_ONLY.get(name, set()))
         for name, files in found.items()
@@ -83,12 +73,16 @@ def test_every_library_import_is_declared_or_stdlib():
     assert not missing, f"attnlib imports undeclared packages: {missing}"
 
 
-def declared():
+def declared(extras: bool = False) -> set:
+    """pyproject's dependencies, with ``extras`` its optional ones but the tests'."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    names = set()
-    for requirement in project["dependencies"]:
-        names.add(re.match(r"[A-Za-z0-9_.-]+", requirement).group(0).lower())
-    return names
+    requirements = list(project["dependencies"])
+    if extras:
+        optional = project["optional-dependencies"]
+        requirements += [
+            r for extra in optional if extra != "test" for r in optional[extra]
+        ]
+    return {re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower() for r in requirements}
 
 
 def test_the_chapters_import_something():
