@@ -1,11 +1,14 @@
 """attnlib: the library of *Attention Before Attention*.
 
 One module per idea; every chapter of the book imports it. The core is
-:func:`attnlib.attention.attention`, of which every other method is a special case.
+``attnlib.attention`` (:func:`attnlib.functional.attention`), of which every other
+method is a special case. The package ``attnlib.functional`` holds it with its scores
+and engines, as ``torch.nn.functional`` holds ``scaled_dot_product_attention``; the
+function and the package have different names, so ``attnlib.attention`` is always the
+function.
 """
 
-from . import attention  # the module, callable as the function (see its end)
-from .attention import AttentionResult
+from .functional import AttentionResult, attention
 from .layers import MultiHeadAttention, TransformerEncoderLayer
 
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@ __all__ = ["ScoreError", "EmptySupportError", "TrainingDivergedError"]
 class ScoreError(ValueError):
     """A row of attention scores is NaN, ``+inf`` or all ``-inf``.
 
-    Raised by :func:`attnlib.attention.attention` when ``score(q, k)`` overflows its
+    Raised by :func:`attnlib.functional.attention` when ``score(q, k)`` overflows its
     dtype (inputs too large) or a score callable returns something undefined; callers
     that compute the scores from their own inputs re-raise it naming those inputs.
 

@@ -1,9 +1,9 @@
-"""The transformer blocks built from :func:`attnlib.attention.attention`.
+"""The transformer blocks built from :func:`attnlib.functional.attention`.
 
 :class:`MultiHeadAttention` runs several heads of the one equation in learned subspaces;
 :class:`TransformerEncoderLayer` wraps it with a feed-forward block, residuals and layer
 norms. Both accept the same ``score`` and ``normalizer`` as
-:func:`~attnlib.attention.attention`.
+:func:`~attnlib.functional.attention`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .attention import (
+from .functional import (
     AttentionResult,
     Normalizer,
     Score,
@@ -52,9 +52,9 @@ class MultiHeadAttention(nn.Module):
     device, dtype : optional
         Where and in which dtype the parameters are made.
     score : str or callable
-        How queries are compared with keys, see :func:`~attnlib.attention.attention`.
+        How queries are compared with keys, see :func:`~attnlib.functional.attention`.
     normalizer : str or callable
-        How a row of scores becomes weights, see :func:`~attnlib.attention.attention`.
+        How a row of scores becomes weights, see :func:`~attnlib.functional.attention`.
 
     Notes
     -----
@@ -256,7 +256,7 @@ class MultiHeadAttention(nn.Module):
         need_weights,
     ):  # fmt: skip
         """:meth:`_rows` on checked tokens: the heads attend by
-        :func:`~attnlib.attention.attend` (their projections need no check).
+        :func:`~attnlib.functional.attend` (their projections need no check).
 
         Without ``need_weights``, softmax heads run as PyTorch's fused attention.
         """
@@ -375,9 +375,9 @@ class TransformerEncoderLayer(nn.Module):
     device, dtype : optional
         Where and in which dtype the parameters are made.
     score : str or callable
-        How queries are compared with keys, see :func:`~attnlib.attention.attention`.
+        How queries are compared with keys, see :func:`~attnlib.functional.attention`.
     normalizer : str or callable
-        How a row of scores becomes weights, see :func:`~attnlib.attention.attention`.
+        How a row of scores becomes weights, see :func:`~attnlib.functional.attention`.
     nhead : int, optional
         torch's name for ``num_heads`` (give one of the two).
 

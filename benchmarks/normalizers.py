@@ -346,7 +346,7 @@ def _entmax_attention_fns(q, k, v, peer) -> dict:
 def _ran_flash(q, k, v) -> bool:
     """Whether attention(..., need_weights=False) runs the flash kernels on q, k, v
     (rather than the dense path: not taken, or refused by Triton)."""
-    from attnlib.attention import _triton_flash as triton_flash
+    from attnlib.functional import _triton_flash as triton_flash
 
     if not triton_flash.accepts(q, k, v):
         return False

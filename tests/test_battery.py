@@ -188,7 +188,7 @@ NOT_ATTACKED = {
     # output; available_memory: no argument.
     "utils": {"host_array", "available_memory"},
     # output_of unwraps what a model returned (any object); tested in test_attention.
-    "attention": {"output_of"},
+    "functional": {"output_of"},
     # Timing sweeps and grids of training runs: their arguments meet check_int and
     # check_positive as the specced callables' do; one call costs seconds to minutes.
     "continuous.experiments.readout_cost": {"read_out_times"},

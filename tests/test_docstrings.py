@@ -178,4 +178,4 @@ def test_every_module_is_documented():
         if any(part.startswith("_") and part != "__init__.py" for part in parts):
             continue
         assert "__all__" in p.read_text(), f"{p.relative_to(root)} has no __all__"
-    assert {"attention", "utils", "utils.fastexp", "denoise"} <= set(DOCUMENTED)
+    assert {"functional", "utils", "utils.fastexp", "denoise"} <= set(DOCUMENTED)

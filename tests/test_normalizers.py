@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from attnlib.attention import attention
+from attnlib.functional import attention
 from attnlib.normalizers import (
     entmax,
     exp_beta,

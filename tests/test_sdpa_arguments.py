@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlib.attention import attention
+from attnlib.functional import attention
 
 
 def qkv(n_q=5, n_k=7, dtype=torch.float64, seed=0):

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import ortho_group
 
-from attnlib.attention import attention
+from attnlib.functional import attention
 from attnlib.symmetry import (
     KnowledgeAttention,
     equivariance_error,

@@ -204,7 +204,7 @@ def test_cuda_rows_the_kernels_do_not_take_stay_with_the_torch_engine(monkeypatc
 
 
 # ------------------------------------------------------------- flash entmax attention
-from attnlib.attention import _triton_flash as tf  # noqa: E402
+from attnlib.functional import _triton_flash as tf  # noqa: E402
 
 
 def _dense(q, k, v, alpha, mask, causal):

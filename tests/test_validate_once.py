@@ -31,7 +31,7 @@ import pytest
 import torch
 from test_battery import SPECS
 
-from attnlib.attention import attention
+from attnlib.functional import attention
 from attnlib.data import union_of_subspaces
 from attnlib.kernel_regression import (
     MetricNadarayaWatson,

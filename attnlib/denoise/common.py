@@ -6,7 +6,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..attention import attend
+from ..functional import attend
 from ..utils import as_tensor, check_int
 
 # Helpers of the package's modules: nothing here is public.

@@ -6,7 +6,7 @@ hands its checked image to the compiled engine ``attnlib.denoise._nlm.nlm_offset
 A Gaussian filter is attention whose queries and keys are pixel *positions*; non-local
 means (NLM) is attention whose queries and keys are the *patches* around the pixels and
 whose values are the pixels themselves. Each is one call of
-:func:`attnlib.attention.attention`, chunked so that memory stays bounded.
+:func:`attnlib.functional.attention`, chunked so that memory stays bounded.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..attention import SCORES, attention
+from ..functional import SCORES, attention
 from ..utils import check_int, check_positive
 from ._nlm import nlm_offsets
 from .common import (

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from ..attention import SCORES, attend
+from ..functional import SCORES, attend
 from ..utils import as_tensor, check_int, check_positive
 from .common import _odd_patch_size, _pixel_grid, _window_mask
 from .filters import _patch_tokens

@@ -4,12 +4,12 @@ The estimator predicts at a query point a weighted average of the training targe
 weights being a kernel between the query and each training input, normalised to sum to
 one. That is attention with queries = the query points, keys = the training inputs and
 values = the training targets. For the Gaussian kernel the normalisation is a softmax of
-``-||x - x_j||² / (2σ²)``: :func:`~attnlib.attention.attention` with
+``-||x - x_j||² / (2σ²)``: :func:`~attnlib.functional.attention` with
 ``score="neg_sq_dist"`` and ``temperature=σ²``. What attention adds is a learned
 projection ``q = W x, k = W x``;
 :class:`MetricNadarayaWatson` learns it.
 
-Two ways of normalising are used, both through :func:`attnlib.attention.attention`:
+Two ways of normalising are used, both through :func:`attnlib.functional.attention`:
 
 * ``"gaussian"`` and ``"laplace"`` are exponentials of a score, so their weights are a
   softmax of ``log κ`` (robust: a tiny bandwidth gives the nearest neighbour, not 0/0);

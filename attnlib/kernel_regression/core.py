@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from ..attention import SCORES, attend
+from ..functional import SCORES, attend
 from ..errors import EmptySupportError, ScoreError
 from ..utils import as_tensor, available_memory, check_positive
 from ._kernelsums import key_lanes, lane_sums
@@ -116,7 +116,7 @@ def _check_data(x_query, x_train, y_train):
 def _kernel_attention(
     xq, xt, y, kernel: Kernel, bandwidth: float, mask=None, offset: int = 0
 ):
-    """Nadaraya–Watson as one :func:`~attnlib.attention.attention` call on 2-D tensors.
+    """Nadaraya–Watson as one :func:`~attnlib.functional.attention` call on 2-D tensors.
 
     The tensors are already checked.
 
@@ -313,7 +313,7 @@ _BLOCK_ELEMENTS = 2**21
 
 
 def _blockwise(xq, xt, y, kernel: Kernel, bandwidth: float, grad: bool) -> torch.Tensor:
-    """:func:`~attnlib.attention.attention` on blocks of queries.
+    """:func:`~attnlib.functional.attention` on blocks of queries.
 
     With ``grad``, each block is recomputed in backward.
     """

@@ -20,7 +20,7 @@ from sklearn.utils.validation import (
 )
 from torch import nn
 
-from ..attention import attend
+from ..functional import attend
 from ..errors import EmptySupportError
 from ..training import train
 from ..utils import check_int, check_positive, host_array

@@ -17,7 +17,7 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.datasets import load_digits, make_s_curve, make_swiss_roll
 from sklearn.manifold import trustworthiness
 
-from ..attention import attention
+from ..functional import attention
 from ..subspace.lasso import lasso_codes
 from ..utils import as_float_array, check_int, check_positive, host_array
 from .embedding import lle_embedding

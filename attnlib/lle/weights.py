@@ -4,7 +4,7 @@ Each point (a *query*) writes itself as an affine combination of its ``K`` neare
 neighbours (the *keys*, which are also the *values*). The coefficients are the rows of a
 ``[query, key]`` weight matrix ``W``, zero outside the k-nearest-neighbour *mask*, whose
 rows sum to one: ``lle_weights`` as sparse or dense matrices, ``lle_attention`` as a
-call of ``attnlib.attention.attention``, both through ``barycenter_weights``, the
+call of ``attnlib.functional.attention``, both through ``barycenter_weights``, the
 closed form for all queries at once.
 """
 
@@ -18,7 +18,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.neighbors import NearestNeighbors
 
-from ..attention import AttentionResult, attend
+from ..functional import AttentionResult, attend
 from ..utils import as_float_array, as_tensor, check_positive
 
 __all__ = ["LLEWeights", "barycenter_weights", "lle_weights", "lle_attention"]
@@ -224,7 +224,7 @@ def _weights_on_neighbors(
 
 
 def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
-    """LLE as one dense, differentiable call of :func:`attnlib.attention.attention`.
+    """LLE as one dense, differentiable call of :func:`attnlib.functional.attention`.
 
     Queries, keys and values are the points; the mask is the k-nearest-neighbour graph;
     the "score" of a query-key pair is its barycentric weight, which needs all of the

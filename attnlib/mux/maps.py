@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..attention import AttentionResult, attend
+from ..functional import AttentionResult, attend
 from ..utils import as_tensor
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..attention import attention
+from ..functional import attention
 from ..utils import check_int
 from ..utils.validation import module_input, names_input
 from .maps import _normalizer, _squeeze_query

@@ -9,7 +9,7 @@ The threshold τ of sparsemax and entmax is found without sorting, by Newton's m
 from below (Michelot's algorithm at α = 2); on a CPU it runs as compiled loops over the
 rows (the private engines ``_entmax_loops`` and ``_entmax_numba``), so that each row is
 read from memory once.
-:func:`attnlib.attention.attention` knows ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as
+:func:`attnlib.functional.attention` knows ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as
 normalizers by name.
 
 One idea per module:

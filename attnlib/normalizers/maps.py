@@ -335,7 +335,7 @@ def _unnormalized(scores: torch.Tensor) -> torch.Tensor:
     return scores.masked_fill(torch.isneginf(scores), 0.0)
 
 
-#: The maps :func:`attnlib.attention.attention` knows by name (``normalizer=``), each
+#: The maps :func:`attnlib.functional.attention` knows by name (``normalizer=``), each
 #: along the last dimension of ``(..., n_q, n_k)`` scores with ``-inf`` at masked keys.
 #: A new normaliser is named here, beside its function.
 NORMALIZERS: Mapping[str, Callable[[torch.Tensor], torch.Tensor]] = MappingProxyType(

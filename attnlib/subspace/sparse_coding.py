@@ -15,7 +15,7 @@ import math
 import torch
 from torch import nn
 
-from ..attention import AttentionResult, attend
+from ..functional import AttentionResult, attend
 from ..utils import as_tensor, check_int, check_positive
 from ..utils.validation import module_input, names_input
 from ._lasso.common import soft_threshold as _shrink

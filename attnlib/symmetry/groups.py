@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import torch
 
-from ..attention import output_of
+from ..functional import output_of
 from ..utils import as_tensor, check_int
 
 __all__ = [

@@ -11,7 +11,7 @@ import math
 import torch
 from torch import nn
 
-from ..attention import AttentionResult, attend
+from ..functional import AttentionResult, attend
 from ..utils import as_tensor, check_int, check_positive
 from ..utils.validation import names_input
 
@@ -60,7 +60,7 @@ def knowledge_attention(
     c : tensor or array-like, shape (..., k, k)
         The fourth-order coefficients; required for ``"higher_order"``.
     normalizer : str or callable
-        As in :func:`attnlib.attention.attention`.
+        As in :func:`attnlib.functional.attention`.
     temperature : float, optional
         Divides the scores; ``sqrt(k)`` for the two polynomial kernels and 1 for
         ``"rbf"``.

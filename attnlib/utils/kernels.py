@@ -1,7 +1,7 @@
 """What the Triton engines share: whether their kernels can run, and their launch.
 
 The engines (``attnlib.normalizers._triton_entmax``, the rows of sparsemax and
-α-entmax; ``attnlib.attention._triton_flash``, sparse attention without its weights)
+α-entmax; ``attnlib.functional._triton_flash``, sparse attention without its weights)
 launch through :func:`launch`, on the GPU of their tensors. Where Triton refuses a
 kernel (it does not build with the installed Triton, or does not fit the GPU), the
 launch warns once and answers False, and the caller computes with the torch engine (the

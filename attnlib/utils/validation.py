@@ -381,7 +381,7 @@ def module_input(x, name: str, like: torch.Tensor, **kwargs) -> torch.Tensor:
 
 
 class names_input:
-    """Re-raise an overflow that :func:`attnlib.attention.attention` reports about its
+    """Re-raise an overflow that :func:`attnlib.functional.attention` reports about its
     internal queries and keys as an error about the caller's input ``name``."""
 
     def __init__(self, name: str):

@@ -1,7 +1,7 @@
 """Small HTML touches for readers, applied to every page's body.
 
 Names break only at dots: inline code and API signatures
-(``attnlib.attention.attention``) get a line-break opportunity (``<wbr>``) after each
+(``attnlib.functional.attention``) get a line-break opportunity (``<wbr>``) after each
 dot between two name characters, so that a long name wraps as ``attnlib.`` /
 ``attention`` on a phone instead of mid-word (``_static/book.css`` no longer lets words
 break anywhere). ``<wbr>`` is not copied with the text, unlike a zero-width space.

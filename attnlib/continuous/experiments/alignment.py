@@ -18,7 +18,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ...attention import attention
+from ...functional import attention
 from ...errors import TrainingDivergedError
 from ...training import evaluating, to_device, train
 from ...utils import check_int

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...attention import attention
+from ...functional import attention
 from ...training import to_device
 from ...utils import check_int, check_positive
 from ...utils.validation import module_input

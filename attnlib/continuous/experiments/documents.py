@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...attention import attention
+from ...functional import attention
 from ...training import to_device
 from ...utils import as_tensor, check_in_range, check_int, check_positive
 from ..basis import GaussianRBF
@@ -132,7 +132,7 @@ class DocumentClassifier(nn.Module):
 
     ``kind`` is
 
-    * ``"discrete"``: a learned query, :func:`attnlib.attention.attention` with softmax
+    * ``"discrete"``: a learned query, :func:`attnlib.functional.attention` with softmax
       (α = 1) or sparsemax (α = 2);
     * ``"continuous"``: :class:`~attnlib.continuous.ContinuousAttention1D` whose μ and
       σ² come from the max-pooled encoder output (the paper's continuous model);

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...attention import attention
+from ...functional import attention
 from ...data import union_of_subspaces
 from ...training import evaluating, train
 from ...utils import check_int

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from ...attention import output_of
+from ...functional import output_of
 from ...errors import TrainingDivergedError
 from ...training import evaluating, train
 from ...utils import check_int, check_positive, device_or_cpu

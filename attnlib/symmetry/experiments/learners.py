@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ...attention import output_of
+from ...functional import output_of
 from ...layers import MultiHeadAttention
 from ...utils import as_tensor, check_int
 from ...utils.validation import module_input

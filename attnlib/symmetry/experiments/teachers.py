@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ...attention import output_of
+from ...functional import output_of
 from ...training import evaluating
 from ...utils import as_tensor, check_int, check_positive
 from ..heads import KnowledgeAttention

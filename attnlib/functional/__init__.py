@@ -10,10 +10,8 @@ coefficient matrix ``C`` is our ``weights.T``.
 
 from __future__ import annotations
 
-import inspect
 import math
 import sys
-import types
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -416,7 +414,7 @@ def _flash(
 
     The same mathematics as :func:`attend` with that normalizer, without the weights:
     each query's threshold is found over blocks of keys, then the blocks of keys whose
-    weights are all zero are skipped (``attnlib.attention._triton_flash``). As in
+    weights are all zero are skipped (``attnlib.functional._triton_flash``). As in
     :func:`attend`, the row maximum is subtracted before the scores are divided by the
     temperature, and a query with no key gets zeros. None where Triton cannot build
     the kernel (the caller computes densely).
@@ -653,25 +651,3 @@ def _like(x, ref: torch.Tensor):
     Tensors are checked, not cast.
     """
     return None if isinstance(x, torch.Tensor) and x.is_floating_point() else ref.dtype
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as :func:`attention`.
-
-    ``attnlib.attention`` names both this module and its function: the chapters call
-    ``attnlib.attention(q, k, v)`` and ``from attnlib import attention``, while
-    ``import attnlib.attention as A`` must give the module (whose other names,
-    ``SCORES`` and ``resolve``, a user reaches through it). Python's
-    ``import a.b as c`` takes the package's attribute ``b``; the package binds the
-    module, and calling the module calls the function.
-    """
-
-    def __call__(self, *args, **kwargs):
-        return attention(*args, **kwargs)
-
-    @property
-    def __signature__(self):
-        return inspect.signature(attention)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -1,4 +1,4 @@
-"""The battery's specs for ``attnlib.attention``."""
+"""The battery's specs for ``attnlib.functional``."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ from .core import (
     _randn,
 )
 
-MODULE = "attention"
+MODULE = "functional"
 
 
 def specs():
-    A = importlib.import_module("attnlib.attention")
+    A = importlib.import_module("attnlib.functional")
 
     return {
-        "attention.attention": Spec(
+        "functional.attention": Spec(
             lambda q, k, v, temperature, score, normalizer: A.attention(
                 q, k, v, temperature=temperature, score=score, normalizer=normalizer
             ),
@@ -76,7 +76,7 @@ def specs():
                 ),
             ],
         ),
-        "attention.attend": Spec(
+        "functional.attend": Spec(
             lambda temperature, score, normalizer: A.attend(
                 _randn(4, 3),
                 _randn(5, 3, seed=1),
@@ -89,7 +89,7 @@ def specs():
             {"temperature": "positive", "score": "choice", "normalizer": "choice"},
             optional=("temperature",),
         ),
-        "attention.resolve": Spec(
+        "functional.resolve": Spec(
             A.resolve,
             lambda: dict(score="scaled_dot", normalizer="softmax"),
             {"score": "choice", "normalizer": "choice"},

@@ -23,7 +23,7 @@ attend, broadcastable to ``(..., n_q, n_k)``), causal masking (key j ≤ query i
 number or a tensor with one value per batch-and-head. Queries with no key to attend get
 a zero output and zero gradients.
 
-The engine of :func:`attnlib.attention.attention` (its path without weights on CUDA):
+The engine of :func:`attnlib.functional.attention` (its path without weights on CUDA):
 it computes attention's output, so it lives in the attention package rather than in
 ``normalizers``. Launches go through :func:`attnlib.utils.kernels.launch`: where Triton
 refuses the forward kernel, :func:`flash_entmax_attention` returns None and attention
