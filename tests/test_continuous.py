@@ -663,3 +663,38 @@ def test_2d_moment_matching_gives_the_weights_mean_and_covariance():
     cov = np.einsum("bl,bli,blj->bij", wn, d, d) + 1e-3 * np.eye(2)
     np.testing.assert_allclose(out.mu.numpy(), mu, rtol=1e-12)
     np.testing.assert_allclose(out.sigma2.numpy(), cov, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", ["gaussian_pdf", "truncated_parabola_pdf", "triangular_pdf"])
+@pytest.mark.parametrize(
+    "dtype, scale", [(torch.float32, 1e-30), (torch.float32, 1e-38), (torch.float64, 1e-300)]
+)
+def test_1d_density_has_zero_gradient_where_it_is_zero_at_a_tiny_scale(name, dtype, scale):
+    """Issue 52: at σ² = 1e-30 in float32, x²/σ⁴ overflowed in the backward pass and the
+    gradient of a zero density was NaN; the true derivative there is 0 (the density is 0
+    on a neighbourhood). Inside the support the value stays the closed form's."""
+    import attnlib.continuous.densities as D
+
+    f = getattr(D, name)
+    t = torch.tensor([0.5, -2.0], dtype=dtype, requires_grad=True)
+    mu = torch.tensor(0.0, dtype=dtype, requires_grad=True)
+    s = torch.tensor(scale, dtype=dtype, requires_grad=True)
+    y = f(t, mu, s)
+    assert (y == 0).all()
+    y.sum().backward()
+    for g in (t.grad, mu.grad, s.grad):
+        assert torch.equal(g, torch.zeros_like(g))
+    # ordinary scale: the value and gradient of the plain expression, in float64
+    x = np.array([0.1, -0.4, 2.0])
+    s2 = 0.3
+    plain = {
+        "gaussian_pdf": np.exp(-(x**2) / (2 * s2)) / np.sqrt(2 * np.pi * s2),
+        "truncated_parabola_pdf": np.maximum(
+            -(x**2) / (2 * s2) + 0.5 * (1.5 / np.sqrt(s2)) ** (2 / 3), 0
+        ),
+        "triangular_pdf": np.maximum(1 / np.sqrt(s2) - np.abs(x) / s2, 0),
+    }[name]
+    got = f(torch.tensor(x), 0.0, torch.tensor(s2, dtype=torch.float64))
+    np.testing.assert_allclose(got.numpy(), plain, rtol=1e-13, atol=1e-15)
+    s = torch.tensor(s2, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v: f(torch.tensor(x), 0.0, v), (s,))

@@ -79,6 +79,25 @@ def _location_scale(t, mu, scale, name: str) -> list[torch.Tensor]:
     return _common(t, _like(mu, "mu", t), _positive(scale, name, t))
 
 
+def _where_positive(density, x, scale) -> torch.Tensor:
+    """``density(x, scale)``, with a zero gradient wherever the density is zero.
+
+    Outside the support (or where the Gaussian underflows) the density is 0 and so is
+    its derivative; computed directly, a tiny scale makes ``x² / scale²`` overflow in
+    the backward pass and ``0 · inf`` gives NaN. There the density is evaluated at the
+    harmless point ``(0, 1)`` instead, and its value replaced by 0 (the double
+    ``where``, so that no infinite intermediate reaches autograd).
+    """
+    x, scale = torch.broadcast_tensors(x, scale)
+    with torch.no_grad():
+        inside = density(x, scale) > 0
+    value = density(
+        torch.where(inside, x, torch.zeros_like(x)),
+        torch.where(inside, scale, torch.ones_like(scale)),
+    )
+    return torch.where(inside, value, torch.zeros_like(value))
+
+
 def check_alpha(alpha) -> int:
     """``alpha`` checked: 1 (softmax: Gaussian) or 2 (sparsemax: paraboloid).
 
@@ -138,8 +157,10 @@ def gaussian_pdf(t, mu, sigma2) -> torch.Tensor:
     Eq. (2) of the sparse-and-continuous attention paper with ``f(t) = -(t-μ)²/(2σ²)``.
     """
     t, mu, sigma2 = _location_scale(t, mu, sigma2, "sigma2")
-    return torch.exp(
-        -0.5 * (t - mu) ** 2 / sigma2 - 0.5 * torch.log(sigma2) - _LOG_SQRT_2PI
+    return _where_positive(
+        lambda x, s: torch.exp(-0.5 * x**2 / s - 0.5 * torch.log(s) - _LOG_SQRT_2PI),
+        t - mu,
+        sigma2,
     )
 
 
@@ -170,8 +191,13 @@ def truncated_parabola_pdf(t, mu, sigma2) -> torch.Tensor:
     Eq. (10) of the sparse-and-continuous attention paper.
     """
     t, mu, sigma2 = _location_scale(t, mu, sigma2, "sigma2")
-    lam = -0.5 * (1.5 / torch.sqrt(sigma2)) ** (2 / 3)
-    return torch.clamp(-((t - mu) ** 2) / (2 * sigma2) - lam, min=0)
+    return _where_positive(
+        lambda x, s: torch.clamp(
+            -(x**2) / (2 * s) + 0.5 * (1.5 / torch.sqrt(s)) ** (2 / 3), min=0
+        ),
+        t - mu,
+        sigma2,
+    )
 
 
 def triangular_pdf(t, mu, b) -> torch.Tensor:
@@ -198,7 +224,9 @@ def triangular_pdf(t, mu, b) -> torch.Tensor:
     Eq. (12) of the sparse-and-continuous attention paper.
     """
     t, mu, b = _location_scale(t, mu, b, "b")
-    return torch.clamp(1 / torch.sqrt(b) - (t - mu).abs() / b, min=0)
+    return _where_positive(
+        lambda x, s: torch.clamp(1 / torch.sqrt(s) - x.abs() / s, min=0), t - mu, b
+    )
 
 
 def location_scale_pdf(
