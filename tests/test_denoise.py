@@ -445,3 +445,23 @@ def test_nlm_attention_checks_its_image_once(check_calls):
     assert out.shape == image.shape and np.isfinite(out).all()
     scans = [(c.where, c.helper) for c in check_calls if "image" in c.names]
     assert scans == [("attnlib.denoise.common", "as_tensor")]
+
+
+def test_patch_tokens_at_a_tiny_h_stay_finite_or_are_refused():
+    """Issue 52: h·h underflowed for h = 1e-30 and every token was infinite (attention()
+    refuses the same temperature). Now the tokens are finite and their distances are
+    still NLM's patch distance over h² (checked against a float64 restatement, scaled by
+    h); an h whose inverse overflows the dtype is refused, naming h."""
+    from attnlib.denoise.filters import patch_kernel, patch_tokens
+
+    img = np.random.default_rng(0).random((6, 7)).astype(np.float32)
+    ref = patch_tokens(img.astype(np.float64), 3, h=1.0)
+    tok = patch_tokens(img, 3, h=1e-30)
+    assert torch.isfinite(tok).all()
+    np.testing.assert_allclose(tok.double().numpy() * 1e-30, ref.numpy(), rtol=1e-6)
+    with pytest.raises(ValueError, match="h=1e-40 is too small"):
+        patch_tokens(img, 3, h=1e-40)
+    assert torch.isfinite(patch_tokens(img.astype(np.float64), 3, h=1e-40)).all()
+    with pytest.raises(ValueError, match="dtype must be a floating"):
+        patch_kernel(5, dtype=torch.int64)
+    assert patch_kernel(5, dtype=torch.float64).dtype == torch.float64

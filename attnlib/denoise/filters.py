@@ -193,6 +193,11 @@ def patch_kernel(
     The Gaussian-weighted patch distance of non-local means (Buades et al. 2005), §3.2
     of the self-expression paper, with scikit-image's width.
     """
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise ValueError(
+            f"dtype must be a floating torch dtype (the weights are not integers), "
+            f"got {dtype!r}"
+        )
     return _patch_kernel(_odd_patch_size(patch_size), dtype, device)
 
 
@@ -241,7 +246,14 @@ def _patch_tokens(chw: torch.Tensor, s: int, h: float) -> torch.Tensor:
     c = chw.shape[0]
     g = _patch_kernel(s, chw.dtype, chw.device)
     g2 = torch.outer(g, g).reshape(-1)
-    scale = (g2 / (c * h * h * g2.sum())).sqrt().repeat_interleave(c)
+    # 1/h after the square root: h·h underflows to 0 for h below about 1e-19 (float32),
+    # which made every token infinite.
+    scale = ((g2 / (c * g2.sum())).sqrt() / h).repeat_interleave(c)
+    if not torch.isfinite(scale).all():
+        raise ValueError(
+            f"h={h!r} is too small for {chw.dtype} tokens: 1/h overflows (give a larger "
+            f"h, or the image in float64)"
+        )
     return _extract_patches(chw, s) * scale
 
 
