@@ -199,6 +199,8 @@ def train(
             f"{type(batches).__name__}"
         )
     n_steps = check_int(n_steps, "n_steps")
+    if seed is not None:  # NumPy integers too; True, 1.5 and "3" are refused by name
+        seed = check_int(seed, "seed", minimum=0, maximum=2**64 - 1)
     lr = check_positive(lr, "lr")
     weight_decay = check_positive(weight_decay, "weight_decay", allow_zero=True)
     if clip_grad_norm is not None:

@@ -1,5 +1,6 @@
 from collections import namedtuple
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -237,3 +238,23 @@ def test_evaluating_scores_in_eval_mode_and_restores_each_submodules_mode():
     assert all(m.training for m in model.modules())
     with evaluating(lambda t: 2 * t):  # any callable: gradients off, nothing else
         assert not torch.is_grad_enabled()
+
+
+def test_seed_takes_numpy_integers_and_refuses_other_types_by_name():
+    """Issue 52: ``seed=np.int64(3)`` raised torch's "an integer is required", and 1.5,
+    "3" and True reached torch's RuntimeError without naming ``seed``."""
+    def run(seed):
+        model = nn.Sequential(nn.Dropout(0.5), nn.Linear(2, 1))  # draws from the seed
+        with torch.no_grad():
+            model[1].weight.fill_(0.5)
+            model[1].bias.fill_(0.1)
+        x = torch.ones(8, 2)
+        return train(
+            model, lambda m, b: m(b).pow(2).mean(), [x], n_steps=2, seed=seed,
+            progress=False,
+        )  # fmt: skip
+
+    assert run(np.int64(3)) == run(3)
+    for bad in (1.5, "3", True, -1, 2**64):
+        with pytest.raises(ValueError, match="seed must be an integer"):
+            run(bad)
