@@ -46,6 +46,20 @@ def test_fit_and_score_learns_the_teacher_and_mlp_refuses_other_lengths():
     assert math.isnan(mlp_scores["n9"]) and not math.isnan(mlp_scores["n5"])
 
 
+def test_fit_and_score_refuses_a_test_set_holding_nan():
+    """Issue 52: a NaN in a test set was scored as NaN, the value that means "this model
+    cannot take that length"; it is now refused, naming the set."""
+    teacher = make_teacher(4, 2, seed=0)
+    data = knowledge_task(teacher, 8, 5, seed=1)
+    X, Y = knowledge_task(teacher, 4, 5, seed=2)
+    bad = {"n5": (X, Y.clone().index_fill_(0, torch.tensor([1]), float("nan")))}
+    with pytest.raises(ValueError, match=r"test_data\['n5'\] must be finite.*its Y"):
+        fit_and_score(SequenceMLP(5, 4, hidden=8), data, bad, n_steps=2)
+    nan_x = (data[0].clone().fill_(float("inf")), data[1])
+    with pytest.raises(ValueError, match="train_data must be finite.*its X"):
+        fit_and_score(SequenceMLP(5, 4, hidden=8), nan_x, {}, n_steps=2)
+
+
 @pytest.mark.parametrize("kernel", ["quadratic", "rbf"])
 def test_teachers_are_equivariant_with_knowledge(kernel):
     teacher = make_teacher(5, 3, kernel=kernel, seed=0).double()

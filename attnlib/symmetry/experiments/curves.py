@@ -108,6 +108,8 @@ def fit_and_score(
     """
     seed = check_int(seed, "seed", minimum=0)
     x, y = train_data
+    tests = {f"test_data[{name!r}]": pair for name, pair in test_data.items()}
+    _check_finite({"train_data": train_data, **tests})
     if hasattr(model, "fit"):
         model.fit(x, y)
         final = _mse(model, x, y)
@@ -122,6 +124,14 @@ def fit_and_score(
             progress=progress,
         )[-1]
     return {"train": final / float((y**2).mean()), **_test_scores(model, test_data)}
+
+
+def _check_finite(sets: dict) -> None:
+    """Refuse a data set holding NaN or inf: its error would be NaN, not a score."""
+    for name, pair in sets.items():
+        for part, t in zip("XY", pair):
+            if not torch.isfinite(torch.as_tensor(t)).all():
+                raise ValueError(f"{name} must be finite, but its {part} holds NaN or inf")
 
 
 def _checkpoints(grid: dict) -> list[int]:
