@@ -698,3 +698,25 @@ def test_1d_density_has_zero_gradient_where_it_is_zero_at_a_tiny_scale(name, dty
     np.testing.assert_allclose(got.numpy(), plain, rtol=1e-13, atol=1e-15)
     s = torch.tensor(s2, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda v: f(torch.tensor(x), 0.0, v), (s,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_densities_far_from_the_mean_are_zero_not_nan(dtype):
+    """Issue 52 reported NaN from the truncated paraboloid at t or μ near 1e29; over
+    this grid every density is finite (0 far from the mean), in both dtypes."""
+    import itertools
+
+    import attnlib.continuous.densities as D
+
+    big = [0.0, 1e29, -1e29, 1e30, 3e38] + ([1e154, 1e200] if dtype == torch.float64 else [])
+    for t, mu, s in itertools.product(big, big, [1.0, 1e-30, 1e29, 1e38]):
+        T = torch.tensor([t], dtype=dtype)
+        M = torch.tensor(mu, dtype=dtype)
+        S = torch.tensor(s, dtype=dtype)
+        for y in (
+            D.truncated_paraboloid_pdf(T[None], M[None], S.reshape(1, 1)),
+            D.truncated_parabola_pdf(T, M, S),
+            D.gaussian_pdf(T, M, S),
+            D.triangular_pdf(T, M, S),
+        ):
+            assert torch.isfinite(y).all(), (t, mu, s)
