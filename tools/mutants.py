@@ -1020,4 +1020,48 @@ MUTANTS: list[Mutant] = [
         T_UTILS,
         "tests/test_battery.py",
     ),
+    # ------------------------------------------- issue 52: refusals and limits (lead)
+    M(
+        "density-gradient-nan-outside-support",
+        A + "continuous/densities.py",
+        "torch.where(inside, x, torch.zeros_like(x)), "
+        "torch.where(inside, scale, torch.ones_like(scale)),",
+        "x, scale,",
+        T_CONT,
+    ),
+    M(
+        "patch-tokens-h-squared-before-root",
+        A + "denoise/filters.py",
+        "scale = ((g2 / (c * g2.sum())).sqrt() / h).repeat_interleave(c)",
+        "scale = (g2 / (c * h * h * g2.sum())).sqrt().repeat_interleave(c)",
+        T_DEN,
+    ),
+    M(
+        "patch-tokens-overflow-not-refused",
+        A + "denoise/filters.py",
+        "if not torch.isfinite(scale).all():",
+        "if False:",
+        T_DEN,
+    ),
+    M(
+        "patch-kernel-integer-dtype-accepted",
+        A + "denoise/filters.py",
+        "if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):",
+        "if False:",
+        T_DEN,
+    ),
+    M(
+        "train-seed-unchecked",
+        A + "training.py",
+        'seed = check_int(seed, "seed", minimum=0, maximum=2**64 - 1)',
+        "pass",
+        T_TRAIN,
+    ),
+    M(
+        "fit-and-score-nan-data-scored",
+        A + "symmetry/experiments/curves.py",
+        "_check_finite({\"train_data\": train_data, **tests})",
+        "pass",
+        T_SYM_X,
+    ),
 ]

@@ -86,7 +86,8 @@ def _where_positive(density, x, scale) -> torch.Tensor:
     its derivative; computed directly, a tiny scale makes ``x² / scale²`` overflow in
     the backward pass and ``0 · inf`` gives NaN. There the density is evaluated at the
     harmless point ``(0, 1)`` instead, and its value replaced by 0 (the double
-    ``where``, so that no infinite intermediate reaches autograd).
+    ``where``, so that no infinite intermediate reaches autograd; either safe input
+    alone would do for these densities, both keep it so for any ``density``).
     """
     x, scale = torch.broadcast_tensors(x, scale)
     with torch.no_grad():
