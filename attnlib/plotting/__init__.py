@@ -4,11 +4,12 @@ Figures are drawn at the width of the book's text column (``COLUMN_INCHES`` at `
 dots per inch, about 680 px), so that they display at their natural size. The package
 holds the style (``style``), weight matrices and images on shared colour scales
 (``heatmaps``), a slider over precomputed figures that needs no kernel (``slider``),
-and tables for readers (``tables``); every public name is importable from
-``attnlib.plotting``.
+tables for readers (``tables``) and one drawn diagram per chapter (``diagrams``, shown
+as SVG); every public name is importable from ``attnlib.plotting``.
 """
 
-from . import heatmaps, slider, style, tables
+from . import diagrams, heatmaps, slider, style, tables
+from .diagrams import *  # noqa: F403
 from .heatmaps import *  # noqa: F403
 from .slider import *  # noqa: F403
 from .style import *  # noqa: F403
@@ -20,3 +21,4 @@ __all__ += style.__all__
 __all__ += heatmaps.__all__
 __all__ += slider.__all__
 __all__ += tables.__all__
+__all__ += diagrams.__all__
