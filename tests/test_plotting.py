@@ -208,3 +208,103 @@ def test_table_shows_words_fixed_decimals_a_dash_and_no_index():
         table(df, headers={"nope": "x"})
     with pytest.raises(ValueError, match="df must be a pandas DataFrame"):
         table([[1, 2]])
+
+
+# ------------------------------------------------------------------ drawn diagrams
+DIAGRAMS = ["qkv_lookup", "kernel_bump", "patches_as_tokens", "neighbourhood_mask"]
+DIAGRAMS += ["block_diagonal", "rotation_equivariance", "simplex_projection"]
+DIAGRAMS += ["density_over_time", "multiplexer_switch"]
+
+
+def _colours(fig):
+    """Every RGB a diagram draws with (alpha aside), from patches, lines and text."""
+    from matplotlib.colors import to_rgba_array
+
+    out = set()
+    for artist in fig.findobj():
+        if artist is fig or artist in fig.axes or artist is fig.patch:
+            continue
+        for get in ("get_facecolor", "get_edgecolor", "get_color"):
+            if hasattr(artist, get):
+                for rgba in to_rgba_array(getattr(artist, get)()):
+                    if rgba[3] > 0:
+                        out.add(tuple(round(float(v), 3) for v in rgba[:3]))
+    return out
+
+
+@pytest.mark.parametrize("name", DIAGRAMS)
+def test_every_diagram_is_svg_legible_on_a_phone_and_colour_blind_safe(name):
+    from matplotlib.colors import to_rgb
+
+    from attnlib.plotting import diagrams
+
+    plt.close("all")
+    fig = getattr(diagrams, name)()
+    assert isinstance(fig, diagrams.Diagram)
+    assert plt.get_fignums() == []  # not pyplot's: the cell shows it once, as its value
+    svg = fig._repr_svg_()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "<path" in svg
+    assert diagrams.smallest_text_px(fig, 390) >= 8.0
+    assert diagrams.smallest_text_px(fig, 1280) >= 12.0  # desktop: natural size
+    allowed = {tuple(round(v, 3) for v in to_rgb(c)) for c in PALETTE + ["#222222"]}
+    off = {c for c in _colours(fig) if len(set(c)) > 1 and c not in allowed}
+    assert not off, f"{name} draws with colours off the palette: {off}"
+
+
+def test_smallest_text_px_scales_a_wide_figure_to_the_column():
+    from attnlib.plotting import smallest_text_px
+
+    fig = matplotlib.figure.Figure(figsize=(4, 2))
+    fig.text(0.5, 0.5, "small", fontsize=6)
+    fig.text(0.2, 0.2, "big", fontsize=20)
+    fig.text(0.1, 0.1, "   ", fontsize=1)  # blank text is not a label
+    assert smallest_text_px(fig, 2000) == pytest.approx(8.0)  # 6 pt = 8 px, unscaled
+    wide = matplotlib.figure.Figure(figsize=(12, 2))
+    wide.text(0.02, 0.5, "left", fontsize=12)
+    wide.text(0.9, 0.5, "right", fontsize=12)
+    shown = smallest_text_px(wide, 390)
+    assert 16 * 390 / (12 * 96) * 0.9 < shown < 16 * 390 / (12 * 96) * 1.1
+    assert smallest_text_px(matplotlib.figure.Figure(), 390) == float("inf")
+    with pytest.raises(ValueError, match="fig must be a matplotlib Figure"):
+        smallest_text_px("fig")
+    with pytest.raises(ValueError, match="column_px"):
+        smallest_text_px(fig, 0)
+
+
+def _numbers(fig, prefix):
+    """The numbers of the diagram's text that starts with ``prefix``."""
+    import re
+
+    texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
+    hits = [t for t in texts if t.startswith(prefix)]
+    assert len(hits) == 1, (prefix, texts)
+    return [float(v) for v in re.findall(r"-?\d+\.\d+", hits[0])]
+
+
+def test_the_simplex_diagram_shows_entmax_packages_softmax_and_sparsemax():
+    import entmax
+
+    from attnlib.plotting import simplex_projection
+
+    fig = simplex_projection()
+    theta = torch.tensor([_numbers(fig, r"$\theta")], dtype=torch.float64)
+    soft = torch.softmax(theta, -1)[0].numpy()
+    sparse = entmax.sparsemax(theta, dim=-1)[0].numpy()
+    np.testing.assert_allclose(_numbers(fig, "softmax:"), soft, atol=0.006)
+    np.testing.assert_allclose(_numbers(fig, "sparsemax:"), sparse, atol=0.006)
+    assert sparse[2] == 0 and (soft > 0).all()  # the picture's point: an exact zero
+
+
+def test_the_lookup_diagram_shows_softmax_weights_and_arrows_as_wide_as_them():
+    from matplotlib.patches import FancyArrowPatch
+
+    from attnlib.plotting import qkv_lookup
+
+    fig = qkv_lookup()
+    texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
+    scores = [float(t) for t in texts if t[:1] in "+-" and t[1:2].isdigit()]
+    weights = [float(t[2:]) for t in texts if t.startswith("w=")]
+    expected = torch.softmax(torch.tensor(scores), 0).numpy()  # the scores are q·k/√d
+    np.testing.assert_allclose(weights, expected, atol=0.006)
+    widths = sorted({round(a.get_linewidth(), 3) for a in fig.findobj(FancyArrowPatch)})
+    assert len(widths) >= 4  # one width per weight (and the thin key-to-value arrows)

@@ -34,6 +34,11 @@ def qkv_lookup() -> Diagram:
     width of each arrow is its weight. The numbers are computed by
     :func:`attnlib.attention.attention`.
 
+    Returns
+    -------
+    Diagram
+        The figure; a notebook shows it as SVG.
+
     Implements
     ----------
     Eqs. (1)–(2) of the self-expression paper for one query (our eq-01-attention).
@@ -77,7 +82,7 @@ def qkv_lookup() -> Diagram:
 
 
 # --------------------------------------------------------------------------- 02
-def kernel_bump(n: int = 12, bandwidth: float = 0.35) -> Diagram:
+def kernel_bump() -> Diagram:
     """A Gaussian bump over sorted inputs and the band matrix its rows make.
 
     Top: the keys ``x_j`` on a line, the kernel ``κ(x_i, ·)`` centred on one query and
@@ -85,10 +90,16 @@ def kernel_bump(n: int = 12, bandwidth: float = 0.35) -> Diagram:
     every ``x_i`` against every ``x_j`` (queries = keys, sorted), a band because the
     bump only reaches near neighbours; the highlighted row is the bump above.
 
+    Returns
+    -------
+    Diagram
+        The figure; a notebook shows it as SVG.
+
     Implements
     ----------
     The Nadaraya–Watson weights, Eq. (6) of the self-expression paper (our eq-02-nw).
     """
+    n, bandwidth = 12, 0.35
     x = np.sort(np.random.default_rng(3).uniform(0, 5, n))
     xt = torch.as_tensor(x, dtype=torch.float64)[:, None]
     W = attention(xt, xt, xt, score="neg_sq_dist", temperature=bandwidth**2).weights
@@ -151,6 +162,11 @@ def patches_as_tokens() -> Diagram:
     A small image with two 3×3 patches ``P_x`` and ``P_x'`` framed; each is flattened
     into a row of nine numbers (a token), their squared distance ``d²`` gives the
     weight ``exp(-d²/h²)``, and the value a key carries is its centre pixel.
+
+    Returns
+    -------
+    Diagram
+        The figure; a notebook shows it as SVG.
 
     Implements
     ----------
@@ -223,17 +239,23 @@ def patches_as_tokens() -> Diagram:
 
 
 # --------------------------------------------------------------------------- 04
-def neighbourhood_mask(n: int = 10, n_neighbors: int = 3) -> Diagram:
+def neighbourhood_mask() -> Diagram:
     """LLE's neighbourhood as a mask: each point may attend to its K nearest only.
 
     Left: points along a curve, one query ``x_j`` and its ``K`` nearest neighbours
     ``N_j`` joined to it. Right: the boolean mask ``[query, key]`` (filled where
     ``i ∈ N_j``), ``K`` cells per row and none on the diagonal; the query's row framed.
 
+    Returns
+    -------
+    Diagram
+        The figure; a notebook shows it as SVG.
+
     Implements
     ----------
     The support constraint of Eq. (9) of the self-expression paper (our eq-04-weights).
     """
+    n, n_neighbors = 10, 3
     t = np.linspace(0.0, 1.0, n) ** 1.3
     pts = np.stack([0.3 + 2.3 * t, 1.4 + 0.9 * np.sin(3.2 * t)], 1)
     dist = ((pts[:, None] - pts[None]) ** 2).sum(-1)

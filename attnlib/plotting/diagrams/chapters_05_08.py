@@ -31,7 +31,7 @@ __all__ += ["density_over_time", "multiplexer_switch"]
 
 
 # --------------------------------------------------------------------------- 05
-def block_diagonal(per_subspace: int = 4) -> Diagram:
+def block_diagonal() -> Diagram:
     """Self-expression on a union of subspaces: ``C`` is block-diagonal when sorted.
 
     Left: points on three lines through the origin (three 1-D subspaces), coloured by
@@ -40,6 +40,11 @@ def block_diagonal(per_subspace: int = 4) -> Diagram:
     diagonal blocks, and ``diag(C) = 0`` (a point may not use itself). Schematic:
     the pattern of a subspace-preserving ``C``, not a solver's output.
 
+    Returns
+    -------
+    Diagram
+        The figure; a notebook shows it as SVG.
+
     Implements
     ----------
     The self-expressive model X = CX, diag(C) = 0 of §5 of the self-expression paper
@@ -47,7 +52,7 @@ def block_diagonal(per_subspace: int = 4) -> Diagram:
     """
     colors = [BLUE, ORANGE, GREEN]
     angles = [0.25, 1.25, 2.35]
-    m = per_subspace
+    m = 4  # points per subspace
     fig, ax = _canvas(3.1)
     o = np.array([1.35, 1.35])
     for a, color in zip(angles, colors):
@@ -102,17 +107,23 @@ def block_diagonal(per_subspace: int = 4) -> Diagram:
 
 
 # --------------------------------------------------------------------------- 06
-def rotation_equivariance(angle: float = 0.9) -> Diagram:
+def rotation_equivariance() -> Diagram:
     """Rotating the embedding moves every token but keeps their inner products.
 
     Left: three tokens ``x_i`` (rows of ``X``) as arrows. Middle: the same tokens after
     a rotation ``Q`` (``X ↦ XQᵀ``). Right: their inner products ``XXᵀ``, unchanged; a
     map that recombines the tokens with coefficients from ``XXᵀ`` commutes with ``Q``.
 
+    Returns
+    -------
+    Diagram
+        The figure; a notebook shows it as SVG.
+
     Implements
     ----------
     Orthogonal equivariance, f(XQᵀ) = f(X)Qᵀ, of the symmetry paper (rows).
     """
+    angle = 0.9
     X = np.array([[1.0, 0.15], [0.35, 0.8], [-0.55, 0.45]])
     Qm = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
     XQ = X @ Qm.T
@@ -161,7 +172,7 @@ def rotation_equivariance(angle: float = 0.9) -> Diagram:
 
 
 # -------------------------------------------------------------------------- 07a
-def simplex_projection(theta=(0.9, 0.6, -0.1)) -> Diagram:
+def simplex_projection() -> Diagram:
     """Softmax and sparsemax of one score vector, drawn on the 2-simplex (a triangle).
 
     The triangle (probability vectors over three keys) is drawn isometrically: page
@@ -169,11 +180,16 @@ def simplex_projection(theta=(0.9, 0.6, -0.1)) -> Diagram:
     neither map), lie outside; sparsemax is the triangle's closest point, on an edge
     (one weight exactly zero); softmax lies inside. Dashed: softmax of ``θ/τ``.
 
+    Returns
+    -------
+    Diagram
+        The figure; a notebook shows it as SVG.
+
     Implements
     ----------
     sparsemax(θ) = argmin over the simplex of ‖p − θ‖² (Martins & Astudillo, 2016).
     """
-    th = torch.tensor([list(map(float, theta))], dtype=torch.float64)
+    th = torch.tensor([[0.9, 0.6, -0.1]], dtype=torch.float64)
     corners = np.array([[0.0, 0.0], [np.sqrt(2), 0.0], [np.sqrt(2) / 2, np.sqrt(1.5)]])
     scale, o = 1.75, np.array([0.45, 0.85])
     at = lambda p: o + scale * (np.asarray(p) @ corners)
@@ -216,7 +232,7 @@ def simplex_projection(theta=(0.9, 0.6, -0.1)) -> Diagram:
 
 
 # -------------------------------------------------------------------------- 07b
-def density_over_time(mu: float = 0.55, sigma: float = 0.12) -> Diagram:
+def density_over_time() -> Diagram:
     """Discrete weights over tokens beside a density over time, and its context.
 
     Top: attention over ten tokens at times ``t_ℓ`` (bars: a probability vector).
@@ -224,11 +240,17 @@ def density_over_time(mu: float = 0.55, sigma: float = 0.12) -> Diagram:
     (positive everywhere) or a truncated parabola (zero outside a window), and the
     context is the expectation of the value function, ``E_p[V(t)]``.
 
+    Returns
+    -------
+    Diagram
+        The figure; a notebook shows it as SVG.
+
     Implements
     ----------
     Continuous attention, Eqs. (7)–(11) of the sparse and continuous attention paper
     (our eq-07b-rpm): p = p̂_Ω[f] and the context E_p[V(t)].
     """
+    mu, sigma = 0.55, 0.12
     fig, ax = _canvas(3.5)
     left, width = 0.4, 4.0
     tx = lambda t: left + width * np.asarray(t)
@@ -269,20 +291,24 @@ def density_over_time(mu: float = 0.55, sigma: float = 0.12) -> Diagram:
 
 
 # --------------------------------------------------------------------------- 08
-def multiplexer_switch(
-    scores=(0.3, 2.4, -0.5, 0.9, -1.2), temperature: float = 1.0
-) -> Diagram:
+def multiplexer_switch() -> Diagram:
     """Attention as a multiplexer: inputs, a control signal, one output.
 
     A hard multiplexer passes the one input its control picks; the soft one passes
     ``Σ α_i h_i`` with ``α = softmax(a/T)``, the scores ``a_i`` computed from the
     control. The width of each input's line is its weight ``α_i``.
 
+    Returns
+    -------
+    Diagram
+        The figure; a notebook shows it as SVG.
+
     Implements
     ----------
     The soft multiplexer of the attention note (our eq-08-softmux).
     """
-    a = torch.tensor([list(map(float, scores))], dtype=torch.float64)
+    a = torch.tensor([[0.3, 2.4, -0.5, 0.9, -1.2]], dtype=torch.float64)
+    temperature = 1.0
     alpha = softmax(a / temperature, dim=-1)[0].numpy()
     n = len(alpha)
     fig, ax = _canvas(3.3)

@@ -10,6 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
+from ...utils.validation import check_positive, check_type
 from ..style import PALETTE
 
 __all__ = ["Diagram", "DIAGRAM_INCHES", "smallest_text_px"]
@@ -24,7 +25,20 @@ INK = "#222222"
 
 
 class Diagram(Figure):
-    """A matplotlib Figure that a notebook shows as SVG (vector: sharp at any width)."""
+    """A matplotlib Figure that a notebook shows as SVG (vector: sharp at any width).
+
+    Not managed by pyplot (it has its own Agg canvas), so a cell that returns one shows
+    it once, as its value, and nothing needs closing.
+
+    Parameters
+    ----------
+    figsize : tuple of float
+        Width and height in inches.
+    """
+
+    def __init__(self, figsize=(DIAGRAM_INCHES, 3.0)):
+        super().__init__(figsize=figsize)
+        FigureCanvasAgg(self)
 
     def _repr_svg_(self) -> str:
         buf = io.StringIO()
@@ -38,8 +52,22 @@ def smallest_text_px(fig: Figure, column_px: float = 390.0) -> float:
 
     The figure is measured as it is saved (its tight box, 96 CSS px per inch): no
     wider than the column, it displays at its natural size; a wider one is scaled
-    down to the column. Returns ``inf`` without text.
+    down to the column.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure, as it will be saved.
+    column_px : float
+        Width of the column it is shown in, in CSS px (390: a phone).
+
+    Returns
+    -------
+    float
+        The smallest font of its visible text, in CSS px; ``inf`` without text.
     """
+    check_type(fig, "fig", Figure, "a matplotlib Figure")
+    column_px = check_positive(column_px, "column_px")
     canvas = fig.canvas if hasattr(fig.canvas, "get_renderer") else FigureCanvasAgg(fig)
     box = fig.get_tightbbox(canvas.get_renderer())
     shown = min(1.0, column_px / ((box.width + 0.1) * 96.0))
@@ -54,7 +82,6 @@ def smallest_text_px(fig: Figure, column_px: float = 390.0) -> float:
 def _canvas(height: float) -> tuple[Diagram, mpl.axes.Axes]:
     """A diagram ``DIAGRAM_INCHES`` by ``height`` inches; its one axis counts inches."""
     fig = Diagram(figsize=(DIAGRAM_INCHES, height))
-    FigureCanvasAgg(fig)  # a renderer without pyplot: the figure is never shown twice
     ax = fig.add_axes((0, 0, 1, 1))
     ax.set_xlim(0, DIAGRAM_INCHES)
     ax.set_ylim(0, height)
