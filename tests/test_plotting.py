@@ -308,3 +308,63 @@ def test_the_lookup_diagram_shows_softmax_weights_and_arrows_as_wide_as_them():
     np.testing.assert_allclose(weights, expected, atol=0.006)
     widths = sorted({round(a.get_linewidth(), 3) for a in fig.findobj(FancyArrowPatch)})
     assert len(widths) >= 4  # one width per weight (and the thin key-to-value arrows)
+
+
+# ------------------------------------------------------- coefficient maps in blocks
+def test_block_shares_sums_weight_per_pair_of_groups():
+    from attnlib.plotting import block_shares
+
+    groups = [0, 0, 1, 1, 1]
+    C = np.zeros((5, 5))
+    C[0, 1], C[1, 0], C[2, 3], C[3, 4], C[4, 2] = 1.0, -2.0, 0.5, 0.5, 3.0
+    np.testing.assert_array_equal(block_shares(C, groups), np.eye(2))  # block-diagonal
+    C[0, 4] = -1.0  # row 0 now puts half of its |C| on the other group
+    expected = np.array([[3 / 4, 1 / 4], [0.0, 1.0]])
+    np.testing.assert_allclose(block_shares(C, groups), expected)
+    by_hand = np.abs(C[:2]).sum(0)  # an independent sum for group 0's rows
+    assert block_shares(C, groups)[0, 1] == by_hand[2:].sum() / by_hand.sum()
+    np.testing.assert_array_equal(
+        block_shares(np.zeros((2, 2)), [0, 1]), np.zeros((2, 2))
+    )
+    with pytest.raises(ValueError, match="groups must be sorted"):
+        block_shares(C, [1, 0, 0, 1, 1])
+    with pytest.raises(ValueError, match="groups must hold one label per row"):
+        block_shares(C, [0, 1])
+    with pytest.raises(ValueError, match="C must be a non-empty square"):
+        block_shares(np.ones((2, 3)), [0, 1])
+
+
+def test_coefficient_maps_show_a_dense_small_map_and_the_groups_blocks():
+    from attnlib.plotting import block_shares, coefficient_maps
+
+    rng = np.random.default_rng(0)
+    groups = np.repeat([0, 1, 2], 10)
+    dense = 0.01 * rng.uniform(0.1, 1, (30, 30))  # tiny entries, as LSR's: never blank
+    sparse = np.where(rng.uniform(size=(30, 30)) < 0.1, rng.normal(size=(30, 30)), 0.0)
+    plt.close("all")
+    fig = coefficient_maps([dense, sparse], groups, ["dense", "sparse"], shares=True)
+    maps = [
+        ax for ax in fig.axes if ax.images and ax.get_title() in ("dense", "sparse")
+    ]
+    assert len(maps) == 2
+    shown = maps[0].images[0].get_array()
+    np.testing.assert_allclose(shown.max(1), 1.0)  # every row's largest at the top
+    rgba = maps[0].images[0].to_rgba(shown)
+    assert rgba[..., :3].std() > 0.05  # the colours vary: not a blank square
+    assert (
+        maps[1].images[0].get_array().mask.sum() == (sparse == 0).sum()
+    )  # zeros apart
+    lines = [ln for ln in maps[1].get_lines()]
+    assert len(lines) == 4  # two boundaries each way between three groups
+    share_panels = [ax for ax in fig.axes if ax.get_title() == "share of |C| per block"]
+    assert len(share_panels) == 2
+    texts = [float(t.get_text()) for t in share_panels[1].texts]
+    np.testing.assert_allclose(texts, block_shares(sparse, groups).ravel(), atol=0.006)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="maps must all have the same shape"):
+        coefficient_maps([dense, np.eye(3)], groups)
+    with pytest.raises(ValueError, match="floor must be below 1"):
+        coefficient_maps([dense], groups, floor=1.0)
+    with pytest.raises(ValueError, match="titles must hold one title per map"):
+        coefficient_maps([dense], groups, ["a", "b"])
+    assert plt.get_fignums() == []  # refused before drawing

@@ -91,6 +91,28 @@ def specs():
             {"column_px": "positive"},
             extra=[("not a figure", lambda a: a | dict(fig="fig"), INVALID, "fig")],
         ),
+        "plotting.block_shares": Spec(
+            lambda C, groups: P.block_shares(C, groups),
+            lambda: dict(C=_rand(4, 4), groups=np.array([0, 0, 1, 1])),
+            {"C": "array", "groups": "array"},
+            group=("C", "groups"),
+            extra=[
+                (
+                    "unsorted",
+                    lambda a: a | dict(groups=np.array([1, 0, 0, 1])),
+                    INVALID,
+                    "groups",
+                ),
+            ],
+        ),
+        "plotting.coefficient_maps": Spec(
+            lambda maps, groups, floor: (
+                P.coefficient_maps(maps, groups, floor=floor) and plt.close("all")
+            ),
+            lambda: dict(maps=[_rand(4, 4)], groups=np.array([0, 0, 1, 1]), floor=1e-3),
+            {"floor": "positive"},
+            extra=[("no maps", lambda a: a | dict(maps=[]), INVALID, "maps")],
+        ),
         "plotting.table": Spec(
             lambda df, precision: P.table(df, precision=precision) and None,
             lambda: dict(df=_frame(), precision=3),
