@@ -120,7 +120,10 @@ def test_frame_slider_renders_equal_frames_and_shows_the_default_one():
     from PIL import Image
 
     sizes = {Image.open(io.BytesIO(f)).size for f in s.frames}
-    assert sizes == {s.size} and 640 <= s.size[0] <= 700  # the column's width
+    assert 640 <= s.size[0] <= 700  # shown at the column's width ...
+    (pixels,) = sizes  # every frame the same size, from twice the pixels:
+    assert all(0 <= p - 2 * n <= 1 for p, n in zip(pixels, s.size))
+    assert f'width="{s.size[0]}" height="{s.size[1]}"' in s._repr_html_()
     page = s._repr_html_()
     imgs = re.findall(r"<img [^>]*>", page)
     assert len(imgs) == 4
@@ -368,3 +371,31 @@ def test_coefficient_maps_show_a_dense_small_map_and_the_groups_blocks():
     with pytest.raises(ValueError, match="titles must hold one title per map"):
         coefficient_maps([dense], groups, ["a", "b"])
     assert plt.get_fignums() == []  # refused before drawing
+
+
+# ------------------------------------------------------------- sharp inline figures
+def test_book_style_shows_notebook_figures_at_twice_the_pixels_and_natural_width():
+    import io
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from PIL import Image
+
+    shell = InteractiveShell.instance()
+    try:
+        use_book_style()
+        fig = plt.figure()
+        fig.add_subplot().plot([0, 1])
+        data, meta = shell.display_formatter.format(fig)
+        width, height = Image.open(io.BytesIO(data["image/png"])).size
+        assert meta["image/png"] == {
+            "width": width // 2
+        }  # no height: it would not scale
+        once = io.BytesIO()
+        fig.savefig(once, format="png", dpi=100)  # tight-cropped, like the inline one
+        assert abs(width // 2 - Image.open(once).size[0]) <= 1
+        plt.close(fig)
+        empty = plt.figure()
+        assert "image/png" not in shell.display_formatter.format(empty)[0]
+        plt.close(empty)
+    finally:
+        InteractiveShell.clear_instance()
