@@ -87,6 +87,13 @@ def _show_sharp_pngs() -> None:
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is None:
         return
+    backend = mpl.rcParams["backend"]
+    if "inline" in backend:
+        # Load the inline backend now: on its first load it registers IPython's own
+        # figure formatter, which would replace this one after the setup cell.
+        import matplotlib.pyplot as plt
+
+        plt.switch_backend(backend)
     png = shell.display_formatter.formatters["image/png"]
     png.for_type(mpl.figure.Figure, _sharp_png)
 
