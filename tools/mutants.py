@@ -1020,7 +1020,7 @@ MUTANTS: list[Mutant] = [
         T_UTILS,
         "tests/test_battery.py",
     ),
-    # plotting, issue 47 (diagrams, coefficient maps, sharp figures): one contiguous block
+    # plotting, issue 47: diagrams, coefficient maps, sharp figures (one block)
     M(
         "diagram-legibility-ignores-the-column",
         A + "plotting/diagrams/drawing.py",
@@ -1038,8 +1038,8 @@ MUTANTS: list[Mutant] = [
     M(
         "lookup-diagram-scales-its-printed-scores",
         A + "plotting/diagrams/chapters_01_04.py",
-        'w = attention(q, k, torch.eye(4, dtype=torch.float64), score="dot").weights[0]',
-        'w = attention(q, k, torch.eye(4, dtype=torch.float64)).weights[0]',
+        'score="dot").weights[0]',
+        ").weights[0]",
         T_PLOT,
     ),
     M(

@@ -46,7 +46,7 @@ AUDIT_JS = r"""(width) => {
     if (alt.length < 8 || fileName)
       out.no_alt.push(`${src} alt="${alt.slice(0, 40)}"`);
     const shown = img.getBoundingClientRect().width;
-    // A 2x PNG says its natural width in its style or width attribute: that is its size.
+    // A 2x PNG gives its natural width in its style or width attribute: its size.
     const natural = parseFloat(img.style.width) || parseFloat(img.getAttribute("width"))
       || img.naturalWidth;
     if (width >= 1000 && natural > 0 && shown < 0.9 * natural)
