@@ -120,7 +120,10 @@ def test_frame_slider_renders_equal_frames_and_shows_the_default_one():
     from PIL import Image
 
     sizes = {Image.open(io.BytesIO(f)).size for f in s.frames}
-    assert sizes == {s.size} and 640 <= s.size[0] <= 700  # the column's width
+    assert 640 <= s.size[0] <= 700  # shown at the column's width ...
+    (pixels,) = sizes  # every frame the same size, from twice the pixels:
+    assert all(0 <= p - 2 * n <= 1 for p, n in zip(pixels, s.size))
+    assert f'width="{s.size[0]}" height="{s.size[1]}"' in s._repr_html_()
     page = s._repr_html_()
     imgs = re.findall(r"<img [^>]*>", page)
     assert len(imgs) == 4
@@ -208,3 +211,191 @@ def test_table_shows_words_fixed_decimals_a_dash_and_no_index():
         table(df, headers={"nope": "x"})
     with pytest.raises(ValueError, match="df must be a pandas DataFrame"):
         table([[1, 2]])
+
+
+# ------------------------------------------------------------------ drawn diagrams
+DIAGRAMS = ["qkv_lookup", "kernel_bump", "patches_as_tokens", "neighbourhood_mask"]
+DIAGRAMS += ["block_diagonal", "rotation_equivariance", "simplex_projection"]
+DIAGRAMS += ["density_over_time", "multiplexer_switch"]
+
+
+def _colours(fig):
+    """Every RGB a diagram draws with (alpha aside), from patches, lines and text."""
+    from matplotlib.colors import to_rgba_array
+
+    out = set()
+    for artist in fig.findobj():
+        if artist is fig or artist in fig.axes or artist is fig.patch:
+            continue
+        for get in ("get_facecolor", "get_edgecolor", "get_color"):
+            if hasattr(artist, get):
+                for rgba in to_rgba_array(getattr(artist, get)()):
+                    if rgba[3] > 0:
+                        out.add(tuple(round(float(v), 3) for v in rgba[:3]))
+    return out
+
+
+@pytest.mark.parametrize("name", DIAGRAMS)
+def test_every_diagram_is_svg_legible_on_a_phone_and_colour_blind_safe(name):
+    from matplotlib.colors import to_rgb
+
+    from attnlib.plotting import diagrams
+
+    plt.close("all")
+    fig = getattr(diagrams, name)()
+    assert isinstance(fig, diagrams.Diagram)
+    assert plt.get_fignums() == []  # not pyplot's: the cell shows it once, as its value
+    svg = fig._repr_svg_()
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "<path" in svg
+    assert diagrams.smallest_text_px(fig, 390) >= 8.0
+    assert diagrams.smallest_text_px(fig, 1280) >= 12.0  # desktop: natural size
+    allowed = {tuple(round(v, 3) for v in to_rgb(c)) for c in PALETTE + ["#222222"]}
+    off = {c for c in _colours(fig) if len(set(c)) > 1 and c not in allowed}
+    assert not off, f"{name} draws with colours off the palette: {off}"
+
+
+def test_smallest_text_px_scales_a_wide_figure_to_the_column():
+    from attnlib.plotting import smallest_text_px
+
+    fig = matplotlib.figure.Figure(figsize=(4, 2))
+    fig.text(0.5, 0.5, "small", fontsize=6)
+    fig.text(0.2, 0.2, "big", fontsize=20)
+    fig.text(0.1, 0.1, "   ", fontsize=1)  # blank text is not a label
+    assert smallest_text_px(fig, 2000) == pytest.approx(8.0)  # 6 pt = 8 px, unscaled
+    wide = matplotlib.figure.Figure(figsize=(12, 2))
+    wide.text(0.02, 0.5, "left", fontsize=12)
+    wide.text(0.9, 0.5, "right", fontsize=12)
+    shown = smallest_text_px(wide, 390)
+    assert 16 * 390 / (12 * 96) * 0.9 < shown < 16 * 390 / (12 * 96) * 1.1
+    assert smallest_text_px(matplotlib.figure.Figure(), 390) == float("inf")
+    with pytest.raises(ValueError, match="fig must be a matplotlib Figure"):
+        smallest_text_px("fig")
+    with pytest.raises(ValueError, match="column_px"):
+        smallest_text_px(fig, 0)
+
+
+def _numbers(fig, prefix):
+    """The numbers of the diagram's text that starts with ``prefix``."""
+    import re
+
+    texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
+    hits = [t for t in texts if t.startswith(prefix)]
+    assert len(hits) == 1, (prefix, texts)
+    return [float(v) for v in re.findall(r"-?\d+\.\d+", hits[0])]
+
+
+def test_the_simplex_diagram_shows_entmax_packages_softmax_and_sparsemax():
+    import entmax
+
+    from attnlib.plotting import simplex_projection
+
+    fig = simplex_projection()
+    theta = torch.tensor([_numbers(fig, r"$\theta")], dtype=torch.float64)
+    soft = torch.softmax(theta, -1)[0].numpy()
+    sparse = entmax.sparsemax(theta, dim=-1)[0].numpy()
+    np.testing.assert_allclose(_numbers(fig, "softmax:"), soft, atol=0.006)
+    np.testing.assert_allclose(_numbers(fig, "sparsemax:"), sparse, atol=0.006)
+    assert sparse[2] == 0 and (soft > 0).all()  # the picture's point: an exact zero
+
+
+def test_the_lookup_diagram_shows_softmax_weights_and_arrows_as_wide_as_them():
+    from matplotlib.patches import FancyArrowPatch
+
+    from attnlib.plotting import qkv_lookup
+
+    fig = qkv_lookup()
+    texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
+    scores = [float(t) for t in texts if t[:1] in "+-" and t[1:2].isdigit()]
+    weights = [float(t[2:]) for t in texts if t.startswith("w=")]
+    expected = torch.softmax(torch.tensor(scores), 0).numpy()  # the scores are q·k/√d
+    np.testing.assert_allclose(weights, expected, atol=0.006)
+    widths = sorted({round(a.get_linewidth(), 3) for a in fig.findobj(FancyArrowPatch)})
+    assert len(widths) >= 4  # one width per weight (and the thin key-to-value arrows)
+
+
+# ------------------------------------------------------- coefficient maps in blocks
+def test_block_shares_sums_weight_per_pair_of_groups():
+    from attnlib.plotting import block_shares
+
+    groups = [0, 0, 1, 1, 1]
+    C = np.zeros((5, 5))
+    C[0, 1], C[1, 0], C[2, 3], C[3, 4], C[4, 2] = 1.0, -2.0, 0.5, 0.5, 3.0
+    np.testing.assert_array_equal(block_shares(C, groups), np.eye(2))  # block-diagonal
+    C[0, 4] = -1.0  # row 0 now puts half of its |C| on the other group
+    expected = np.array([[3 / 4, 1 / 4], [0.0, 1.0]])
+    np.testing.assert_allclose(block_shares(C, groups), expected)
+    by_hand = np.abs(C[:2]).sum(0)  # an independent sum for group 0's rows
+    assert block_shares(C, groups)[0, 1] == by_hand[2:].sum() / by_hand.sum()
+    np.testing.assert_array_equal(
+        block_shares(np.zeros((2, 2)), [0, 1]), np.zeros((2, 2))
+    )
+    with pytest.raises(ValueError, match="groups must be sorted"):
+        block_shares(C, [1, 0, 0, 1, 1])
+    with pytest.raises(ValueError, match="groups must hold one label per row"):
+        block_shares(C, [0, 1])
+    with pytest.raises(ValueError, match="C must be a non-empty square"):
+        block_shares(np.ones((2, 3)), [0, 1])
+
+
+def test_coefficient_maps_show_a_dense_small_map_and_the_groups_blocks():
+    from attnlib.plotting import block_shares, coefficient_maps
+
+    rng = np.random.default_rng(0)
+    groups = np.repeat([0, 1, 2], 10)
+    dense = 0.01 * rng.uniform(0.1, 1, (30, 30))  # tiny entries, as LSR's: never blank
+    sparse = np.where(rng.uniform(size=(30, 30)) < 0.1, rng.normal(size=(30, 30)), 0.0)
+    plt.close("all")
+    fig = coefficient_maps([dense, sparse], groups, ["dense", "sparse"], shares=True)
+    maps = [
+        ax for ax in fig.axes if ax.images and ax.get_title() in ("dense", "sparse")
+    ]
+    assert len(maps) == 2
+    shown = maps[0].images[0].get_array()
+    np.testing.assert_allclose(shown.max(1), 1.0)  # every row's largest at the top
+    rgba = maps[0].images[0].to_rgba(shown)
+    assert rgba[..., :3].std() > 0.05  # the colours vary: not a blank square
+    assert (
+        maps[1].images[0].get_array().mask.sum() == (sparse == 0).sum()
+    )  # zeros apart
+    lines = [ln for ln in maps[1].get_lines()]
+    assert len(lines) == 4  # two boundaries each way between three groups
+    share_panels = [ax for ax in fig.axes if ax.get_title() == "share of |C| per block"]
+    assert len(share_panels) == 2
+    texts = [float(t.get_text()) for t in share_panels[1].texts]
+    np.testing.assert_allclose(texts, block_shares(sparse, groups).ravel(), atol=0.006)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="maps must all have the same shape"):
+        coefficient_maps([dense, np.eye(3)], groups)
+    with pytest.raises(ValueError, match="floor must be below 1"):
+        coefficient_maps([dense], groups, floor=1.0)
+    with pytest.raises(ValueError, match="titles must hold one title per map"):
+        coefficient_maps([dense], groups, ["a", "b"])
+    assert plt.get_fignums() == []  # refused before drawing
+
+
+# ------------------------------------------------------------- sharp inline figures
+def test_book_style_shows_notebook_figures_at_twice_the_pixels_and_natural_width():
+    import io
+
+    from IPython.core.interactiveshell import InteractiveShell
+    from PIL import Image
+
+    shell = InteractiveShell.instance()
+    try:
+        use_book_style()
+        fig = plt.figure()
+        fig.add_subplot().plot([0, 1])
+        data, meta = shell.display_formatter.format(fig)
+        width, height = Image.open(io.BytesIO(data["image/png"])).size
+        assert meta["image/png"] == {
+            "width": width // 2
+        }  # no height: it would not scale
+        once = io.BytesIO()
+        fig.savefig(once, format="png", dpi=100)  # tight-cropped, like the inline one
+        assert abs(width // 2 - Image.open(once).size[0]) <= 1
+        plt.close(fig)
+        empty = plt.figure()
+        assert "image/png" not in shell.display_formatter.format(empty)[0]
+        plt.close(empty)
+    finally:
+        InteractiveShell.clear_instance()

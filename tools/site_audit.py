@@ -46,10 +46,13 @@ AUDIT_JS = r"""(width) => {
     if (alt.length < 8 || fileName)
       out.no_alt.push(`${src} alt="${alt.slice(0, 40)}"`);
     const shown = img.getBoundingClientRect().width;
-    if (width >= 1000 && img.naturalWidth > 0 && shown < 0.9 * img.naturalWidth)
+    // A 2x PNG gives its natural width in its style or width attribute: its size.
+    const natural = parseFloat(img.style.width) || parseFloat(img.getAttribute("width"))
+      || img.naturalWidth;
+    if (width >= 1000 && natural > 0 && shown < 0.9 * natural)
       out.shrunk.push(
-        `${Math.round(100 * shown / img.naturalWidth)}% (${Math.round(shown)} of ` +
-        `${img.naturalWidth}px): ${src}`);
+        `${Math.round(100 * shown / natural)}% (${Math.round(shown)} of ` +
+        `${Math.round(natural)}px): ${src}`);
   }
   // wider than the column
   const right = column.getBoundingClientRect().right + 1;

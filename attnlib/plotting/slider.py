@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import PIL.Image
 
 from ..utils import check_int
-from .style import DPI
+from .style import DPI, SHARPNESS
 
 __all__ = ["frame_slider", "FrameSlider"]
 
@@ -59,7 +59,8 @@ class FrameSlider:
     alt : str
         Alternative text of the frames (the value is appended).
     size : tuple of int
-        Width and height of the frames in pixels.
+        Width and height at which the frames show, in CSS pixels (the PNGs hold
+        ``SHARPNESS`` times as many).
     """
 
     def __init__(self, frames, labels, label, default, alt, size):
@@ -132,7 +133,8 @@ def frame_slider(
 
     Calls ``draw(value)`` for each value, renders each figure to a PNG (all frames the
     same size, at ``dpi``: a figure as wide as the column displays at its natural
-    size), closes them, and returns a :class:`FrameSlider` whose HTML shows the
+    size; the PNG holds ``SHARPNESS`` times the pixels, for high-density screens),
+    closes them, and returns a :class:`FrameSlider` whose HTML shows the
     default frame and a slider that swaps frames in the browser. Give the cell that
     shows it the usual figure metadata (``mystnb.figure.caption`` and ``name``); the
     ``alt`` text goes here, because the frames are HTML, not a figure output.
@@ -195,11 +197,12 @@ def frame_slider(
         frames = []
         for fig in figures:
             buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=dpi, bbox_inches=box)
+            # SHARPNESS times the pixels, shown at the natural size: sharp on a phone
+            fig.savefig(buf, format="png", dpi=SHARPNESS * dpi, bbox_inches=box)
             frames.append(buf.getvalue())
     finally:
         for fig in figures:
             plt.close(fig)
     with PIL.Image.open(io.BytesIO(frames[0])) as first:
-        size = first.size
+        size = tuple(n // SHARPNESS for n in first.size)
     return FrameSlider(frames, labels, label, index, alt, size)

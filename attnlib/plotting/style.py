@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import matplotlib as mpl
 import numpy as np
+import PIL.Image
 import torch
 
 from ..utils import check_numeric
 
-__all__ = ["PALETTE", "COLUMN_INCHES", "DPI", "use_book_style"]
+__all__ = ["PALETTE", "COLUMN_INCHES", "DPI", "SHARPNESS", "use_book_style"]
 
 #: Width of the book's text column in inches, at :data:`DPI`: about 680 px.
 COLUMN_INCHES = 6.8
 #: Dots per inch of the book's figures, inline and in sliders (1 in = 100 px).
 DPI = 100
+#: Pixels per displayed pixel of the book's PNGs (inline figures and slider frames): a
+#: figure is rendered at ``SHARPNESS * DPI`` and shown at its natural size, so that it
+#: stays sharp on a phone's or a laptop's high-density screen.
+SHARPNESS = 2
 
 #: Okabe–Ito colours, distinguishable under the common colour-vision deficiencies.
 PALETTE = [
@@ -31,7 +39,10 @@ PALETTE = [
 def use_book_style() -> None:
     """Set matplotlib defaults for the book: the palette, readable fonts, light grids.
 
-    Changes ``matplotlib.rcParams`` for the rest of the session.
+    Changes ``matplotlib.rcParams`` for the rest of the session. In a notebook
+    (IPython), figures are also shown as PNGs at ``SHARPNESS`` times their natural
+    resolution, with their natural width as metadata: the page shows them at the
+    column's width, sharp on a high-density screen.
     """
     mpl.rcParams.update(
         {
@@ -52,6 +63,39 @@ def use_book_style() -> None:
             "legend.frameon": False,
         }
     )
+    _show_sharp_pngs()
+
+
+def _sharp_png(fig):
+    """A figure as a PNG at ``SHARPNESS`` x its resolution, with its natural width."""
+    if not fig.axes and not fig.lines and not fig.texts:
+        return None  # as IPython's own formatter: an empty figure shows nothing
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=SHARPNESS * fig.dpi, bbox_inches="tight")
+    data = buf.getvalue()
+    with PIL.Image.open(io.BytesIO(data)) as image:
+        width = image.size[0] // SHARPNESS
+    # The width alone: a height as well would fix it on a phone's narrower column.
+    return data, {"width": width}
+
+
+def _show_sharp_pngs() -> None:
+    """Show figures in IPython through :func:`_sharp_png` (nothing outside IPython)."""
+    ipython = sys.modules.get(
+        "IPython"
+    )  # loaded where a notebook runs; not a dependency
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return
+    backend = mpl.rcParams["backend"]
+    if "inline" in backend:
+        # Load the inline backend now: on its first load it registers IPython's own
+        # figure formatter, which would replace this one after the setup cell.
+        import matplotlib.pyplot as plt
+
+        plt.switch_backend(backend)
+    png = shell.display_formatter.formatters["image/png"]
+    png.for_type(mpl.figure.Figure, _sharp_png)
 
 
 def _to_numpy(x, name: str) -> np.ndarray:

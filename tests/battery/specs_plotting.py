@@ -80,6 +80,39 @@ def specs():
                 ("empty label", lambda a: a | dict(label=" "), INVALID, "label"),
             ],
         ),
+        # The drawn diagrams take no argument; Diagram is their Figure class.
+        **{
+            f"plotting.{name}": Spec(_drawn(getattr(P, name)), dict, {})
+            for name in ["Diagram", *DIAGRAMS]
+        },
+        "plotting.smallest_text_px": Spec(
+            lambda fig, column_px: P.smallest_text_px(fig, column_px) and None,
+            lambda: dict(fig=P.qkv_lookup(), column_px=390.0),
+            {"column_px": "positive"},
+            extra=[("not a figure", lambda a: a | dict(fig="fig"), INVALID, "fig")],
+        ),
+        "plotting.block_shares": Spec(
+            lambda C, groups: P.block_shares(C, groups),
+            lambda: dict(C=_rand(4, 4), groups=np.array([0, 0, 1, 1])),
+            {"C": "array", "groups": "array"},
+            group=("C", "groups"),
+            extra=[
+                (
+                    "unsorted",
+                    lambda a: a | dict(groups=np.array([1, 0, 0, 1])),
+                    INVALID,
+                    "groups",
+                ),
+            ],
+        ),
+        "plotting.coefficient_maps": Spec(
+            lambda maps, groups, floor: (
+                P.coefficient_maps(maps, groups, floor=floor) and plt.close("all")
+            ),
+            lambda: dict(maps=[_rand(4, 4)], groups=np.array([0, 0, 1, 1]), floor=1e-3),
+            {"floor": "positive"},
+            extra=[("no maps", lambda a: a | dict(maps=[]), INVALID, "maps")],
+        ),
         "plotting.table": Spec(
             lambda df, precision: P.table(df, precision=precision) and None,
             lambda: dict(df=_frame(), precision=3),
@@ -87,6 +120,17 @@ def specs():
             extra=[("a list", lambda a: a | dict(df=[[1.0]]), INVALID, "df")],
         ),
     }
+
+
+#: The diagrams of attnlib.plotting.diagrams, one per chapter.
+DIAGRAMS = ["qkv_lookup", "kernel_bump", "patches_as_tokens", "neighbourhood_mask"]
+DIAGRAMS += ["block_diagonal", "rotation_equivariance", "simplex_projection"]
+DIAGRAMS += ["density_over_time", "multiplexer_switch"]
+
+
+def _drawn(make):
+    """A call of ``make()`` that returns nothing (the battery judges outputs)."""
+    return lambda: make() and None
 
 
 def _frame():
