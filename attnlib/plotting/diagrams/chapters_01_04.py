@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from matplotlib.patches import Circle, Rectangle
 
-from ...attention import attention
+from ...functional import attention
 from .drawing import (
     BIG,
     BLUE,
@@ -32,7 +32,7 @@ def qkv_lookup() -> Diagram:
     The query is compared with every key (score ``q·k_j/√d``), the scores become
     weights by a softmax, and the output is the weights' average of the values; the
     width of each arrow is its weight. The numbers are computed by
-    :func:`attnlib.attention.attention`.
+    :func:`attnlib.functional.attention`.
 
     Returns
     -------
