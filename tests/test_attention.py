@@ -419,7 +419,7 @@ def test_encoder_feedforward_width_defaults_to_four_times_d_model():
 def test_attnlib_attention_is_the_function_and_its_package_has_another_name():
     """Issues 38 and 49: the function and its package no longer share a name, so
     ``attnlib.attention`` is the function however the package was imported (no
-    callable module, which dynamo refuses), and ``attnlib.functional`` is the package."""
+    callable module, which dynamo refuses); ``attnlib.functional`` is the package."""
     import types
 
     import attnlib

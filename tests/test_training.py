@@ -243,6 +243,7 @@ def test_evaluating_scores_in_eval_mode_and_restores_each_submodules_mode():
 def test_seed_takes_numpy_integers_and_refuses_other_types_by_name():
     """Issue 52: ``seed=np.int64(3)`` raised torch's "an integer is required", and 1.5,
     "3" and True reached torch's RuntimeError without naming ``seed``."""
+
     def run(seed):
         model = nn.Sequential(nn.Dropout(0.5), nn.Linear(2, 1))  # draws from the seed
         with torch.no_grad():

@@ -31,8 +31,8 @@ import pytest
 import torch
 from test_battery import SPECS
 
-from attnlib.functional import attention
 from attnlib.data import union_of_subspaces
+from attnlib.functional import attention
 from attnlib.kernel_regression import (
     MetricNadarayaWatson,
     NadarayaWatson,

@@ -264,8 +264,8 @@ MUTANTS: list[Mutant] = [
     M(
         "patch-tokens-ignore-channels",
         A + "denoise/filters.py",
-        "scale = (g2 / (c * h * h * g2.sum())).sqrt()",
-        "scale = (g2 / (h * h * g2.sum())).sqrt()",
+        "(g2 / (c * g2.sum())).sqrt() / h",
+        "(g2 / g2.sum()).sqrt() / h",
         T_DEN,
     ),
     M(
@@ -594,8 +594,8 @@ MUTANTS: list[Mutant] = [
     M(
         "truncated-parabola-threshold-exponent",
         A + "continuous/densities.py",
-        "lam = -0.5 * (1.5 / torch.sqrt(sigma2)) ** (2 / 3)",
-        "lam = -0.5 * (1.5 / torch.sqrt(sigma2)) ** (1 / 3)",
+        "0.5 * (1.5 / torch.sqrt(s)) ** (2 / 3)",
+        "0.5 * (1.5 / torch.sqrt(s)) ** (1 / 3)",
         T_CONT,
     ),
     M(
@@ -1060,7 +1060,7 @@ MUTANTS: list[Mutant] = [
     M(
         "fit-and-score-nan-data-scored",
         A + "symmetry/experiments/curves.py",
-        "_check_finite({\"train_data\": train_data, **tests})",
+        '_check_finite({"train_data": train_data, **tests})',
         "pass",
         T_SYM_X,
     ),

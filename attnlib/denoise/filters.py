@@ -251,8 +251,8 @@ def _patch_tokens(chw: torch.Tensor, s: int, h: float) -> torch.Tensor:
     scale = ((g2 / (c * g2.sum())).sqrt() / h).repeat_interleave(c)
     if not torch.isfinite(scale).all():
         raise ValueError(
-            f"h={h!r} is too small for {chw.dtype} tokens: 1/h overflows (give a larger "
-            f"h, or the image in float64)"
+            f"h={h!r} is too small for {chw.dtype} tokens: 1/h overflows (give a "
+            f"larger h, or the image in float64)"
         )
     return _extract_patches(chw, s) * scale
 

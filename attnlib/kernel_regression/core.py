@@ -13,8 +13,8 @@ import numpy as np
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from ..functional import SCORES, attend
 from ..errors import EmptySupportError, ScoreError
+from ..functional import SCORES, attend
 from ..utils import as_tensor, available_memory, check_positive
 from ._kernelsums import key_lanes, lane_sums
 

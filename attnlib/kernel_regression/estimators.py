@@ -20,8 +20,8 @@ from sklearn.utils.validation import (
 )
 from torch import nn
 
-from ..functional import attend
 from ..errors import EmptySupportError
+from ..functional import attend
 from ..training import train
 from ..utils import check_int, check_positive, host_array
 from .core import (

@@ -18,8 +18,8 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from ...functional import attention
 from ...errors import TrainingDivergedError
+from ...functional import attention
 from ...training import evaluating, to_device, train
 from ...utils import check_int
 from ...utils.validation import check_type

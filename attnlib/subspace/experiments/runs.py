@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ...functional import attention
 from ...data import union_of_subspaces
+from ...functional import attention
 from ...training import evaluating, train
 from ...utils import check_int
 from .. import (

@@ -19,8 +19,8 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from ...functional import output_of
 from ...errors import TrainingDivergedError
+from ...functional import output_of
 from ...training import evaluating, train
 from ...utils import check_int, check_positive, device_or_cpu
 from .learners import LEARNERS
@@ -131,7 +131,9 @@ def _check_finite(sets: dict) -> None:
     for name, pair in sets.items():
         for part, t in zip("XY", pair):
             if not torch.isfinite(torch.as_tensor(t)).all():
-                raise ValueError(f"{name} must be finite, but its {part} holds NaN or inf")
+                raise ValueError(
+                    f"{name} must be finite, but its {part} holds NaN or inf"
+                )
 
 
 def _checkpoints(grid: dict) -> list[int]:
