@@ -60,42 +60,26 @@ ROWS_SHAPE, QUICK_ROWS_SHAPE = (4 * 8 * 256, 256), (512, 64)  # the normalizer r
 FIT_SIZES, QUICK_FIT_SIZES, FIT_DIM = (1000, 5000, 20000), (1000,), 3
 FIT_SKIP_AFTER_S = 10.0  # skip n = 20 000 when n = 5 000 took longer
 AGREE_ATOL = 1e-4
-#: Issue 50's targets: (goal, row, ratio, bound).
+#: Issue 50's targets: (goal, row, ratio, bound). Where the library has no
+#: scaled_dot_product_attention of its own, its goal is "not measured".
+TINY, TINY_NW = "tiny: attention()", "tiny: attention(need_weights=False)"
+# fmt: off
 GOALS = [
-    ("tiny call / SDPA ≤ 2", "tiny: attention()", "ratio_to_sdpa", 2.0),
-    ("tiny call / the floor ≤ 1.5", "tiny: attention()", "ratio_to_floor", 1.5),
-    (
-        "tiny call without weights / SDPA ≤ 2",
-        "tiny: attention(need_weights=False)",
-        "ratio_to_sdpa",
-        2.0,
-    ),
-    (
-        "tiny call without weights / the floor ≤ 1.5",
-        "tiny: attention(need_weights=False)",
-        "ratio_to_floor",
-        1.5,
-    ),
+    ("tiny call / SDPA ≤ 2", TINY, "ratio_to_sdpa", 2.0),
+    ("tiny call / the floor ≤ 1.5", TINY, "ratio_to_floor", 1.5),
+    ("tiny call without weights / SDPA ≤ 2", TINY_NW, "ratio_to_sdpa", 2.0),
+    ("tiny call without weights / the floor ≤ 1.5", TINY_NW, "ratio_to_floor", 1.5),
     ("weights formed / the floor ≤ 1.2", "attention()", "ratio_to_floor", 1.2),
-    (
-        "weights formed, causal / the floor ≤ 1.2",
-        "attention(is_causal=True)",
-        "ratio_to_floor",
-        1.2,
-    ),
-    (
-        "weights formed, bool mask / the floor ≤ 1.2",
-        "attention(attn_mask=bool)",
-        "ratio_to_floor",
-        1.2,
-    ),
-    (
-        "without weights / SDPA ≤ 1.05",
-        "attention(need_weights=False)",
-        "ratio_to_sdpa",
-        1.05,
-    ),
+    ("weights formed, causal / the floor ≤ 1.2", "attention(is_causal=True)",
+     "ratio_to_floor", 1.2),
+    ("weights formed, bool mask / the floor ≤ 1.2", "attention(attn_mask=bool)",
+     "ratio_to_floor", 1.2),
+    ("without weights / SDPA ≤ 1.05", "attention(need_weights=False)",
+     "ratio_to_sdpa", 1.05),
+    ("attnlib.scaled_dot_product_attention / SDPA ≤ 1.05",
+     "attnlib.scaled_dot_product_attention", "ratio_to_sdpa", 1.05),
 ]
+# fmt: on
 FIT_GOALS = [(5000, 3.0), (20000, 60.0)]  # (n, seconds)
 
 # A fresh process: the data, then one default fit after another. The peak resident set
@@ -253,13 +237,13 @@ def attention_rows(device, quick: bool) -> list[dict]:
         "floor": lambda: _floor(tq, tk, tv),
     }
     row(
-        "tiny: attention()",
+        TINY,
         lambda: attention(tq, tk, tv).output,
         tiny,
         shape=TINY_SHAPE,
     )
     row(
-        "tiny: attention(need_weights=False)",
+        TINY_NW,
         lambda: attention(tq, tk, tv, need_weights=False).output,
         tiny,
         shape=TINY_SHAPE,
