@@ -478,7 +478,7 @@ def fit_rows(quick: bool) -> list[dict]:
         if reason is not None:
             rows.append({"n": n, "d": FIT_DIM, "skipped": reason})
         else:
-            rows.append(fit_row(n, 3 if n <= 1000 else 1))
+            rows.append(fit_row(n, 1 if quick or n > 1000 else 3))
         print(f"NadarayaWatson().fit: {rows[-1]}", flush=True)
     return rows
 
