@@ -176,13 +176,13 @@ def attention_rows(device, quick: bool) -> list[dict]:
     floor = {"floor": lambda: _floor(q, k, v)}
     row(
         "attention(need_weights=False)",
-        lambda: attention(q, k, v, need_weights=False).output,
+        lambda: attention(q, k, v, need_weights=False)[0],
         {**sdpa, **floor},
     )
-    row("attention()", lambda: attention(q, k, v).output, {**sdpa, **floor})
+    row("attention()", lambda: attention(q, k, v)[0], {**sdpa, **floor})
     row(
         "attention(is_causal=True)",
-        lambda: attention(q, k, v, is_causal=True).output,
+        lambda: attention(q, k, v, is_causal=True)[0],
         {
             "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
             "floor": lambda: _floor(q, k, v, bias["causal"]),
@@ -190,7 +190,7 @@ def attention_rows(device, quick: bool) -> list[dict]:
     )
     row(
         "attention(attn_mask=bool)",
-        lambda: attention(q, k, v, attn_mask=keep).output,
+        lambda: attention(q, k, v, attn_mask=keep)[0],
         {
             "sdpa": lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=keep),
             "floor": lambda: _floor(q, k, v, bias["bool"]),
@@ -198,7 +198,7 @@ def attention_rows(device, quick: bool) -> list[dict]:
     )
     row(
         "attention(normalizer='sparsemax')",
-        lambda: attention(q, k, v, normalizer="sparsemax").output,
+        lambda: attention(q, k, v, normalizer="sparsemax")[0],
         {
             **sdpa,
             **floor,
@@ -208,14 +208,14 @@ def attention_rows(device, quick: bool) -> list[dict]:
     )
     row(
         "attention(normalizer='sparsemax', need_weights=False)",
-        lambda: attention(q, k, v, normalizer="sparsemax", need_weights=False).output,
+        lambda: attention(q, k, v, normalizer="sparsemax", need_weights=False)[0],
         {**sdpa, "entmax": lambda: E.sparsemax(q @ k.transpose(-2, -1) * s, -1) @ v},
         same={"entmax"},
     )
     qg, kg, vg = _qkv(ATTENTION_SHAPE, device, grad=True)
     row(
         "attention(), forward + backward",
-        lambda: attention(qg, kg, vg).output,
+        lambda: attention(qg, kg, vg)[0],
         {
             "sdpa": lambda: F.scaled_dot_product_attention(qg, kg, vg),
             "floor": lambda: _floor(qg, kg, vg),
@@ -224,7 +224,7 @@ def attention_rows(device, quick: bool) -> list[dict]:
     )
     row(
         "attention(need_weights=False), forward + backward",
-        lambda: attention(qg, kg, vg, need_weights=False).output,
+        lambda: attention(qg, kg, vg, need_weights=False)[0],
         {
             "sdpa": lambda: F.scaled_dot_product_attention(qg, kg, vg),
             "floor": lambda: _floor(qg, kg, vg),
@@ -238,13 +238,13 @@ def attention_rows(device, quick: bool) -> list[dict]:
     }
     row(
         TINY,
-        lambda: attention(tq, tk, tv).output,
+        lambda: attention(tq, tk, tv)[0],
         tiny,
         shape=TINY_SHAPE,
     )
     row(
         TINY_NW,
-        lambda: attention(tq, tk, tv, need_weights=False).output,
+        lambda: attention(tq, tk, tv, need_weights=False)[0],
         tiny,
         shape=TINY_SHAPE,
     )
@@ -266,7 +266,7 @@ def attention_rows(device, quick: bool) -> list[dict]:
     if peer is not None and hasattr(peer, "adasplash"):
         row(
             "attention(normalizer='entmax', need_weights=False)",
-            lambda: attention(q, k, v, normalizer="entmax", need_weights=False).output,
+            lambda: attention(q, k, v, normalizer="entmax", need_weights=False)[0],
             {**sdpa, "adasplash": lambda: peer.adasplash(q, k, v, alpha=1.5)},
             same={"adasplash"},
         )
@@ -328,21 +328,21 @@ def mha_rows(device, quick: bool) -> list[dict]:
         {
             "call": "MultiHeadAttention",
             "shape": [b, n, e],
-            "ours": lambda: ours(x, x, x).output,
+            "ours": lambda: ours(x, x, x)[0],
             "peers": peers,
             "same": {"nn_mha"},
         },
         {
             "call": "MultiHeadAttention(need_weights=False)",
             "shape": [b, n, e],
-            "ours": lambda: ours(x, x, x, need_weights=False).output,
+            "ours": lambda: ours(x, x, x, need_weights=False)[0],
             "peers": quiet,
             "same": {"nn_mha"},
         },
         {
             "call": "MultiHeadAttention(normalizer='sparsemax')",
             "shape": [b, n, e],
-            "ours": lambda: sparse(x, x, x).output,
+            "ours": lambda: sparse(x, x, x)[0],
             "peers": peers,
             "same": set(),
         },
