@@ -359,8 +359,51 @@ def _self_expression(r):
     ]
 
 
+def _calls(r):
+    """Issue 50's calls: each agrees with the peers computing the same function, its
+    goals are the ones its rows give, and the default fit at n = 1 000 chooses the
+    committed run's bandwidth (a slice any run recomputes: same data, same default)."""
+    bench = _benchmark_module("calls")
+    diffs = [v for x in r["rows"] for k, v in x.items() if k.startswith("max_abs_diff")]
+    ranges = [
+        (x[k[: -len("_range")]], x[k])
+        for x in r["rows"]
+        for k in x
+        if k.endswith("_range")
+    ]
+    committed = json.loads((RESULTS / "calls.json").read_text())
+    chosen = {x["n"]: x.get("bandwidth") for x in committed["fits"]}
+    fit = [x for x in r["fits"] if x["n"] == 1000]
+    return [
+        (
+            "every call within 1e-4 of each peer computing the same function "
+            "(values and gradients), at least 20 comparisons",
+            len(diffs) >= 20 and all(d <= bench.AGREE_ATOL for d in diffs),
+        ),
+        (
+            "no peer failed",
+            not any(k.startswith("error_") for x in r["rows"] for k in x),
+        ),
+        (
+            "every ratio's median lies within its range over rounds",
+            len(ranges) > 0 and all(lo <= m <= hi for m, (lo, hi) in ranges),
+        ),
+        (
+            "the goals are the ones the rows give",
+            r["goals"] == bench.goals(r["rows"], r["fits"]),
+        ),
+        (
+            "NadarayaWatson().fit at n = 1000 chooses the committed run's bandwidth",
+            len(fit) == 1
+            and fit[0]["candidates"] == 30
+            and abs(fit[0]["bandwidth"] - chosen[1000]) <= 1e-9 * chosen[1000],
+        ),
+    ]
+
+
 #: Accuracy and error checks of each benchmark's result: (what, passed) pairs.
 QUICK_ACCURACY = {
+    "calls": _calls,
     "mux": _mux,
     "self_expression": _self_expression,
     "continuous": _continuous,
@@ -436,6 +479,8 @@ def _planted(name):
         r["accuracy_rows"] = [{"max_abs_diff": 2e-3, "max_grad_diff": 0.0}]
     elif name == "subspace":
         r["rows"][0]["accuracy"] = 0.4  # a broken solver clusters at chance
+    elif name == "calls":
+        r["rows"][4]["max_abs_diff_to_sdpa"] = 1e-2  # attention() off SDPA's output
     elif name == "mux":
         r["wide_stacks"][0]["2"] = 0.1  # below the reach bound: impossible
     elif name == "self_expression":
@@ -507,3 +552,42 @@ def test_gpu_verdicts_read_issue_37s_targets():
     out_of_memory = [v for v in verdicts(0.9, 85.0, False) if v["met"] is False]
     assert len(out_of_memory) == 4  # attention and memory, in both dtypes
     assert all("ours not timed in 1 of" in v["note"] for v in out_of_memory)
+
+
+def test_calls_goals_and_the_cap_on_the_largest_fit():
+    """Issue 50's goals read off the rows: met, missed, not measured (a row or a fit
+    absent, the 20 000 fit skipped after a 5 000 fit over 10 s, which the cap says)."""
+    bench = _benchmark_module("calls")
+    fits = [{"n": 1000, "fit_cpu_s": 0.5}, {"n": 5000, "fit_cpu_s": 12.0}]
+    assert bench.skip_reason(fits, 1000) is None
+    assert "took 12.0 s" in bench.skip_reason(fits, 20000)
+    assert bench.skip_reason([{"n": 5000, "fit_cpu_s": 2.0}], 20000) is None
+    assert bench.skip_reason(fits[:1], 20000) == "n = 5000 was not timed"
+    rows = [
+        {"call": "attention()", "ratio_to_floor": 1.1},
+        {"call": "attention(need_weights=False)", "ratio_to_sdpa": 1.3},
+    ]
+    fits.append({"n": 20000, "skipped": bench.skip_reason(fits, 20000)})
+    by_goal = {g["goal"]: g for g in bench.goals(rows, fits)}
+    assert by_goal["weights formed / the floor ≤ 1.2"]["met"] is True
+    assert by_goal["without weights / SDPA ≤ 1.05"]["met"] is False
+    assert by_goal["tiny call / SDPA ≤ 2"]["met"] is None
+    assert by_goal["NadarayaWatson().fit at n = 5000 ≤ 3 s (CPU)"]["met"] is False
+    large = by_goal["NadarayaWatson().fit at n = 20000 ≤ 60 s (CPU)"]
+    assert large["met"] is None and "took 12.0 s" in large["note"]
+
+
+def test_calls_agreement_compares_gradients_too():
+    """A call with its peer's values but another gradient is caught, forward +
+    backward; forward alone compares values."""
+    bench = _benchmark_module("calls")
+    torch.manual_seed(0)
+    x = torch.randn(5, requires_grad=True)
+    spec = {
+        "ours": lambda: x + (x - x.detach()),  # x's value, twice its gradient
+        "peers": {"peer": lambda: x * 1.0},
+        "same": {"peer"},
+        "inputs": (x,),
+    }
+    assert bench.agreement(spec)["max_abs_diff_to_peer"] > 1e-2
+    assert bench.agreement({**spec, "inputs": ()})["max_abs_diff_to_peer"] == 0.0

@@ -275,6 +275,39 @@ def slice_lle(result: dict) -> list[Check]:
     ]  # fmt: skip
 
 
+def slice_calls(result: dict) -> list[Check]:
+    """Every number of calls.json but two is a time. Recomputed: the timed rows are the
+    benchmark's calls today (a count per call: a call added to the library, such as an
+    SDPA-shaped function, needs a re-run), each call's largest difference from the
+    peers computing the same function (within the benchmark's tolerance, 1e-4), and
+    the bandwidth the default NadarayaWatson fit chooses at n = 1 000 (its data and
+    seed)."""
+    import json
+    import subprocess
+
+    b = bench("calls")
+    cpu = torch.device("cpu")
+    torch.manual_seed(0)
+    specs = b.normalizer_rows(cpu, False) + b.attention_rows(cpu, False)
+    specs += b.mha_rows(cpu, False)
+    checks = []
+    for spec in specs:
+        fields = (("call", spec["call"]),)
+        checks.append(Check(f"one timed row {spec['call']}", ("count", "rows", fields),
+                            1.0))  # fmt: skip
+        i = _index(result["rows"], call=spec["call"])
+        for key, value in b.agreement(spec).items():
+            checks.append(Check(f"{spec['call']}: {key}", ("rows", i, key), value,
+                                atol=b.AGREE_ATOL))  # fmt: skip
+    i = _index(result["fits"], n=1000)
+    run = [sys.executable, "-c", b.FIT, "1000", str(b.FIT_DIM), "1"]
+    done = subprocess.run(run, check=True, capture_output=True, text=True)
+    fresh = json.loads(done.stdout)
+    checks.append(Check("bandwidth chosen at n = 1000", ("fits", i, "bandwidth"),
+                        fresh["bandwidth"], rtol=1e-9))  # fmt: skip
+    return checks
+
+
 def slice_normalizers(result: dict) -> list[Check]:
     """Every number of normalizers.json is a time. Recomputed: the timed rows are the
     benchmark's configurations today (a count per configuration), and on the first 256
@@ -421,6 +454,7 @@ def slice_mux(result: dict) -> list[Check]:
 
 
 SLICES = {
+    "calls": slice_calls,
     "continuous": slice_continuous,
     "denoise": slice_denoise,
     "kernel_regression": slice_kernel_regression,

@@ -99,6 +99,10 @@ T_DENX = "tests/test_denoise_experiments_cnn.py"
 T_SEX = "tests/test_subspace_experiments.py"
 T_SC = "tests/test_subspace_sparse_coding.py"
 T_TRI = "tests/test_triton_kernels.py"
+T_CALLS = (
+    "tests/test_benchmarks.py::test_calls_goals_and_the_cap_on_the_largest_fit",
+    "tests/test_benchmarks.py::test_calls_agreement_compares_gradients_too",
+)
 
 A = "attnlib/"
 MUTANTS: list[Mutant] = [
@@ -1120,5 +1124,27 @@ MUTANTS: list[Mutant] = [
         "width = image.size[0] // SHARPNESS",
         "width = image.size[0]",
         T_PLOT,
+    ),
+    # ----------------------------------- benchmarks/calls.py (issue 50, item 5)
+    M(
+        "calls-fit-cap-inverted",
+        "benchmarks/calls.py",
+        'if done[5000]["fit_cpu_s"] > FIT_SKIP_AFTER_S:',
+        'if done[5000]["fit_cpu_s"] < FIT_SKIP_AFTER_S:',
+        *T_CALLS,
+    ),
+    M(
+        "calls-goal-verdict-inverted",
+        "benchmarks/calls.py",
+        "met = None if value is None else bool(value <= bound)",
+        "met = None if value is None else bool(value >= bound)",
+        *T_CALLS,
+    ),
+    M(
+        "calls-agreement-ignores-gradients",
+        "benchmarks/calls.py",
+        "d = max([d] + [(a - b).abs().max().item() for a, b in pairs])",
+        "d = d",
+        *T_CALLS,
     ),
 ]
