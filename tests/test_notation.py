@@ -56,7 +56,9 @@ def maths(text: str) -> str:
 
 
 def test_prose_masks_what_is_not_prose():
-    text = "A Lasso $\\lambda$ `Lasso` {term}`Lasso` [Lasso](x.md)\n## Lasso\n:::{x} Lasso"
+    text = (
+        "A Lasso $\\lambda$ `Lasso` {term}`Lasso` [Lasso](x.md)\n## Lasso\n:::{x} Lasso"
+    )
     masked = prose(text)
     assert masked.count("Lasso") == 1 and masked.startswith("A Lasso")
 
@@ -88,12 +90,32 @@ _TERM = re.compile(r"\{term\}`([^`<]*?)\s*(?:<([^>]+)>)?`")
 
 #: The terms issue 47 names, each of which the glossary must define.
 REQUIRED_TERMS = [
-    "Lasso", "duality gap", "nuclear norm", "spectral clustering", "PSNR",
-    "receptive field", "kernel regression", "bandwidth", "non-local means", "patch",
-    "reconstruction weights", "barycentric weights", "self-expressiveness",
-    "subspace clustering", "equivariance", "invariance", "simplex", "sparsemax",
-    "entmax", "Tsallis entropy", "Fenchel–Young loss", "continuous attention",
-    "basis functions", "multiplexer", "straight-through estimator", "temperature",
+    "Lasso",
+    "duality gap",
+    "nuclear norm",
+    "spectral clustering",
+    "PSNR",
+    "receptive field",
+    "kernel regression",
+    "bandwidth",
+    "non-local means",
+    "patch",
+    "reconstruction weights",
+    "barycentric weights",
+    "self-expressiveness",
+    "subspace clustering",
+    "equivariance",
+    "invariance",
+    "simplex",
+    "sparsemax",
+    "entmax",
+    "Tsallis entropy",
+    "Fenchel–Young loss",
+    "continuous attention",
+    "basis functions",
+    "multiplexer",
+    "straight-through estimator",
+    "temperature",
 ]
 
 
@@ -105,7 +127,9 @@ def test_the_glossary_defines_the_terms_of_the_issue():
 
 def test_the_glossary_parser_reads_spellings_and_entries(tmp_path, monkeypatch):
     page = tmp_path / "g.md"
-    page.write_text("```{glossary}\npatch\npatches\n  A square.\n\nLasso\n  A fit.\n```\n")
+    page.write_text(
+        "```{glossary}\npatch\npatches\n  A square.\n\nLasso\n  A fit.\n```\n"
+    )
     monkeypatch.setattr(sys.modules[__name__], "GLOSSARY", page)
     assert glossary() == {"patch": "patch", "patches": "patch", "Lasso": "Lasso"}
 
@@ -125,7 +149,9 @@ def first_uses(chapters: list[str], spellings: dict[str, str]) -> dict[str, bool
             for m in _TERM.finditer(text)
         ]
         for entry, pats in patterns.items():
-            events += [(m.start(), entry, False) for p in pats for m in p.finditer(masked)]
+            events += [
+                (m.start(), entry, False) for p in pats for m in p.finditer(masked)
+            ]
         for _, entry, linked in sorted(events, key=lambda e: e[0]):
             if entry is not None and entry not in found:
                 found[entry] = linked
@@ -141,7 +167,9 @@ def test_first_use_finds_an_unlinked_first_use():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_glossary_term_is_linked_at_its_first_use(path):
-    unlinked = [e for e, ok in first_uses(_markdown(path), glossary()).items() if not ok]
+    unlinked = [
+        e for e, ok in first_uses(_markdown(path), glossary()).items() if not ok
+    ]
     assert unlinked == [], f"first used without a {{term}} link: {unlinked}"
 
 
@@ -157,37 +185,59 @@ def test_every_term_link_names_a_glossary_entry():
 
 # ------------------------------------------------------------------ symbols
 #: Each symbol of the notation page with one meaning: a pattern that would give it a
-#: second one (in a chapter's markdown; maths and prose), and an example of that misuse
-#: from the chapters as they stood before the notation pass, which the pattern must find.
+#: second one (in a chapter's markdown; maths and prose), and an example of that
+#: misuse from the chapters as they stood before the notation pass, which the pattern
+#: must find.
 CLASHES = [
-    ("τ is a threshold, not a temperature", r"/\s*2?\\tau\b|temperature \$\\tau"
-     r"|\$\\tau = (?:0\.1|1)\$|\\tau_0|competitors' \$\\tau\$",
-     r"softmax attention on $XX^\top/\tau$"),
-    ("θ is a score, not a threshold", r"threshold \$\\theta\$|s_i - \\theta",
-     r"$p_i = \max(s_i - \theta, 0)$ with the threshold $\theta$"),
-    ("λ is a penalty weight, not a threshold or a multiplier",
-     r"threshold \$?\\lambda|\[f\(t\) - \\lambda\]|\[-\\lambda|-2\\lambda"
-     r"|= \\lambda \\mathbf 1",
-     r"\hat p(t) = \Big[-\lambda - \tfrac12 (t-\mu)^\top\Sigma^{-1}(t-\mu)\Big]_+"),
-    ("α is entmax's, not the kernel weights nor the Lasso's penalty",
-     r"\\alpha\(x, x_j\)|\\alpha = 10\^\{-2\}", r"\alpha(x, x_j) = \frac{\kappa}{1}"),
-    ("T is the temperature, not a matrix or a length",
-     r"matrix \$T\$|\\norm\{T - G\}|\$T = \d+\$ steps|\(T-1\)",
-     r"the error of a matrix $T$ on"),
-    ("Q holds the queries: not a rotation, a map or a count",
-     r"XQ\^\\top|orthogonal\s+\$Q|Haar-random \$Q\$|by \$Q\$|\\max_Q"
-     r"|K\^\\top Q(?:\\,|\s*[Ccx]|\$|\))"
-     r"|\$Q\$ queries|O\(QLD\)|maps \$Q, K\$|queries \$Q x_j|\\mapsto Q",
-     r"if $f(XQ^\top) = f(X)\,Q^\top$ for every orthogonal $Q$"),
-    ("K holds the keys: not a map or a kernel profile",
-     r"keys \$K x_i\$|\\langle K x_i|profiles \$K\$|= K\\big\(",
-     r"$a(x_i, C_j) = \langle K x_i, Q C_j\rangle$"),
-    ("R is a rotation: not a residual matrix or a radius",
-     r"\$R X\^\\top\$ of the residuals|R\^2 = -2|radius \$R\b",
-     r"one product $R X^\top$ of the residuals"),
-    ("V holds the values: not singular vectors",
-     r"X = V\\Sigma U\^\\top|V\\,\\diag\(w\)|\$VV\^\\top\$|V\(I-\\lambda",
-     r"Write the SVD of the data as $X = V\Sigma U^\top$"),
+    (
+        "τ is a threshold, not a temperature",
+        r"/\s*2?\\tau\b|temperature \$\\tau"
+        r"|\$\\tau = (?:0\.1|1)\$|\\tau_0|competitors' \$\\tau\$",
+        r"softmax attention on $XX^\top/\tau$",
+    ),
+    (
+        "θ is a score, not a threshold",
+        r"threshold \$\\theta\$|s_i - \\theta",
+        r"$p_i = \max(s_i - \theta, 0)$ with the threshold $\theta$",
+    ),
+    (
+        "λ is a penalty weight, not a threshold or a multiplier",
+        r"threshold \$?\\lambda|\[f\(t\) - \\lambda\]|\[-\\lambda|-2\\lambda"
+        r"|= \\lambda \\mathbf 1",
+        r"\hat p(t) = \Big[-\lambda - \tfrac12 (t-\mu)^\top\Sigma^{-1}(t-\mu)\Big]_+",
+    ),
+    (
+        "α is entmax's, not the kernel weights nor the Lasso's penalty",
+        r"\\alpha\(x, x_j\)|\\alpha = 10\^\{-2\}",
+        r"\alpha(x, x_j) = \frac{\kappa}{1}",
+    ),
+    (
+        "T is the temperature, not a matrix or a length",
+        r"matrix \$T\$|\\norm\{T - G\}|\$T = \d+\$ steps|\(T-1\)",
+        r"the error of a matrix $T$ on",
+    ),
+    (
+        "Q holds the queries: not a rotation, a map or a count",
+        r"XQ\^\\top|orthogonal\s+\$Q|Haar-random \$Q\$|by \$Q\$|\\max_Q"
+        r"|K\^\\top Q(?:\\,|\s*[Ccx]|\$|\))"
+        r"|\$Q\$ queries|O\(QLD\)|maps \$Q, K\$|queries \$Q x_j|\\mapsto Q",
+        r"if $f(XQ^\top) = f(X)\,Q^\top$ for every orthogonal $Q$",
+    ),
+    (
+        "K holds the keys: not a map or a kernel profile",
+        r"keys \$K x_i\$|\\langle K x_i|profiles \$K\$|= K\\big\(",
+        r"$a(x_i, C_j) = \langle K x_i, Q C_j\rangle$",
+    ),
+    (
+        "R is a rotation: not a residual matrix or a radius",
+        r"\$R X\^\\top\$ of the residuals|R\^2 = -2|radius \$R\b",
+        r"one product $R X^\top$ of the residuals",
+    ),
+    (
+        "V holds the values: not singular vectors",
+        r"X = V\\Sigma U\^\\top|V\\,\\diag\(w\)|\$VV\^\\top\$|V\(I-\\lambda",
+        r"Write the SVD of the data as $X = V\Sigma U^\top$",
+    ),
 ]
 
 
@@ -197,7 +247,9 @@ def test_each_clash_pattern_finds_its_example(rule, pattern, example):
 
 
 #: A line of a chapter's notes on its sources that quotes the source's own letters.
-_QUOTES_A_SOURCE = re.compile(r"^.*(?:the note|the paper) writes.*this book keeps.*$", re.M)
+_QUOTES_A_SOURCE = re.compile(
+    r"^.*(?:the note|the paper) writes.*this book keeps.*$", re.M
+)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -233,8 +285,11 @@ _SEED_AS_SOURCE = re.compile(r"\bseeds? (?:texts?|papers?|notes?|00\d)\b", re.I)
 def test_the_papers_are_sources_not_seeds():
     texts = {p.name: "\n".join(_markdown(p)) for p in NOTEBOOKS}
     texts |= {p.name: p.read_text() for p in sorted((ROOT / "book").glob("*.md"))}
-    found = [f"{n}: {m.group(0)}" for n, t in texts.items()
-             for m in _SEED_AS_SOURCE.finditer(prose(t))]
+    found = [
+        f"{n}: {m.group(0)}"
+        for n, t in texts.items()
+        for m in _SEED_AS_SOURCE.finditer(prose(t))
+    ]
     assert found == []
     assert _SEED_AS_SOURCE.search("as the seed paper says; seed 004")
 
@@ -242,9 +297,11 @@ def test_the_papers_are_sources_not_seeds():
 def test_the_library_docs_call_the_papers_sources():
     """The API reference shows attnlib's docstrings: "(seed 004)" reads as a random
     seed there."""
-    found = [f"{p.relative_to(ROOT)}: {m.group(0)}"
-             for p in sorted((ROOT / "attnlib").rglob("*.py"))
-             for m in _SEED_AS_SOURCE.finditer(p.read_text())]
+    found = [
+        f"{p.relative_to(ROOT)}: {m.group(0)}"
+        for p in sorted((ROOT / "attnlib").rglob("*.py"))
+        for m in _SEED_AS_SOURCE.finditer(p.read_text())
+    ]
     assert found == []
 
 
@@ -255,6 +312,10 @@ def test_the_main_source_is_cited_by_its_title():
     entry = bib.entries["selfexpression2022"]
     title = entry.fields["title"]
     (author,) = entry.persons["author"]
-    assert str(author).strip("{}") == title == "Attention: Self-Expression Is All You Need"
-    authors = [str(a) for e in bib.entries.values() for a in e.persons.get("author", [])]
+    assert (
+        str(author).strip("{}") == title == "Attention: Self-Expression Is All You Need"
+    )
+    authors = [
+        str(a) for e in bib.entries.values() for a in e.persons.get("author", [])
+    ]
     assert not [a for a in authors if "anonymous" in a.lower()]

@@ -1064,7 +1064,7 @@ MUTANTS: list[Mutant] = [
         "pass",
         T_SYM_X,
     ),
-    # -- notation (issue 47, item 6): the main source cited by its title, not "Anonymous"
+    # -- notation (issue 47, item 6): the main source cited by its title, not anonymous
     M(
         "main-source-cited-as-anonymous",
         "book/references.bib",

@@ -277,7 +277,7 @@ def equation_labels(nb: dict) -> list[str]:
 
 
 def source_key(text: str, cite: bool = False) -> str:
-    """``text`` with every "seed 002" named by its paper's key ("Martins et al. (2020)").
+    """``text`` with every "seed 002" named by its key ("Martins et al. (2020)").
 
     ``cite``: as a MyST citation role instead (linked to the bibliography).
     """
