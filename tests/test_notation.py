@@ -262,6 +262,25 @@ def test_each_symbol_has_one_meaning(path):
     assert found == []
 
 
+#: The same clashes in figure captions and alt text (a code cell's ``mystnb``
+#: metadata), which are written in Unicode.
+CAPTION_CLASHES = re.compile(r"[θs]\s*/\s*τ|temperature τ|α\(x|XQᵀ")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_figure_captions_use_the_notation(path):
+    cells = json.loads(path.read_text())["cells"]
+    found = [
+        m.group(0)
+        for c in cells
+        for m in CAPTION_CLASHES.finditer(
+            json.dumps(c.get("metadata", {}).get("mystnb", {}), ensure_ascii=False)
+        )
+    ]
+    assert found == []
+    assert CAPTION_CLASHES.search("softmax(θ/τ) as the temperature τ falls")
+
+
 def test_the_notation_page_gives_each_symbol_one_row():
     page = NOTATION.read_text().split("## Letters that still serve twice")[0]
     rows = [r.split("|")[1].strip() for r in page.splitlines() if r.startswith("| $")]
