@@ -314,7 +314,7 @@ def union_of_subspaces(
     Implements
     ----------
     The synthetic protocol of You et al. (2016), §5.1 (random subspaces of one
-    dimension, unit-norm points). The self-expression paper (seed 000) runs no
+    dimension, unit-norm points). The self-expression paper runs no
     experiment; its §5 only describes the methods that this protocol benchmarks.
     """
     n_subspaces, n_per = (

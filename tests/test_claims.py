@@ -607,7 +607,9 @@ def test_kind_seeds_and_control_are_validated_where_present():
 
 def test_sources_are_named_by_their_papers():
     assert L.source_key("seed 002, Eq. (8)") == "Martins et al. (2020), Eq. (8)"
-    assert L.source_key("seed 000 §3") == "Anonymous (2022) §3"
+    assert L.source_key("seed 000 §3") == (
+        "Attention: Self-Expression Is All You Need (2022) §3"
+    )
     assert L.source_key("seed 003", cite=True) == "{cite:t}`ma2021symmetry`"
     # a random seed is not a source: "recomputes seed 0" rendered "Anonymous (2022)"
     assert (
@@ -678,7 +680,7 @@ def test_paper_equation_numbers_are_read_in_every_written_form():
 
 def test_source_keys_are_the_bibliographys_author_year_labels():
     """claims_lib.SOURCES names each paper as the bibliography labels it
-    (book/_ext/bibstyle.py), "Anonymous (2022)" for the entry "Anonymous 2022"."""
+    (book/_ext/bibstyle.py), "Ma & Ying (2022)" for the entry "Ma & Ying 2022"."""
     import bibstyle
     from pybtex.database import parse_file
 

@@ -1147,4 +1147,21 @@ MUTANTS: list[Mutant] = [
         "d = d",
         *T_CALLS,
     ),
+    # -- notation (issue 47, item 6): the main source cited by its title, not anonymous
+    M(
+        "main-source-cited-as-anonymous",
+        "book/references.bib",
+        "author = {{Attention: Self-Expression Is All You Need}},",
+        "author = {{Anonymous}},",
+        "tests/test_notation.py::test_the_main_source_is_cited_by_its_title",
+        "tests/test_claims.py::test_source_keys_are_the_bibliographys_author_year_labels",
+    ),
+    M(
+        "ledger-key-of-main-source-stale",
+        "book/_ext/claims_lib.py",
+        '"Attention: Self-Expression Is All You Need (2022)",',
+        '"Anonymous (2022)",',
+        "tests/test_claims.py::test_sources_are_named_by_their_papers",
+        "tests/test_claims.py::test_source_keys_are_the_bibliographys_author_year_labels",
+    ),
 ]

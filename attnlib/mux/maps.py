@@ -41,7 +41,7 @@ def hard_mux(inputs, control) -> torch.Tensor:
 
     Implements
     ----------
-    The multiplexer of the attention note (seed 004): a control signal lets exactly one
+    The multiplexer of the attention note: a control signal lets exactly one
     of the inputs through.
     """
     inputs = as_tensor(inputs, "inputs", min_ndim=2)
@@ -84,7 +84,7 @@ def hardmax(scores: torch.Tensor) -> torch.Tensor:
 
     Implements
     ----------
-    The argmax that the attention note replaces by a softmax (seed 004):
+    The argmax that the attention note replaces by a softmax:
     ``⟨argmax(a), h⟩`` picks the most important input.
     """
     return _hardmax(_check_hardmax_scores(scores))
@@ -122,7 +122,7 @@ def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
     Implements
     ----------
     The straight-through estimator of Bengio, Léonard and Courville (2013), applied to
-    the argmax the attention note replaces by a softmax (seed 004).
+    the argmax the attention note replaces by a softmax.
     """
     scores = _check_hardmax_scores(scores)
     soft = torch.softmax(scores, -1)
@@ -168,7 +168,7 @@ def soft_mux(
 
     Implements
     ----------
-    The note's "most relevant input = ⟨softmax(a), h⟩" (seed 004), written as one query
+    The note's "most relevant input = ⟨softmax(a), h⟩", written as one query
     whose scores against the keys are the importances.
     """
     inputs = as_tensor(inputs, "inputs", min_ndim=2)

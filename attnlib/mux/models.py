@@ -43,7 +43,7 @@ class ConvRouter(nn.Module):
 
     Implements
     ----------
-    The convolutions of the attention note (seed 004), stacked to grow the receptive
+    The convolutions of the attention note, stacked to grow the receptive
     field to ``1 + depth (kernel_size - 1)``.
     """
 
@@ -118,7 +118,7 @@ class AttentionRouter(nn.Module):
     Implements
     ----------
     The note's multiplexer with linear maps, ``a(x_i, x_j) = x_iᵀKᵀQ x_j`` and
-    ``C_j = x_j`` (seed 004): self-attention, Eq. (1) of Vaswani et al. (2017).
+    ``C_j = x_j`` (the note): self-attention, Eq. (1) of Vaswani et al. (2017).
     """
 
     def __init__(
@@ -195,7 +195,7 @@ class WeekdayMux(nn.Module):
 
     Implements
     ----------
-    The note's ``Σ_i x_i exp(x_iᵀKᵀQC) / Σ_k exp(x_kᵀKᵀQC)`` (seed 004) with the weekday
+    The note's ``Σ_i x_i exp(x_iᵀKᵀQC) / Σ_k exp(x_kᵀKᵀQC)`` with the weekday
     as the context ``C``.
     """
 

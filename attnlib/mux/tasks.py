@@ -72,7 +72,7 @@ def routing_task(
     Implements
     ----------
     The "important piece of data that every part of the output should care about" of the
-    attention note (seed 004), as a supervised task.
+    attention note, as a supervised task.
     """
     n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
     n_values = check_int(n_values, "n_values", minimum=2)
@@ -128,7 +128,7 @@ def weekday_task(
 
     Implements
     ----------
-    The multiplexer example of the attention note (seed 004): one friend of seven
+    The multiplexer example of the attention note: one friend of seven
     decides where to eat, according to the weekday.
     """
     n = check_int(n, "n")
@@ -231,7 +231,7 @@ def shift_tokens(x, shift: int) -> torch.Tensor:
 
     Implements
     ----------
-    The translations of the attention note (seed 004), which a convolution commutes with
+    The translations of the attention note, which a convolution commutes with
     (translation equivariance).
     """
     x = as_tensor(x, "x", min_ndim=2)
@@ -275,7 +275,7 @@ def conv_matrix(kernel, length: int) -> torch.Tensor:
     Implements
     ----------
     The note's picture of a convolution as a ``1 × (2n+1)`` row vector shared by every
-    output (seed 004): a banded Toeplitz matrix.
+    output (the attention note): a banded Toeplitz matrix.
     """
     kernel = as_tensor(kernel, "kernel", ndim=1)
     length = check_int(length, "length")

@@ -9,11 +9,11 @@ its title).
 
 Citations in the text take the same author-year form, with round brackets
 (``bibtex_reference_style: author_year_round``): "Martins et al. (2020)" for
-``{cite:t}``, "(Ma & Ying, 2022; Anonymous, 2022)" for ``{cite}``, with the
-bibliography's own label ("You et al., 2016a", "Pedregosa et al., 2011"); the ledger,
-the errata and the claim callouts name their sources with ``{cite:t}`` and so read alike
-(``claims_lib.SOURCES`` holds the same keys, for pages built without the
-bibliography).
+``{cite:t}``, "(Ma & Ying, 2022; Attention: Self-Expression Is All You Need, 2022)"
+for ``{cite}``, with the bibliography's own label ("You et al., 2016a", "Pedregosa et
+al., 2011"); the ledger, the errata and the claim callouts name their sources with
+``{cite:t}`` and so read alike (``claims_lib.SOURCES`` holds the same keys, for pages
+built without the bibliography).
 """
 
 from __future__ import annotations

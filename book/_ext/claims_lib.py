@@ -40,12 +40,12 @@ REQUIRED_FIELDS = ("statement", "source", "reference", "tolerance")
 KINDS = ("identity", "experiment", "illustration")
 MIN_SEEDS = 5
 
-#: The sources the book follows (the seed texts of ../shared/README.md), by seed number:
+#: The sources the book follows (the texts of ../shared/README.md), by file number:
 #: a key for the ledger and the errata (author-year, as the bibliography cites it), the
 #: paper's title, and its entry in book/references.bib.
 SOURCES = {
     "000": (
-        "Anonymous (2022)",
+        "Attention: Self-Expression Is All You Need (2022)",
         "Attention: Self-Expression Is All You Need",
         "selfexpression2022",
     ),
@@ -277,7 +277,7 @@ def equation_labels(nb: dict) -> list[str]:
 
 
 def source_key(text: str, cite: bool = False) -> str:
-    """``text`` with every "seed 000" named by its paper's key ("Anonymous (2022)").
+    """``text`` with every "seed 002" named by its key ("Martins et al. (2020)").
 
     ``cite``: as a MyST citation role instead (linked to the bibliography).
     """

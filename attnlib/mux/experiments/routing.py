@@ -93,7 +93,7 @@ def pointer_task(
 
     Implements
     ----------
-    A control for the routing task of the attention note (seed 004): each output needs a
+    A control for the routing task of the attention note: each output needs a
     different input, chosen by content, so no single pooled summary answers every
     position.
     """
@@ -199,7 +199,7 @@ def green_function(n: int) -> np.ndarray:
 
     Implements
     ----------
-    The attention note's (seed 004) remark that inverting a differential operator is a
+    The attention note's remark that inverting a differential operator is a
     non-local operation, for the 1-D Dirichlet Laplacian.
     """
     n = check_int(n, "n", minimum=2)
@@ -228,7 +228,7 @@ def best_convolution(target, width: int) -> tuple[np.ndarray, np.ndarray]:
 
     Implements
     ----------
-    The single-convolution half of the test of the note's (seed 004) suggestion that a
+    The single-convolution half of the test of the note's suggestion that a
     few convolution layers come close to the inverse of a differential operator.
     """
     target = as_float_array(target, "target")
@@ -277,7 +277,7 @@ def fit_linear_stack(
 
     Implements
     ----------
-    The stacked half of the test of the note's (seed 004) suggestion that "two or three"
+    The stacked half of the test of the note's suggestion that "two or three"
     convolution layers come close to the inverse of a differential operator. Departs
     from a trained CNN in being linear, single-channel and fitted to the matrix
     directly.

@@ -346,8 +346,8 @@ def sample_efficiency(
 
     Implements
     ----------
-    This book's test of whether the form of seed 003 makes learning cheaper; the paper
-    itself has no experiment.
+    This book's test of whether the form of the symmetry paper makes learning cheaper;
+    the paper itself has no experiment.
     """
     sizes = [check_int(s, "sizes", minimum=2) for s in sizes]
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]

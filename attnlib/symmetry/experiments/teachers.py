@@ -69,7 +69,7 @@ def make_teacher(
     Implements
     ----------
     A target that is orthogonal equivariant with knowledge (Definition 2 of the symmetry
-    paper, seed 003) and permutation equivariant; the RBF score is the kernel of its
+    paper) and permutation equivariant; the RBF score is the kernel of its
     §3.3.
     """
     if kernel not in TEACHERS:
