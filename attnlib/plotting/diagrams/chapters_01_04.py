@@ -86,7 +86,7 @@ def kernel_bump() -> Diagram:
     """A Gaussian bump over sorted inputs and the band matrix its rows make.
 
     Top: the keys ``x_j`` on a line, the kernel ``κ(x_i, ·)`` centred on one query and
-    the normalised weights ``α(x_i, x_j)`` as stems. Bottom: the matrix of weights of
+    the normalised weights ``w(x_i, x_j)`` as stems. Bottom: the matrix of weights of
     every ``x_i`` against every ``x_j`` (queries = keys, sorted), a band because the
     bump only reaches near neighbours; the highlighted row is the bump above.
 

@@ -111,7 +111,7 @@ def rotation_equivariance() -> Diagram:
     """Rotating the embedding moves every token but keeps their inner products.
 
     Left: three tokens ``x_i`` (rows of ``X``) as arrows. Middle: the same tokens after
-    a rotation ``Q`` (``X ↦ XQᵀ``). Right: their inner products ``XXᵀ``, unchanged; a
+    a rotation ``R`` (``X ↦ XRᵀ``). Right: their inner products ``XXᵀ``, unchanged; a
     map that recombines the tokens with coefficients from ``XXᵀ`` commutes with ``Q``.
 
     Returns
@@ -121,7 +121,7 @@ def rotation_equivariance() -> Diagram:
 
     Implements
     ----------
-    Orthogonal equivariance, f(XQᵀ) = f(X)Qᵀ, of the symmetry paper (rows).
+    Orthogonal equivariance, f(XRᵀ) = f(X)Rᵀ, of the symmetry paper (rows).
     """
     angle = 0.9
     X = np.array([[1.0, 0.15], [0.35, 0.8], [-0.55, 0.45]])
@@ -129,7 +129,7 @@ def rotation_equivariance() -> Diagram:
     XQ = X @ Qm.T
     colors = [BLUE, ORANGE, GREEN]
     fig, ax = _canvas(2.9)
-    for ox, pts, title in ((1.05, X, r"tokens $X$"), (3.2, XQ, r"rotated $XQ^\top$")):
+    for ox, pts, title in ((1.05, X, r"tokens $X$"), (3.2, XQ, r"rotated $XR^\top$")):
         ax.add_patch(Circle((ox, 1.35), 1.0, fill=False, ec="0.85", lw=0.8))
         for i, (p, color) in enumerate(zip(pts, colors)):
             tip = (ox + p[0], 1.35 + p[1])
@@ -163,11 +163,11 @@ def rotation_equivariance() -> Diagram:
         ax,
         gx + 1.5 * cell,
         gy + 3 * cell + 0.45,
-        r"$XX^\top = (XQ^\top)(XQ^\top)^\top$",
+        r"$XX^\top = (XR^\top)(XR^\top)^\top$",
         SMALL,
     )
     _text(ax, gx + 1.5 * cell, gy + 3 * cell + 0.17, "inner products: kept", SMALL)
-    _text(ax, gx + 1.5 * cell, 0.3, r"so $f(XQ^\top) = f(X)\,Q^\top$", SMALL)
+    _text(ax, gx + 1.5 * cell, 0.3, r"so $f(XR^\top) = f(X)\,R^\top$", SMALL)
     return fig
 
 
