@@ -24,6 +24,7 @@ from ..attention import attend
 from ..errors import EmptySupportError
 from ..training import train
 from ..utils import check_int, check_positive, host_array
+from ._loo_sums import loo_sums
 from .core import (
     Kernel,
     _check_kernel,
@@ -244,16 +245,23 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
 def _loo_errors(X, y, values, weights, kernel: Kernel, grid) -> np.ndarray:
     """The leave-one-out mean squared error of each bandwidth of ``grid``.
 
-    On checked arrays: ``values`` are :func:`_weighted_values`, and the training set
-    becomes tensors once, for every candidate.
+    On checked arrays: ``values`` are :func:`_weighted_values`. A built-in kernel scores
+    every candidate in one streamed pass over the pairs (``_loo_sums``, memory
+    ``O(n · len(grid))``); a callable one, one masked attention call per candidate.
     """
-    keys, values = torch.from_numpy(X), torch.from_numpy(values)
-    try:
+    if callable(kernel):
+        keys, tensors = torch.from_numpy(X), torch.from_numpy(values)
         return np.array(
-            [_loo_mse(keys, values, y, weights, kernel, float(h)) for h in grid]
+            [_loo_mse(keys, tensors, y, weights, kernel, float(h)) for h in grid]
         )
-    except ValueError as err:  # the inputs overflow the dtype
-        raise ValueError(f"X: {err}") from err
+    if weights is None:  # the ratio's denominator: a column of ones
+        values = np.concatenate([values, np.ones((len(X), 1), X.dtype)], axis=1)
+    sums = loo_sums(X, values, kernel, grid, torch.get_num_threads())
+    total = sums[..., -1]  # (n, B): zero where no other point counts
+    defined = (total > 0).all(0)
+    pred = sums[..., :-1] / np.where(total > 0, total, 1.0)[..., None]
+    errors = ((pred - y.reshape(len(y), 1, -1)) ** 2).mean(2)
+    return np.where(defined, np.average(errors, axis=0, weights=weights), np.inf)
 
 
 def _loo_mse(keys, values, y, weights, kernel: Kernel, h: float) -> float:
@@ -261,6 +269,8 @@ def _loo_mse(keys, values, y, weights, kernel: Kernel, h: float) -> float:
         sums = _loo(keys, values, kernel, h).numpy()
     except EmptySupportError:  # a compact kernel left a point without neighbours
         return float("inf")
+    except ValueError as err:  # the inputs overflow the dtype
+        raise ValueError(f"X: {err}") from err
     pred = _ratio(sums, weights)
     if pred is None:  # a point whose every other neighbour weighs zero
         return float("inf")
