@@ -953,23 +953,23 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "nw-weights-ignored-in-the-denominator",
-        A + "kernel_regression/estimators.py",
+        A + "kernel_regression/_bandwidth.py",
         "return sums[:, :-1] / total",
         "return sums[:, :-1]",
         "tests/test_estimators.py",
     ),
     M(
         "nw-bandwidth-candidates-accept-zero",
-        A + "kernel_regression/estimators.py",
+        A + "kernel_regression/_bandwidth.py",
         "bad = ~(np.isfinite(grid) & (grid > 0))",
         "bad = ~(np.isfinite(grid) & (grid >= 0))",
         T_KR,
     ),
     M(
         "nw-loo-errors-unweighted",
-        A + "kernel_regression/estimators.py",
-        "return float(np.average(errors, weights=weights))",
-        "return float(np.average(errors))",
+        A + "kernel_regression/_bandwidth.py",
+        "np.average(errors, axis=0, weights=weights)",
+        "np.average(errors, axis=0)",
         "tests/test_estimators.py",
     ),
     M(

@@ -49,11 +49,12 @@ def _weights(dist, m, kind, c, shift, w):
 
 
 @numba.njit(**_FAST)
-def _loo_rows(x, xt, vt, coef, kind, start_row, stop_row, out):
+def _loo_rows(x, xt, vt, coef, kind, twin, start_row, stop_row, out):
     """``out[i, b, v] = Σ_{j≠i} κ_b(x_i, x_j) vt[v, j]`` for rows ``start..stop``.
 
     ``x`` (n, d) and ``xt`` (d, n) hold the points, ``vt`` (m, n) the values, ``coef``
-    (B,) each candidate's coefficient; the self pair gets distance ``inf`` (weight 0).
+    (B,) each candidate's coefficient; the self pair weighs 0. A row with ``twin[i]``
+    keeps copies of itself in (at distance 0): its exponentials are shifted by 0.
     """
     n, m, nb = xt.shape[1], vt.shape[0], coef.shape[0]
     l1 = kind == 1
@@ -61,8 +62,10 @@ def _loo_rows(x, xt, vt, coef, kind, start_row, stop_row, out):
     w = np.empty(_BLOCK)
     for i in range(start_row, stop_row):
         q = x[i]
-        low = np.inf
-        if kind < 2:  # pass 1: the nearest other point, the shift of the exponentials
+        low = 0.0 if twin[i] else np.inf
+        if (
+            kind < 2 and not twin[i]
+        ):  # pass 1: the nearest other point, the shift of the exponentials
             for start in range(0, n, _BLOCK):
                 stop = min(n, start + _BLOCK)
                 _block_distances(q, xt, start, stop, l1, dist)
@@ -88,7 +91,7 @@ def _loo_rows(x, xt, vt, coef, kind, start_row, stop_row, out):
                     out[i, b, v] += acc
 
 
-def loo_sums(X: np.ndarray, values: np.ndarray, kind: str, bandwidths, threads=1):
+def loo_sums(X, values, kind: str, bandwidths, threads: int = 1, twin=None):
     """The leave-one-out kernel sums of every candidate bandwidth, streamed.
 
     For checked arrays (the estimator's ``fit`` checked them).
@@ -105,13 +108,17 @@ def loo_sums(X: np.ndarray, values: np.ndarray, kind: str, bandwidths, threads=1
         Positive candidates ``h``.
     threads : int
         Worker threads, each taking a contiguous share of the points.
+    twin : ndarray of bool, shape (n,), optional
+        Points whose left-out sums will be given copies of themselves (by the caller):
+        their exponentials are shifted by the distance 0 to those copies.
 
     Returns
     -------
     ndarray, shape (n, B, m), float64
         ``sums[i, b] = Σ_{j≠i} κ((x_i - x_j) / h_b) values[j]``, the exponential
         kernels multiplied by ``exp(c_b D_i)``, ``D_i`` the distance from ``x_i`` to its
-        nearest other point (the ratio of two sums does not change).
+        nearest other point, or 0 where ``twin`` (the ratio of two sums does not
+        change).
 
     Implements
     ----------
@@ -126,16 +133,18 @@ def loo_sums(X: np.ndarray, values: np.ndarray, kind: str, bandwidths, threads=1
     xt = np.ascontiguousarray(x.T)
     vt = np.ascontiguousarray(np.asarray(values, dtype=np.float64).T)
     n = len(x)
+    twin = np.zeros(n, bool) if twin is None else np.ascontiguousarray(twin, bool)
     out = np.zeros((n, len(h), vt.shape[0]))
     bounds = np.linspace(0, n, max(1, min(threads, n)) + 1).astype(int)
     parts = list(zip(bounds[:-1], bounds[1:]))
     if len(parts) == 1:
-        _loo_rows(x, xt, vt, coef, k, 0, n, out)
+        _loo_rows(x, xt, vt, coef, k, twin, 0, n, out)
     else:
         with ThreadPoolExecutor(len(parts)) as pool:
             list(
                 pool.map(
-                    lambda p: _loo_rows(x, xt, vt, coef, k, p[0], p[1], out), parts
+                    lambda p: _loo_rows(x, xt, vt, coef, k, twin, p[0], p[1], out),
+                    parts,
                 )
             )
     return out
