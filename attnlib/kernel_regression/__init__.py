@@ -20,7 +20,17 @@ Two ways of normalising are used, both through :func:`attnlib.attention.attentio
   ``ValueError`` rather than returning NaN.
 """
 
-from . import core, estimators
+try:  # the chapters' extras (SciPy, scikit-learn, numba): not in the slim install
+    from . import core, estimators
+except ModuleNotFoundError as err:
+    missing = (err.name or "").split(".")[0]
+    if missing == "attnlib":
+        raise
+    raise ModuleNotFoundError(
+        f"{__name__} needs {missing}, one of the chapters' extras: "
+        "pip install 'attnlib[book]'",
+        name=missing,
+    ) from err
 from .core import *  # noqa: F403
 from .estimators import *  # noqa: F403
 

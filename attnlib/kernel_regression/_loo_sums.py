@@ -77,8 +77,6 @@ def _loo_rows(x, xt, vt, coef, kind, twin, start_row, stop_row, out):
             stop = min(n, start + _BLOCK)
             mm = stop - start
             _block_distances(q, xt, start, stop, l1, dist)
-            if start <= i < stop:
-                dist[i - start] = np.inf
             for b in range(nb):
                 _weights(dist, mm, kind, coef[b], low, w)
                 if start <= i < stop:

@@ -20,7 +20,17 @@ One idea per module:
   scikit-learn estimator.
 """
 
-from . import embedding, weights
+try:  # the chapters' extras (SciPy, scikit-learn, numba): not in the slim install
+    from . import embedding, weights
+except ModuleNotFoundError as err:
+    missing = (err.name or "").split(".")[0]
+    if missing == "attnlib":
+        raise
+    raise ModuleNotFoundError(
+        f"{__name__} needs {missing}, one of the chapters' extras: "
+        "pip install 'attnlib[book]'",
+        name=missing,
+    ) from err
 from .embedding import *  # noqa: F403
 from .weights import *  # noqa: F403
 
