@@ -129,3 +129,15 @@ def test_a_point_whose_other_neighbours_weigh_zero_makes_the_candidate_infinite(
     model = NadarayaWatson(kernel="boxcar", bandwidths=[0.2, 10.0])
     model.fit(X, y, sample_weight=w)
     assert np.isinf(model.loo_mse_[0]) and np.isfinite(model.loo_mse_[1])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_weighted_default_grid_is_the_repeated_datas(seed):
+    """The median of the pairwise distances, pair (i, j) counted w_i w_j times."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(30, 2)) * rng.uniform(0.1, 3, 30)[:, None]
+    w = rng.integers(0, 6, 30)
+    repeated = X[np.repeat(np.arange(30), w)]
+    model = NadarayaWatson(bandwidth="loo")
+    weighted = model.fit(X, X[:, 0], sample_weight=w).bandwidths_
+    np.testing.assert_allclose(weighted, old_grid(repeated), rtol=1e-12)
