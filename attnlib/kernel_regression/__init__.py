@@ -20,17 +20,18 @@ Two ways of normalising are used, both through :func:`attnlib.attention.attentio
   ``ValueError`` rather than returning NaN.
 """
 
-try:  # the chapters' extras (SciPy, scikit-learn, numba): not in the slim install
-    from . import core, estimators
+try:  # the chapters' extras, not in the slim install (pip install attnlib)
+    import numba  # noqa: F401
+    import scipy  # noqa: F401
+    import sklearn  # noqa: F401
 except ModuleNotFoundError as err:
-    missing = (err.name or "").split(".")[0]
-    if missing == "attnlib":
-        raise
     raise ModuleNotFoundError(
-        f"{__name__} needs {missing}, one of the chapters' extras: "
+        f"{__name__} needs {err.name}, one of the chapters' extras: "
         "pip install 'attnlib[book]'",
-        name=missing,
+        name=err.name,
     ) from err
+
+from . import core, estimators
 from .core import *  # noqa: F403
 from .estimators import *  # noqa: F403
 

@@ -20,17 +20,17 @@ One idea per module:
   scikit-learn estimator.
 """
 
-try:  # the chapters' extras (SciPy, scikit-learn, numba): not in the slim install
-    from . import embedding, weights
+try:  # the chapters' extras, not in the slim install (pip install attnlib)
+    import scipy  # noqa: F401
+    import sklearn  # noqa: F401
 except ModuleNotFoundError as err:
-    missing = (err.name or "").split(".")[0]
-    if missing == "attnlib":
-        raise
     raise ModuleNotFoundError(
-        f"{__name__} needs {missing}, one of the chapters' extras: "
+        f"{__name__} needs {err.name}, one of the chapters' extras: "
         "pip install 'attnlib[book]'",
-        name=missing,
+        name=err.name,
     ) from err
+
+from . import embedding, weights
 from .embedding import *  # noqa: F403
 from .weights import *  # noqa: F403
 

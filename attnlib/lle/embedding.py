@@ -8,6 +8,7 @@ the three steps as a scikit-learn estimator.
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -288,8 +289,8 @@ class LocallyLinearEmbedding(
         X = validate_data(self, host_array(X), dtype=np.float64, ensure_min_samples=2)
         n_neighbors = _check_n_neighbors(self.n_neighbors, X.shape[0], True)
         reg = check_positive(self.reg, "reg", allow_zero=True)
-        n_components = check_int(self.n_components, "n_components")
-        if n_components > X.shape[1]:
+        n_components = self.n_components  # checked once, by lle_embedding
+        if isinstance(n_components, numbers.Integral) and n_components > X.shape[1]:
             raise ValueError(
                 f"n_components must be at most the number of features of X "
                 f"({X.shape[1]}): an embedding does not add dimensions, got "
