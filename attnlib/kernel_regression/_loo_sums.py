@@ -126,7 +126,8 @@ def loo_sums(X, values, kind: str, bandwidths, threads: int = 1, twin=None):
     h = np.asarray(bandwidths, dtype=np.float64)
     k = KINDS.index(kind)
     big = np.finfo(np.float64).max  # inf, not 1/0, for a tiny bandwidth
-    coef = np.minimum(1 / h if k == 1 else (0.5 if k == 0 else 1.0) / h / h, big)
+    with np.errstate(over="ignore", divide="ignore"):
+        coef = np.minimum(1 / h if k == 1 else (0.5 if k == 0 else 1.0) / h / h, big)
     x = np.ascontiguousarray(X, dtype=np.float64)
     xt = np.ascontiguousarray(x.T)
     vt = np.ascontiguousarray(np.asarray(values, dtype=np.float64).T)
