@@ -29,8 +29,10 @@ SETUP_TEMPLATE = """\
 import sys
 import warnings
 
-# In Colab, install attnlib from the book's repository, once.
-ATTNLIB = "{install_spec}"
+# In Colab, install attnlib with the chapters' extras from its repository, once.
+ATTNLIB = (
+    "{install_spec}"
+)
 if "google.colab" in sys.modules:
     import importlib.util
     import subprocess
@@ -62,18 +64,24 @@ print(f"attnlib {{attnlib.__version__}}, torch {{torch.__version__}}, device: {{
       f" seed offset {{OFFSET}}")"""  # noqa: E501
 
 
-def install_spec(config_path: Path = ROOT / "_config.yml") -> str:
-    """The pip requirement installing attnlib from the book's repository and branch."""
+def install_spec(config_path: Path = ROOT / "_config.yml", extras: str = "") -> str:
+    """The pip requirement installing attnlib from the book's repository and branch.
+
+    ``extras`` (e.g. ``"book"``) names optional dependencies to install with it.
+    """
     repo = yaml.safe_load(config_path.read_text())["repository"]
-    return f"attnlib @ git+{repo['url'].rstrip('/')}.git@{repo.get('branch', 'main')}"
+    name = f"attnlib[{extras}]" if extras else "attnlib"
+    url = repo["url"].rstrip("/")
+    return f"{name} @ git+{url}.git@{repo.get('branch', 'main')}"
 
 
 def setup_cell_source(spec: str | None = None) -> str:
     """The setup cell's code, installing ``spec`` in Colab.
 
-    ``spec`` defaults to the one from ``_config.yml``.
+    ``spec`` defaults to the one from ``_config.yml`` with the chapters' extras,
+    ``attnlib[book]`` (``pip install attnlib`` alone brings the core's torch and NumPy).
     """
-    return SETUP_TEMPLATE.format(install_spec=spec or install_spec())
+    return SETUP_TEMPLATE.format(install_spec=spec or install_spec(extras="book"))
 
 
 def chapter_notebooks() -> list[Path]:
@@ -116,7 +124,11 @@ def _rewrite(path: Path, stamp: bool) -> None:
     nb = json.loads(path.read_text())
     if stamp:
         cell = _setup_cell(nb)
-        cell["source"] = setup_cell_source()
+        # In the form the notebook holds it (Jupyter saves a list of lines), so that a
+        # re-stamp changes only the lines that changed.
+        source = setup_cell_source()
+        was_list = isinstance(cell.get("source"), list)
+        cell["source"] = source.splitlines(keepends=True) if was_list else source
         cell.setdefault("metadata", {})["tags"] = SETUP_TAGS
     for c in nb["cells"]:
         if c["cell_type"] == "code":

@@ -21,6 +21,14 @@ that every page ran there, alone.
 
 A Colab runtime ships more (numpy, pandas, scikit-learn...), which only spares the
 install some downloads.
+
+Beside it, the slim install (``pip install attnlib``, no extras) is proven in a second
+venv, cheaply: torch and NumPy are linked in from the first environment (their files,
+found from their installed metadata, not installed again: some 40 s saved) and the
+wheel is installed with ``--no-deps``. There ``import attnlib``, ``attnlib.attention(q,
+k, v)``, the modules and the normalisers must run with none of the book's extras
+importable, and an idea that needs them must say ``pip install 'attnlib[book]'``
+(``SLIM_CHECK``).
 """
 
 import dataclasses
@@ -52,6 +60,37 @@ EXECUTE = (
     "nbclient.NotebookClient(nb, timeout=600, kernel_name='python3').execute()\n"
     "print(''.join(o.get('text', '') for c in nb.cells for o in c.get('outputs', [])))"
 )
+#: The book's extras that the slim install must not bring (import names).
+BOOK_EXTRAS = ("scipy", "sklearn", "skimage", "numba", "matplotlib", "pandas", "PIL")
+SLIM_CHECK = f"""\
+import importlib.util, os, sys
+import torch
+import attnlib
+from attnlib import MultiHeadAttention, TransformerEncoderLayer, normalizers
+
+assert "site-packages" in attnlib.__file__, attnlib.__file__
+absent = [m for m in {BOOK_EXTRAS!r} if importlib.util.find_spec(m) is not None]
+assert not absent, f"the slim install brought {{absent}}"
+q = torch.randn(2, 4, 8)
+out = attnlib.attention(q, q, q)
+out = out[0] if isinstance(out, tuple) else out
+assert out.shape == (2, 4, 8) and torch.isfinite(out).all()
+for name in ("softmax", "sparsemax", "entmax"):
+    p = getattr(normalizers, name)(torch.randn(3, 7))
+    torch.testing.assert_close(p.sum(-1), torch.ones(3))
+mha = MultiHeadAttention(8, 2)
+layer = TransformerEncoderLayer(8, 2)
+mha(q, q, q)
+layer(q)
+try:
+    import attnlib.kernel_regression
+except ImportError as err:
+    assert "attnlib[book]" in str(err), err
+else:
+    raise AssertionError("attnlib.kernel_regression imported without scikit-learn")
+third = sorted(m.split(".")[0] for m in sys.modules if not m.startswith("_"))
+print("loaded", sorted(set(third) - set(sys.stdlib_module_names)))
+"""
 # What attnlib.notebook.glue records values with when myst-nb is importable (in Colab it
 # is not, and glue records nothing): the build's versions, added after the setup cell,
 # without their dependencies (Sphinx, PyYAML...), which therefore stay missing.
@@ -95,6 +134,10 @@ class ColabEnvironment:
     before: subprocess.CompletedProcess
     #: the setup cell's two runs under Colab's pretence, then CHECK_INSTALLED
     setup: subprocess.CompletedProcess
+    #: SLIM_CHECK's run in the slim environment
+    slim: subprocess.CompletedProcess
+    #: bytes of the slim environment's site-packages besides torch and its dependencies
+    slim_bytes: int
 
     @property
     def kernel_log(self) -> Path:
@@ -134,10 +177,86 @@ def create(folder: Path) -> ColabEnvironment:
     )  # fmt: skip
     setup = _run_setup_cell(folder, python, wheel, env)
     (folder / KERNEL_LOG).unlink(missing_ok=True)  # the setup's kernel is no chapter
+    slim, slim_bytes = _slim(folder, python, wheel)
     # Only now: what records glued values for the build, and nothing it would pull in.
     recorder = [f"{name}=={metadata.version(name)}" for name in GLUE_RECORDER]
     run(python, "-m", "pip", "install", "-q", "--no-deps", *recorder)
-    return ColabEnvironment(folder, python, before, setup)
+    return ColabEnvironment(folder, python, before, setup, slim, slim_bytes)
+
+
+# Run by the Colab-like environment's Python: the top-level entries of site-packages
+# that hold the files of torch and its dependencies (``torch``) and of NumPy.
+_CLOSURE = """\
+import json
+from importlib import metadata
+
+from pip._vendor.packaging.requirements import Requirement  # pip is in every venv
+
+def closure(name):
+    todo, seen = [name], set()
+    while todo:
+        dist = metadata.distribution(todo.pop())
+        key = dist.metadata["Name"].lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        for req in map(Requirement, dist.requires or []):
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return seen
+
+def entries(names):
+    found = set()
+    for name in names:
+        for f in metadata.distribution(name).files or []:
+            if not str(f).startswith(".."):
+                found.add(str(f).split("/")[0])
+    return sorted(found)
+
+print(json.dumps({"torch": entries(closure("torch")), "numpy": entries({"numpy"})}))
+"""
+
+
+def _slim(folder: Path, python: Path, wheel: Path):
+    """The slim install in ``folder/slim``: torch and NumPy linked from the Colab-like
+    environment, attnlib's wheel without its extras; SLIM_CHECK's run there, and the
+    bytes of site-packages besides torch and its dependencies."""
+    site = Path(
+        run(
+            python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+        ).stdout.strip()
+    )
+    entries = json.loads(run(python, "-c", _CLOSURE).stdout)
+    slim = folder / "slim"
+    venv.create(slim, with_pip=False)  # the installs below use the outer pip
+    slim_python = slim / "bin" / "python"
+    slim_site = Path(
+        run(
+            slim_python,
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ).stdout.strip()
+    )
+    for entry in entries["torch"] + entries["numpy"]:
+        (slim_site / entry).symlink_to(site / entry)
+    env = environ(slim.parent, slim_python)  # no PYTHONPATH: no checkout's egg-info
+    run(sys.executable, "-m", "pip", "--python", slim_python, "install", "-q",
+        "--no-deps", "--no-index", wheel, env=env)  # fmt: skip
+    # attnlib's own files and its declared dependencies; torch's closure aside
+    besides = [
+        slim_site / e for e in os.listdir(slim_site) if e not in entries["torch"]
+    ]
+    size = sum(
+        f.stat().st_size
+        for p in besides
+        for f in ([p] if p.is_file() else p.resolve().rglob("*"))
+        if f.is_file()
+    )
+    done = subprocess.run(
+        [slim_python, "-c", SLIM_CHECK], capture_output=True, text=True, cwd=slim,
+        env=env,
+    )  # fmt: skip
+    return done, size
 
 
 def _install_kernel(python: Path, folder: Path) -> None:
@@ -170,7 +289,8 @@ def _run_setup_cell(folder, python, wheel, env) -> subprocess.CompletedProcess:
             "execution_count": None,
         }
 
-    setup = notebook_tools.setup_cell_source(str(wheel))
+    # the wheel with the chapters' extras, as the setup cell installs the repository
+    setup = notebook_tools.setup_cell_source(f"attnlib[book] @ {wheel.as_uri()}")
     nb = {
         "cells": [
             cell(PRETEND_COLAB, "pretend-colab"),

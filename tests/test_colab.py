@@ -2,9 +2,11 @@
 
 tests/colab_env.py builds a fresh Colab-like environment (torch and the Jupyter kernel,
 nothing else) and runs the chapters' setup cell there while pretending to be Colab: it
-installs attnlib from a wheel of this checkout, with the declared dependencies and
-nothing more, then runs again without error. The website's build (conftest's
-``built_book``) then executes every chapter with that environment's kernel, each alone
+installs ``attnlib[book]`` from a wheel of this checkout, with the declared dependencies
+and nothing more, then runs again without error. Beside it, a slim environment holds
+the wheel without extras (``pip install attnlib``), where the core must run alone. The
+website's build (conftest's ``built_book``) then executes every chapter with that
+environment's kernel, each alone
 in an empty temporary folder: the suite's one execution of the chapters, so that a
 chapter importing an undeclared package, or reading a file of the checkout, fails the
 build (both were planted and failed it). The kernel also has myst-nb and docutils, for
@@ -50,6 +52,26 @@ def test_the_setup_cell_installs_attnlib_from_its_wheel_and_is_idempotent(
     )
     installed = [line for line in done.stdout.splitlines() if "from" in line]
     assert installed and "site-packages" in installed[-1], done.stdout[-3000:]
+
+
+def test_the_slim_install_runs_the_core_without_the_books_extras(colab_environment):
+    """``pip install attnlib`` without extras (tests/colab_env.py's SLIM_CHECK): import
+    attnlib, attention(q, k, v), the modules and the normalisers run, none of the book's
+    extras is importable, and an idea that needs them names ``attnlib[book]``."""
+    done = colab_environment.slim
+    assert done.returncode == 0, (
+        f"the slim install failed its check:\n{done.stdout[-3000:]}\n"
+        f"{done.stderr[-3000:]}"
+    )
+    loaded = next(
+        line for line in done.stdout.splitlines() if line.startswith("loaded")
+    )
+    assert "'torch'" in loaded and "'numpy'" in loaded, loaded
+    # NumPy (~75 MB) and attnlib (~3 MB) besides torch's own files; the book's extras
+    # were ~570 MB
+    megabytes = colab_environment.slim_bytes / 1e6
+    print(f"slim install besides torch and its dependencies: {megabytes:.1f} MB")
+    assert megabytes < 150, megabytes
 
 
 def test_every_chapter_ran_alone_on_that_environments_kernel(

@@ -58,3 +58,57 @@ def test_connected_graph_still_matches_scikit_learn():
     ).fit_transform(X)
     ref = ref * np.sign((ours * ref).sum(0))
     np.testing.assert_allclose(ours, ref, atol=1e-6)
+
+
+def test_the_estimator_refuses_more_components_than_features_as_scikit_learn():
+    from attnlib.lle import LocallyLinearEmbedding
+
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    with pytest.raises(ValueError, match="output dimension"):  # scikit-learn refuses
+        SklearnLLE(n_neighbors=8, n_components=4).fit(X)
+    with pytest.raises(ValueError, match=r"n_components must be at most .*\(3\)"):
+        LocallyLinearEmbedding(n_neighbors=8, n_components=4).fit(X)
+    assert LocallyLinearEmbedding(n_neighbors=8, n_components=3).fit_transform(
+        X
+    ).shape == (60, 3)
+
+
+@pytest.mark.parametrize("algorithm", ["auto", "brute", "kd_tree", "ball_tree"])
+def test_neighbors_algorithm_and_n_jobs_reach_scikit_learns_search(algorithm):
+    from attnlib.lle import LocallyLinearEmbedding
+
+    X, _ = make_swiss_roll(300, random_state=0)
+    kw = dict(n_neighbors=10, n_components=2, eigen_solver="dense")
+    ours = LocallyLinearEmbedding(**kw, neighbors_algorithm=algorithm, n_jobs=2).fit(X)
+    theirs = SklearnLLE(**kw, neighbors_algorithm=algorithm, n_jobs=2).fit(X)
+    assert ours.nbrs_.algorithm == algorithm and ours.nbrs_.n_jobs == 2
+    np.testing.assert_allclose(
+        ours.reconstruction_error_, theirs.reconstruction_error_, rtol=1e-6
+    )
+    # the embedding up to each column's sign
+    Y, Y_sk = ours.embedding_, theirs.embedding_
+    np.testing.assert_allclose(np.abs(Y.T @ Y_sk), np.eye(2), atol=1e-6)
+    with pytest.raises(ValueError, match="neighbors_algorithm must be one of"):
+        LocallyLinearEmbedding(neighbors_algorithm="octree").fit(X)
+    with pytest.raises(ValueError, match="neighbors_algorithm"):  # theirs too
+        SklearnLLE(neighbors_algorithm="octree").fit(X)
+
+
+@pytest.mark.parametrize("method", ["modified", "hessian", "ltsa"])
+def test_other_methods_are_refused_naming_scikit_learns_estimator(method):
+    from attnlib.lle import LocallyLinearEmbedding
+
+    X, _ = make_swiss_roll(100, random_state=0)
+    SklearnLLE(n_neighbors=12, method=method, eigen_solver="dense").fit(
+        X
+    )  # theirs runs
+    with pytest.raises(
+        ValueError,
+        match=rf"sklearn\.manifold\.LocallyLinearEmbedding\(method='{method}'\)",
+    ):
+        LocallyLinearEmbedding(n_neighbors=12, method=method).fit(X)
+    with pytest.raises(ValueError, match="method must be 'standard'"):
+        LocallyLinearEmbedding(method="isomap").fit(X)
+    assert (
+        LocallyLinearEmbedding(method="standard").get_params()["method"] == "standard"
+    )

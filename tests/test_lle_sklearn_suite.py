@@ -28,8 +28,8 @@ class LocallyLinearEmbedding(Ours):
         if method != "standard":
             pytest.skip(f"attnlib implements method='standard' only, not {method!r}")
         super().__init__(n_neighbors, n_components, reg=reg, eigen_solver=eigen_solver,
-                         tol=tol, max_iter=max_iter, random_state=random_state)
-        self.method = method
+                         tol=tol, max_iter=max_iter, method=method,
+                         random_state=random_state)
 
 
 manifold.LocallyLinearEmbedding = LocallyLinearEmbedding

@@ -127,3 +127,28 @@ def test_sdist_has_the_readme_as_description(dist):
     assert meta.get_payload().startswith("# Attention Before Attention")
     with tarfile.open(next(dist.glob("*.tar.gz"))) as tf:
         assert any(n.endswith("/README.md") for n in tf.getnames())
+
+
+def test_the_wheel_is_typed_and_slim(dist):
+    """PEP 561's ``py.typed`` marker ships in the wheel (and the sdist); the wheel
+    requires torch and NumPy alone, the chapters' stack coming with ``[book]``."""
+    wheel = next(dist.glob("*.whl"))
+    with zipfile.ZipFile(wheel) as zf:
+        assert "attnlib/py.typed" in zf.namelist()
+    with tarfile.open(next(dist.glob("*.tar.gz"))) as tf:
+        assert any(n.endswith("/attnlib/py.typed") for n in tf.getnames())
+    requires = _metadata(wheel).get_all("Requires-Dist")
+    plain = {r.split(">")[0].split("=")[0] for r in requires if "extra ==" not in r}
+    book = {r.split(">")[0].split("=")[0] for r in requires if 'extra == "book"' in r}
+    assert plain == {"torch", "numpy"}, requires
+    assert {"scipy", "scikit-learn", "numba", "matplotlib", "pandas"} <= book, requires
+
+
+def test_the_setup_cell_installs_the_book_extras():
+    sys.path.insert(0, str(ROOT / "book"))
+    import notebook_tools
+
+    assert (
+        'ATTNLIB = (\n    "attnlib[book] @ git+' in notebook_tools.setup_cell_source()
+    )
+    assert notebook_tools.install_spec().startswith("attnlib @ git+")  # the README's

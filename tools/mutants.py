@@ -78,6 +78,7 @@ def M(name, file, original, replacement, *tests, accepted=""):
 T_ATT = "tests/test_attention.py"
 T_KR = "tests/test_kernel_regression.py"
 T_KS = "tests/test_kernel_regression_kernelsums.py"
+T_KR_LOO = "tests/test_kernel_regression_loo.py"
 T_DEN = "tests/test_denoise.py"
 T_LLE = "tests/test_lle.py"
 T_LLE_E = "tests/test_lle_embedding.py"
@@ -957,23 +958,23 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "nw-weights-ignored-in-the-denominator",
-        A + "kernel_regression/estimators.py",
+        A + "kernel_regression/_bandwidth.py",
         "return sums[:, :-1] / total",
         "return sums[:, :-1]",
         "tests/test_estimators.py",
     ),
     M(
         "nw-bandwidth-candidates-accept-zero",
-        A + "kernel_regression/estimators.py",
+        A + "kernel_regression/_bandwidth.py",
         "bad = ~(np.isfinite(grid) & (grid > 0))",
         "bad = ~(np.isfinite(grid) & (grid >= 0))",
         T_KR,
     ),
     M(
         "nw-loo-errors-unweighted",
-        A + "kernel_regression/estimators.py",
-        "return float(np.average(errors, weights=weights))",
-        "return float(np.average(errors))",
+        A + "kernel_regression/_bandwidth.py",
+        "np.average(errors, axis=0, weights=weights)",
+        "np.average(errors, axis=0)",
         "tests/test_estimators.py",
     ),
     M(
@@ -1163,5 +1164,78 @@ MUTANTS: list[Mutant] = [
         '"Anonymous (2022)",',
         "tests/test_claims.py::test_sources_are_named_by_their_papers",
         "tests/test_claims.py::test_source_keys_are_the_bibliographys_author_year_labels",
+    ),
+    # ------------------------------------- issue 49/50 (sklearn helper): the streamed
+    # leave-one-out choice, weights as copies, LLE's neighbours, the slim core
+    M(
+        "loo-sums-keep-the-point-itself",
+        A + "kernel_regression/_loo_sums.py",
+        "w[i - start] = 0.0",
+        "w[i - start] = w[i - start]",
+        T_KR_LOO,
+    ),
+    M(
+        "loo-sums-shift-by-the-point-itself",
+        A + "kernel_regression/_loo_sums.py",
+        "if start <= i < stop:\n                    dist[i - start] = np.inf",
+        "if start <= i < stop:\n                    dist[i - start] = dist[i - start]",
+        T_KR_LOO,
+    ),
+    M(
+        "loo-sums-twin-not-shifted-to-zero",
+        A + "kernel_regression/_loo_sums.py",
+        "low = 0.0 if twin[i] else np.inf",
+        "low = np.inf",
+        T_KR_LOO,
+    ),
+    M(
+        "loo-sums-gaussian-without-the-half",
+        A + "kernel_regression/_loo_sums.py",
+        "(0.5 if k == 0 else 1.0)",
+        "(1.0 if k == 0 else 1.0)",
+        T_KR_LOO,
+    ),
+    M(
+        "loo-weights-leave-no-copy-in",
+        A + "kernel_regression/_bandwidth.py",
+        "twins = np.maximum(weights - 1, 0)",
+        "twins = np.zeros_like(weights)",
+        T_KR_LOO,
+        "tests/test_estimators.py",
+    ),
+    M(
+        "loo-undefined-candidate-kept",
+        A + "kernel_regression/_bandwidth.py",
+        "defined = (total > 0).all(0)",
+        "defined = (total >= 0).all(0)",
+        T_KR_LOO,
+    ),
+    M(
+        "weighted-median-pairs-added",
+        A + "kernel_regression/_bandwidth.py",
+        "np.multiply.outer(w, w)",
+        "np.add.outer(w, w)",
+        T_KR_LOO,
+    ),
+    M(
+        "nw-predicts-from-zero-weight-points",
+        A + "kernel_regression/estimators.py",
+        "keep = slice(None) if weights is None or not soft else weights > 0",
+        "keep = slice(None)",
+        T_KR_LOO,
+    ),
+    M(
+        "lle-neighbors-algorithm-dropped",
+        A + "lle/embedding.py",
+        "algorithm=self.neighbors_algorithm,",
+        "",
+        "tests/test_lle_embedding.py",
+    ),
+    M(
+        "scipy-planted-in-the-core",
+        A + "errors.py",
+        "from __future__ import annotations",
+        "from __future__ import annotations\n\nimport scipy  # noqa: F401",
+        "tests/test_dependencies.py",
     ),
 ]

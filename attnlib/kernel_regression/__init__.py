@@ -20,6 +20,17 @@ Two ways of normalising are used, both through :func:`attnlib.functional.attenti
   ``ValueError`` rather than returning NaN.
 """
 
+try:  # the chapters' extras, not in the slim install (pip install attnlib)
+    import numba  # noqa: F401
+    import scipy  # noqa: F401
+    import sklearn  # noqa: F401
+except ModuleNotFoundError as err:
+    raise ModuleNotFoundError(
+        f"{__name__} needs {err.name}, one of the chapters' extras: "
+        "pip install 'attnlib[book]'",
+        name=err.name,
+    ) from err
+
 from . import core, estimators
 from .core import *  # noqa: F403
 from .estimators import *  # noqa: F403

@@ -24,10 +24,16 @@ from ..errors import EmptySupportError
 from ..functional import attend
 from ..training import train
 from ..utils import check_int, check_positive, host_array
+from ._bandwidth import (
+    _candidates,
+    _default_bandwidths,
+    _loo_errors,
+    _ratio,
+    _weighted_values,
+)
 from .core import (
     Kernel,
     _check_kernel,
-    _loo,
     _predict_array,
     _prepare,
     nadaraya_watson,
@@ -37,31 +43,6 @@ __all__ = [
     "MetricNadarayaWatson",
     "NadarayaWatson",
 ]
-
-
-def _default_bandwidths(X: np.ndarray, n: int = 30) -> np.ndarray:
-    """A geometric grid around the median pairwise distance (of at most 1000 points)."""
-    from scipy.spatial.distance import pdist
-
-    sample = X[np.random.default_rng(0).permutation(len(X))[:1000]]
-    distances = pdist(sample)
-    scale = float(np.median(distances[distances > 0])) if (distances > 0).any() else 1.0
-    return scale * np.geomspace(1e-2, 3.0, n)
-
-
-def _candidates(bandwidths, X: np.ndarray) -> np.ndarray:
-    """The checked candidates of ``"loo"`` (default: :func:`_default_bandwidths`)."""
-    grid = (
-        _default_bandwidths(X)
-        if bandwidths is None
-        else np.asarray(bandwidths, dtype=float).ravel()
-    )
-    if grid.size == 0:
-        raise ValueError("bandwidths must hold at least one candidate")
-    bad = ~(np.isfinite(grid) & (grid > 0))
-    if bad.any():  # one pass over the candidates, then the check's message
-        check_positive(float(grid[bad][0]), "bandwidths")
-    return grid
 
 
 def _training_arrays(estimator, X, y, dtype, min_samples: int):
@@ -91,10 +72,13 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         :func:`nadaraya_watson`.
     bandwidth : float or "loo"
         A fixed bandwidth, or ``"loo"`` to pick the candidate with the smallest
-        leave-one-out squared error (each candidate costs one masked attention call).
+        leave-one-out squared error (the built-in kernels score every candidate in
+        one streamed pass over the pairs, memory ``O(n · len(bandwidths))``; a callable
+        kernel costs one masked attention call per candidate).
     bandwidths : array-like of float, optional
         Candidates for ``"loo"``; default: 30 values geometrically spaced from 0.01 to 3
-        times the median pairwise distance.
+        times the median pairwise distance (of at most 1000 points; with
+        ``sample_weight``, the median the repeated points would have).
 
     Attributes
     ----------
@@ -143,8 +127,11 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             Training targets (the values).
         sample_weight : array-like, shape (n_samples,), optional
             Non-negative weights: a point of weight ``w`` counts as ``w`` copies of it
-            in every average (leave-one-out included, which then weights each left-out
-            error by ``w``).
+            in every average, leave-one-out included: its error counts ``w`` times,
+            and leaving it out leaves ``max(w - 1, 0)`` copies of it in (at distance
+            0), so integer weights choose what the repeated data would (scikit-learn's
+            ``check_sample_weight_equivalence``). A callable kernel leaves the point
+            out whole.
 
         Returns
         -------
@@ -166,12 +153,16 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             self.bandwidth_ = check_positive(self.bandwidth, "bandwidth")
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, weights
         # What predict reads, made once: no call converts or copies the training set.
-        self._train = _prepare(X, values, self.kernel)
+        # Points of weight 0 are dropped from it, as from repeated data: near one of
+        # them, a tiny bandwidth would otherwise leave only underflowed weights.
+        soft = self.kernel in ("gaussian", "laplace")
+        keep = slice(None) if weights is None or not soft else weights > 0
+        self._train = _prepare(X[keep], values[keep], self.kernel)
         return self
 
     def _choose_bandwidth(self, X, y, values, weights) -> None:
         """Set ``bandwidths_``, ``loo_mse_`` and ``bandwidth_`` by leave-one-out."""
-        grid = _candidates(self.bandwidths, X)
+        grid = _candidates(self.bandwidths, X, weights)
         self.bandwidths_ = grid
         self.loo_mse_ = _loo_errors(X, y, values, weights, self.kernel, grid)
         if not np.isfinite(self.loo_mse_).any():
@@ -239,55 +230,6 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
             return super().score(X, y, sample_weight=sample_weight)
         except EmptySupportError:
             return -np.inf
-
-
-def _loo_errors(X, y, values, weights, kernel: Kernel, grid) -> np.ndarray:
-    """The leave-one-out mean squared error of each bandwidth of ``grid``.
-
-    On checked arrays: ``values`` are :func:`_weighted_values`, and the training set
-    becomes tensors once, for every candidate.
-    """
-    keys, values = torch.from_numpy(X), torch.from_numpy(values)
-    try:
-        return np.array(
-            [_loo_mse(keys, values, y, weights, kernel, float(h)) for h in grid]
-        )
-    except ValueError as err:  # the inputs overflow the dtype
-        raise ValueError(f"X: {err}") from err
-
-
-def _loo_mse(keys, values, y, weights, kernel: Kernel, h: float) -> float:
-    try:
-        sums = _loo(keys, values, kernel, h).numpy()
-    except EmptySupportError:  # a compact kernel left a point without neighbours
-        return float("inf")
-    pred = _ratio(sums, weights)
-    if pred is None:  # a point whose every other neighbour weighs zero
-        return float("inf")
-    errors = ((pred - y.reshape(len(y), -1)) ** 2).mean(1)
-    return float(np.average(errors, weights=weights))
-
-
-def _weighted_values(y: np.ndarray, weights) -> np.ndarray:
-    """The values averaged: ``y`` as columns, and with weights ``[w y, w]``.
-
-    Kernel averages of ``w y`` and of ``w`` share their denominator, so their ratio
-    is the weighted average ``Σ K w y / Σ K w``.
-    """
-    y = y.reshape(len(y), -1)
-    if weights is None:
-        return np.require(y, requirements="W")
-    return np.concatenate([weights[:, None] * y, weights[:, None]], axis=1)
-
-
-def _ratio(sums: np.ndarray, weights):
-    """Predictions from the averages of :func:`_weighted_values` (None if undefined)."""
-    if weights is None:
-        return sums
-    total = sums[:, -1:]
-    if not (total > 0).all():
-        return None
-    return sums[:, :-1] / total
 
 
 class _LearnedMetric(nn.Module):

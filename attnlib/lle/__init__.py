@@ -20,6 +20,16 @@ One idea per module:
   scikit-learn estimator.
 """
 
+try:  # the chapters' extras, not in the slim install (pip install attnlib)
+    import scipy  # noqa: F401
+    import sklearn  # noqa: F401
+except ModuleNotFoundError as err:
+    raise ModuleNotFoundError(
+        f"{__name__} needs {err.name}, one of the chapters' extras: "
+        "pip install 'attnlib[book]'",
+        name=err.name,
+    ) from err
+
 from . import embedding, weights
 from .embedding import *  # noqa: F403
 from .weights import *  # noqa: F403

@@ -8,6 +8,7 @@ the three steps as a scikit-learn estimator.
 
 from __future__ import annotations
 
+import numbers
 from typing import NamedTuple
 
 import numpy as np
@@ -30,6 +31,8 @@ from .weights import _check_n_neighbors, _weights_on_neighbors
 __all__ = ["LLEEmbedding", "lle_embedding", "LocallyLinearEmbedding"]
 
 _EIGEN_SOLVERS = ("auto", "arpack", "dense")
+_NEIGHBORS_ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree")
+_OTHER_METHODS = ("modified", "hessian", "ltsa")
 
 
 class LLEEmbedding(NamedTuple):
@@ -207,8 +210,16 @@ class LocallyLinearEmbedding(
         Convergence tolerance of arpack.
     max_iter : int, optional
         Iteration cap of arpack.
+    method : {"standard"}
+        LLE's variant: ``"standard"`` only; scikit-learn's ``"modified"``,
+        ``"hessian"`` and ``"ltsa"`` are refused with a ``ValueError`` that names
+        ``sklearn.manifold.LocallyLinearEmbedding``, which implements them.
+    neighbors_algorithm : {"auto", "brute", "kd_tree", "ball_tree"}
+        The search of scikit-learn's ``NearestNeighbors``, passed to it.
     random_state : int, RandomState or None
         Seeds arpack's starting vector.
+    n_jobs : int or None
+        Parallel jobs of the neighbour search, passed to ``NearestNeighbors``.
 
     Attributes
     ----------
@@ -242,7 +253,10 @@ class LocallyLinearEmbedding(
         eigen_solver: str = "auto",
         tol: float = 1e-6,
         max_iter: int | None = None,
+        method: str = "standard",
+        neighbors_algorithm: str = "auto",
         random_state=None,
+        n_jobs: int | None = None,
     ):
         self.n_neighbors = n_neighbors
         self.n_components = n_components
@@ -250,7 +264,10 @@ class LocallyLinearEmbedding(
         self.eigen_solver = eigen_solver
         self.tol = tol
         self.max_iter = max_iter
+        self.method = method
+        self.neighbors_algorithm = neighbors_algorithm
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def fit(self, X, y=None):
         """Compute the weights of ``X`` and embed it.
@@ -258,7 +275,8 @@ class LocallyLinearEmbedding(
         Parameters
         ----------
         X : array-like, shape (n_samples, n_features)
-            The points; more than ``n_neighbors`` and at least ``n_components + 2``.
+            The points; more than ``n_neighbors``, at least ``n_components + 2``, and
+            at least ``n_components`` features (as scikit-learn requires).
         y : None
             Ignored.
 
@@ -267,17 +285,34 @@ class LocallyLinearEmbedding(
         LocallyLinearEmbedding
             The fitted estimator.
         """
+        self._check_method()
         X = validate_data(self, host_array(X), dtype=np.float64, ensure_min_samples=2)
         n_neighbors = _check_n_neighbors(self.n_neighbors, X.shape[0], True)
         reg = check_positive(self.reg, "reg", allow_zero=True)
-        self.nbrs_ = NearestNeighbors(n_neighbors=n_neighbors).fit(X)
+        n_components = self.n_components  # checked once, by lle_embedding
+        if isinstance(n_components, numbers.Integral) and n_components > X.shape[1]:
+            raise ValueError(
+                f"n_components must be at most the number of features of X "
+                f"({X.shape[1]}): an embedding does not add dimensions, got "
+                f"{n_components}"
+            )
+        if self.neighbors_algorithm not in _NEIGHBORS_ALGORITHMS:
+            raise ValueError(
+                f"neighbors_algorithm must be one of {_NEIGHBORS_ALGORITHMS}, got "
+                f"{self.neighbors_algorithm!r}"
+            )
+        self.nbrs_ = NearestNeighbors(
+            n_neighbors=n_neighbors,
+            algorithm=self.neighbors_algorithm,
+            n_jobs=self.n_jobs,
+        ).fit(X)
         # Each point's neighbours other than itself (a duplicate's twin included), as in
         # scikit-learn, rather than lle_weights, which rejects duplicates.
         ind = self.nbrs_.kneighbors(return_distance=False)
         self.weights_ = _weights_on_neighbors(X, X, ind, reg, dense=False).weights
         self.embedding_, values = lle_embedding(
             self.weights_,
-            self.n_components,
+            n_components,
             eigen_solver=self.eigen_solver,
             tol=self.tol,
             max_iter=self.max_iter,
@@ -287,6 +322,21 @@ class LocallyLinearEmbedding(
         self.X_fit_ = X
         self._n_features_out = self.embedding_.shape[1]
         return self
+
+    def _check_method(self) -> None:
+        if self.method == "standard":
+            return
+        if self.method in _OTHER_METHODS:
+            raise ValueError(
+                f"method={self.method!r} is not implemented here (only 'standard', "
+                "the method of the book's chapter); scikit-learn's "
+                f"sklearn.manifold.LocallyLinearEmbedding(method={self.method!r}) "
+                "implements it"
+            )
+        raise ValueError(
+            f"method must be 'standard' (or, in scikit-learn's estimator, one of "
+            f"{_OTHER_METHODS}), got {self.method!r}"
+        )
 
     def fit_transform(self, X, y=None):
         """Fit to ``X`` and return its embedding.

@@ -128,7 +128,13 @@ class _NumbaLoops:
     """The same loops from numba, on NumPy views of the tensors."""
 
     def __init__(self):
-        from . import _entmax_numba as entmax_numba
+        try:
+            from . import _entmax_numba as entmax_numba
+        except ImportError as err:  # the slim install has no numba
+            raise ImportError(
+                "sparsemax and entmax on the CPU need a C compiler (none built the "
+                "loops here) or numba: pip install 'attnlib[book]' (or numba)"
+            ) from err
 
         self.loops = entmax_numba.LOOPS
 
