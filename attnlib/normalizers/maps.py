@@ -323,9 +323,15 @@ def _torch_rows(x: torch.Tensor, top, alpha, cd: torch.dtype, compiled: bool):
             else alpha
         )
         return _entmax_cpu(_rows(x.to(cd)), top, a).view(x.shape)
-    # bisection on τ in Σ [(α-1)z - τ]₊^q = 1 for any other α, per row if a tensor,
-    # on the scores shifted by their row maxima as in the compiled search
-    return entmax_engine.entmax_bisect(x.to(cd) - top.to(cd), alpha)
+    return _bisect_entmax(x.to(cd), alpha, top.to(cd))
+
+
+def _bisect_entmax(x: torch.Tensor, alpha, top=None) -> torch.Tensor:
+    """α-entmax for any α by bisection on τ in Σ [(α-1)z - τ]₊^q = 1, per row if
+    ``alpha`` is a tensor, on the scores shifted by their row maxima ``top`` (as in the
+    compiled search)."""
+    top = x.amax(-1, keepdim=True) if top is None else top
+    return entmax_engine.entmax_bisect(x - top, alpha)
 
 
 def _aligned(t: torch.Tensor, x: torch.Tensor, dim: int, name: str) -> torch.Tensor:
