@@ -379,3 +379,16 @@ def test_what_the_package_computes_silently_or_fails_on_is_refused(call, match):
 
     with pytest.raises(ValueError, match=match):
         call(A, scores(3, 5))
+
+
+@pytest.mark.parametrize("name", ["budget_bisect", "normmax_bisect", "entmax_bisect"])
+def test_masked_entries_are_as_if_absent_as_in_the_package(name):
+    import attnlib.normalizers as A
+
+    x = scores(4, 7, seed=11)
+    x[:, [1, 4]] = -torch.inf
+    kept = [0, 2, 3, 5, 6]
+    p = getattr(A, name)(x)
+    assert (p[:, [1, 4]] == 0).all()
+    ref = getattr(peer, name)(x[:, kept], n_iter=100)
+    torch.testing.assert_close(p[:, kept], ref, atol=1e-12, rtol=0)
