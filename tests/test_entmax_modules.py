@@ -15,6 +15,7 @@ import pytest
 import torch
 from torch.autograd import gradcheck, gradgradcheck
 
+import attnlib.normalizers as A
 from attnlib.normalizers import (
     Entmax,
     Entmax15,
@@ -153,9 +154,10 @@ def test_a_float_target_is_refused_with_a_pointer_to_the_probability_loss():
         SparsemaxLoss()(scores(2, 3), torch.tensor([0.0, 1.0]))
 
 
-# ------------------------------------------------ the package's every name, side by side
+# ------------------------------------------ the package's every name, side by side
 PUBLIC = sorted(
-    n for n in dir(peer)
+    n
+    for n in dir(peer)
     if not n.startswith("_") and n not in ("activations", "losses", "root_finding")
 )
 
@@ -173,7 +175,8 @@ def test_every_public_name_of_the_package_is_here_with_its_parameters(name):
     for a, b in zip(theirs, mine.values()):
         assert a.name.lower() == b.name.lower(), (name, a, b)
         same = a.default == b.default or {a.default, b.default} == {
-            "elementwise_mean", "mean",  # one reduction, two names (both accepted)
+            "elementwise_mean",
+            "mean",  # one reduction, two names (both accepted)
         }
         assert same, (name, a, b)
     assert len(mine) >= len(theirs)
@@ -263,11 +266,11 @@ def test_loss_functions_match_the_package_row_by_row():
 @pytest.mark.parametrize(
     "ours, theirs",
     [
-        (lambda: __import__("attnlib").normalizers.SparsemaxBisectLoss(ignore_index=2),
+        (lambda: A.SparsemaxBisectLoss(ignore_index=2),
          lambda: peer.SparsemaxBisectLoss(ignore_index=2)),
-        (lambda: __import__("attnlib").normalizers.EntmaxBisectLoss(1.2, ignore_index=2),
+        (lambda: A.EntmaxBisectLoss(1.2, ignore_index=2),
          lambda: peer.EntmaxBisectLoss(1.2, n_iter=100, ignore_index=2)),
-        (lambda: __import__("attnlib").normalizers.NormmaxBisectLoss(2, reduction="sum"),
+        (lambda: A.NormmaxBisectLoss(2, reduction="sum"),
          lambda: peer.NormmaxBisectLoss(2, n_iter=100, reduction="sum")),
     ],
 )  # fmt: skip

@@ -36,7 +36,7 @@ def _source() -> Path | None:
 
 
 def rewrite(text: str) -> str:
-    """``text`` with its imports of entmax turned into imports of attnlib.normalizers."""
+    """``text`` with its imports of entmax made imports of attnlib.normalizers."""
     text = re.sub(r"\bentmax\.(activations|root_finding|losses)\b",
                   "attnlib.normalizers", text)  # fmt: skip
     text = re.sub(r"^from entmax import", "from attnlib.normalizers import", text,
@@ -76,7 +76,8 @@ def test_the_packages_own_tests_pass_on_attnlib(tmp_path):
     tail = run.stdout[-3000:]
     assert run.returncode == 0, tail
     counts = dict(
-        (word, int(n)) for n, word in re.findall(r"(\d+) (passed|failed|skipped|error)", tail)
+        (word, int(n))
+        for n, word in re.findall(r"(\d+) (passed|failed|skipped|error)", tail)
     )
     # entmax 1.3 (and deep-spin/entmax at c2bec6d): 127 tests, every one passes
     assert counts.get("passed", 0) >= 127 and set(counts) == {"passed"}, tail[-500:]

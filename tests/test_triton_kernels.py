@@ -40,6 +40,8 @@ def _flash_probe_stubbed(monkeypatch, request):
     tests that are not about it take it as passed (the probe tests run it)."""
     if "probe" not in request.node.name:
         monkeypatch.setattr(kernels, "probe_flash", lambda *args, **kw: None)
+
+
 ALPHAS = [2.0, 1.5, 1.25, 3.0, "tensor"]
 TOL = {torch.float32: 2e-6, torch.bfloat16: 1.6e-2, torch.float16: 2e-3}
 
@@ -581,7 +583,9 @@ def _probes(monkeypatch):
     [("_entmax_fwd_kernel", _long_rows_off, "forward, rows of 2500"),
      ("_entmax_bwd_kernel", _grad_sign, "backward, rows of 7")],
 )  # fmt: skip
-def test_the_probe_catches_a_wrong_rows_kernel_once(kernel, corrupt, where, monkeypatch):
+def test_the_probe_catches_a_wrong_rows_kernel_once(
+    kernel, corrupt, where, monkeypatch
+):
     """A planted wrong kernel (forward off by 0.1 % on long rows only, or the gradient's
     sign flipped): the first use warns once, the torch engine answers, then and after;
     the check is not run again for that key."""
@@ -647,7 +651,9 @@ def test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one(
     disagreed = [x for x in w if "disagrees" in str(x.message)]
     assert len(disagreed) == (1 if planted else 0)
     flash = {k: ok for k, ok in kernels._probed.items() if k[0].startswith("flash")}
-    assert flash == {("flash_entmax_attention", 1, torch.float32, "cuda:0"): not planted}
+    assert flash == {
+        ("flash_entmax_attention", 1, torch.float32, "cuda:0"): not planted
+    }
     # the two calls, and the probe's own: a masked and a causal one, or only the first
     # where it disagrees (the probe's calls go to the kernel unchecked)
     assert calls == [2.0] * (3 if planted else 4)

@@ -1355,15 +1355,18 @@ MUTANTS: list[Mutant] = [
     M(
         "flash-probe-ignored",
         A + "functional/_triton_flash.py",
-        "if not kernels.flash_checked(flash_entmax_attention, kind, q, entmax, BLOCK_N + 6):",
+        "if not kernels.flash_checked(flash_entmax_attention, kind, q, entmax,"
+        " BLOCK_N + 6):",
         "if False:",
-        T_TRI + "::test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one",
+        T_TRI
+        + "::test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one",
     ),
     M(
         "flash-probe-output-not-compared",
         A + "utils/kernels.py",
         "if not err <= FLASH_TOL[dtype]:",
         "if False:",
-        T_TRI + "::test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one",
+        T_TRI
+        + "::test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one",
     ),
 ]

@@ -45,8 +45,10 @@ from .maps import *  # noqa: F403
 from .modules import *  # noqa: F403
 from .packaged import *  # noqa: F403
 from .packaged import (  # private, as in the package, whose tests call them
-    _entmax_threshold_and_support,
-    _sparsemax_threshold_and_support,
+    _entmax_threshold_and_support as _entmax_threshold_and_support,
+)
+from .packaged import (
+    _sparsemax_threshold_and_support as _sparsemax_threshold_and_support,
 )
 from .tsallis import *  # noqa: F403
 

@@ -2,12 +2,12 @@
 
 Both are regularised prediction maps found by bisection on a threshold τ, and both
 act on the rows of the last dimension of checked scores (no NaN, no ``+inf``, and no
-row that is entirely ``-inf``: :mod:`attnlib.normalizers.packaged` sets such rows aside).
+row that is entirely ``-inf``: :mod:`attnlib.normalizers.packaged` sets those aside).
 
 *α-normmax* maximises ``⟨p, x⟩ - ‖p‖_α`` over the simplex. Stationarity on the support
 gives ``(p_i / ‖p‖_α)^{α-1} = x_i - τ``, so ``p ∝ u`` with ``u = [x - τ]₊^{1/(α-1)}``,
 and ``‖u‖_α = 1`` fixes τ: ``Σ [x - τ]₊^{α/(α-1)} = 1``, decreasing in τ. Since the
-largest ``u`` lies in ``[n^{-1/α}, 1]``, τ lies in ``[max x - 1, max x - n^{-(α-1)/α}]``.
+largest ``u`` lies in ``[n^{-1/α}, 1]``, τ is in ``[max x - 1, max x - n^{-(α-1)/α}]``.
 Differentiating ``‖u‖_α = 1`` gives ``dτ = Σ u dx / Σ u``, whence the vector-Jacobian
 product ``‖p‖_α^{α-1} / (α-1) · (h ⊙ b - p Σ h ⊙ b)`` with ``h = g - ⟨g, p⟩`` and
 ``b = p^{2-α}`` on the support.

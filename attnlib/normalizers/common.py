@@ -123,3 +123,23 @@ def _check_k(k):
     ):
         raise ValueError(f"k must be a positive integer or None, got {k!r}")
     return k
+
+
+def _aligned(t: torch.Tensor, x: torch.Tensor, dim: int, name: str):
+    """The tensor ``t`` (one value per slice of ``x`` along ``dim``) floating, on x's
+    device, with x's number of dimensions and size 1 along ``dim``."""
+    if not t.is_floating_point():
+        t = t.to(torch.get_default_dtype())
+    if t.ndim > x.ndim or (t.ndim == x.ndim and t.shape[dim] != 1):
+        raise ValueError(
+            f"{name} must be a number or a tensor broadcastable to x with size 1 "
+            f"along dim, got shape {tuple(t.shape)}"
+        )
+    t = t.to(x.device)
+    if t.ndim < x.ndim:  # align with x so that it can be moved with dim
+        t = t.reshape((1,) * (x.ndim - t.ndim) + tuple(t.shape))
+    if t.shape[dim] != 1:
+        raise ValueError(
+            f"{name} must have size 1 along dim, got shape {tuple(t.shape)}"
+        )
+    return t

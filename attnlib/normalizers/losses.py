@@ -35,6 +35,10 @@ def _class_indices(target) -> None:
 
 def _tsallis(X, target, alpha) -> torch.Tensor:
     _class_indices(target)
+    X, _ = _check_scores(X, -1, "X")  # the errors name the package's argument
+    if X.numel() == 0:  # no row: no loss
+        return X.sum(-1)
+    _row_max(X, "X")
     return fenchel_young_loss(X, target, alpha, reduction="none")
 
 
@@ -168,9 +172,14 @@ def normmax_bisect_loss(X, target, alpha=2, n_iter=50) -> torch.Tensor:
     at a one-hot target is 1.
     """
     _check_n_iter(n_iter)
+    return _normmax_loss(X, target, alpha, "X")
+
+
+def _normmax_loss(X, target, alpha, name: str) -> torch.Tensor:
+    """:func:`normmax_bisect_loss`, its scores' argument called ``name``."""
     _class_indices(target)
-    X, _ = _check_scores(X, -1, "X")
-    _row_max(X, "X")
+    X, _ = _check_scores(X, -1, name)
+    _row_max(X, name)
     alpha = _check_index(alpha, "alpha")
     y = _class_target(target, X)
     # p̂ is held fixed: by Danskin's theorem the gradient in X is then p̂ - y.

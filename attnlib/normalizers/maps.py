@@ -19,6 +19,7 @@ from . import _entmax as entmax_engine
 from . import _entmax_loops as entmax_loops
 from . import _triton_entmax as triton_entmax
 from .common import (
+    _aligned,
     _along_last,
     _check_index,
     _check_k,
@@ -142,9 +143,9 @@ def _rows(x: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------- sparsemax
-def _with_support(p: torch.Tensor, dim: int, return_support_size: bool):
-    """``p``, and with ``return_support_size`` also its nonzeros along ``dim`` (kept)."""
-    if not return_support_size:
+def _with_support(p: torch.Tensor, dim: int, want: bool):
+    """``p``, and if ``want`` also its nonzeros along ``dim`` (kept)."""
+    if not want:
         return p
     return p, (p > 0).sum(dim, keepdim=True)
 
@@ -238,12 +239,12 @@ def _safe(total: torch.Tensor) -> torch.Tensor:
 
 class _Entmax(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, alpha, low):
+    def forward(ctx, x, alpha, low, name="x"):
         # low: alpha may hold values in (0, 1] (entmax_bisect's range): bisection only
         cd = _compute_dtype(x)
         alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
         ctx.alpha = alpha
-        x, dead, top = _live_rows(x)
+        x, dead, top = _live_rows(x, name)
         on_cpu = x.device.type == "cpu"
         newton = (
             on_cpu and not low and bool((alpha <= 2).all())  # no host read off the CPU
@@ -283,7 +284,7 @@ class _Entmax(torch.autograd.Function):
             grad = _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape)
             if ctx.dead is not None:  # 0/0 there
                 grad = grad.masked_fill_(ctx.dead, 0)
-            return grad.to(out.dtype), None, None
+            return grad.to(out.dtype), None, None, None
         grad_x = None
         if ctx.triton and not torch.is_grad_enabled():
             grad_x = triton_entmax.entmax_backward(out, g, alpha)  # None: refused
@@ -306,7 +307,7 @@ class _Entmax(torch.autograd.Function):
             plogp = torch.where(support, p_in * p_in.log(), 0)
             dp = q * q * (p - skew) - q * (plogp - skew * plogp.sum(-1, keepdim=True))
             grad_alpha = (g * dp).sum(-1, keepdim=True).sum_to_size(alpha.shape)
-        return grad_x.to(out.dtype), grad_alpha, None
+        return grad_x.to(out.dtype), grad_alpha, None, None
 
 
 def _torch_rows(x: torch.Tensor, top, alpha, cd: torch.dtype, compiled: bool):
@@ -334,24 +335,6 @@ def _bisect_entmax(x: torch.Tensor, alpha, top=None) -> torch.Tensor:
     return entmax_engine.entmax_bisect(x - top, alpha)
 
 
-def _aligned(t: torch.Tensor, x: torch.Tensor, dim: int, name: str) -> torch.Tensor:
-    """The tensor ``t`` (one value per slice of ``x`` along ``dim``) floating, on x's
-    device, with x's number of dimensions and size 1 along ``dim``."""
-    if not t.is_floating_point():
-        t = t.to(torch.get_default_dtype())
-    if t.ndim > x.ndim or (t.ndim == x.ndim and t.shape[dim] != 1):
-        raise ValueError(
-            f"{name} must be a number or a tensor broadcastable to x with size 1 "
-            f"along dim, got shape {tuple(t.shape)}"
-        )
-    t = t.to(x.device)
-    if t.ndim < x.ndim:  # align with x so that it can be moved with dim
-        t = t.reshape((1,) * (x.ndim - t.ndim) + tuple(t.shape))
-    if t.shape[dim] != 1:
-        raise ValueError(f"{name} must have size 1 along dim, got shape {tuple(t.shape)}")
-    return t
-
-
 def _check_alpha(alpha, x: torch.Tensor, dim: int, low: bool = False):
     """``alpha`` checked against ``x``: a number ≥ 1 or a tensor > 1 (with ``low``,
     any number > 0, as the package's ``entmax_bisect`` takes), size 1 along ``dim``."""
@@ -367,23 +350,25 @@ def _check_alpha(alpha, x: torch.Tensor, dim: int, low: bool = False):
         return alpha
     if not low:
         return _check_index(alpha, "alpha")
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (
-        math.isfinite(alpha) and alpha > 0
+    if (
+        isinstance(alpha, bool)
+        or not isinstance(alpha, numbers.Real)
+        or not (math.isfinite(alpha) and alpha > 0)
     ):
         raise ValueError(f"alpha must be a finite number {what}, got {alpha!r}")
     return float(alpha)
 
 
-def _entmax(x, alpha, dim: int, low: bool = False) -> torch.Tensor:
-    """:func:`entmax` (with ``low``, for any α > 0) after its checks."""
-    x, dim = _check_scores(x, dim)
+def _entmax(x, alpha, dim: int, low: bool = False, name: str = "x") -> torch.Tensor:
+    """:func:`entmax` (with ``low``, for any α > 0; ``name``: the scores' argument)."""
+    x, dim = _check_scores(x, dim, name)
     alpha = _check_alpha(alpha, x, dim, low)
     if x.numel() == 0:
         return x.clone()
     if not isinstance(alpha, torch.Tensor):
         if alpha == 1:
             return _along_last(_Softmax.apply, x, dim)
-    return _along_last(_Entmax.apply, x, dim, alpha, low)
+    return _along_last(_Entmax.apply, x, dim, alpha, low, name)
 
 
 def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:

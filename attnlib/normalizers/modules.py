@@ -29,8 +29,8 @@ from torch import nn
 from torch.nn import functional as F
 
 from .common import _check_index, _check_k
+from .losses import _normmax_loss
 from .maps import _with_support, entmax
-from .losses import normmax_bisect_loss
 from .packaged import _check_n_iter
 from .tsallis import fenchel_young_loss
 
@@ -413,4 +413,4 @@ class NormmaxBisectLoss(_FenchelYoungLoss):
         self.n_iter = _check_n_iter(n_iter)
 
     def _losses(self, scores, target) -> torch.Tensor:
-        return normmax_bisect_loss(scores, target, self.alpha)
+        return _normmax_loss(scores, target, self.alpha, "scores")

@@ -24,6 +24,7 @@ import numbers
 import torch
 from torch import nn
 
+from ..utils import check_on_device
 from . import _normmax
 from .common import (
     _along_last,
@@ -32,7 +33,6 @@ from .common import (
     _compute_dtype,
     _live_rows,
 )
-from ..utils import check_on_device
 from .maps import _aligned, _check_alpha, _entmax, entmax15, sparsemax
 
 __all__ = [
@@ -49,7 +49,9 @@ __all__ = [
 
 def _check_n_iter(n_iter):
     if n_iter is not None and (
-        isinstance(n_iter, bool) or not isinstance(n_iter, numbers.Integral) or n_iter < 1
+        isinstance(n_iter, bool)
+        or not isinstance(n_iter, numbers.Integral)
+        or n_iter < 1
     ):
         raise ValueError(f"n_iter must be a positive integer or None, got {n_iter!r}")
     return n_iter
@@ -62,7 +64,7 @@ def entmax_bisect(X, alpha=1.5, dim: int = -1, n_iter=50, ensure_sum_one=True):
     ----------
     X : tensor, shape (..., n, ...)
         Scores; ``-inf`` marks a masked entry.
-    alpha : float > 0, or tensor broadcastable to X with size 1 along dim
+    alpha : float > 0, or tensor broadcastable to (..., 1, ...) (size 1 along dim)
         The Tsallis index (α = 1: softmax, 2: sparsemax; below 1 the map is dense). A
         tensor gives one α per slice, and gradients flow to it. Tensor values must
         differ from 1.
@@ -84,7 +86,7 @@ def entmax_bisect(X, alpha=1.5, dim: int = -1, n_iter=50, ensure_sum_one=True):
     with the derivative in α of Correia et al. (2019).
     """
     _check_n_iter(n_iter)
-    return _entmax(X, alpha, dim, low=True)
+    return _entmax(X, alpha, dim, low=True, name="X")
 
 
 def sparsemax_bisect(X, dim: int = -1, n_iter=50, ensure_sum_one=True):
@@ -108,16 +110,17 @@ def sparsemax_bisect(X, dim: int = -1, n_iter=50, ensure_sum_one=True):
 
     Implements
     ----------
-    Eq. (9) of the sparse-continuous attention paper: :func:`attnlib.normalizers.sparsemax`.
+    Eq. (9) of the sparse-continuous attention paper, by
+    :func:`attnlib.normalizers.sparsemax`.
     """
     _check_n_iter(n_iter)
-    return sparsemax(X, dim)
+    return _entmax(X, 2.0, dim, name="X")
 
 
 def _rowwise(engine, x: torch.Tensor, param) -> torch.Tensor:
     """``engine`` on the rows of ``x`` (last dim) in the compute dtype; a row that is
     entirely ``-inf`` gets zeros."""
-    x, dead, _ = _live_rows(x)
+    x, dead, _ = _live_rows(x, "X")
     cd = _compute_dtype(x)
     param = param.to(cd) if isinstance(param, torch.Tensor) else param
     p = engine(x.to(cd), param).to(x.dtype)
@@ -131,7 +134,7 @@ def normmax_bisect(X, alpha=2, dim: int = -1, n_iter=50):
     ----------
     X : tensor, shape (..., n, ...)
         Scores; ``-inf`` marks a masked entry.
-    alpha : float > 1, or tensor broadcastable to X with size 1 along dim
+    alpha : float > 1, or tensor broadcastable to (..., 1, ...) (size 1 along dim)
         The norm's index. No gradient flows to a tensor α (as in the package); one
         that requires it is refused.
     dim : int
@@ -170,7 +173,7 @@ def budget_bisect(X, budget=2, dim: int = -1, n_iter=50):
     ----------
     X : tensor, shape (..., n, ...)
         Scores; ``-inf`` marks a masked entry.
-    budget : float in [0, n], or tensor broadcastable to X with size 1 along dim
+    budget : float in [0, n], or tensor broadcastable to (..., 1, ...), 1 along dim
         The sum of each slice's output. No gradient flows to a tensor budget.
     dim : int
         The dimension that is normalised.
@@ -192,7 +195,9 @@ def budget_bisect(X, budget=2, dim: int = -1, n_iter=50):
     n = X.shape[dim]
     if isinstance(budget, torch.Tensor):
         if budget.requires_grad:
-            raise ValueError("budget_bisect has no gradient in budget: pass it detached")
+            raise ValueError(
+                "budget_bisect has no gradient in budget: pass it detached"
+            )
         budget = _aligned(budget, X, dim, "budget")
         check_on_device(
             (~torch.isfinite(budget) | (budget < 0) | (budget > n)).any(),
@@ -242,6 +247,10 @@ class SparsemaxBisect(nn.Module):
         The dimension that is normalised.
     n_iter : int or None
         Checked, no effect.
+
+    Implements
+    ----------
+    :func:`sparsemax_bisect` as a module.
     """
 
     def __init__(self, dim: int = -1, n_iter=None):
@@ -253,7 +262,7 @@ class SparsemaxBisect(nn.Module):
 
         Parameters
         ----------
-        X : tensor
+        X : tensor, shape (..., n, ...)
             Scores.
 
         Returns
@@ -287,12 +296,16 @@ class EntmaxBisect(_WithIndex):
 
     Parameters
     ----------
-    alpha : float > 0, or tensor broadcastable to the input, 1 along dim
+    alpha : float > 0, or tensor broadcastable to (..., 1, ...) (size 1 along dim)
         The Tsallis index; an ``nn.Parameter`` is registered and learned.
     dim : int
         The dimension that is normalised.
     n_iter : int or None
         Checked, no effect on accuracy.
+
+    Implements
+    ----------
+    :func:`entmax_bisect` as a module.
     """
 
     def __init__(self, alpha=1.5, dim: int = -1, n_iter=50):
@@ -303,7 +316,7 @@ class EntmaxBisect(_WithIndex):
 
         Parameters
         ----------
-        X : tensor
+        X : tensor, shape (..., n, ...)
             Scores.
 
         Returns
@@ -319,12 +332,16 @@ class NormmaxBisect(_WithIndex):
 
     Parameters
     ----------
-    alpha : float > 1, or tensor broadcastable to the input, 1 along dim
+    alpha : float > 1, or tensor broadcastable to (..., 1, ...) (size 1 along dim)
         The norm's index (no gradient flows to it).
     dim : int
         The dimension that is normalised.
     n_iter : int or None
         Checked, no effect on accuracy.
+
+    Implements
+    ----------
+    :func:`normmax_bisect` as a module.
     """
 
     def __init__(self, alpha=2, dim: int = -1, n_iter=50):
@@ -335,7 +352,7 @@ class NormmaxBisect(_WithIndex):
 
         Parameters
         ----------
-        X : tensor
+        X : tensor, shape (..., n, ...)
             Scores.
 
         Returns
@@ -351,12 +368,16 @@ class BudgetBisect(_WithIndex):
 
     Parameters
     ----------
-    budget : float, or tensor broadcastable to the input, 1 along dim
+    budget : float, or tensor broadcastable to (..., 1, ...) (size 1 along dim)
         The sum of each slice's output.
     dim : int
         The dimension that is normalised.
     n_iter : int or None
         Checked, no effect on accuracy.
+
+    Implements
+    ----------
+    :func:`budget_bisect` as a module.
     """
 
     def __init__(self, budget=2, dim: int = -1, n_iter=50):
@@ -367,7 +388,7 @@ class BudgetBisect(_WithIndex):
 
         Parameters
         ----------
-        X : tensor
+        X : tensor, shape (..., n, ...)
             Scores.
 
         Returns

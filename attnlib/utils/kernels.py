@@ -12,12 +12,12 @@ way around it.
 
 Until a committed run on real hardware has verified a kernel (:data:`VERIFIED`, empty
 so far), it runs on CUDA only when asked: with the environment variable
-``ATTNLIB_TRITON=1``; by default CUDA tensors go to the torch engine. ``ATTNLIB_TRITON=0``
-turns every kernel off, verified ones included. And on its first use per kernel
-family, specialisation, dtype and device a kernel is checked against the torch engine
-on a small probe (masked rows, ties, a large offset, a row that is entirely ``-inf``,
-rows longer than one block): where they disagree it warns once and the torch engine
-computes instead (:func:`probed`).
+``ATTNLIB_TRITON=1``; by default CUDA tensors go to the torch engine.
+``ATTNLIB_TRITON=0`` turns every kernel off, verified ones included. And on its first
+use per kernel family, specialisation, dtype and device a kernel is checked against the
+torch engine on a small probe (masked rows, ties, a large offset, a row that is
+entirely ``-inf``, rows longer than one block): where they disagree it warns once and
+the torch engine computes instead (:func:`probed`).
 
 Triton is optional: without it ``HAVE_TRITON`` is False and nothing launches. No name
 here is on the face of :mod:`attnlib.utils`.
@@ -193,4 +193,6 @@ def flash_checked(flash, kind: int, q: torch.Tensor, normalize, n: int) -> bool:
     """Whether the flash kernels of ``kind`` passed, on ``q``'s dtype and device, their
     first-use check (:func:`probe_flash` with ``n`` queries and keys, run here once)."""
     key = ("flash_entmax_attention", kind, q.dtype, str(q.device))
-    return probed(key, lambda: probe_flash(flash, kind, q.dtype, q.device, normalize, n))
+    return probed(
+        key, lambda: probe_flash(flash, kind, q.dtype, q.device, normalize, n)
+    )
