@@ -111,7 +111,6 @@ def specs():
             x,
             {"x": "scores"},
             extra=_dim_cases(),
-
             allow={"x": ROW},
         ),
         "normalizers.Entmax15": Spec(
@@ -119,7 +118,6 @@ def specs():
             x,
             {"x": "scores"},
             extra=_dim_cases(),
-
             allow={"x": ROW},
         ),
         "normalizers.Entmax": Spec(
