@@ -142,8 +142,10 @@ def entmax_bisect(z: torch.Tensor, alpha, n_iter: int | None = None) -> torch.Te
     ----------
     z : tensor, shape (..., n)
         Scores minus their row maximum; ``-inf`` entries get weight 0.
-    alpha : float > 1 or tensor broadcastable to (..., 1)
-        The Tsallis index, one per row if a tensor.
+    alpha : float > 0, not 1, or tensor broadcastable to (..., 1)
+        The Tsallis index, one per row if a tensor. Below 1 (the ``entmax`` package's
+        ``entmax_bisect`` takes it) the map is dense and the bracket's ends swap; the
+        mass still grows with τ, so the same halvings find it.
     n_iter : int, optional
         Bisections (default: 64 in float64, 36 otherwise, enough to pin τ to the
         dtype's round-off, since it starts in an interval of length below 1).
