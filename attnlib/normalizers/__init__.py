@@ -22,7 +22,7 @@ departures, each for a reason, are listed in ``attnlib.normalizers.packaged`` an
 ``attnlib.normalizers.modules`` (``k`` and ``n_iter`` never make a result coarser; a
 target equal to ``ignore_index`` is ignored whatever its sign). Unlike the package, a
 slice that is entirely ``-inf`` (every key masked) gets zeros and a zero gradient, as
-in :func:`attnlib.attention.attention`.
+in :func:`attnlib.functional.attention`.
 
 One idea per module:
 

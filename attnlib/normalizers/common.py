@@ -73,7 +73,7 @@ def _live_rows(x: torch.Tensor, name: str = "x"):
     row maxima (0 on those rows).
 
     A row with every key masked is an input of the maps, not an error: they give it
-    zero weights and a zero gradient, as :func:`attnlib.attention.attention` does. The
+    zero weights and a zero gradient, as :func:`attnlib.functional.attention` does. The
     one reduction also refuses NaN and ``+inf`` (on an accelerator asserted on the
     device, without synchronisation). On the CPU the rows come back as None where
     there are none, so that the common case costs no copy.

@@ -60,7 +60,7 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
     """Softmax along ``dim``: ``exp(x) / Σ exp(x)``; ``-inf`` entries get weight 0.
 
     A slice that is entirely ``-inf`` (every key masked) gets zeros and a zero
-    gradient, as in :func:`attnlib.attention.attention` (``torch.softmax`` gives NaN).
+    gradient, as in :func:`attnlib.functional.attention` (``torch.softmax`` gives NaN).
 
     Parameters
     ----------

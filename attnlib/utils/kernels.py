@@ -56,7 +56,7 @@ _refused: dict[tuple, str] = {}
 #: The environment variable that asks for the kernels ("1") or turns them off ("0").
 ENV = "ATTNLIB_TRITON"
 #: The kernel families a committed run on real hardware has verified ("rows": the row
-#: maps of normalizers._triton_entmax; "flash": attention._triton_flash). None yet.
+#: maps of normalizers._triton_entmax; "flash": functional._triton_flash). None yet.
 VERIFIED: frozenset[str] = frozenset()
 #: The first-use checks done, (family, specialisation, dtype, device) -> passed.
 _probed: dict[tuple, bool] = {}
@@ -143,7 +143,7 @@ FLASH_TOL = {torch.float32: 2e-3, torch.float16: 1e-2, torch.bfloat16: 6e-2}
 
 
 def probe_flash(flash, kind: int, dtype, device, normalize, n: int = 70):
-    """The flash attention ``flash`` (``attention._triton_flash``'s function) of
+    """The flash attention ``flash`` (``functional._triton_flash``'s function) of
     specialisation ``kind`` on ``dtype`` and ``device`` against the dense torch engine
     (``normalize``, α-entmax of float64 scores on the CPU), forward and backward: None
     where they agree, False where Triton refused a kernel, else where they disagree.
