@@ -1,23 +1,21 @@
 """attnlib's normaliser modules and losses against the ``entmax`` package (a peer).
 
-Three kinds of check: values and gradients equal to the package's on the inputs users
-pass (masked rows, other dims, float32, ignored targets, each reduction); gradcheck and
-gradgradcheck with respect to the inputs; and the package's own test files
-(``test_losses.py``, ``test_mask.py``, read from the installed package at test time)
-run against attnlib through a stand-in ``entmax`` package whose names resolve to ours.
+Four kinds of check: every public name of the package, with its parameters and
+defaults; values (to 1e-12 in float64) and gradients equal to the package's on the
+inputs users pass (masked rows, other dims, float32, ignored targets, each reduction);
+gradcheck and gradgradcheck with respect to the inputs; and refusals where the package
+fails obscurely or answers silently. The package's own test files run against attnlib
+in ``tests/test_entmax_own_tests.py``.
 """
 
 from __future__ import annotations
-
-import subprocess
-import sys
-from pathlib import Path
 
 import entmax as peer
 import pytest
 import torch
 from torch.autograd import gradcheck, gradgradcheck
 
+import attnlib.normalizers as A
 from attnlib.normalizers import (
     Entmax,
     Entmax15,
@@ -156,54 +154,244 @@ def test_a_float_target_is_refused_with_a_pointer_to_the_probability_loss():
         SparsemaxLoss()(scores(2, 3), torch.tensor([0.0, 1.0]))
 
 
-# The stand-in package: entmax's names, attnlib's code (the bisection variants map to
-# our exact maps; the package's normmax has no attnlib counterpart and is left out).
-SHIM = {
-    "__init__.py": "",
-    "activations.py": (
-        "from attnlib.normalizers import Entmax15, Sparsemax, entmax, sparsemax\n"
-        "def entmax15(X, dim=-1, k=None):\n"
-        "    return entmax(X, 1.5, dim=dim)\n"
-    ),
-    "root_finding.py": (
-        "from attnlib.normalizers import entmax, sparsemax\n"
-        "def entmax_bisect(X, alpha=1.5, dim=-1, n_iter=50, ensure_sum_one=True):\n"
-        "    return entmax(X, alpha, dim=dim)\n"
-        "def sparsemax_bisect(X, dim=-1, n_iter=50, ensure_sum_one=True):\n"
-        "    return sparsemax(X, dim=dim)\n"
-    ),
-    "losses.py": (
-        "from attnlib.normalizers import Entmax15Loss, EntmaxLoss, SparsemaxLoss\n"
-        "def SparsemaxBisectLoss(n_iter=50, ignore_index=-100, reduction='sum'):\n"
-        "    return SparsemaxLoss(ignore_index=ignore_index, reduction=reduction)\n"
-        "def EntmaxBisectLoss(alpha=1.5, n_iter=50, ignore_index=-100,"
-        " reduction='sum'):\n"
-        "    return EntmaxLoss(alpha, ignore_index=ignore_index, reduction=reduction)\n"
-        "NormmaxBisectLoss = None\n"
-    ),
-}
+# ------------------------------------------ the package's every name, side by side
+PUBLIC = sorted(
+    n
+    for n in dir(peer)
+    if not n.startswith("_") and n not in ("activations", "losses", "root_finding")
+)
 
 
-def test_the_packages_own_loss_and_mask_tests_pass_on_attnlib(tmp_path):
-    for name, text in SHIM.items():
-        (tmp_path / "entmax").mkdir(exist_ok=True)
-        (tmp_path / "entmax" / name).write_text(text)
-    installed = Path(peer.__file__).parent
-    for name in ("test_losses.py", "test_mask.py"):
-        (tmp_path / name).write_text((installed / name).read_text())
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "-p", "no:randomly", "-k", "not None", "test_losses.py", "test_mask.py",
-         # its own temporary folder: pytest's clean-up of old ones in the shared
-         # folder could otherwise delete this (outer) test's tmp_path mid-run
-         f"--basetemp={tmp_path / 'inner'}"],
-        cwd=tmp_path, capture_output=True, text=True,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stdout[-3000:]
-    # 58 tests, of which the 6 for normmax (ids ending in None) are deselected
-    assert "52 passed, 6 deselected" in run.stdout, run.stdout[-500:]
-    probe = subprocess.run(
-        [sys.executable, "-c", "import entmax.losses as m; print(m.__file__)"],
-        cwd=tmp_path, capture_output=True, text=True,
-    )  # fmt: skip
-    assert str(tmp_path) in probe.stdout  # the tests ran on attnlib, not the package
+@pytest.mark.parametrize("name", PUBLIC)
+def test_every_public_name_of_the_package_is_here_with_its_parameters(name):
+    import inspect
+
+    import attnlib.normalizers as ours
+
+    theirs = inspect.signature(getattr(peer, name)).parameters.values()
+    mine = inspect.signature(getattr(ours, name)).parameters
+    # the same parameters in the same order with the same defaults (case aside:
+    # attnlib's maps name their scores x), extra ones (return_support_size) after
+    for a, b in zip(theirs, mine.values()):
+        assert a.name.lower() == b.name.lower(), (name, a, b)
+        same = a.default == b.default or {a.default, b.default} == {
+            "elementwise_mean",
+            "mean",  # one reduction, two names (both accepted)
+        }
+        assert same, (name, a, b)
+    assert len(mine) >= len(theirs)
+
+
+def _pairs():
+    import attnlib.normalizers as A
+
+    x64 = dict(n_iter=100)  # the package's bisection, to float64's round-off
+    return [
+        ("sparsemax", A.sparsemax, peer.sparsemax, {}, {}),
+        ("sparsemax k=2", lambda x, d: A.sparsemax(x, d, k=2), peer.sparsemax, {}, {}),
+        ("entmax15", A.entmax15, peer.entmax15, {}, {}),
+        ("sparsemax_bisect", A.sparsemax_bisect, peer.sparsemax_bisect, {}, x64),
+        *[
+            (f"entmax_bisect {a}", lambda x, d, a=a: A.entmax_bisect(x, a, d),
+             lambda x, d, a=a, **kw: peer.entmax_bisect(x, a, d, **kw), {}, x64)
+            for a in (0.5, 1.3, 1.5, 2.0, 2.5)
+        ],
+        *[
+            (f"normmax_bisect {a}", lambda x, d, a=a: A.normmax_bisect(x, a, d),
+             lambda x, d, a=a, **kw: peer.normmax_bisect(x, a, d, **kw), {}, x64)
+            for a in (1.5, 2, 5)
+        ],
+        *[
+            (f"budget_bisect {b}", lambda x, d, b=b: A.budget_bisect(x, b, d),
+             lambda x, d, b=b, **kw: peer.budget_bisect(x, b, d, **kw), {}, x64)
+            for b in (1, 2.5)
+        ],
+    ]  # fmt: skip
+
+
+PAIRS = _pairs()
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=[p[0] for p in PAIRS])
+@pytest.mark.parametrize("dim", [-1, 0, 1])
+def test_functions_match_the_package_to_float64_round_off(pair, dim):
+    _, ours, theirs, _, kw = pair
+    x = scores(4, 6, 5, seed=3).requires_grad_()
+    a, b = ours(x, dim), theirs(x, dim, **kw)
+    torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+    w = scores(4, 6, 5, seed=4)
+    (ga,) = torch.autograd.grad((a * w).sum(), x)
+    (gb,) = torch.autograd.grad((b * w).sum(), x)
+    torch.testing.assert_close(ga, gb, atol=1e-9, rtol=0)
+
+
+def test_entmax_bisect_with_a_tensor_alpha_matches_in_value_and_both_gradients():
+    from attnlib.normalizers import entmax_bisect
+
+    x = scores(3, 4, 5).requires_grad_()
+    alpha = (0.3 + 2 * torch.rand(3, 1, 5, dtype=torch.float64)).requires_grad_()
+    a = entmax_bisect(x, alpha, dim=1)
+    b = peer.entmax_bisect(x, alpha, dim=1, n_iter=100)
+    torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+    w = scores(3, 4, 5, seed=5)
+    ga = torch.autograd.grad((a * w).sum(), (x, alpha))
+    gb = torch.autograd.grad((b * w).sum(), (x, alpha))
+    for u, v in zip(ga, gb):
+        torch.testing.assert_close(u, v, atol=1e-9, rtol=0)
+
+
+def test_loss_functions_match_the_package_row_by_row():
+    import attnlib.normalizers as A
+
+    x = scores(7, 5).requires_grad_()
+    y = torch.tensor([0, 4, 2, 2, 1, 3, 0])
+    cases = [
+        (A.sparsemax_loss, peer.sparsemax_loss, {}),
+        (A.entmax15_loss, peer.entmax15_loss, {}),
+        (A.sparsemax_bisect_loss, peer.sparsemax_bisect_loss, {}),
+        (lambda x, y: A.entmax_bisect_loss(x, y, 1.7),
+         lambda x, y: peer.entmax_bisect_loss(x, y, 1.7, 100), {}),
+        (lambda x, y: A.normmax_bisect_loss(x, y, 3.0),
+         lambda x, y: peer.normmax_bisect_loss(x, y, 3.0, 100), {}),
+    ]  # fmt: skip
+    for ours, theirs, _ in cases:
+        a, b = ours(x, y), theirs(x, y)
+        assert a.shape == (7,)
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+        (ga,) = torch.autograd.grad(a.sum(), x)
+        (gb,) = torch.autograd.grad(b.sum(), x)
+        torch.testing.assert_close(ga, gb, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "ours, theirs",
+    [
+        (lambda: A.SparsemaxBisectLoss(ignore_index=2),
+         lambda: peer.SparsemaxBisectLoss(ignore_index=2)),
+        (lambda: A.EntmaxBisectLoss(1.2, ignore_index=2),
+         lambda: peer.EntmaxBisectLoss(1.2, n_iter=100, ignore_index=2)),
+        (lambda: A.NormmaxBisectLoss(2, reduction="sum"),
+         lambda: peer.NormmaxBisectLoss(2, n_iter=100, reduction="sum")),
+    ],
+)  # fmt: skip
+def test_bisect_loss_modules_match_the_package(ours, theirs):
+    x = scores(6, 4).requires_grad_()
+    y = torch.tensor([0, 2, 3, 2, 1, 0])
+    a, b = ours()(x, y), theirs()(x, y)
+    torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+    (ga,) = torch.autograd.grad(a, x)
+    (gb,) = torch.autograd.grad(b, x)
+    torch.testing.assert_close(ga, gb, atol=1e-10, rtol=0)
+
+
+def test_bisect_modules_match_the_package_and_keep_alpha_as_it_does():
+    import attnlib.normalizers as A
+
+    x = scores(3, 7)
+    for ours, theirs in [
+        (A.SparsemaxBisect(), peer.SparsemaxBisect()),
+        (A.EntmaxBisect(1.7), peer.EntmaxBisect(1.7, n_iter=100)),
+        (A.NormmaxBisect(3), peer.NormmaxBisect(3, n_iter=100)),
+        (A.BudgetBisect(3), peer.BudgetBisect(3, n_iter=100)),
+    ]:
+        torch.testing.assert_close(ours(x), theirs(x), atol=1e-12, rtol=0)
+    alpha = torch.full((3, 1), 1.4, dtype=torch.float64)
+    fixed = A.EntmaxBisect(alpha)
+    assert "alpha" not in fixed.state_dict()  # not persistent, as the package's
+    torch.testing.assert_close(fixed(x), peer.entmax_bisect(x, alpha, n_iter=100),
+                               atol=1e-12, rtol=0)  # fmt: skip
+    learned = A.EntmaxBisect(torch.nn.Parameter(alpha.clone()))
+    assert [n for n, _ in learned.named_parameters()] == ["alpha"]
+    learned(x)[:, 0].sum().backward()
+    assert learned.alpha.grad is not None and learned.alpha.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_support_size_and_k_as_the_package(dim):
+    import attnlib.normalizers as A
+
+    x = scores(5, 8, seed=7)
+    for fn, mod in ((A.sparsemax, A.Sparsemax), (A.entmax15, A.Entmax15)):
+        p, size = fn(x, dim, return_support_size=True)
+        assert size.dtype == torch.int64 and size.shape[dim] == 1
+        assert torch.equal(size, (p > 0).sum(dim, keepdim=True))
+        for k in (1, 2, 100):  # identical whatever k
+            assert torch.equal(fn(x, dim, k=k), p)
+        q, s2 = mod(dim=dim, k=3, return_support_size=True)(x)
+        assert torch.equal(q, p) and torch.equal(s2, size)
+    tau, size = A._sparsemax_threshold_and_support(x, dim=1)
+    tau_p, size_p = peer.activations._sparsemax_threshold_and_support(x, dim=1)
+    torch.testing.assert_close(tau, tau_p, atol=1e-12, rtol=0)
+    assert torch.equal(size, size_p)
+    tau, size = A._entmax_threshold_and_support(x / 2, dim=1)
+    tau_p, size_p = peer.activations._entmax_threshold_and_support(x / 2, dim=1)
+    torch.testing.assert_close(tau, tau_p, atol=1e-12, rtol=0)
+    assert torch.equal(size, size_p)
+
+
+def _all_maps():
+    import attnlib.normalizers as A
+
+    return [
+        A.softmax, A.sparsemax, A.entmax15, A.entmax, lambda x: A.entmax(x, 3.0),
+        A.sparsemax_bisect, A.entmax_bisect, lambda x: A.entmax_bisect(x, 0.5),
+        lambda x: A.entmax_bisect(x, torch.tensor([[1.3], [2.5], [0.7]])),
+        A.normmax_bisect, A.budget_bisect, A.Sparsemax(), A.Entmax15(), A.Entmax(1.3),
+        A.SparsemaxBisect(), A.EntmaxBisect(), A.NormmaxBisect(), A.BudgetBisect(),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("fn", _all_maps())
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_row_with_every_entry_masked_gives_zeros_and_a_zero_gradient(fn, dtype):
+    """The package raises (sort-based maps) or gives NaN (bisection) there."""
+    x = scores(3, 5, dtype=dtype)
+    x[1] = -torch.inf
+    x[2, :2] = -torch.inf
+    x.requires_grad_()
+    p = fn(x)
+    assert (p[1] == 0).all() and torch.isfinite(p).all()
+    (g,) = torch.autograd.grad((p * scores(3, 5, dtype=dtype, seed=9)).sum(), x)
+    assert torch.isfinite(g).all() and (g[1] == 0).all()
+    # the other rows are as if the masked row held ordinary scores
+    other = x.detach().clone()
+    other[1] = 0.0
+    torch.testing.assert_close(p[[0, 2]], fn(other)[[0, 2]], atol=0, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda A, x: A.sparsemax(x, k=0), "k must be"),
+        (lambda A, x: A.entmax_bisect(x, -1.0), "alpha must be"),
+        (lambda A, x: A.entmax_bisect(x, torch.tensor([[1.0]])), "other than 1"),
+        (lambda A, x: A.entmax_bisect(x, 1.5, n_iter=0), "n_iter must be"),
+        (lambda A, x: A.normmax_bisect(x, 1.0), "greater than 1"),
+        (lambda A, x: A.normmax_bisect(x, torch.tensor(2.0, requires_grad=True)),
+         "no gradient in alpha"),
+        (lambda A, x: A.budget_bisect(x, 9.0), "budget must be"),
+        (lambda A, x: A.budget_bisect(x, torch.tensor([[9.0]])), "budget must hold"),
+        (lambda A, x: A.SparsemaxBisect(n_iter=-1), "n_iter must be"),
+        (lambda A, x: A.entmax15_loss(x, torch.tensor([0.0, 1.0, 2.0])), "class ind"),
+    ],
+)  # fmt: skip
+def test_what_the_package_computes_silently_or_fails_on_is_refused(call, match):
+    """The package answers k=0 and n_iter=0 with an IndexError or UnboundLocalError,
+    and α = 1 for normmax, a budget above n and α ≤ 0 with a value."""
+    import attnlib.normalizers as A
+
+    with pytest.raises(ValueError, match=match):
+        call(A, scores(3, 5))
+
+
+@pytest.mark.parametrize("name", ["budget_bisect", "normmax_bisect", "entmax_bisect"])
+def test_masked_entries_are_as_if_absent_as_in_the_package(name):
+    import attnlib.normalizers as A
+
+    x = scores(4, 7, seed=11)
+    x[:, [1, 4]] = -torch.inf
+    kept = [0, 2, 3, 5, 6]
+    p = getattr(A, name)(x)
+    assert (p[:, [1, 4]] == 0).all()
+    ref = getattr(peer, name)(x[:, kept], n_iter=100)
+    torch.testing.assert_close(p[:, kept], ref, atol=1e-12, rtol=0)

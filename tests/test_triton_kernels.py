@@ -8,6 +8,7 @@ CPU, float64) and the ``entmax`` package.
 
 import contextlib
 import os
+import warnings
 
 import pytest
 import torch
@@ -31,6 +32,16 @@ if not REAL_CUDA and type(te._entmax_fwd_kernel).__name__ != "InterpretedFunctio
     pytest.skip("Triton was imported before TRITON_INTERPRET=1 was set",
                 allow_module_level=True)  # fmt: skip
 DEV = torch.device("cuda" if REAL_CUDA else "cpu")
+
+
+@pytest.fixture(autouse=True)
+def _flash_probe_stubbed(monkeypatch, request):
+    """The flash kernels' first-use check costs about 12 s per key in the interpreter:
+    tests that are not about it take it as passed (the probe tests run it)."""
+    if "probe" not in request.node.name:
+        monkeypatch.setattr(kernels, "probe_flash", lambda *args, **kw: None)
+
+
 ALPHAS = [2.0, 1.5, 1.25, 3.0, "tensor"]
 TOL = {torch.float32: 2e-6, torch.bfloat16: 1.6e-2, torch.float16: 2e-3}
 
@@ -150,6 +161,7 @@ def _count(monkeypatch, module, *names):
 
     if not REAL_CUDA:
         monkeypatch.setattr(kernels, "runnable", lambda: True)
+    monkeypatch.setenv(kernels.ENV, "1")  # no kernel is verified on hardware yet
     for name in names:
         monkeypatch.setattr(module, name, recorded(name))
     return calls
@@ -464,6 +476,7 @@ def test_a_kernel_triton_refuses_leaves_the_torch_engine_to_answer(monkeypatch):
     from attnlib import attention
 
     monkeypatch.setattr(kernels, "_refused", {})
+    monkeypatch.setattr(kernels, "probed", lambda key, probe: True)  # not the point
     calls = _count(monkeypatch, te, "entmax_forward")
     fwd, bwd = _Refused("flash_fwd"), _Refused("rows_bwd")
     monkeypatch.setattr(tf, "_fwd_kernel", fwd)
@@ -509,3 +522,139 @@ def test_a_refused_flash_backward_says_how_to_differentiate(monkeypatch):
             pytest.raises(RuntimeError, match=r"need_weights=True"),
         ):
             out.sum().backward()
+
+
+# --------------------------------------- opt-in kernels and their first-use check
+def test_cuda_rows_go_to_the_kernels_only_when_asked(monkeypatch):
+    """No kernel is verified on hardware yet: CUDA rows stay with the torch engine
+    unless ATTNLIB_TRITON=1; ATTNLIB_TRITON=0 turns even a verified kernel off."""
+    calls = _count(monkeypatch, te, "entmax_forward")
+    x = _scores(rows=4, n=11, seed=7).float()
+    with ON_CUDA():
+        xc = x.to("cuda")
+        monkeypatch.delenv(kernels.ENV)
+        sparsemax(xc)
+        assert calls == [] and kernels.VERIFIED == frozenset()
+        monkeypatch.setenv(kernels.ENV, "1")
+        sparsemax(xc)
+        assert calls == ["entmax_forward"]
+        monkeypatch.setattr(kernels, "VERIFIED", frozenset({"rows", "flash"}))
+        monkeypatch.setenv(kernels.ENV, "0")
+        sparsemax(xc)
+        assert len(calls) == 1
+        monkeypatch.delenv(kernels.ENV)
+        sparsemax(xc)  # verified: on by default
+        assert len(calls) == 2
+
+
+class _Planted:
+    """A wrong kernel: the real one, then ``corrupt(args)`` on its output."""
+
+    def __init__(self, real, corrupt):
+        self.real, self.corrupt, self.__name__ = real, corrupt, real.__name__
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.real[grid](*args, **kwargs)
+            self.corrupt(args)
+
+        return launch
+
+
+def _long_rows_off(args):  # p (args[1]) off by 0.1 % on rows longer than a block
+    if args[3] > 1024:
+        args[1].mul_(1.001)
+
+
+def _grad_sign(args):  # the gradient (args[2]) with the wrong sign
+    args[2].neg_()
+
+
+def _probes(monkeypatch):
+    """A fresh record of first-use checks, and the list of the row probes run."""
+    monkeypatch.setattr(kernels, "_probed", {})
+    runs, real = [], te._probe
+    monkeypatch.setattr(te, "_probe", lambda *a: runs.append(a[:2]) or real(*a))
+    return runs
+
+
+@pytest.mark.parametrize(
+    "kernel, corrupt, where",
+    [("_entmax_fwd_kernel", _long_rows_off, "forward, rows of 2500"),
+     ("_entmax_bwd_kernel", _grad_sign, "backward, rows of 7")],
+)  # fmt: skip
+def test_the_probe_catches_a_wrong_rows_kernel_once(
+    kernel, corrupt, where, monkeypatch
+):
+    """A planted wrong kernel (forward off by 0.1 % on long rows only, or the gradient's
+    sign flipped): the first use warns once, the torch engine answers, then and after;
+    the check is not run again for that key."""
+    runs = _probes(monkeypatch)
+    calls = _count(monkeypatch, te, "entmax_forward")
+    monkeypatch.setattr(te, kernel, _Planted(getattr(te, kernel), corrupt))
+    x = _scores(rows=4, n=11, seed=7).float()
+    xr = x.double().requires_grad_(True)
+    ref = entmax(xr)
+    (ref_g,) = torch.autograd.grad(ref[:, 0].sum(), xr)
+    with ON_CUDA():
+        xc = x.to("cuda").requires_grad_(True)
+        with pytest.warns(RuntimeWarning, match="disagrees with the torch engine") as w:
+            p = entmax(xc)
+        assert len(w) == 1 and where in str(w[0].message)
+        (g,) = torch.autograd.grad(p[:, 0].sum(), xc)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # warned once: not again
+            p2 = entmax(xc)
+        p, g, p2 = p.detach().cpu(), g.cpu(), p2.detach().cpu()
+    assert runs == [(2, torch.float32)] and len(calls) == 2
+    assert kernels._probed == {("entmax_rows", 2, torch.float32, "cuda:0"): False}
+    torch.testing.assert_close(p.double(), ref.detach(), atol=1e-6, rtol=0)
+    torch.testing.assert_close(p2, p, atol=0, rtol=0)
+    torch.testing.assert_close(g.double(), ref_g, atol=1e-6, rtol=0)
+
+
+def test_correct_row_kernels_pass_the_probe_once_per_key(monkeypatch):
+    runs = _probes(monkeypatch)
+    _count(monkeypatch, te, "entmax_forward")
+    x = _scores(rows=4, n=11, seed=7)
+    with ON_CUDA(), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            sparsemax(x.float().to("cuda"))
+            entmax(x.bfloat16().to("cuda"), torch.tensor([[1.2], [1.7], [2.4], [3.0]]))
+    assert runs == [(1, torch.float32), (0, torch.bfloat16)]
+    assert set(kernels._probed.values()) == {True}
+
+
+def _flash_off(args):  # the output (args[3]) off by 1 %
+    args[3].mul_(1.01)
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["correct", "planted-wrong"])
+def test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one(
+    planted, small_blocks, monkeypatch
+):
+    from attnlib import attention
+
+    monkeypatch.setattr(kernels, "_probed", {})
+    calls = _count(monkeypatch, tf, "flash_entmax_attention")
+    if planted:
+        monkeypatch.setattr(tf, "_fwd_kernel", _Planted(tf._fwd_kernel, _flash_off))
+    q, k, v = _qkv(6, 9)
+    ref = attention(q.double(), k.double(), v.double(), normalizer="sparsemax").output
+    with ON_CUDA(), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        dev = [t.to("cuda") for t in (q, k, v)]
+        for _ in range(2):
+            out = attention(*dev, normalizer="sparsemax", need_weights=False).output
+        out = out.cpu()
+    disagreed = [x for x in w if "disagrees" in str(x.message)]
+    assert len(disagreed) == (1 if planted else 0)
+    flash = {k: ok for k, ok in kernels._probed.items() if k[0].startswith("flash")}
+    assert flash == {
+        ("flash_entmax_attention", 1, torch.float32, "cuda:0"): not planted
+    }
+    # the two calls, and the probe's own: a masked and a causal one, or only the first
+    # where it disagrees (the probe's calls go to the kernel unchecked)
+    assert calls == [2.0] * (3 if planted else 4)
+    torch.testing.assert_close(out.double(), ref, atol=1e-5, rtol=1e-5)

@@ -104,6 +104,7 @@ T_CALLS = (
     "tests/test_benchmarks.py::test_calls_goals_and_the_cap_on_the_largest_fit",
     "tests/test_benchmarks.py::test_calls_agreement_compares_gradients_too",
 )
+T_EMOD = "tests/test_entmax_modules.py"
 
 A = "attnlib/"
 MUTANTS: list[Mutant] = [
@@ -518,7 +519,7 @@ MUTANTS: list[Mutant] = [
     M(
         "rows-dispatch-bypasses-the-kernels",
         A + "normalizers/maps.py",
-        "if triton_entmax.accepts(x):",
+        "if not low and triton_entmax.accepts(x):",
         "if False:",
         T_TRI,
     ),
@@ -1237,5 +1238,135 @@ MUTANTS: list[Mutant] = [
         "from __future__ import annotations",
         "from __future__ import annotations\n\nimport scipy  # noqa: F401",
         "tests/test_dependencies.py",
+    ),
+    # ------------- entmax's public face, all -inf rows, opt-in checked kernels (entmax)
+    M(
+        "all-minus-inf-row-not-zeroed",
+        A + "normalizers/maps.py",
+        "out = out.masked_fill(dead, 0)",
+        "out = out",
+        T_EMOD,
+    ),
+    M(
+        "softmax-all-minus-inf-row-not-zeroed",
+        A + "normalizers/maps.py",
+        "p = p.masked_fill_(dead, 0)",
+        "p = p",
+        T_EMOD,
+    ),
+    M(
+        "compiled-backward-nan-on-all-minus-inf-row",
+        A + "normalizers/maps.py",
+        "grad = grad.masked_fill_(ctx.dead, 0)",
+        "grad = grad",
+        T_EMOD,
+    ),
+    M(
+        "vjp-divides-by-an-empty-support",
+        A + "normalizers/_entmax.py",
+        "total = torch.where(total > 0, total, 1)",
+        "total = total",
+        T_EMOD,
+    ),
+    M(
+        "alpha-below-one-sent-to-newton",
+        A + "normalizers/maps.py",
+        "else 1 < alpha <= 2",
+        "else alpha <= 2",
+        T_EMOD,
+    ),
+    M(
+        "normmax-threshold-exponent",
+        A + "normalizers/_normmax.py",
+        "r, e = 1 / (alpha - 1), alpha / (alpha - 1)",
+        "r, e = 1 / (alpha - 1), 1 / (alpha - 1)",
+        T_EMOD,
+    ),
+    M(
+        "normmax-backward-norm-power",
+        A + "normalizers/_normmax.py",
+        ".pow((alpha - 1) / alpha)",
+        ".pow(1 / alpha)",
+        T_EMOD,
+    ),
+    M(
+        "budget-backward-keeps-the-mean",
+        A + "normalizers/_normmax.py",
+        "g_in - g_in.sum(-1, keepdim=True) / size",
+        "g_in",
+        T_EMOD,
+    ),
+    M(
+        "budget-bracket-from-a-masked-entry",
+        A + "normalizers/_normmax.py",
+        "torch.where(finite, x, torch.inf).amin(-1, keepdim=True)",
+        "x.amin(-1, keepdim=True)",
+        T_EMOD,
+    ),
+    M(
+        "entmax15-threshold-sign",
+        A + "normalizers/packaged.py",
+        "torch.where(p > 0, X - p.sqrt(), 0)",
+        "torch.where(p > 0, X + p.sqrt(), 0)",
+        T_EMOD,
+    ),
+    M(
+        "entmax-bisect-alpha-buffer-saved",
+        A + "normalizers/packaged.py",
+        "self.register_buffer(name, value, persistent=False)",
+        "self.register_buffer(name, value, persistent=True)",
+        T_EMOD,
+    ),
+    M(
+        "normmax-loss-without-its-constant",
+        A + "normalizers/losses.py",
+        "+ 1 - p.pow(alpha).sum(-1).pow(1 / alpha)",
+        "- p.pow(alpha).sum(-1).pow(1 / alpha)",
+        T_EMOD,
+    ),
+    M(
+        "unverified-kernels-on-by-default",
+        A + "utils/kernels.py",
+        'return flag != "0" and (flag == "1" or family in VERIFIED)',
+        'return flag != "0"',
+        T_TRI + "::test_cuda_rows_go_to_the_kernels_only_when_asked",
+    ),
+    M(
+        "probe-verdict-ignored",
+        A + "utils/kernels.py",
+        "_probed[key] = verdict is None",
+        "_probed[key] = True",
+        T_TRI + "::test_the_probe_catches_a_wrong_rows_kernel_once",
+    ),
+    M(
+        "probe-without-long-rows",
+        A + "normalizers/_triton_entmax.py",
+        "PROBE_COLS = (7, 2500)",
+        "PROBE_COLS = (7,)",
+        T_TRI + "::test_the_probe_catches_a_wrong_rows_kernel_once",
+    ),
+    M(
+        "probe-skips-the-backward",
+        A + "normalizers/_triton_entmax.py",
+        "if not ((gx64 - ref_g).abs() <= 4 * tol * gscale).all():",
+        "if False:",
+        T_TRI + "::test_the_probe_catches_a_wrong_rows_kernel_once",
+    ),
+    M(
+        "flash-probe-ignored",
+        A + "functional/_triton_flash.py",
+        "if not kernels.flash_checked(flash_entmax_attention, kind, q, entmax,"
+        " BLOCK_N + 6):",
+        "if False:",
+        T_TRI
+        + "::test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one",
+    ),
+    M(
+        "flash-probe-output-not-compared",
+        A + "utils/kernels.py",
+        "if not err <= FLASH_TOL[dtype]:",
+        "if False:",
+        T_TRI
+        + "::test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one",
     ),
 ]

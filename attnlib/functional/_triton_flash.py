@@ -26,8 +26,9 @@ a zero output and zero gradients.
 The engine of :func:`attnlib.functional.attention` (its path without weights on CUDA):
 it computes attention's output, so it lives in the attention package rather than in
 ``normalizers``. Launches go through :func:`attnlib.utils.kernels.launch`: where Triton
-refuses the forward kernel, :func:`flash_entmax_attention` returns None and attention
-takes its dense path.
+refuses a kernel, where the kernels are not asked for (``ATTNLIB_TRITON=1``) or fail
+their first-use check (:func:`attnlib.utils.kernels.probe_flash`),
+:func:`flash_entmax_attention` returns None and attention takes its dense path.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import math
 
 import torch
 
+from ..normalizers import entmax
 from ..utils import kernels
 from ..utils.kernels import HAVE_TRITON
 
@@ -312,6 +314,7 @@ def accepts(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     return (
         q.is_cuda
         and kernels.runnable()
+        and kernels.enabled("flash")
         and q.dtype in kernels.DTYPES
         and max(q.shape[-1], v.shape[-1]) <= MAX_HEAD
         and min(q.numel(), k.numel(), v.numel()) > 0
@@ -411,7 +414,7 @@ def flash_entmax_attention(
     -------
     tensor (..., n_q, d_v) or None
         The output, differentiable in q, k, v (not in α); None where Triton cannot
-        build or fit the forward kernel.
+        build or fit the forward kernel, or the kernels failed their first-use check.
     """
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     n_q, n_k = q.shape[-2], k.shape[-2]
@@ -428,6 +431,8 @@ def flash_entmax_attention(
     else:
         am1 = torch.full((bh,), float(alpha) - 1, device=q.device, dtype=torch.float32)
         kind = 1 if alpha == 2 else 2 if alpha == 1.5 else 0
+    if not kernels.flash_checked(flash_entmax_attention, kind, q, entmax, BLOCK_N + 6):
+        return None  # it disagreed with the torch engine on its first use
     m4 = None
     if mask is not None:  # (batch, heads, n_q, n_k) with broadcast dims at stride 0
         m = mask.view(torch.int8) if mask.dtype == torch.bool else mask.to(torch.int8)

@@ -142,8 +142,10 @@ def entmax_bisect(z: torch.Tensor, alpha, n_iter: int | None = None) -> torch.Te
     ----------
     z : tensor, shape (..., n)
         Scores minus their row maximum; ``-inf`` entries get weight 0.
-    alpha : float > 1 or tensor broadcastable to (..., 1)
-        The Tsallis index, one per row if a tensor.
+    alpha : float > 0, not 1, or tensor broadcastable to (..., 1)
+        The Tsallis index, one per row if a tensor. Below 1 (the ``entmax`` package's
+        ``entmax_bisect`` takes it) the map is dense and the bracket's ends swap; the
+        mass still grows with τ, so the same halvings find it.
     n_iter : int, optional
         Bisections (default: 64 in float64, 36 otherwise, enough to pin τ to the
         dtype's round-off, since it starts in an interval of length below 1).
@@ -204,7 +206,7 @@ def entmax_vjp(
     if plain and alpha == 2:  # s is the support's indicator
         support = p > 0
         g_in = torch.where(support, g, 0)
-        mean = g_in.sum(-1, keepdim=True) / support.sum(-1, keepdim=True)
+        mean = g_in.sum(-1, keepdim=True) / support.sum(-1, keepdim=True).clamp_min(1)
         return g_in.sub_(mean).masked_fill_(~support, 0)
     if plain and alpha == 1.5:  # √0 = 0 off the support
         s = p.sqrt()
@@ -212,5 +214,6 @@ def entmax_vjp(
         support = p > 0
         s = torch.where(support, torch.where(support, p, 1).pow(2 - alpha), 0)
     sg = s * g
-    return torch.addcmul(sg, s, sg.sum(-1, keepdim=True) / s.sum(-1, keepdim=True),
-                         value=-1)  # fmt: skip
+    total = s.sum(-1, keepdim=True)  # 0 on a row with every entry masked (p = 0)
+    total = torch.where(total > 0, total, 1)
+    return torch.addcmul(sg, s, sg.sum(-1, keepdim=True) / total, value=-1)

@@ -18,6 +18,12 @@ Inputs may be float32, bfloat16 or float16; everything is accumulated in float32
 written back in the input's dtype. ``-inf`` entries get weight 0; a row that is entirely
 ``-inf`` gets an all-zero output and a zero gradient.
 
+The kernels run only when asked (``ATTNLIB_TRITON=1``: no committed run on real
+hardware has verified them yet), and on first use per specialisation (sparsemax,
+1.5-entmax, any α), dtype and device, forward and backward are checked against the
+torch engine on a probe (:func:`_probe`); where they disagree, the maps warn once and
+use the torch engine (:func:`attnlib.utils.kernels.probed`).
+
 Triton is optional: importing this module without it succeeds, and :func:`accepts`
 returns False. Launches go through :func:`attnlib.utils.kernels.launch`: where Triton
 refuses a kernel, the functions below return None and the maps use the torch engine.
@@ -29,6 +35,7 @@ import torch
 
 from ..utils import kernels
 from ..utils.kernels import HAVE_TRITON
+from . import _entmax as entmax_engine
 
 if HAVE_TRITON:
     import triton
@@ -45,6 +52,7 @@ def accepts(x: torch.Tensor) -> bool:
     return (
         x.is_cuda
         and kernels.runnable()
+        and kernels.enabled("rows")
         and x.dtype in kernels.DTYPES
         and x.ndim >= 1
         and 0 < x.shape[-1] <= MAX_COLS
@@ -152,9 +160,86 @@ def _launch(n: int) -> dict:
     return {"BLOCK": block, "num_warps": min(16, max(4, block // 2048))}
 
 
+def _checked(x: torch.Tensor, alpha) -> bool:
+    """Whether the kernels of ``alpha``'s specialisation passed, on ``x``'s dtype and
+    device, their first-use check (run here the first time)."""
+    kind = _kind(alpha)
+    key = ("entmax_rows", kind, x.dtype, str(x.device))
+    return kernels.probed(key, lambda: _probe(kind, x.dtype, x.device))
+
+
+#: The probe's tolerance on p (relative to each row's largest weight), by dtype.
+PROBE_TOL = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+#: The probe's row lengths: one short row block, one long one (many warps).
+PROBE_COLS = (7, 2500)
+
+
+def _probe_scores(n: int) -> torch.Tensor:
+    """Six float64 rows of ``n`` scores: random, masked to five keys, every third key
+    masked, a four-way tie at the top, entirely -inf, and a large offset."""
+    g = torch.Generator().manual_seed(50)
+    x = 2 * torch.randn(6, n, generator=g, dtype=torch.float64)
+    x[1, 5:] = float("-inf")
+    x[2, ::3] = float("-inf")
+    x[3, :4] = x[3].max() + 1
+    x[4] = float("-inf")
+    x[5] += 100
+    return x
+
+
+def _reference(x: torch.Tensor, alpha) -> torch.Tensor:
+    """α-entmax of the float64 CPU rows ``x`` by the torch engine (sort or bisection);
+    a row that is entirely -inf gets zeros, as in the maps."""
+    top = x.amax(-1, keepdim=True)
+    dead = torch.isneginf(top)
+    x, top = x.masked_fill(dead, 0), top.masked_fill(dead, 0)
+    p = entmax_engine.threshold_map(x, top, alpha, torch.float64)
+    return p.masked_fill(dead, 0)
+
+
+def _probe(kind: int, dtype: torch.dtype, device) -> str | bool | None:
+    """The kernels of ``kind`` on ``dtype`` and ``device`` against the torch engine
+    (on the CPU, float64) on :func:`_probe_scores`: None where they agree, False
+    where Triton refused a kernel, else where they disagree."""
+    alpha = {1: 2.0, 2: 1.5}.get(kind, torch.linspace(1.2, 2.8, 6).unsqueeze(-1))
+    tol = PROBE_TOL[dtype]
+    for n in PROBE_COLS:
+        x = _probe_scores(n).to(dtype)
+        g = torch.randn(6, n, generator=torch.Generator().manual_seed(51)).to(dtype)
+        a = alpha.to(device) if isinstance(alpha, torch.Tensor) else alpha
+        p = _forward(x.to(device), a)
+        gx = None if p is None else _backward(p, g.to(device), a)
+        if gx is None:
+            return False
+        p64, gx64 = p.double().cpu(), gx.double().cpu()
+        a64 = alpha.double() if kind == 0 else alpha
+        ref = _reference(x.double(), a64)
+        ref_g = entmax_engine.entmax_vjp(p64, g.double(), a64)
+        scale = ref.amax(-1, keepdim=True).clamp_min(1e-3)
+        gscale = ref_g.abs().amax(-1, keepdim=True).clamp_min(1e-3)
+        if not ((p64 - ref).abs() <= tol * scale).all():
+            err = ((p64 - ref).abs() / scale).nan_to_num(float("inf")).max().item()
+            return f"forward, rows of {n}: off by {err:.2g} of a row's top weight"
+        if not ((gx64 - ref_g).abs() <= 4 * tol * gscale).all():
+            err = ((gx64 - ref_g).abs() / gscale).nan_to_num(float("inf")).max().item()
+            return f"backward, rows of {n}: off by {err:.2g} of a row's largest entry"
+    return None
+
+
 def entmax_forward(x: torch.Tensor, alpha) -> torch.Tensor | None:
     """α-entmax of ``x`` along its last dim by the Triton kernel (α float or tensor);
-    None where Triton refuses the kernel."""
+    None where Triton refuses the kernel or it failed its first-use check."""
+    return _forward(x, alpha) if _checked(x, alpha) else None
+
+
+def entmax_backward(p: torch.Tensor, g: torch.Tensor, alpha) -> torch.Tensor | None:
+    """The gradient in the scores of α-entmax at ``p`` given ``g`` (Triton kernel);
+    None where Triton refuses the kernel or it failed its first-use check."""
+    return _backward(p, g, alpha) if _checked(p, alpha) else None
+
+
+def _forward(x: torch.Tensor, alpha) -> torch.Tensor | None:
+    """:func:`entmax_forward` without the check."""
     shape = x.shape
     x2 = x.contiguous().view(-1, shape[-1])
     p = torch.empty_like(x2)
@@ -169,9 +254,8 @@ def entmax_forward(x: torch.Tensor, alpha) -> torch.Tensor | None:
     return p.view(shape)
 
 
-def entmax_backward(p: torch.Tensor, g: torch.Tensor, alpha) -> torch.Tensor | None:
-    """The gradient in the scores of α-entmax at ``p`` given ``g`` (Triton kernel);
-    None where Triton refuses the kernel."""
+def _backward(p: torch.Tensor, g: torch.Tensor, alpha) -> torch.Tensor | None:
+    """:func:`entmax_backward` without the check."""
     shape = p.shape
     p2 = p.contiguous().view(-1, shape[-1])
     g2 = g.contiguous().view(-1, shape[-1])  # read in its own dtype, as float32

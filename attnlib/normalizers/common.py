@@ -68,6 +68,33 @@ def _row_max(z: torch.Tensor, name: str = "x") -> torch.Tensor:
     return m
 
 
+def _live_rows(x: torch.Tensor, name: str = "x"):
+    """``x`` with its rows that are entirely ``-inf`` set to 0, those rows, and the
+    row maxima (0 on those rows).
+
+    A row with every key masked is an input of the maps, not an error: they give it
+    zero weights and a zero gradient, as :func:`attnlib.functional.attention` does. The
+    one reduction also refuses NaN and ``+inf`` (on an accelerator asserted on the
+    device, without synchronisation). On the CPU the rows come back as None where
+    there are none, so that the common case costs no copy.
+    """
+    m = x.amax(-1, keepdim=True)  # max propagates NaN
+    dead = torch.isneginf(m)
+    if m.device.type != "cpu":
+        check_on_device(
+            (torch.isnan(m) | torch.isposinf(m)).any(),
+            f"{name} contains NaN or +inf values",
+        )
+        return x.masked_fill(dead, 0), dead, m.masked_fill(dead, 0)
+    if torch.isnan(m).any():
+        raise ValueError(f"{name} contains NaN values")
+    if torch.isposinf(m).any():
+        raise ValueError(f"{name} contains +inf values")
+    if not dead.any():
+        return x, None, m
+    return x.masked_fill(dead, 0), dead, m.masked_fill(dead, 0)
+
+
 def _along_last(fn, x: torch.Tensor, dim: int, *args):
     """Apply ``fn`` (which works on the last dimension) along ``dim``."""
     if dim == x.ndim - 1:
@@ -87,3 +114,32 @@ def _check_index(value, name: str) -> float:
     ):
         raise ValueError(f"{name} must be a finite number ≥ 1, got {value!r}")
     return float(value)
+
+
+def _check_k(k):
+    """The ``entmax`` package's partial-sort size: None or a positive integer."""
+    if k is not None and (
+        isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1
+    ):
+        raise ValueError(f"k must be a positive integer or None, got {k!r}")
+    return k
+
+
+def _aligned(t: torch.Tensor, x: torch.Tensor, dim: int, name: str):
+    """The tensor ``t`` (one value per slice of ``x`` along ``dim``) floating, on x's
+    device, with x's number of dimensions and size 1 along ``dim``."""
+    if not t.is_floating_point():
+        t = t.to(torch.get_default_dtype())
+    if t.ndim > x.ndim or (t.ndim == x.ndim and t.shape[dim] != 1):
+        raise ValueError(
+            f"{name} must be a number or a tensor broadcastable to x with size 1 "
+            f"along dim, got shape {tuple(t.shape)}"
+        )
+    t = t.to(x.device)
+    if t.ndim < x.ndim:  # align with x so that it can be moved with dim
+        t = t.reshape((1,) * (x.ndim - t.ndim) + tuple(t.shape))
+    if t.shape[dim] != 1:
+        raise ValueError(
+            f"{name} must have size 1 along dim, got shape {tuple(t.shape)}"
+        )
+    return t

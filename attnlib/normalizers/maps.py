@@ -7,6 +7,8 @@ pass is the map's Jacobian-vector product in closed form.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
@@ -17,22 +19,33 @@ from . import _entmax as entmax_engine
 from . import _entmax_loops as entmax_loops
 from . import _triton_entmax as triton_entmax
 from .common import (
+    _aligned,
     _along_last,
     _check_index,
+    _check_k,
     _check_scores,
     _compute_dtype,
-    _row_max,
+    _live_rows,
 )
 
-__all__ = ["softmax", "sparsemax", "entmax", "NORMALIZERS", "SHIFT_INVARIANT"]
+__all__ = [
+    "softmax",
+    "sparsemax",
+    "entmax15",
+    "entmax",
+    "NORMALIZERS",
+    "SHIFT_INVARIANT",
+]
 
 
 # ----------------------------------------------------------------------------- softmax
 class _Softmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
-        _row_max(x)
+        x, dead, _ = _live_rows(x)
         p = torch.softmax(x, dim=-1)
+        if dead is not None:  # a row with every entry masked: zero weights
+            p = p.masked_fill_(dead, 0)
         ctx.save_for_backward(p)
         return p
 
@@ -45,6 +58,9 @@ class _Softmax(torch.autograd.Function):
 
 def softmax(x, dim: int = -1) -> torch.Tensor:
     """Softmax along ``dim``: ``exp(x) / Σ exp(x)``; ``-inf`` entries get weight 0.
+
+    A slice that is entirely ``-inf`` (every key masked) gets zeros and a zero
+    gradient, as in :func:`attnlib.functional.attention` (``torch.softmax`` gives NaN).
 
     Parameters
     ----------
@@ -106,10 +122,11 @@ def _alpha_rows(alpha, x: torch.Tensor) -> torch.Tensor:
     return am1.expand(len(x), 1).reshape(-1).contiguous()
 
 
-def _entmax_cpu(x: torch.Tensor, alpha) -> torch.Tensor:
-    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D CPU tensor ``x``."""
+def _entmax_cpu(x: torch.Tensor, top: torch.Tensor, alpha) -> torch.Tensor:
+    """α-entmax (1 < α ≤ 2) of the rows of the contiguous 2-D CPU tensor ``x``, whose
+    row maxima are ``top``."""
     p = torch.empty_like(x)
-    top = _row_max(x).squeeze(1)
+    top = top.to(x.dtype).reshape(-1).contiguous()
     entmax_loops.forward(x, top, _alpha_rows(alpha, x), p, _family(alpha))
     return p
 
@@ -121,25 +138,24 @@ def _entmax_vjp_cpu(p: torch.Tensor, g: torch.Tensor, alpha: float) -> torch.Ten
     return grad
 
 
-def _bisect_entmax(x: torch.Tensor, alpha) -> torch.Tensor:
-    """α-entmax for any α > 1 by bisection on τ in Σ [(α-1)x - τ]₊^q = 1.
-
-    ``alpha`` may be a per-row tensor. As in the compiled search, the scores are first
-    shifted by their row maximum.
-    """
-    return entmax_engine.entmax_bisect(x - _row_max(x), alpha)
-
-
 def _rows(x: torch.Tensor) -> torch.Tensor:
     return x.contiguous().view(-1, x.shape[-1])
 
 
 # ---------------------------------------------------------------------------- sparsemax
-def sparsemax(x, dim: int = -1) -> torch.Tensor:
+def _with_support(p: torch.Tensor, dim: int, want: bool):
+    """``p``, and if ``want`` also its nonzeros along ``dim`` (kept)."""
+    if not want:
+        return p
+    return p, (p > 0).sum(dim, keepdim=True)
+
+
+def sparsemax(x, dim: int = -1, k=None, return_support_size: bool = False):
     """Sparsemax along ``dim``: the Euclidean projection of ``x`` onto the simplex.
 
     ``sparsemax(x) = [x - τ]₊`` with τ chosen so that the result sums to one; entries
-    far below the largest get exactly zero. ``-inf`` entries (masked keys) get weight 0.
+    far below the largest get exactly zero. ``-inf`` entries (masked keys) get weight 0;
+    a slice that is entirely ``-inf`` gets zeros and a zero gradient.
 
     Parameters
     ----------
@@ -147,16 +163,23 @@ def sparsemax(x, dim: int = -1) -> torch.Tensor:
         Scores; ``-inf`` marks a masked entry. float16, bfloat16, float32 or float64.
     dim : int
         The dimension that is normalised.
+    k : int, optional
+        The ``entmax`` package's partial-sort size; checked, and the result is the same
+        whatever its value (the threshold is found without sorting).
+    return_support_size : bool, default=False
+        Also return the number of nonzeros of each slice, as the package does.
 
     Returns
     -------
     tensor, same shape, dtype and device as ``x``
         Sparse probabilities summing to one along ``dim``.
+    support : int64 tensor, shape of ``x`` with size 1 along ``dim``
+        Only with ``return_support_size``.
 
     Raises
     ------
     ValueError
-        If ``x`` holds NaN or +inf, or a slice along ``dim`` is entirely ``-inf``.
+        If ``x`` holds NaN or +inf.
 
     Implements
     ----------
@@ -166,33 +189,79 @@ def sparsemax(x, dim: int = -1) -> torch.Tensor:
     Michelot's (1986) algorithm.
     """
     x, dim = _check_scores(x, dim)
-    if x.numel() == 0:
-        return x.clone()
-    return _along_last(_Entmax.apply, x, dim, 2.0)
+    _check_k(k)
+    p = x.clone() if x.numel() == 0 else _along_last(_Entmax.apply, x, dim, 2.0, False)
+    return _with_support(p, dim, return_support_size)
+
+
+def entmax15(x, dim: int = -1, k=None, return_support_size: bool = False):
+    """1.5-entmax along ``dim``: ``[x/2 - τ]₊²``, τ making it sum to one.
+
+    The ``entmax`` package's ``entmax15``, with its signature: :func:`entmax` at
+    α = 1.5. ``-inf`` entries get weight 0; a slice that is entirely ``-inf`` gets
+    zeros and a zero gradient.
+
+    Parameters
+    ----------
+    x : tensor or array-like, shape (..., n, ...)
+        Scores; ``-inf`` marks a masked entry.
+    dim : int
+        The dimension that is normalised.
+    k : int, optional
+        The package's partial-sort size; checked, and the result is the same whatever
+        its value.
+    return_support_size : bool, default=False
+        Also return the number of nonzeros of each slice.
+
+    Returns
+    -------
+    tensor, same shape, dtype and device as ``x``
+        Probabilities summing to one along ``dim``.
+    support : int64 tensor, shape of ``x`` with size 1 along ``dim``
+        Only with ``return_support_size``.
+
+    Implements
+    ----------
+    Eq. (7) of the sparse-continuous attention paper at α = 1.5 (1.5-entmax of Peters
+    et al., 2019).
+    """
+    x, dim = _check_scores(x, dim)
+    _check_k(k)
+    p = x.clone() if x.numel() == 0 else _along_last(_Entmax.apply, x, dim, 1.5, False)
+    return _with_support(p, dim, return_support_size)
 
 
 # ----------------------------------------------------------------------------- entmax
+def _safe(total: torch.Tensor) -> torch.Tensor:
+    """A row sum as a divisor: 1 where it is 0 (a row with every entry masked)."""
+    return torch.where(total > 0, total, 1)
+
+
 class _Entmax(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x, alpha):
+    def forward(ctx, x, alpha, low, name="x"):
+        # low: alpha may hold values in (0, 1] (entmax_bisect's range): bisection only
         cd = _compute_dtype(x)
         alpha = alpha.to(cd) if isinstance(alpha, torch.Tensor) else alpha
         ctx.alpha = alpha
+        x, dead, top = _live_rows(x, name)
         on_cpu = x.device.type == "cpu"
         newton = (
-            on_cpu and bool((alpha <= 2).all())  # no host read off the CPU
+            on_cpu and not low and bool((alpha <= 2).all())  # no host read off the CPU
             if isinstance(alpha, torch.Tensor)
-            else alpha <= 2
+            else 1 < alpha <= 2
         )
         ctx.compiled = newton and on_cpu
         ctx.triton = False
-        if triton_entmax.accepts(x):  # the fused kernel, after the torch engine's check
-            _row_max(x)
+        if not low and triton_entmax.accepts(x):  # after the torch engine's check
             p = triton_entmax.entmax_forward(x, alpha)
             ctx.triton = p is not None  # None: Triton refused the kernel
         if not ctx.triton:
-            p = _torch_rows(x, alpha, cd, ctx.compiled)
+            p = _torch_rows(x, top, alpha, cd, ctx.compiled)
         out = p.to(x.dtype)
+        ctx.dead = dead
+        if dead is not None:  # a row with every entry masked: zero weights
+            out = out.masked_fill(dead, 0)
         # The output itself is saved (not a copy in the compute dtype), so that a
         # backward run with create_graph=True differentiates through it: double backward
         # is exact.
@@ -212,9 +281,10 @@ class _Entmax(torch.autograd.Function):
             and not isinstance(alpha, torch.Tensor)
             and not torch.is_grad_enabled()
         ):
-            return _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape).to(
-                out.dtype
-            ), None
+            grad = _entmax_vjp_cpu(_rows(p), _rows(g), alpha).view(g.shape)
+            if ctx.dead is not None:  # 0/0 there
+                grad = grad.masked_fill_(ctx.dead, 0)
+            return grad.to(out.dtype), None, None, None
         grad_x = None
         if ctx.triton and not torch.is_grad_enabled():
             grad_x = triton_entmax.entmax_backward(out, g, alpha)  # None: refused
@@ -233,58 +303,80 @@ class _Entmax(torch.autograd.Function):
             # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p),
             # with q = 1/(α-1) and s̃ = s/Σs.
             q = 1 / (alpha - 1)
-            skew = s / s.sum(-1, keepdim=True)
+            skew = s / _safe(s.sum(-1, keepdim=True))
             plogp = torch.where(support, p_in * p_in.log(), 0)
             dp = q * q * (p - skew) - q * (plogp - skew * plogp.sum(-1, keepdim=True))
             grad_alpha = (g * dp).sum(-1, keepdim=True).sum_to_size(alpha.shape)
-        return grad_x.to(out.dtype), grad_alpha
+        return grad_x.to(out.dtype), grad_alpha, None, None
 
 
-def _torch_rows(x: torch.Tensor, alpha, cd: torch.dtype, compiled: bool):
-    """α-entmax of the rows of ``x`` by the torch engine, in the compute dtype ``cd``:
-    the compiled loops on the CPU, bisection beyond them, and off the CPU the sort or
-    fixed bisection of ``_entmax`` (no host-device synchronisation)."""
+def _torch_rows(x: torch.Tensor, top, alpha, cd: torch.dtype, compiled: bool):
+    """α-entmax of the rows of ``x`` (row maxima ``top``) by the torch engine, in the
+    compute dtype ``cd``: the compiled loops on the CPU, bisection beyond them, and off
+    the CPU the sort or fixed bisection of ``_entmax`` (no host-device
+    synchronisation)."""
     if x.device.type != "cpu":
-        return entmax_engine.threshold_map(x, _row_max(x), alpha, cd)
+        return entmax_engine.threshold_map(x, top, alpha, cd)
     if compiled:
         a = (
             alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
             if isinstance(alpha, torch.Tensor)
             else alpha
         )
-        return _entmax_cpu(_rows(x.to(cd)), a).view(x.shape)
-    return _bisect_entmax(x.to(cd), alpha)
+        return _entmax_cpu(_rows(x.to(cd)), top, a).view(x.shape)
+    return _bisect_entmax(x.to(cd), alpha, top.to(cd))
 
 
-def _check_alpha(alpha, x: torch.Tensor, dim: int):
+def _bisect_entmax(x: torch.Tensor, alpha, top=None) -> torch.Tensor:
+    """α-entmax for any α by bisection on τ in Σ [(α-1)z - τ]₊^q = 1, per row if
+    ``alpha`` is a tensor, on the scores shifted by their row maxima ``top`` (as in the
+    compiled search)."""
+    top = x.amax(-1, keepdim=True) if top is None else top
+    return entmax_engine.entmax_bisect(x - top, alpha)
+
+
+def _check_alpha(alpha, x: torch.Tensor, dim: int, low: bool = False):
+    """``alpha`` checked against ``x``: a number ≥ 1 or a tensor > 1 (with ``low``,
+    any number > 0, as the package's ``entmax_bisect`` takes), size 1 along ``dim``."""
+    what = "greater than 0" if low else "greater than 1"
     if isinstance(alpha, torch.Tensor):
-        if not alpha.is_floating_point():
-            alpha = alpha.to(torch.get_default_dtype())
-        if alpha.ndim > x.ndim or (alpha.ndim == x.ndim and alpha.shape[dim] != 1):
-            raise ValueError(
-                "alpha must be a number or a tensor broadcastable to x with size 1 "
-                f"along dim, got shape {tuple(alpha.shape)}"
-            )
+        alpha = _aligned(alpha, x, dim, "alpha")
+        bad = (alpha <= 0) | (alpha == 1) if low else alpha <= 1
         check_on_device(
-            (~torch.isfinite(alpha) | (alpha <= 1)).any(),
-            "alpha as a tensor must hold finite values greater than 1",
+            (~torch.isfinite(alpha) | bad).any(),
+            f"alpha as a tensor must hold finite values {what}"
+            + (" other than 1 (alpha = 1, softmax, as a number)" if low else ""),
         )
-        alpha = alpha.to(x.device)
-        if alpha.ndim < x.ndim:  # align with x so that it can be moved with dim
-            alpha = alpha.reshape((1,) * (x.ndim - alpha.ndim) + tuple(alpha.shape))
-        if alpha.shape[dim] != 1:
-            raise ValueError(
-                f"alpha must have size 1 along dim, got shape {tuple(alpha.shape)}"
-            )
         return alpha
-    return _check_index(alpha, "alpha")
+    if not low:
+        return _check_index(alpha, "alpha")
+    if (
+        isinstance(alpha, bool)
+        or not isinstance(alpha, numbers.Real)
+        or not (math.isfinite(alpha) and alpha > 0)
+    ):
+        raise ValueError(f"alpha must be a finite number {what}, got {alpha!r}")
+    return float(alpha)
+
+
+def _entmax(x, alpha, dim: int, low: bool = False, name: str = "x") -> torch.Tensor:
+    """:func:`entmax` (with ``low``, for any α > 0; ``name``: the scores' argument)."""
+    x, dim = _check_scores(x, dim, name)
+    alpha = _check_alpha(alpha, x, dim, low)
+    if x.numel() == 0:
+        return x.clone()
+    if not isinstance(alpha, torch.Tensor):
+        if alpha == 1:
+            return _along_last(_Softmax.apply, x, dim)
+    return _along_last(_Entmax.apply, x, dim, alpha, low, name)
 
 
 def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     """α-entmax along ``dim``: ``[(α-1) x - τ]₊^{1/(α-1)}``, τ making it sum to one.
 
     α = 1 is softmax and α = 2 sparsemax; in between, the map is sparse (for α > 1) and
-    smooth. ``-inf`` entries (masked keys) get weight 0.
+    smooth. ``-inf`` entries (masked keys) get weight 0; a slice that is entirely
+    ``-inf`` gets zeros and a zero gradient.
 
     Parameters
     ----------
@@ -305,7 +397,7 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     Raises
     ------
     ValueError
-        If ``alpha`` < 1, if ``x`` holds NaN or +inf, or a slice is entirely ``-inf``.
+        If ``alpha`` < 1, or if ``x`` holds NaN or +inf.
 
     Implements
     ----------
@@ -314,14 +406,7 @@ def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
     (14), whose finite form is ``Diag(s) - s sᵀ / 1ᵀs`` with ``s = p^(2-α)`` on the
     support, and the derivative in α of Correia et al. (2019).
     """
-    x, dim = _check_scores(x, dim)
-    alpha = _check_alpha(alpha, x, dim)
-    if x.numel() == 0:
-        return x.clone()
-    if not isinstance(alpha, torch.Tensor):
-        if alpha == 1:
-            return _along_last(_Softmax.apply, x, dim)
-    return _along_last(_Entmax.apply, x, dim, alpha)
+    return _entmax(x, alpha, dim)
 
 
 # ------------------------------------------------------------------------ by name

@@ -28,8 +28,10 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .common import _check_index
-from .maps import entmax
+from .common import _check_index, _check_k
+from .losses import _normmax_loss
+from .maps import _with_support, entmax
+from .packaged import _check_n_iter
 from .tsallis import fenchel_young_loss
 
 __all__ = [
@@ -39,18 +41,13 @@ __all__ = [
     "SparsemaxLoss",
     "Entmax15Loss",
     "EntmaxLoss",
+    "SparsemaxBisectLoss",
+    "EntmaxBisectLoss",
+    "NormmaxBisectLoss",
 ]
 
 #: The package's name for the mean over the rows that are not ignored.
 _REDUCTIONS = {"mean": "mean", "elementwise_mean": "mean", "sum": "sum", "none": "none"}
-
-
-def _check_k(k):
-    if k is not None and (
-        isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1
-    ):
-        raise ValueError(f"k must be a positive integer or None, got {k!r}")
-    return k
 
 
 def _check_dim(dim) -> int:
@@ -88,9 +85,30 @@ class _Map(nn.Module):
 class _FixedMap(_Map):
     """A map of :mod:`attnlib.normalizers` along ``dim``, with entmax's ``(dim, k)``."""
 
-    def __init__(self, dim: int = -1, k: int | None = None):
+    def __init__(
+        self, dim: int = -1, k: int | None = None, return_support_size: bool = False
+    ):
         super().__init__()
         self.dim, self.k = _check_dim(dim), _check_k(k)
+        self.return_support_size = bool(return_support_size)
+
+    def forward(self, x):
+        """The map of ``x`` along ``self.dim`` (and its support sizes if asked).
+
+        Parameters
+        ----------
+        x : tensor or array-like, shape (..., n, ...)
+            Scores; ``-inf`` marks a masked entry.
+
+        Returns
+        -------
+        tensor, same shape, dtype and device as ``x``
+            Probabilities summing to one along ``self.dim``.
+        support : int64 tensor, size 1 along ``self.dim``
+            Only with ``return_support_size``.
+        """
+        p = entmax(x, self.alpha, dim=self.dim)
+        return _with_support(p, self.dim % p.ndim, self.return_support_size)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -105,6 +123,8 @@ class Sparsemax(_FixedMap):
         The dimension that is normalised.
     k : int, optional
         The package's partial-sort hint; accepted for compatibility, no effect.
+    return_support_size : bool
+        Also return the number of nonzeros of each slice (the package's option).
 
     Implements
     ----------
@@ -125,6 +145,8 @@ class Entmax15(_FixedMap):
         The dimension that is normalised.
     k : int, optional
         The package's partial-sort hint; accepted for compatibility, no effect.
+    return_support_size : bool
+        Also return the number of nonzeros of each slice (the package's option).
 
     Implements
     ----------
@@ -232,14 +254,15 @@ class _FenchelYoungLoss(nn.Module):
                 "target probabilities use attnlib.normalizers.fenchel_young_loss"
             )
         keep = target != self.ignore_index
-        losses = fenchel_young_loss(
-            scores, torch.where(keep, target, 0), self.alpha, reduction="none"
-        )
+        losses = self._losses(scores, torch.where(keep, target, 0))
         losses = losses * keep  # ignored rows: zero loss, zero gradient
         if self.reduction == "none":
             return losses
         total = losses.sum()
         return total if self.reduction == "sum" else total / keep.sum()
+
+    def _losses(self, scores, target) -> torch.Tensor:
+        return fenchel_young_loss(scores, target, self.alpha, reduction="none")
 
     def extra_repr(self) -> str:
         return f"ignore_index={self.ignore_index}, reduction={self.reduction!r}"
@@ -285,7 +308,7 @@ class Entmax15Loss(_FenchelYoungLoss):
     Peters et al. (2019), Eq. (9); Blondel et al. (2020), Def. 2 at α = 1.5.
     """
 
-    def __init__(self, k=None, ignore_index: int = -100, reduction: str = "mean"):
+    def __init__(self, k=100, ignore_index: int = -100, reduction: str = "mean"):
         super().__init__(1.5, ignore_index, reduction)
         self.k = _check_k(k)
 
@@ -310,3 +333,84 @@ class EntmaxLoss(_FenchelYoungLoss):
 
     def __init__(self, alpha=1.5, ignore_index: int = -100, reduction: str = "mean"):
         super().__init__(_check_index(alpha, "alpha"), ignore_index, reduction)
+
+
+class SparsemaxBisectLoss(_FenchelYoungLoss):
+    """The package's ``SparsemaxBisectLoss``: :class:`SparsemaxLoss` with ``n_iter``.
+
+    Parameters
+    ----------
+    n_iter : int or None
+        The package's number of bisections; checked, no effect (exact here).
+    ignore_index : int
+        Rows with this target contribute nothing (default ``-100``).
+    reduction : {"mean", "elementwise_mean", "sum", "none"}
+        Mean over the rows not ignored, their sum, or the per-row losses.
+
+    Implements
+    ----------
+    Blondel et al. (2020), Def. 2 at α = 2.
+    """
+
+    def __init__(self, n_iter=50, ignore_index: int = -100, reduction: str = "mean"):
+        super().__init__(2.0, ignore_index, reduction)
+        self.n_iter = _check_n_iter(n_iter)
+
+
+class EntmaxBisectLoss(_FenchelYoungLoss):
+    """The package's ``EntmaxBisectLoss``: :class:`EntmaxLoss` with ``n_iter``.
+
+    Parameters
+    ----------
+    alpha : float ≥ 1
+        The Tsallis index.
+    n_iter : int or None
+        Checked, no effect on accuracy.
+    ignore_index : int
+        Rows with this target contribute nothing (default ``-100``).
+    reduction : {"mean", "elementwise_mean", "sum", "none"}
+        Mean over the rows not ignored, their sum, or the per-row losses.
+
+    Implements
+    ----------
+    Blondel et al. (2020), Def. 2, with the Tsallis regulariser.
+    """
+
+    def __init__(
+        self, alpha=1.5, n_iter=50, ignore_index: int = -100, reduction: str = "mean"
+    ):
+        super().__init__(_check_index(alpha, "alpha"), ignore_index, reduction)
+        self.n_iter = _check_n_iter(n_iter)
+
+
+class NormmaxBisectLoss(_FenchelYoungLoss):
+    """The package's ``NormmaxBisectLoss``: the Fenchel–Young loss of α-normmax.
+
+    Parameters
+    ----------
+    alpha : float > 1
+        The norm's index.
+    n_iter : int or None
+        Checked, no effect on accuracy.
+    ignore_index : int
+        Rows with this target contribute nothing (default ``-100``).
+    reduction : {"mean", "elementwise_mean", "sum", "none"}
+        Mean over the rows not ignored, their sum, or the per-row losses.
+
+    Implements
+    ----------
+    Blondel et al. (2020), Def. 2 with Ω = ‖·‖_α:
+    :func:`attnlib.normalizers.normmax_bisect_loss`.
+    """
+
+    def __init__(
+        self, alpha=2, n_iter=50, ignore_index: int = -100, reduction: str = "mean"
+    ):
+        alpha = _check_index(alpha, "alpha")
+        if alpha == 1:
+            raise ValueError("alpha must be greater than 1 for normmax, got 1")
+        super().__init__(alpha, ignore_index, reduction)
+        self.n_iter = _check_n_iter(n_iter)
+
+    def _losses(self, scores, target) -> torch.Tensor:
+        return _normmax_loss(scores, target, self.alpha, "scores")

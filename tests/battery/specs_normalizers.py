@@ -26,7 +26,16 @@ def _dim_cases(name="dim"):
     ]
 
 
-LOSSES = ("SparsemaxLoss", "Entmax15Loss", "EntmaxLoss")
+LOSSES = (
+    "SparsemaxLoss",
+    "Entmax15Loss",
+    "EntmaxLoss",
+    "SparsemaxBisectLoss",
+    "EntmaxBisectLoss",
+    "NormmaxBisectLoss",
+)
+#: A row that is entirely -inf is an input of the maps: they give it zeros.
+ROW = ("row -inf",)
 
 
 def _loss_spec(loss):
@@ -84,32 +93,38 @@ def specs():
 
     x = lambda: dict(x=_randn(3, 5), dim=-1)  # noqa: E731
     return {
-        "normalizers.softmax": Spec(N.softmax, x, {"x": "scores"}, extra=_dim_cases()),
+        "normalizers.softmax": Spec(
+            N.softmax, x, {"x": "scores"}, extra=_dim_cases(), allow={"x": ROW}
+        ),
         "normalizers.sparsemax": Spec(
-            N.sparsemax, x, {"x": "scores"}, extra=_dim_cases()
+            N.sparsemax, x, {"x": "scores"}, extra=_dim_cases(), allow={"x": ROW}
         ),
         "normalizers.entmax": Spec(
             N.entmax,
             lambda: dict(x=_randn(3, 5), alpha=1.5, dim=-1),
             {"x": "scores", "alpha": "alpha"},
             extra=_dim_cases(),
+            allow={"x": ROW},
         ),
         "normalizers.Sparsemax": Spec(
             lambda x, dim: N.Sparsemax(dim=dim)(x),
             x,
             {"x": "scores"},
             extra=_dim_cases(),
+            allow={"x": ROW},
         ),
         "normalizers.Entmax15": Spec(
             lambda x, dim: N.Entmax15(dim=dim)(x),
             x,
             {"x": "scores"},
             extra=_dim_cases(),
+            allow={"x": ROW},
         ),
         "normalizers.Entmax": Spec(
             lambda x, alpha, learn_alpha: N.Entmax(alpha, learn_alpha=learn_alpha)(x),
             lambda: dict(x=_randn(3, 5), alpha=1.5, learn_alpha=True),
             {"x": "scores", "alpha": "alpha"},
+            allow={"x": ROW},
             extra=[
                 ("alpha 1", lambda a: a | dict(alpha=1.0), INVALID, "alpha"),
                 (
@@ -127,6 +142,7 @@ def specs():
             ],
         ),
         **{f"normalizers.{loss}": _loss_spec(getattr(N, loss)) for loss in LOSSES},
+        **_package_specs(N),
         "normalizers.tsallis_entropy": Spec(
             N.tsallis_entropy,
             lambda: dict(p=_probs(), alpha=1.5, dim=-1),
@@ -193,3 +209,79 @@ def specs():
             ],
         ),
     }
+
+
+def _package_specs(N) -> dict:
+    """The ``entmax`` package's other names (their scores are called ``X``)."""
+    X = lambda: dict(X=_randn(3, 5), dim=-1)  # noqa: E731
+    rows = {"X": ROW}
+    out = {
+        "normalizers.entmax15": Spec(
+            N.entmax15,
+            lambda: dict(x=_randn(3, 5), dim=-1),
+            {"x": "scores"},
+            extra=_dim_cases(),
+            allow={"x": ROW},
+        ),
+        "normalizers.sparsemax_bisect": Spec(
+            N.sparsemax_bisect, X, {"X": "scores"}, extra=_dim_cases(), allow=rows
+        ),
+        "normalizers.entmax_bisect": Spec(
+            N.entmax_bisect,
+            lambda: dict(X=_randn(3, 5), alpha=1.5, dim=-1),
+            {"X": "scores", "alpha": "alpha"},
+            extra=_dim_cases(),
+            allow={"X": ROW, "alpha": ("0.5",)},  # the package's range: α > 0
+        ),
+        "normalizers.normmax_bisect": Spec(
+            N.normmax_bisect,
+            lambda: dict(X=_randn(3, 5), alpha=2.0, dim=-1),
+            {"X": "scores", "alpha": "alpha"},
+            extra=_dim_cases(),
+            allow=rows,
+        ),
+        "normalizers.budget_bisect": Spec(
+            N.budget_bisect,
+            lambda: dict(X=_randn(3, 5), budget=2.0, dim=-1),
+            {"X": "scores", "budget": "nonneg"},
+            extra=_dim_cases()
+            + [("budget above n", lambda a: a | dict(budget=6.0), INVALID, "budget")],
+            allow=rows,
+        ),
+    }
+    for name in ("SparsemaxBisect", "EntmaxBisect", "NormmaxBisect", "BudgetBisect"):
+        out[f"normalizers.{name}"] = Spec(
+            lambda X, dim, name=name: getattr(N, name)(dim=dim)(X),
+            X,
+            {"X": "scores"},
+            extra=_dim_cases(),
+            allow=rows,
+        )
+    for name in (
+        "sparsemax_loss",
+        "entmax15_loss",
+        "sparsemax_bisect_loss",
+        "entmax_bisect_loss",
+        "normmax_bisect_loss",
+    ):
+        out[f"normalizers.{name}"] = Spec(
+            getattr(N, name),
+            lambda: dict(X=_randn(3, 5), target=torch.tensor([0, 4, 1])),
+            {"X": "scores"},
+            group=("X", "target"),
+            extra=[
+                (
+                    "index out of range",
+                    lambda a: a | dict(target=torch.tensor([0, 7, 1])),
+                    INVALID,
+                    "target",
+                ),
+                (
+                    "target floats",
+                    lambda a: a | dict(target=a["target"].double()),
+                    INVALID,
+                    "target",
+                ),
+            ],
+        )
+    return out
