@@ -64,7 +64,7 @@ CASES = {
         lambda: (_x(3, 6), _x(5, 4, seed=1), _x(5, 3, seed=2)),
     ),
     "TransformerEncoderLayer": (
-        lambda: TransformerEncoderLayer(4, 2, dim_feedforward=8),
+        lambda: TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0),
         lambda: (_x(2, 3, 4),),
     ),
     "PatchAttentionDenoiser": (

@@ -253,7 +253,7 @@ CASES = [
     ),
     Case(
         "layers.MultiHeadAttention",
-        lambda: layers.MultiHeadAttention(4, 2, kdim=3, vdim=3),
+        lambda: layers.MultiHeadAttention(4, 2, kdim=3, vdim=3, batch_first=True),
         lambda: (_randn(2, 3, 4), _randn(2, 5, 3, seed=1), _randn(2, 5, 3, seed=2)),
     ),
     Case(

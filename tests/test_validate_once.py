@@ -87,7 +87,7 @@ HOT_PATHS = {
         3,
     ),
     "MultiHeadAttention(query, key, value)": lambda: _forward(
-        MultiHeadAttention(4, 2, kdim=3, vdim=3),
+        MultiHeadAttention(4, 2, kdim=3, vdim=3, batch_first=True),
         _randn(2, 3, 4),
         _randn(2, 5, 3, seed=1),
         _randn(2, 5, 3, seed=2),

@@ -118,9 +118,9 @@ def merge(
         total = torch.zeros((), dtype=like.dtype, device=like.device)
         for p in parts:
             if not p.is_floating_point():  # a bool mask: -inf where blocked
-                p = torch.zeros(p.shape, dtype=like.dtype, device=like.device).masked_fill(
-                    ~p, float("-inf")
-                )
+                p = torch.zeros(
+                    p.shape, dtype=like.dtype, device=like.device
+                ).masked_fill(~p, float("-inf"))
             total = total + p
         fill = 0.0
     if extra:  # the appended keys may always be attended

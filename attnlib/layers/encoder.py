@@ -163,6 +163,11 @@ class TransformerEncoderLayer(nn.Module):
             ``need_weights`` the weights as :class:`MultiHeadAttention` returns them.
         """
         x = module_input(src, "src", self.linear1.weight, min_ndim=2, allow_empty=True)
+        if x.shape[-1] != self.linear1.in_features:
+            raise ValueError(
+                f"src must have {self.linear1.in_features} features (d_model), got "
+                f"shape {tuple(x.shape)}"
+            )
         masks = dict(
             attn_mask=src_mask, key_padding_mask=src_key_padding_mask,
             is_causal=is_causal, need_weights=need_weights,

@@ -22,11 +22,11 @@ _LAYOUTS = {False: "(L, N, E)", True: "(N, L, E)", None: "(..., L, E)"}
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with learned query, key, value and output projections.
 
-    Each of ``num_heads`` heads attends in its own ``embed_dim // num_heads``-dimensional
-    subspace; the heads' outputs are concatenated and projected back. The arguments,
-    defaults, parameters and state dict are ``nn.MultiheadAttention``'s (a state dict
-    loads into torch's module and back, ``strict=True``); ``score``, ``normalizer`` and
-    ``init`` are attnlib's.
+    Each of ``num_heads`` heads attends in its own subspace of ``head_dim = embed_dim //
+    num_heads`` dimensions; the heads' outputs are concatenated and projected back.
+    The arguments, defaults, parameters and state dict are ``nn.MultiheadAttention``'s
+    (a state dict loads into torch's module and back, ``strict=True``); ``score``,
+    ``normalizer`` and ``init`` are attnlib's.
 
     Parameters
     ----------
@@ -207,8 +207,8 @@ class MultiHeadAttention(nn.Module):
         )
 
     def _tokens(self, x, name: str, features: int, like: torch.Tensor) -> torch.Tensor:
-        """``x`` as a checked tensor of the module's dtype with ``features`` features."""
-        if x is not self._checked:  # else checked by the caller (our encoder layer)
+        """``x`` as a checked tensor of the module's dtype, ``features`` wide."""
+        if self._checked is None or x is not self._checked:  # else our encoder's src
             floating = isinstance(x, torch.Tensor) and x.is_floating_point()
             if floating and x.dtype != like.dtype:
                 raise ValueError(
@@ -293,7 +293,11 @@ class MultiHeadAttention(nn.Module):
         for name, x in (("query", q_in), ("key", k_in), ("value", v_in)):
             shapes[name] = tuple(x.shape)
         q_in, k_in, v_in, batch = self._rows(q_in, k_in, v_in, shapes)
-        q, k, v = F.linear(q_in, w_q, b_q), F.linear(k_in, w_k, b_k), F.linear(v_in, w_v, b_v)
+        q, k, v = (
+            F.linear(q_in, w_q, b_q),
+            F.linear(k_in, w_k, b_k),
+            F.linear(v_in, w_v, b_v),
+        )
         n_k = k.shape[-2]
         if self.bias_k is not None:  # one more key and value, learned
             k = torch.cat([k, self.bias_k.expand(*k.shape[:-2], 1, -1)], -2)
@@ -338,21 +342,24 @@ class MultiHeadAttention(nn.Module):
                 )
             if layout is False and query.ndim == 3:
                 query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        if key.shape[:-1] != value.shape[:-1]:
+        where = f"({_LAYOUTS[layout]}, batch_first={layout})"
+        if key.shape[-2] != value.shape[-2] or (
+            layout is not None and key.shape[:-2] != value.shape[:-2]
+        ):
             raise ValueError(
                 f"key and value must have the same batch and number of tokens, got "
-                f"shapes {shapes['key']} and {shapes['value']} "
-                f"({_LAYOUTS[layout]}, batch_first={layout})"
+                f"shapes {shapes['key']} and {shapes['value']} {where}"
             )
-        try:
-            batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2])
+        try:  # attnlib's layout broadcasts the batch dimensions, torch's does not
+            batch = torch.broadcast_shapes(
+                query.shape[:-2], key.shape[:-2], value.shape[:-2]
+            )
         except RuntimeError:
             batch = None
         if batch is None or (layout is not None and query.shape[:-2] != key.shape[:-2]):
             raise ValueError(
-                f"query and key must have the same batch size, got shapes "
-                f"{shapes['query']} and {shapes['key']} ({_LAYOUTS[layout]}, "
-                f"batch_first={layout})"
+                f"query, key and value must have the same batch size, got shapes "
+                f"{shapes['query']}, {shapes['key']} and {shapes['value']} {where}"
             )
         return query, key, value, tuple(batch)
 

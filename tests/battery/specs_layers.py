@@ -15,7 +15,7 @@ def specs():
     return {
         "layers.MultiHeadAttention": Spec(
             lambda embed_dim, num_heads, kdim, query, key, value: L.MultiHeadAttention(
-                embed_dim, num_heads, kdim=kdim, vdim=kdim
+                embed_dim, num_heads, kdim=kdim, vdim=kdim, batch_first=True
             )(query, key, value),
             lambda: dict(
                 embed_dim=4,
@@ -49,6 +49,6 @@ def specs():
                 "dim_feedforward": "int",
                 "src": "array",
             },
-            optional=("dim_feedforward", "num_heads"),
+            # torch's signature: nhead and dim_feedforward (2048) take no None
         ),
     }

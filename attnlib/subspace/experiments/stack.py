@@ -183,7 +183,7 @@ class AttentionStack(nn.Module):
                 dim, 1, batch_first=None, normalizer=kind, init="linear"
             )  # attnlib's former defaults, which the chapter's runs used
         self.attn = nn.ModuleList(make() for _ in range(n_layers))
-        # MultiHeadAttention's weights per head, (..., 1, n_q, n_k), as the runs had them
+        # MultiHeadAttention's weights per head, (..., 1, n_q, n_k), as in the runs
         self._per_head = {} if kind == "ista" else {"average_attn_weights": False}
         self.ff = nn.ModuleList(
             nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim))
