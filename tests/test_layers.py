@@ -275,12 +275,14 @@ def test_dropout_acts_in_training_only():
 def test_a_wrong_attn_mask_names_the_shapes_torch_expects():
     ours, theirs = pair({})
     q, k, v = inputs({}, False)  # L = 5, N = 3, S = 6, 2 heads
-    for bad in (torch.zeros(5, 5, dtype=torch.bool), torch.zeros(3, 5, 6),
-                torch.zeros(1, 2, 5, 6)):  # fmt: skip
-        bad = bad.to(q.dtype) if bad.is_floating_point() else bad
-        with pytest.raises((RuntimeError, AssertionError)):
+    for bad, torchs in [
+        (torch.zeros(5, 5, dtype=torch.bool), r"should be \(5, 6\)"),
+        (torch.zeros(3, 5, 6, **F64), r"should be \(6, 5, 6\)"),
+        (torch.zeros(1, 2, 5, 6, **F64), "found 4-D tensor"),
+    ]:
+        with pytest.raises((RuntimeError, AssertionError), match=torchs):
             theirs(q, k, v, attn_mask=bad)
-        with pytest.raises(ValueError) as err:
+        with pytest.raises(ValueError, match="attn_mask must have shape") as err:
             ours(q, k, v, attn_mask=bad)
         assert "(L, S) = (5, 6)" in str(err.value)
         assert "(N * num_heads, L, S) = (6, 5, 6)" in str(err.value)
@@ -301,45 +303,55 @@ def test_a_mask_per_sequence_is_not_read_per_head():
 def test_batch_mismatches_report_the_callers_shapes():
     ours, theirs = pair({})
     q, k, v = inputs({}, False)
-    for args, shapes in [
-        ((q, k[:, :2], v[:, :2]), "(5, 3, 8), (6, 2, 8) and (6, 2, 8)"),
-        ((q, k, v[:4]), "(6, 3, 8) and (4, 3, 8)"),
+    for args, shapes, torchs in [  # torch's first message names no argument
+        ((q, k[:, :2], v[:, :2]), "(5, 3, 8), (6, 2, 8) and (6, 2, 8)", "is invalid"),
+        ((q, k, v[:4]), "(6, 3, 8) and (4, 3, 8)", "does not match value shape"),
     ]:
-        with pytest.raises((RuntimeError, AssertionError)):
+        with pytest.raises((RuntimeError, AssertionError), match=torchs):
             theirs(*args)
-        with pytest.raises(ValueError) as err:
+        with pytest.raises(ValueError, match="must have the same batch") as err:
             ours(*args)
         assert shapes in str(err.value) and "(L, N, E)" in str(err.value)
 
 
-#: Bad input that torch refuses: ours refuses it too (ValueError, naming it).
-REFUSED = {
-    "query of 4 dimensions": (lambda q, k, v: (q[None], k[None], v[None]), {}, "query"),
-    "query of the wrong width": (lambda q, k, v: (q[..., :4], k, v), {}, "query"),
-    "key of the wrong width": (lambda q, k, v: (q, k[..., :4], v[..., :4]), {}, "key"),
-    "unbatched key, batched query": (lambda q, k, v: (q, k[:, 0], v[:, 0]), {}, "2-D"),
-    "key_padding_mask of the wrong length": (
-        lambda q, k, v: (q, k, v),
-        {"key_padding_mask": torch.zeros(3, 4, dtype=torch.bool)},
-        r"\(N, S\) = \(3, 6\)",
-    ),
-    "integer attn_mask": (
-        lambda q, k, v: (q, k, v),
-        {"attn_mask": torch.zeros(5, 6, dtype=torch.long)},
-        "attn_mask must be boolean or floating",
-    ),
-    "float32 query, float64 module": (lambda q, k, v: (q.float(), k, v), {}, "dtype"),
-}
+def _same(q, k, v):
+    return q, k, v
 
 
-@pytest.mark.parametrize("bad", REFUSED.values(), ids=REFUSED.keys())
-def test_torchs_refusals_are_ours(bad):
-    make, masks, message = bad
+#: Bad input that torch refuses (its message), and ours (ValueError, naming it).
+@pytest.mark.parametrize(
+    "make, masks, torchs, ours_",
+    [
+        (lambda q, k, v: (q[None], k[None], v[None]), {}, "4-D query", "query must"),
+        (lambda q, k, v: (q[..., :4], k, v), {}, "embedding dimension of 8", "query"),
+        (
+            lambda q, k, v: (q, k[..., :4], v[..., :4]), {}, "cannot be multiplied",
+            "key must have 8 features",
+        ),
+        (lambda q, k, v: (q, k[:, 0], v[:, 0]), {}, "to be 3-D", "all be unbatched"),
+        (
+            _same,
+            {"key_padding_mask": torch.zeros(3, 4, dtype=torch.bool)},
+            "to be 6, but got 4",
+            r"key_padding_mask must have shape \(N, S\) = \(3, 6\)",
+        ),
+        (
+            _same,
+            {"attn_mask": torch.zeros(5, 6, dtype=torch.long)},
+            "only bool and floating",
+            "attn_mask must be boolean or floating",
+        ),
+        (lambda q, k, v: (q.float(), k, v), {}, "same dtype", "module's dtype"),
+    ],
+    ids=["4-D query", "query width", "key width", "unbatched key", "padding length",
+         "integer attn_mask", "float32 query"],
+)  # fmt: skip
+def test_torchs_refusals_are_ours(make, masks, torchs, ours_):
     ours, theirs = pair({})
     args = make(*inputs({}, False))
-    with pytest.raises((RuntimeError, AssertionError, ValueError)):
+    with pytest.raises((RuntimeError, AssertionError), match=torchs):
         theirs(*args, **masks)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=ours_):
         ours(*args, **masks)
 
 
@@ -502,7 +514,7 @@ def test_encoder_layer_refuses_what_torchs_refuses():
     ours, theirs = layer_pair()
     x = randn(6, 3, 8)
     bad = {"src_mask": torch.zeros(3, 6, 6, dtype=torch.bool)}  # (N, L, L), N != N*H
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match=r"should be \(6, 6, 6\)"):
         theirs(x, **bad)
     with pytest.raises(
         ValueError, match=r"src or its masks: attn_mask must have shape"
@@ -543,7 +555,7 @@ def test_the_modules_own_code_traces_in_one_graph(monkeypatch):
     from attnlib.functional import AttentionResult
     from attnlib.layers import encoder, multihead
 
-    def softmax_attend(q, k, v, *, mask=None, is_causal=False, need_weights=True,
+    def stand_in_attend(q, k, v, *, mask=None, is_causal=False, need_weights=True,
                        dropout_p=0.0, **_):  # fmt: skip
         scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
         if mask is not None:
@@ -555,7 +567,7 @@ def test_the_modules_own_code_traces_in_one_graph(monkeypatch):
         w = scores.softmax(-1)
         return AttentionResult(w @ v, w if need_weights else None)
 
-    monkeypatch.setattr(multihead, "attend", softmax_attend)
+    monkeypatch.setattr(multihead, "attend", stand_in_attend)
     monkeypatch.setattr(multihead, "as_tensor", lambda x, name, **kw: x)
     monkeypatch.setattr(encoder, "module_input", lambda x, name, like, **kw: x)
     mha = MultiHeadAttention(8, 2, add_bias_kv=True, add_zero_attn=True).eval()

@@ -116,7 +116,7 @@ class MultiHeadAttention(nn.Module):
                 f"num_heads ({num_heads}) must divide embed_dim ({embed_dim})"
             )
         self.dropout = check_dropout(dropout)
-        if batch_first not in (None, True, False):
+        if batch_first is not None and not isinstance(batch_first, bool):
             raise ValueError(
                 f"batch_first must be None, True or False, got {batch_first!r}"
             )
