@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from attnlib import MultiHeadAttention, TransformerEncoderLayer
+from attnlib.layers import TransformerDecoderLayer
 
 F64 = dict(dtype=torch.float64)
 TOL = {torch.float32: 1e-6, torch.float64: 1e-12}
@@ -585,3 +586,52 @@ def test_the_modules_own_code_traces_in_one_graph(monkeypatch):
         src = {f"src_{k}" if k == "key_padding_mask" else "src_mask": m
                for k, m in masks.items()}  # fmt: skip
         torch.testing.assert_close(c_layer(x, **src), theirs(x, **src))
+
+
+# ------------------------------------------------------------------ the decoder layer
+
+
+@pytest.mark.parametrize("direction", ["torch->ours", "ours->torch"])
+@pytest.mark.parametrize(
+    "kw", [{}, {"norm_first": True}, {"batch_first": True}, {"activation": "gelu"}]
+)
+def test_decoder_layer_equals_torchs_after_loading_either_way(direction, kw):
+    kw = dict(dim_feedforward=16, **kw, **F64)
+    theirs, ours = (
+        nn.TransformerDecoderLayer(8, 2, **kw),
+        TransformerDecoderLayer(8, 2, **kw),
+    )
+    source, target = (theirs, ours) if direction == "torch->ours" else (ours, theirs)
+    target.load_state_dict(trained_like(source).state_dict(), strict=True)
+    tgt, memory = randn(5, 3, 8), randn(7, 3, 8, seed=1)
+    if kw.get("batch_first"):
+        tgt, memory = tgt.transpose(0, 1), memory.transpose(0, 1)
+    padding = torch.zeros(3, 7, dtype=torch.bool)
+    padding[0, 5:] = True
+    causal = nn.Transformer.generate_square_subsequent_mask(5, **F64)
+    for masks in ({}, {"tgt_mask": causal, "memory_key_padding_mask": padding},
+                  {"tgt_mask": causal, "tgt_is_causal": True,
+                   "memory_mask": randn(6, 5, 7, seed=4)}):  # fmt: skip
+        torch.testing.assert_close(
+            ours.eval()(tgt, memory, **masks), theirs.eval()(tgt, memory, **masks),
+            atol=1e-12, rtol=0,
+        )  # fmt: skip
+
+
+def test_decoder_layer_takes_torchs_defaults_and_its_seed_and_fires_hooks():
+    torch.manual_seed(0)
+    theirs = nn.TransformerDecoderLayer(8, 2)
+    torch.manual_seed(0)
+    ours = TransformerDecoderLayer(8, 2)
+    a, b = ours.state_dict(), theirs.state_dict()
+    assert list(a) == list(b) and all(torch.equal(a[n], b[n]) for n in b)
+    assert ours.dropout3.p == 0.1 and ours.linear1.out_features == 2048
+    seen = []
+    ours.multihead_attn.register_forward_hook(lambda m, args, out: seen.append(args))
+    tgt, memory = randn(5, 3, 8, dtype=torch.float32), randn(7, 3, 8, seed=1).float()
+    ours(tgt, memory)
+    assert len(seen) == 1 and seen[0][1] is memory  # called as a module, on memory
+    with pytest.raises(ValueError, match="memory contains NaN"):
+        ours(tgt, torch.full_like(memory, float("nan")))
+    with pytest.raises(ValueError, match="tgt, memory or memory's masks: query, key"):
+        ours(tgt, memory[:, :2])  # two sequences of memory for three targets

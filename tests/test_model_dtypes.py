@@ -286,6 +286,11 @@ CASES = [
         variant="norm first, float masks",
     ),
     Case(
+        "layers.decoder.TransformerDecoderLayer",
+        lambda: layers.TransformerDecoderLayer(4, 2, 8, batch_first=True),
+        lambda: (_randn(2, 3, 4), _randn(2, 5, 4, seed=1)),
+    ),
+    Case(
         "mux.models.AttentionRouter",
         lambda: mux.AttentionRouter(3, 2, 4, max_len=6),
         lambda: (_randn(2, 5, 3),),

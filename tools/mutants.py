@@ -1272,10 +1272,10 @@ MUTANTS: list[Mutant] = [
         T_L + "test_ours_works_as_self_attn_inside_torchs_encoder_layer",
     ),
     M(
-        "mha-a-none-query-taken-as-checked",
+        "mha-every-input-taken-as-checked",
         A + "layers/multihead.py",
-        "if self._checked is None or x is not self._checked:",
-        "if x is not self._checked:",
+        "if not any(x is c for c in self._checked):",
+        "if False:",
         "tests/test_battery.py::test_bad_input[layers.MultiHeadAttention(query=None)]",
     ),
     M(
@@ -1358,5 +1358,33 @@ MUTANTS: list[Mutant] = [
         "return AttentionResult(x, weights) if need_weights else x",
         "return AttentionResult(x, None) if need_weights else x",
         T_L + "test_need_weights_returns_the_layers_attention_maps",
+    ),
+    M(
+        "decoder-attends-to-itself-not-memory",
+        A + "layers/decoder.py",
+        "self.multihead_attn, x, memory, masks,",
+        "self.multihead_attn, x, x, masks,",
+        T_L + "test_decoder_layer_equals_torchs_after_loading_either_way",
+    ),
+    M(
+        "decoder-memory-masks-on-the-self-attention",
+        A + "layers/decoder.py",
+        "attn_mask=tgt_mask, key_padding_mask=tgt_key_padding_mask,",
+        "attn_mask=tgt_mask, key_padding_mask=memory_key_padding_mask,",
+        T_L + "test_decoder_layer_equals_torchs_after_loading_either_way",
+    ),
+    M(
+        "decoder-pre-norm-cross-block-unnormalised",
+        A + "layers/decoder.py",
+        "x = x + self._cross_block(self.norm2(x), memory, cross)",
+        "x = x + self._cross_block(x, memory, cross)",
+        T_L + "test_decoder_layer_equals_torchs_after_loading_either_way",
+    ),
+    M(
+        "decoder-overflow-unchecked",
+        A + "layers/decoder.py",
+        "~torch.isfinite(x).all(),",
+        "torch.zeros((), dtype=torch.bool),",
+        "tests/test_battery.py::test_bad_input[layers.TransformerDecoderLayer(memory=x1e30)]",
     ),
 ]

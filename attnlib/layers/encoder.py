@@ -93,26 +93,13 @@ class TransformerEncoderLayer(nn.Module):
     ):
         super().__init__()
         d_model = check_int(d_model, "d_model")
-        if (nhead is None) == (num_heads is None):
-            raise ValueError(
-                "give nhead or num_heads (the same argument, the number of heads), "
-                f"one of the two, got nhead={nhead!r} and num_heads={num_heads!r}"
-            )
+        nhead = heads_of(nhead, num_heads)
         dim_feedforward = check_int(dim_feedforward, "dim_feedforward")
-        if isinstance(activation, str):
-            if activation not in _ACTIVATIONS:
-                raise ValueError(
-                    f"activation must be callable, 'relu' or 'gelu', got {activation!r}"
-                )
-            activation = _ACTIVATIONS[activation]
-        if not callable(activation):
-            raise ValueError(
-                f"activation must be callable, 'relu' or 'gelu', got {activation!r}"
-            )
+        activation = activation_of(activation)
         dropout = check_dropout(dropout)
         made = dict(device=device, dtype=dtype)
         self.self_attn = MultiHeadAttention(
-            d_model, num_heads or nhead, dropout, bias, batch_first=batch_first,
+            d_model, nhead, dropout, bias, batch_first=batch_first,
             score=score, normalizer=normalizer, init=init, **made,
         )  # fmt: skip
         self.linear1 = nn.Linear(d_model, dim_feedforward, bias=bias, **made)
@@ -187,17 +174,43 @@ class TransformerEncoderLayer(nn.Module):
         return AttentionResult(x, weights) if need_weights else x
 
     def _attend(self, x, masks):
-        attn = self.self_attn
-        attn._checked = x  # src is checked: its normalised copy needs no check either
-        try:
-            out, weights = attn(x, x, x, **masks)
-        except ValueError as err:
-            raise ValueError(f"src or its masks: {err}") from err
-        finally:
-            attn._checked = None
+        out, weights = attend_checked(self.self_attn, x, x, masks, "src or its masks")
         return self.dropout1(out), weights
 
     def _feed_forward(self, x) -> torch.Tensor:
         return self.dropout2(
             self.linear2(self.dropout(self.activation(self.linear1(x))))
         )
+
+
+def heads_of(nhead, num_heads) -> int:
+    """The number of heads, given by torch's name or attnlib's (exactly one)."""
+    if (nhead is None) == (num_heads is None):
+        raise ValueError(
+            "give nhead or num_heads (the same argument, the number of heads), "
+            f"one of the two, got nhead={nhead!r} and num_heads={num_heads!r}"
+        )
+    return check_int(nhead, "nhead") if num_heads is None else num_heads
+
+
+def activation_of(activation) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``activation`` as a callable: torch's ``"relu"`` and ``"gelu"``, or itself."""
+    if isinstance(activation, str) and activation in _ACTIVATIONS:
+        return _ACTIVATIONS[activation]
+    if isinstance(activation, str) or not callable(activation):
+        raise ValueError(
+            f"activation must be callable, 'relu' or 'gelu', got {activation!r}"
+        )
+    return activation
+
+
+def attend_checked(attn, query, memory, masks, what: str):
+    """``attn(query, memory, memory, **masks)`` as a module (its hooks fire), telling
+    it that both tensors are checked; errors name ``what`` the caller passed."""
+    attn._checked = (query, memory)
+    try:
+        return attn(query, memory, memory, **masks)
+    except ValueError as err:
+        raise ValueError(f"{what}: {err}") from err
+    finally:
+        attn._checked = ()

@@ -162,7 +162,7 @@ class MultiHeadAttention(nn.Module):
         self._reset_parameters()
         # torch's fused encoder path skips modules with hooks; ours must be called
         self.register_forward_pre_hook(_called_as_a_module)
-        self._checked = None  # an input the caller (our encoder layer) has checked
+        self._checked = ()  # inputs that the caller (our encoder layer) has checked
 
     def _projections(self):
         """The query, key and value weights and biases (biases None without bias)."""
@@ -208,7 +208,7 @@ class MultiHeadAttention(nn.Module):
 
     def _tokens(self, x, name: str, features: int, like: torch.Tensor) -> torch.Tensor:
         """``x`` as a checked tensor of the module's dtype, ``features`` wide."""
-        if self._checked is None or x is not self._checked:  # else our encoder's src
+        if not any(x is c for c in self._checked):  # else checked by our layer
             floating = isinstance(x, torch.Tensor) and x.is_floating_point()
             if floating and x.dtype != like.dtype:
                 raise ValueError(
