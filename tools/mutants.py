@@ -1348,8 +1348,8 @@ MUTANTS: list[Mutant] = [
     M(
         "encoder-self-attn-bypasses-its-hooks",
         A + "layers/encoder.py",
-        "out, weights = attn(x, x, x, **masks)",
-        "out, weights = attn.forward(x, x, x, **masks)",
+        "return attn(query, memory, memory, **masks)",
+        "return attn.forward(query, memory, memory, **masks)",
         T_L + "test_hooks_on_self_attn_fire_and_capture_the_attention_maps",
     ),
     M(
