@@ -217,38 +217,33 @@ def test_fully_masked_row_gives_zeros_with_finite_gradients(normalizer):
 def _copy_into_torch_mha(
     ours: MultiHeadAttention, theirs: nn.MultiheadAttention
 ) -> None:
-    with torch.no_grad():
-        theirs.in_proj_weight.copy_(
-            torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight])
-        )
-        theirs.in_proj_bias.copy_(
-            torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias])
-        )
-        theirs.out_proj.load_state_dict(ours.out_proj.state_dict())
+    theirs.load_state_dict(ours.state_dict())  # torch's names, both ways
 
 
 @pytest.mark.usefixtures("float64")
 @pytest.mark.parametrize("num_heads", [1, 2, 4])
 def test_multihead_equals_torch(num_heads):
     ours, theirs = (
-        MultiHeadAttention(8, num_heads),
+        MultiHeadAttention(8, num_heads, batch_first=True),
         nn.MultiheadAttention(8, num_heads, batch_first=True),
     )
     _copy_into_torch_mha(ours, theirs)
     x, y = torch.randn(3, 5, 8), torch.randn(3, 6, 8)
     mask = torch.ones(5, 6, dtype=torch.bool).tril(1)
-    out, w = ours(x, y, mask=mask)
+    out, w = ours(x, y, mask=mask, average_attn_weights=False)
     ref_out, ref_w = theirs(x, y, y, attn_mask=~mask, average_attn_weights=False)
     torch.testing.assert_close(out, ref_out, **TOL)
     torch.testing.assert_close(w, ref_w, **TOL)
-    g_ours = torch.autograd.grad(out.sum(), ours.q_proj.weight)[0]
-    g_theirs = torch.autograd.grad(ref_out.sum(), theirs.in_proj_weight)[0][:8]
+    g_ours = torch.autograd.grad(out.sum(), ours.in_proj_weight)[0]
+    g_theirs = torch.autograd.grad(ref_out.sum(), theirs.in_proj_weight)[0]
     torch.testing.assert_close(g_ours, g_theirs, **TOL)
 
 
 @pytest.mark.usefixtures("float64")
 def test_encoder_layer_equals_torch():
-    ours = TransformerEncoderLayer(8, num_heads=2, dim_feedforward=16)
+    ours = TransformerEncoderLayer(
+        8, num_heads=2, dim_feedforward=16, dropout=0.0, batch_first=True
+    )
     theirs = nn.TransformerEncoderLayer(
         8, 2, dim_feedforward=16, dropout=0.0, batch_first=True
     )
@@ -296,14 +291,14 @@ def test_attention_gradcheck_in_q_k_v(score, normalizer):
 def test_modules_gradcheck_in_their_inputs(module):
     torch.manual_seed(0)
     if module == "mha":
-        m = MultiHeadAttention(4, 2, kdim=3, vdim=5).double()
+        m = MultiHeadAttention(4, 2, kdim=3, vdim=5, batch_first=True).double()
         inputs = tuple(
             torch.randn(2, n, d, dtype=torch.float64, requires_grad=True)
             for n, d in ((3, 4), (5, 3), (5, 5))
         )
         assert torch.autograd.gradcheck(lambda *a: m(*a).output, inputs)
     else:
-        m = TransformerEncoderLayer(4, 2, 8, normalizer="sparsemax").double()
+        m = TransformerEncoderLayer(4, 2, 8, 0.0, normalizer="sparsemax").double()
         x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
         assert torch.autograd.gradcheck(m, (x,))
 
@@ -350,10 +345,11 @@ def test_batch_of_zero_and_zero_queries_give_empty_outputs():
     q, k, v = qkv(dtype=torch.float32)
     out, w = attention(q[:0], k, v)
     assert out.shape == (0, v.shape[1]) and w.shape == (0, k.shape[0])
-    m = MultiHeadAttention(8, 2)
-    out, w = m(torch.zeros(0, 5, 8))
+    m = MultiHeadAttention(8, 2, batch_first=True)
+    out, w = m(torch.zeros(0, 5, 8), average_attn_weights=False)
     assert out.shape == (0, 5, 8) and w.shape == (0, 2, 5, 5)
-    assert TransformerEncoderLayer(8, 2)(torch.zeros(0, 5, 8)).shape == (0, 5, 8)
+    layer = TransformerEncoderLayer(8, 2, batch_first=True)
+    assert layer(torch.zeros(0, 5, 8)).shape == (0, 5, 8)
 
 
 def test_hyper_parameters_are_not_silently_replaced_and_extra_repr():
@@ -369,7 +365,7 @@ def test_hyper_parameters_are_not_silently_replaced_and_extra_repr():
     with pytest.raises(ValueError, match="d_model"):
         TransformerEncoderLayer(0)
     assert "embed_dim=8, num_heads=2" in repr(MultiHeadAttention(8, 2))
-    assert "d_model=8, dim_feedforward=32" in repr(TransformerEncoderLayer(8, 2))
+    assert "d_model=8, dim_feedforward=32" in repr(TransformerEncoderLayer(8, 2, 32))
 
 
 def test_huge_temperature_with_a_mask_gives_uniform_weights_not_nan():
@@ -390,30 +386,25 @@ def test_huge_temperature_with_a_mask_gives_uniform_weights_not_nan():
 @pytest.mark.usefixtures("float64")
 def test_multihead_with_distinct_kdim_and_vdim_equals_torch():
     """Keys and values of different sizes: each projection is built from its size."""
-    ours = MultiHeadAttention(8, 2, kdim=5, vdim=3)
+    ours = MultiHeadAttention(8, 2, kdim=5, vdim=3, batch_first=True)
     theirs = nn.MultiheadAttention(8, 2, kdim=5, vdim=3, batch_first=True)
-    with torch.no_grad():
-        theirs.q_proj_weight.copy_(ours.q_proj.weight)
-        theirs.k_proj_weight.copy_(ours.k_proj.weight)
-        theirs.v_proj_weight.copy_(ours.v_proj.weight)
-        theirs.in_proj_bias.copy_(
-            torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias])
-        )
-        theirs.out_proj.load_state_dict(ours.out_proj.state_dict())
+    with torch.no_grad():  # non-zero biases, so that their q, k, v order shows
+        ours.in_proj_bias.copy_(torch.linspace(-1, 1, 24))
+    theirs.load_state_dict(ours.state_dict())
     g = torch.Generator().manual_seed(3)
     x = torch.randn(2, 4, 8, generator=g)
     key, value = torch.randn(2, 6, 5, generator=g), torch.randn(2, 6, 3, generator=g)
-    out, w = ours(x, key, value)
+    out, w = ours(x, key, value, average_attn_weights=False)
     ref_out, ref_w = theirs(x, key, value, average_attn_weights=False)
     torch.testing.assert_close(out, ref_out, **TOL)
     torch.testing.assert_close(w, ref_w, **TOL)
 
 
-def test_encoder_feedforward_width_defaults_to_four_times_d_model():
-    """Vaswani et al. (2017), §3.3: d_ff = 2048 = 4 · 512; the default keeps that."""
+def test_encoder_feedforward_width_defaults_to_torchs_2048():
+    """Vaswani et al. (2017), §3.3: d_ff = 2048; torch's default, so ours too."""
     layer = TransformerEncoderLayer(8, num_heads=2)
-    assert (layer.linear1.in_features, layer.linear1.out_features) == (8, 32)
-    assert (layer.linear2.in_features, layer.linear2.out_features) == (32, 8)
+    assert (layer.linear1.in_features, layer.linear1.out_features) == (8, 2048)
+    assert (layer.linear2.in_features, layer.linear2.out_features) == (2048, 8)
 
 
 def test_attnlib_attention_is_the_function_and_its_package_has_another_name():

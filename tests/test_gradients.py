@@ -30,7 +30,11 @@ from attnlib.denoise import (
     patch_tokens,
     pixel_nlm,
 )
-from attnlib.layers import MultiHeadAttention, TransformerEncoderLayer
+from attnlib.layers import (
+    MultiHeadAttention,
+    TransformerDecoderLayer,
+    TransformerEncoderLayer,
+)
 from attnlib.mux import AttentionRouter, ConvRouter, WeekdayMux
 from attnlib.normalizers import exp_beta, fenchel_young_loss, log_beta, tsallis_entropy
 from attnlib.subspace.sparse_coding import UnrolledISTAAttention
@@ -64,8 +68,12 @@ CASES = {
         lambda: (_x(3, 6), _x(5, 4, seed=1), _x(5, 3, seed=2)),
     ),
     "TransformerEncoderLayer": (
-        lambda: TransformerEncoderLayer(4, 2, dim_feedforward=8),
+        lambda: TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0),
         lambda: (_x(2, 3, 4),),
+    ),
+    "TransformerDecoderLayer": (
+        lambda: TransformerDecoderLayer(4, 2, dim_feedforward=8, dropout=0.0),
+        lambda: (_x(3, 2, 4), _x(5, 2, 4, seed=1)),
     ),
     "PatchAttentionDenoiser": (
         lambda: PatchAttentionDenoiser(patch_size=3, patch_distance=2),

@@ -252,18 +252,18 @@ CASES = [
         lambda: (_randn(2, 4, 3),),
     ),
     Case(
-        "layers.MultiHeadAttention",
-        lambda: layers.MultiHeadAttention(4, 2, kdim=3, vdim=3),
+        "layers.multihead.MultiHeadAttention",
+        lambda: layers.MultiHeadAttention(4, 2, kdim=3, vdim=3, batch_first=True),
         lambda: (_randn(2, 3, 4), _randn(2, 5, 3, seed=1), _randn(2, 5, 3, seed=2)),
     ),
     Case(
-        "layers.MultiHeadAttention",
+        "layers.multihead.MultiHeadAttention",
         lambda: layers.MultiHeadAttention(4, 2, batch_first=True, normalizer="entmax"),
         lambda: (_randn(2, 3, 4), _randn(2, 5, 4, seed=1), _randn(2, 5, 4, seed=2)),
         variant="entmax",
     ),
     Case(
-        "layers.MultiHeadAttention",
+        "layers.multihead.MultiHeadAttention",
         lambda: layers.MultiHeadAttention(4, 2, batch_first=True),
         # key_padding_mask and attn_mask as floats, added to the scores
         lambda: (
@@ -273,17 +273,22 @@ CASES = [
         variant="float masks",
     ),
     Case(
-        "layers.TransformerEncoderLayer",
+        "layers.encoder.TransformerEncoderLayer",
         lambda: layers.TransformerEncoderLayer(4, 2, 8),
         lambda: (_randn(2, 3, 4),),
     ),
     Case(
-        "layers.TransformerEncoderLayer",
+        "layers.encoder.TransformerEncoderLayer",
         lambda: layers.TransformerEncoderLayer(
             4, 2, 8, batch_first=True, norm_first=True, activation="gelu"
         ),
         lambda: (_randn(2, 3, 4), _randn(3, 3, seed=1), _randn(2, 3, seed=2)),
         variant="norm first, float masks",
+    ),
+    Case(
+        "layers.decoder.TransformerDecoderLayer",
+        lambda: layers.TransformerDecoderLayer(4, 2, 8, batch_first=True),
+        lambda: (_randn(2, 3, 4), _randn(2, 5, 4, seed=1)),
     ),
     Case(
         "mux.models.AttentionRouter",
@@ -509,7 +514,7 @@ def test_the_table_covers_every_public_model():
     )
     # the walk sees the classes of nested packages and of a package's own modules
     assert "subspace.experiments.stack.AttentionStack" in found
-    assert "layers.MultiHeadAttention" in found
+    assert "layers.multihead.MultiHeadAttention" in found
 
 
 @pytest.mark.parametrize("name", ["MultiHeadAttention", "TransformerEncoderLayer"])

@@ -59,8 +59,8 @@ def test_python_blocks_execute_and_their_claims_hold():
     torch.testing.assert_close(namespace["nw_out"], nw @ v)
     # "the same projections": torch's packed in_proj_weight, split into q, k, v.
     ours, theirs = namespace["ours"], namespace["theirs"]
-    packed = torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight])
-    torch.testing.assert_close(packed, theirs.in_proj_weight)
+    torch.testing.assert_close(ours.in_proj_weight, theirs.in_proj_weight)
+    torch.testing.assert_close(ours.in_proj_bias, theirs.in_proj_bias)
     # sparsemax: the entmax package's implementation.
     from entmax import sparsemax
 

@@ -105,38 +105,11 @@ T_CALLS = (
     "tests/test_benchmarks.py::test_calls_agreement_compares_gradients_too",
 )
 T_EMOD = "tests/test_entmax_modules.py"
+T_L = "tests/test_layers.py::"
 
 A = "attnlib/"
 MUTANTS: list[Mutant] = [
     # ------------------------------------------------------------------ attention
-    M(
-        "mha-value-projection-from-kdim",
-        A + "layers.py",
-        "self.v_proj = nn.Linear(vdim, embed_dim, **made)",
-        "self.v_proj = nn.Linear(kdim, embed_dim, **made)",
-        T_ATT,
-    ),
-    M(
-        "encoder-feedforward-width-2d",
-        A + "layers.py",
-        "4 * d_model\n            if dim_feedforward is None",
-        "2 * d_model\n            if dim_feedforward is None",
-        T_ATT,
-    ),
-    M(
-        "encoder-first-residual-dropped",
-        A + "layers.py",
-        "x = self.norm1(x + self._attend(x, masks))",
-        "x = self.norm1(self._attend(x, masks))",
-        T_ATT,
-    ),
-    M(
-        "mha-value-defaults-to-query",
-        A + "layers.py",
-        "value = key if value is None else",
-        "value = query if value is None else",
-        T_ATT,
-    ),
     M(
         "scaled-dot-temperature-d-not-sqrt-d",
         A + "functional/__init__.py",
@@ -909,34 +882,6 @@ MUTANTS: list[Mutant] = [
         "tests/test_sdpa_arguments.py",
     ),
     M(
-        "mha-key-padding-polarity-flipped",
-        A + "layers.py",
-        'kpm = additive(key_padding_mask, True, "key_padding_mask")',
-        'kpm = additive(key_padding_mask, False, "key_padding_mask")',
-        "tests/test_layers.py",
-    ),
-    M(
-        "mha-state-dict-q-and-k-swapped",
-        A + "layers.py",
-        'for name, w in zip("qkv", packed.split(e)):',
-        'for name, w in zip("kqv", packed.split(e)):',
-        "tests/test_layers.py",
-    ),
-    M(
-        "mha-dropout-at-evaluation",
-        A + "layers.py",
-        "dropout_p=self.dropout if self.training else 0.0",
-        "dropout_p=self.dropout",
-        "tests/test_layers.py",
-    ),
-    M(
-        "encoder-pre-norm-second-block-unnormalised",
-        A + "layers.py",
-        "x = x + self._feed_forward(self.norm2(x))",
-        "x = x + self._feed_forward(x)",
-        "tests/test_layers.py",
-    ),
-    M(
         "entmax-loss-mean-over-all-rows",
         A + "normalizers/modules.py",
         'return total if self.reduction == "sum" else total / keep.sum()',
@@ -1368,5 +1313,209 @@ MUTANTS: list[Mutant] = [
         "if False:",
         T_TRI
         + "::test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one",
+    ),
+    # ---------------------------------------------- layers (issue 49, item 1): torch's
+    # defaults, parameters and state dicts both ways; the masks in torch's shapes
+    M(
+        "mha-value-projection-from-kdim",
+        A + "layers/multihead.py",
+        "self.v_proj_weight = nn.Parameter(torch.empty(e, self.vdim, **made))",
+        "self.v_proj_weight = nn.Parameter(torch.empty(e, self.kdim, **made))",
+        T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+    ),
+    M(
+        "mha-packed-biases-q-and-k-swapped",
+        A + "layers/multihead.py",
+        "(None,) * 3 if self.in_proj_bias is None else self.in_proj_bias.chunk(3)",
+        "(None,) * 3 if self.in_proj_bias is None else "
+        "self.in_proj_bias.chunk(3)[1::-1] + self.in_proj_bias.chunk(3)[2:]",
+        T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+    ),
+    M(
+        "mha-torch-init-biases-drawn",
+        A + "layers/multihead.py",
+        "nn.init.zeros_(self.in_proj_bias)",
+        "nn.init.uniform_(self.in_proj_bias)",
+        T_L + "test_the_same_seed_gives_torchs_parameters_under_torchs_names",
+    ),
+    M(
+        "mha-torch-init-out-proj-drawn-last",
+        A + "layers/multihead.py",
+        """self.out_proj.reset_parameters()
+                if self._qkv_same_embed_dim:""",
+        """if self._qkv_same_embed_dim:""",
+        T_L + "test_the_same_seed_gives_torchs_parameters_under_torchs_names",
+    ),
+    M(
+        "mha-linear-init-bound-from-out-features",
+        A + "layers/multihead.py",
+        "bound = 1 / math.sqrt(w.shape[1])",
+        "bound = 1 / math.sqrt(w.shape[0])",
+        T_L + "test_init_linear_draws_each_projection_as_an_nn_linear",
+    ),
+    M(
+        "mha-bias-k-appended-to-values",
+        A + "layers/multihead.py",
+        "v = torch.cat([v, self.bias_v.expand(*v.shape[:-2], 1, -1)], -2)",
+        "v = torch.cat([v, self.bias_k.expand(*v.shape[:-2], 1, -1)], -2)",
+        T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+    ),
+    M(
+        "mha-zero-attn-key-missing",
+        A + "layers/multihead.py",
+        "k = torch.cat([k, k.new_zeros(*k.shape[:-2], 1, k.shape[-1])], -2)",
+        "k = torch.cat([k, k[..., -1:, :]], -2)",
+        T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+    ),
+    M(
+        "mha-sequence-first-output-not-transposed-back",
+        A + "layers/multihead.py",
+        "if self.batch_first is False and out.ndim == 3:",
+        "if False:",
+        T_L + "test_default_constructors_agree_on_sequence_first_input",
+    ),
+    M(
+        "mha-weights-not-averaged",
+        A + "layers/multihead.py",
+        "weights = weights.mean(-3)",
+        "weights = weights",
+        T_L + "test_default_constructors_agree_on_sequence_first_input",
+    ),
+    M(
+        "mha-value-defaults-to-query",
+        A + "layers/multihead.py",
+        "v_in = k_in if value is None or value is key else None",
+        "v_in = q_in if value is None or value is key else None",
+        T_ATT + "::test_multihead_equals_torch",
+    ),
+    M(
+        "mha-dropout-at-evaluation",
+        A + "layers/multihead.py",
+        "dropout_p=self.dropout if self.training else 0.0",
+        "dropout_p=self.dropout",
+        T_L + "test_dropout_acts_in_training_only",
+    ),
+    M(
+        "mha-torchs-fused-path-not-refused",
+        A + "layers/multihead.py",
+        "self.register_forward_pre_hook(_called_as_a_module)",
+        "pass",
+        T_L + "test_ours_works_as_self_attn_inside_torchs_encoder_layer",
+    ),
+    M(
+        "mha-every-input-taken-as-checked",
+        A + "layers/multihead.py",
+        "if not any(x is c for c in self._checked):",
+        "if False:",
+        "tests/test_battery.py::test_bad_input[layers.MultiHeadAttention(query=None)]",
+    ),
+    M(
+        "masks-key-padding-polarity-flipped",
+        A + "layers/_masks.py",
+        "parts.append(_keep(kpm, True)[..., None, None, :])",
+        "parts.append(_keep(kpm, False)[..., None, None, :])",
+        T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+    ),
+    M(
+        "masks-per-head-mask-heads-outermost",
+        A + "layers/_masks.py",
+        "am = am.reshape(*batch, heads, n_q, n_k)",
+        "am = am.reshape(heads, *batch, n_q, n_k).transpose(0, -3)",
+        T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+    ),
+    M(
+        "masks-per-sequence-mask-read-per-head",
+        A + "layers/_masks.py",
+        "elif am.ndim != 2 or tuple(am.shape) != (n_q, n_k):",
+        "elif am.ndim > 3 or tuple(am.shape[-2:]) != (n_q, n_k):",
+        T_L + "test_a_mask_per_sequence_is_not_read_per_head",
+    ),
+    M(
+        "masks-appended-keys-blocked",
+        A + "layers/_masks.py",
+        "fill = True",
+        "fill = False",
+        T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+    ),
+    M(
+        "masks-bool-mask-blocks-the-kept-pairs",
+        A + "layers/_masks.py",
+        """masked_fill(
+                    ~p, float("-inf")
+                )""",
+        """masked_fill(
+                    p, float("-inf")
+                )""",
+        T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+    ),
+    M(
+        "encoder-first-residual-dropped",
+        A + "layers/encoder.py",
+        "x = self.norm1(x + h)",
+        "x = self.norm1(h)",
+        T_L + "test_encoder_layer_equals_torchs_after_loading_either_way",
+    ),
+    M(
+        "encoder-pre-norm-second-block-unnormalised",
+        A + "layers/encoder.py",
+        "x = x + self._feed_forward(self.norm2(x))",
+        "x = x + self._feed_forward(x)",
+        T_L + "test_encoder_layer_equals_torchs_after_loading_either_way",
+    ),
+    M(
+        "encoder-dropout-default-zero",
+        A + "layers/encoder.py",
+        "dropout: float = 0.1,",
+        "dropout: float = 0.0,",
+        T_L + "test_encoder_layer_takes_torchs_defaults_and_its_seed",
+    ),
+    M(
+        "encoder-feedforward-default-four-d-model",
+        A + "layers/encoder.py",
+        "dim_feedforward: int = 2048,",
+        "dim_feedforward: int = 32,",
+        T_L + "test_default_constructors_agree_on_sequence_first_input",
+    ),
+    M(
+        "encoder-self-attn-bypasses-its-hooks",
+        A + "layers/encoder.py",
+        "return attn(query, memory, memory, **masks)",
+        "return attn.forward(query, memory, memory, **masks)",
+        T_L + "test_hooks_on_self_attn_fire_and_capture_the_attention_maps",
+    ),
+    M(
+        "encoder-weights-not-returned",
+        A + "layers/encoder.py",
+        "return AttentionResult(x, weights) if need_weights else x",
+        "return AttentionResult(x, None) if need_weights else x",
+        T_L + "test_need_weights_returns_the_layers_attention_maps",
+    ),
+    M(
+        "decoder-attends-to-itself-not-memory",
+        A + "layers/decoder.py",
+        "self.multihead_attn, x, memory, masks,",
+        "self.multihead_attn, x, x, masks,",
+        T_L + "test_decoder_layer_equals_torchs_after_loading_either_way",
+    ),
+    M(
+        "decoder-memory-masks-on-the-self-attention",
+        A + "layers/decoder.py",
+        "attn_mask=tgt_mask, key_padding_mask=tgt_key_padding_mask,",
+        "attn_mask=tgt_mask, key_padding_mask=memory_key_padding_mask,",
+        T_L + "test_decoder_layer_equals_torchs_after_loading_either_way",
+    ),
+    M(
+        "decoder-pre-norm-cross-block-unnormalised",
+        A + "layers/decoder.py",
+        "x = x + self._cross_block(self.norm2(x), memory, cross)",
+        "x = x + self._cross_block(x, memory, cross)",
+        T_L + "test_decoder_layer_equals_torchs_after_loading_either_way",
+    ),
+    M(
+        "decoder-overflow-unchecked",
+        A + "layers/decoder.py",
+        "~torch.isfinite(x).all(),",
+        "torch.zeros((), dtype=torch.bool),",
+        "tests/test_battery.py::test_bad_input[layers.TransformerDecoderLayer(memory=x1e30)]",
     ),
 ]

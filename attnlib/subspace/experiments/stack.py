@@ -179,8 +179,12 @@ class AttentionStack(nn.Module):
         if kind == "ista":
             make = lambda: UnrolledISTAAttention(dim, n_iter=n_iter, lam=lam)  # noqa: E731
         else:
-            make = lambda: MultiHeadAttention(dim, normalizer=kind)  # noqa: E731
+            make = lambda: MultiHeadAttention(  # noqa: E731
+                dim, 1, batch_first=None, normalizer=kind, init="linear"
+            )  # attnlib's former defaults, which the chapter's runs used
         self.attn = nn.ModuleList(make() for _ in range(n_layers))
+        # MultiHeadAttention's weights per head, (..., 1, n_q, n_k), as in the runs
+        self._per_head = {} if kind == "ista" else {"average_attn_weights": False}
         self.ff = nn.ModuleList(
             nn.Sequential(nn.Linear(dim, hidden), nn.ReLU(), nn.Linear(hidden, dim))
             for _ in range(n_layers)
@@ -220,7 +224,7 @@ class AttentionStack(nn.Module):
                 )
         h, first = queries, None
         for attn, ff in zip(self.attn, self.ff):
-            out, weights = attn(h, keys, values)
+            out, weights = attn(h, keys, values, **self._per_head)
             first = weights if first is None else first
             h = h + out
             h = h + ff(h)

@@ -115,7 +115,11 @@ LEARNERS: dict[str, Callable[[int, int, int], nn.Module]] = {
     "scaled input": lambda n, d, k: ScaledInput(),
     "ridge": lambda n, d, k: RidgeCVBaseline(n, d),
     "MLP": lambda n, d, k: SequenceMLP(n, d, hidden=64),
-    "MultiHeadAttention": lambda n, d, k: MultiHeadAttention(d, 1),
+    # attnlib's former defaults, which the chapter's sweep was run with: tokens as rows,
+    # no dropout, each projection drawn as an nn.Linear
+    "MultiHeadAttention": lambda n, d, k: MultiHeadAttention(
+        d, 1, batch_first=None, init="linear"
+    ),
     "KnowledgeAttention, linear value": lambda n, d, k: KnowledgeAttention(
         d, k, value="linear"
     ),
