@@ -25,6 +25,7 @@ __all__ = [
     "check_int",
     "host_array",
     "check_on_device",
+    "traced",
 ]
 
 
@@ -128,7 +129,8 @@ def check_on_device(bad: torch.Tensor, message: str) -> None:
     (``torch._assert_async``), so that a valid input costs no host-device
     synchronisation; a bad one fails at the next synchronisation with ``message``
     (CUDA reports it as a device-side assertion, after which the process must restart,
-    as after any CUDA assertion).
+    as after any CUDA assertion). Under ``torch.compile``, ``torch.export`` and
+    ``vmap`` (see :func:`traced`) nothing is checked.
 
     Parameters
     ----------
@@ -137,11 +139,33 @@ def check_on_device(bad: torch.Tensor, message: str) -> None:
     message : str
         The error's text, naming the argument.
     """
+    if traced(bad):
+        return
     if bad.device.type == "cpu":
         if bad:
             raise ValueError(message)
     else:
         torch._assert_async(~bad, message)
+
+
+def traced(t: torch.Tensor) -> bool:
+    """Whether ``t`` has no values to read now: under ``torch.compile`` or
+    ``torch.export`` (a graph is being traced) or inside ``torch.func.vmap``.
+
+    There the checks that read values are skipped (they would break the graph or
+    read a batch of values as one); the eager call that the traced one mirrors checks.
+
+    Parameters
+    ----------
+    t : tensor
+        A tensor of the computation.
+
+    Returns
+    -------
+    bool
+        True when reading its values is not possible.
+    """
+    return torch.compiler.is_compiling() or torch._C._functorch.is_batchedtensor(t)
 
 
 def as_float_array(
