@@ -186,6 +186,7 @@ def _attention(
         out = flash(q, k, v, score, normalizer, mask, temperature, is_causal, names[3])
         if out is not None:  # None: Triton refused the kernel
             return AttentionResult(out, None)
+    may_be_empty = mask is not None  # the causal triangle alone leaves every query a key
     if is_causal:  # SDPA's causal mask: aligned at the top left
         causal = causal_mask(q.shape[-2], k.shape[-2], q.device)
         if mask is not None:
@@ -196,8 +197,9 @@ def _attention(
         out = fused(q, k, v, score, mask, bias, temperature, dropout_p, False, names)
         return AttentionResult(out, None)
     out, weights = weights_path(
-        q, k, v, score, normalizer, mask, temperature, bias, dropout_p, names
-    )
+        q, k, v, score, normalizer, mask, temperature, bias, dropout_p, names,
+        may_be_empty,
+    )  # fmt: skip
     return AttentionResult(out, weights if need_weights else None)
 
 

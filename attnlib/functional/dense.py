@@ -13,7 +13,7 @@ import torch
 
 from ..errors import ScoreError
 from ..normalizers import SHIFT_INVARIANT
-from ..utils import check_on_device, traced
+from ..utils import check_on_device, finite_on_host, traced
 from .arguments import check_mask
 from .scores import (
     FUSED_SCORES,
@@ -51,11 +51,14 @@ def _exact(temperature: float, dtype: torch.dtype) -> bool:
 
 
 def weights_path(
-    q, k, v, score, normalizer, mask, temperature, bias, dropout_p, names
+    q, k, v, score, normalizer, mask, temperature, bias, dropout_p, names,
+    may_be_empty=True,
 ):  # fmt: skip
     """The output and the weights, for ``attention`` (checked arguments).
 
-    ``names`` are the caller's names of q, k, v and the mask, for messages.
+    ``names`` are the caller's names of q, k, v and the mask, for messages;
+    ``may_be_empty`` is False where the mask leaves every query a key (the causal
+    triangle alone), which spares a reduction.
     """
     score_fn, normalize = resolve_score(score), resolve_normalizer(normalizer)
     temperature = default_temperature(temperature, score, q.shape[-1])
@@ -69,7 +72,7 @@ def weights_path(
         scores = score_fn(q, k)
     if callable(score):
         _check_scores_shape(scores, q, k, names)
-    scores, empty = _masked(scores, mask, names[3])
+    scores, empty = _masked(scores, mask, names[3], may_be_empty)
     if scores.numel() == 0:
         return normalize(scores) @ v, normalize(scores)
     at_once = normalizer == "softmax" and exact and temperature >= 1
@@ -83,7 +86,7 @@ def weights_path(
     if bias is not None:
         scores = scores + bias.to(dtype=scores.dtype)
     weights = normalize(scores)
-    if empty is not None and (traced(empty) or empty.device.type != "cpu" or empty.any()):
+    if empty is not None:
         weights = weights.masked_fill(empty, 0.0)
     if dropout_p:
         weights = torch.nn.functional.dropout(weights, dropout_p)
@@ -103,17 +106,22 @@ def _check_scores_shape(scores, q, k, names) -> None:
         )
 
 
-def _masked(scores, mask, name):
+def _masked(scores, mask, name, may_be_empty=True):
     """Scores with masked keys at ``-inf``, and the rows with no key (or ``None``)."""
     if mask is None:
         return scores, None
     mask = check_mask(mask, scores.shape, scores.device, name)
-    # A row whose every key is masked (causal masks with padding make them) gets zero
-    # weights and zero output, as SDPA's: its scores stay unmasked (finite, so no NaN
-    # and finite gradients) and its weights are zeroed at the end. Both are found on
-    # the mask as given (broadcast, not expanded): no pass of the scores' size.
-    empty = ~mask.any(-1, keepdim=True)
-    return scores.masked_fill(~mask & ~empty, float("-inf")), empty
+    if may_be_empty:
+        # A row whose every key is masked (causal masks with padding make them) gets
+        # zero weights and zero output, as SDPA's: its scores stay unmasked (finite, so
+        # no NaN and finite gradients) and its weights are zeroed at the end. Both are
+        # found on the mask as given (broadcast, not expanded): no pass of the scores'
+        # size.
+        seen = mask.any(-1, keepdim=True)
+        if traced(seen) or seen.device.type != "cpu" or not seen.all():
+            empty = ~seen
+            return torch.where(mask | empty, scores, float("-inf")), empty
+    return torch.where(mask, scores, float("-inf")), None
 
 
 def _checked_tops(scores, q, k, names):
@@ -129,7 +137,7 @@ def _checked_tops(scores, q, k, names):
             "score(q, k) gave NaN, +inf or only -inf in a row (q and k too large for "
             f"{scores.dtype}, or a score callable's output)",
         )
-    elif not torch.isfinite(top).all():
+    elif not finite_on_host(top):
         _refuse_scores(top, q, k, names)
     return top
 
@@ -161,15 +169,14 @@ def _checked_output(out, weights, scores, q, k, v, names):
     target = out if out.numel() else weights
     if traced(target):
         return out
-    bad = ~torch.isfinite(target).all()
     if target.device.type != "cpu":
         check_on_device(
-            bad,
+            ~torch.isfinite(target).all(),
             f"{names[0]}, {names[1]} or {names[2]} contains NaN or infinite values, "
             f"or their scores or output overflow {out.dtype}",
         )
         return out
-    if not bad:
+    if finite_on_host(target):
         return out
     _checked_tops(scores, q, k, names)  # raises when the scores are undefined
     bad_keys = ~torch.isfinite(v).all(-1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ..utils import check_on_device
+from ..utils import check_on_device, finite_on_host, traced
 from . import _triton_flash as triton_flash
 from .arguments import check_mask
 from .scores import FUSED_SCORES, default_temperature
@@ -38,7 +38,7 @@ def fused(
                  k.shape[-2])  # fmt: skip
         mask = check_mask(mask, shape, q.device, names[3])
         empty = ~mask.any(-1, keepdim=True)
-        if not empty.is_cuda and not torch.compiler.is_compiling() and not empty.any():
+        if not traced(empty) and empty.device.type == "cpu" and not empty.any():
             empty = None
     if bias is not None:
         bias = bias.to(dtype=q.dtype)
@@ -51,6 +51,8 @@ def fused(
     )
     if empty is not None:
         out = out.masked_fill(empty, 0.0)
+    if traced(out) or (out.device.type == "cpu" and finite_on_host(out)):
+        return out
     check_on_device(  # NaN or inf in q, k, v reach the output, as overflow does
         ~torch.isfinite(out).all(),
         f"{names[0]}, {names[1]} or {names[2]} contains NaN or infinite values, or "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import AttentionInputError
-from ..utils import check_on_device, traced
+from ..utils import check_on_device, finite_on_host, traced
 from .arguments import (
     check_flag,
     check_mask,
@@ -142,15 +142,14 @@ def scaled_dot_product_attention(
     )  # fmt: skip
     if traced(out) or out.numel() == 0:
         return out
-    bad = ~torch.isfinite(out).all()
     if out.device.type != "cpu":
         check_on_device(
-            bad,
+            ~torch.isfinite(out).all(),
             "query, key or value contains NaN or infinite values, or query keyᵀ · "
             f"scale overflows {query.dtype}",
         )
         return out
-    if not bad:
+    if finite_on_host(out):
         return out
     # Found only now, once: the culprit named, or a NaN the mask hides ignored.
     if enable_gqa:

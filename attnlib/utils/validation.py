@@ -26,6 +26,7 @@ __all__ = [
     "host_array",
     "check_on_device",
     "traced",
+    "finite_on_host",
 ]
 
 
@@ -148,6 +149,27 @@ def check_on_device(bad: torch.Tensor, message: str) -> None:
         torch._assert_async(~bad, message)
 
 
+def finite_on_host(t: torch.Tensor) -> bool:
+    """Whether every value of the CPU tensor ``t`` is finite, read at once.
+
+    One reduction (a sum is NaN or infinite when a value is, at a third of the cost of
+    ``isfinite(t).all()`` on small tensors); the exact test runs only when the sum is
+    not finite, which a sum that overflows can make it.
+
+    Parameters
+    ----------
+    t : floating tensor, on the CPU
+        The values.
+
+    Returns
+    -------
+    bool
+        True when no value is NaN or infinite.
+    """
+    wide = t.dtype if t.dtype in (torch.float32, torch.float64) else torch.float32
+    return bool(t.sum(dtype=wide).isfinite()) or bool(torch.isfinite(t).all())
+
+
 def traced(t: torch.Tensor) -> bool:
     """Whether ``t`` has no values to read now: under ``torch.compile`` or
     ``torch.export`` (a graph is being traced) or inside ``torch.func.vmap``.
@@ -165,7 +187,14 @@ def traced(t: torch.Tensor) -> bool:
     bool
         True when reading its values is not possible.
     """
-    return torch.compiler.is_compiling() or torch._C._functorch.is_batchedtensor(t)
+    if torch.compiler.is_compiling():
+        return True
+    functorch = torch._C._functorch
+    while functorch.is_functorch_wrapped_tensor(t):  # vmap, maybe inside grad
+        if functorch.is_batchedtensor(t):
+            return True
+        t = functorch.get_unwrapped(t)
+    return False
 
 
 def as_float_array(
