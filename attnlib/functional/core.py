@@ -178,8 +178,11 @@ def _attention(
     fuse = fusable(score, normalizer, need_weights)
     if fuse and is_causal and mask is None and bias is None:
         # SDPA's own causal path computes only the lower triangle
-        out = fused(q, k, v, score, None, None, temperature, dropout_p, True, names)
-        return AttentionResult(out, None)
+        out = fused(
+            q, k, v, score, None, None, temperature, dropout_p, True, names, batch
+        )
+        if out is not None:  # None: not finite, and the weights path says why
+            return AttentionResult(out, None)
     if flashable(
         q, k, v, score, normalizer, need_weights, bias, dropout_p, temperature
     ):
@@ -194,8 +197,11 @@ def _attention(
             causal = check_mask(mask, shape, q.device, names[3]) & causal
         mask = causal
     if fuse:
-        out = fused(q, k, v, score, mask, bias, temperature, dropout_p, False, names)
-        return AttentionResult(out, None)
+        out = fused(
+            q, k, v, score, mask, bias, temperature, dropout_p, False, names, batch
+        )
+        if out is not None:
+            return AttentionResult(out, None)
     out, weights = weights_path(
         q, k, v, score, normalizer, mask, temperature, bias, dropout_p, names,
         may_be_empty,

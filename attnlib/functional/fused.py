@@ -22,20 +22,23 @@ def fusable(score, normalizer, need_weights: bool) -> bool:
 
 
 def fused(
-    q, k, v, score, mask, bias, temperature, dropout_p, causal=False, names=None
-) -> torch.Tensor:  # fmt: skip
+    q, k, v, score, mask, bias, temperature, dropout_p, causal=False, names=None,
+    batch=None,
+) -> torch.Tensor | None:  # fmt: skip
     """Softmax attention's output by ``F.scaled_dot_product_attention`` (checked input).
 
     The same mathematics as the weights path with the softmax: SDPA's fused kernels
     never form the weights. Masks become SDPA's one ``attn_mask``; a query with no key
-    gets zeros, as in the weights path.
+    gets zeros, as in the weights path. None where the output on the CPU is not finite
+    (the caller's weights path then names the culprit, or ignores what the mask hides).
     """
     names = names or ("q", "k", "v", "mask")
     scale = 1 / default_temperature(temperature, score, q.shape[-1])
+    if batch is None:
+        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     empty = None
     if mask is not None:
-        shape = (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]), q.shape[-2],
-                 k.shape[-2])  # fmt: skip
+        shape = (*batch, q.shape[-2], k.shape[-2])
         mask = check_mask(mask, shape, q.device, names[3])
         empty = ~mask.any(-1, keepdim=True)
         if not traced(empty) and empty.device.type == "cpu" and not empty.any():
@@ -43,7 +46,6 @@ def fused(
     if bias is not None:
         bias = bias.to(dtype=q.dtype)
         mask = bias if mask is None else torch.where(mask, bias, float("-inf"))
-    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2] == batch):
         q, k, v = (t.expand(*batch, *t.shape[-2:]) for t in (q, k, v))
     out = torch.nn.functional.scaled_dot_product_attention(
@@ -51,8 +53,13 @@ def fused(
     )
     if empty is not None:
         out = out.masked_fill(empty, 0.0)
-    if traced(out) or (out.device.type == "cpu" and finite_on_host(out)):
+    if traced(out):
         return out
+    if out.device.type == "cpu":
+        if finite_on_host(out):
+            return out
+        if not dropout_p:  # None: the weights path finds the culprit (or a masked NaN)
+            return None
     check_on_device(  # NaN or inf in q, k, v reach the output, as overflow does
         ~torch.isfinite(out).all(),
         f"{names[0]}, {names[1]} or {names[2]} contains NaN or infinite values, or "

@@ -34,15 +34,16 @@ def scaled_dot_product_attention(
     attn_mask=None,
     dropout_p: float = 0.0,
     is_causal: bool = False,
+    *,
     scale: float | None = None,
     enable_gqa: bool = False,
-    *,
     normalizer: Normalizer = "softmax",
 ) -> torch.Tensor:
     """SDPA: ``normalizer(query keyᵀ · scale + attn_mask) @ value``, as a tensor.
 
     A drop-in for ``torch.nn.functional.scaled_dot_product_attention``: the same
-    arguments, positional in the same order, with the same meaning, and its refusals.
+    arguments, positional in the same order (``scale`` and ``enable_gqa`` keyword-only,
+    as in PyTorch), with the same meaning, and its refusals.
     With the softmax it runs PyTorch's SDPA itself; ``normalizer="sparsemax"``,
     ``"entmax"`` (any name of ``attnlib.normalizers.NORMALIZERS``) or a map runs
     :func:`attention` without weights (the flash kernels on CUDA). Where attnlib
@@ -72,7 +73,7 @@ def scaled_dot_product_attention(
         Grouped-query attention: ``key`` and ``value`` have ``H_k`` heads, a divisor
         of ``H``, each shared by ``H / H_k`` query heads (repeated as PyTorch does).
     normalizer : str or callable
-        How a row of scores becomes weights (keyword only); ``"softmax"`` is SDPA.
+        How a row of scores becomes weights; ``"softmax"`` is SDPA.
 
     Returns
     -------

