@@ -86,10 +86,13 @@ def _broadcasts(shape, target) -> bool:
     )
 
 
-def check_mask(mask, shape, device, name: str = "mask", of: str = "q") -> torch.Tensor:
-    """``mask`` as a bool tensor on ``device``, expanded to the scores' ``shape``.
+def check_mask(
+    mask, shape, device, name: str = "mask", of: str = "q", floating: bool = False
+) -> torch.Tensor:
+    """``mask`` as a bool tensor on ``device`` that broadcasts to the scores' ``shape``.
 
-    A tensor on another device is refused; an array-like is built on ``device``.
+    A tensor on another device is refused; an array-like is built on ``device``. With
+    ``floating``, a float mask passes too (its values are not read).
     """
     if not isinstance(mask, torch.Tensor):
         mask = torch.as_tensor(mask, device=device)
@@ -98,7 +101,7 @@ def check_mask(mask, shape, device, name: str = "mask", of: str = "q") -> torch.
             f"{name} is on {mask.device} but {of} is on {device}: move it "
             f"({name}.to({of}.device)); nothing is moved for you"
         )
-    if mask.dtype != torch.bool:
+    if mask.dtype != torch.bool and not (floating and mask.is_floating_point()):
         raise ValueError(
             f"{name} must be boolean (True = may attend) or floating (added to the "
             f"scores), got dtype {mask.dtype}"

@@ -194,7 +194,7 @@ def _attention(
         causal = causal_mask(q.shape[-2], k.shape[-2], q.device)
         if mask is not None:
             shape = (*batch, q.shape[-2], k.shape[-2])
-            causal = check_mask(mask, shape, q.device, names[3]) & causal
+            causal = check_mask(mask, shape, q.device, names[3], names[0]) & causal
         mask = causal
     if fuse:
         out = fused(

@@ -34,14 +34,18 @@ def causal_mask(n_q: int, n_k: int, device) -> torch.Tensor:
     attention), built afresh where a graph is traced.
     """
     if torch.compiler.is_compiling():
-        return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()
+        return _triangle(n_q, n_k, device)
     key = (n_q, n_k, device)
     mask = _CAUSAL.get(key)
     if mask is None:
         if len(_CAUSAL) > 64:
             _CAUSAL.clear()
-        mask = _CAUSAL[key] = torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()
+        mask = _CAUSAL[key] = _triangle(n_q, n_k, device)
     return mask
+
+
+def _triangle(n_q: int, n_k: int, device) -> torch.Tensor:
+    return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()
 
 
 def _exact(temperature: float, dtype: torch.dtype) -> bool:
@@ -72,7 +76,7 @@ def weights_path(
         scores = score_fn(q, k)
     if callable(score):
         _check_scores_shape(scores, q, k, names)
-    scores, empty = _masked(scores, mask, names[3], may_be_empty)
+    scores, empty = _masked(scores, mask, names, may_be_empty)
     if scores.numel() == 0:
         return normalize(scores) @ v, normalize(scores)
     at_once = normalizer == "softmax" and exact and temperature >= 1
@@ -106,11 +110,11 @@ def _check_scores_shape(scores, q, k, names) -> None:
         )
 
 
-def _masked(scores, mask, name, may_be_empty=True):
+def _masked(scores, mask, names, may_be_empty=True):
     """Scores with masked keys at ``-inf``, and the rows with no key (or ``None``)."""
     if mask is None:
         return scores, None
-    mask = check_mask(mask, scores.shape, scores.device, name)
+    mask = check_mask(mask, scores.shape, scores.device, names[3], names[0])
     if may_be_empty:
         # A row whose every key is masked (causal masks with padding make them) gets
         # zero weights and zero output, as SDPA's: its scores stay unmasked (finite, so

@@ -39,7 +39,7 @@ def fused(
     empty = None
     if mask is not None:
         shape = (*batch, q.shape[-2], k.shape[-2])
-        mask = check_mask(mask, shape, q.device, names[3])
+        mask = check_mask(mask, shape, q.device, names[3], names[0])
         empty = ~mask.any(-1, keepdim=True)
         if not traced(empty) and empty.device.type == "cpu" and not empty.any():
             empty = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import AttentionInputError
-from ..utils import check_on_device, finite_on_host, traced
+from ..utils import check_on_device, check_real, finite_on_host, traced
 from .arguments import (
     check_flag,
     check_mask,
@@ -68,7 +68,8 @@ def scaled_dot_product_attention(
         Query ``i`` attends to keys ``0 … i`` (top-left aligned); not with
         ``attn_mask``, as in PyTorch.
     scale : float, optional
-        The scores' multiplier; ``1 / sqrt(E)`` by default.
+        The scores' multiplier; ``1 / sqrt(E)`` by default. Any finite number with the
+        softmax, as PyTorch takes it; positive with another normalizer.
     enable_gqa : bool
         Grouped-query attention: ``key`` and ``value`` have ``H_k`` heads, a divisor
         of ``H``, each shared by ``H / H_k`` query heads (repeated as PyTorch does).
@@ -97,6 +98,8 @@ def scaled_dot_product_attention(
     """
     check_flag(is_causal, "is_causal")
     check_flag(enable_gqa, "enable_gqa")
+    if scale is not None:  # any real, as torch takes it (positive for other normalizers)
+        scale = check_real(scale, "scale")
     if is_causal and attn_mask is not None:
         raise AttentionInputError(
             "attn_mask and is_causal=True were both given; PyTorch's SDPA refuses "
@@ -126,10 +129,11 @@ def scaled_dot_product_attention(
                     f"a float attn_mask must have query's dtype {query.dtype}, got "
                     f"{attn_mask.dtype}: pass attn_mask.to(query.dtype)"
                 )
-            check_mask(attn_mask.isneginf(), _shape(query, key, batch), query.device)
+            check_mask(attn_mask, _shape(query, key, batch), query.device,
+                       "attn_mask", "query", floating=True)  # fmt: skip
         else:
             attn_mask = check_mask(
-                attn_mask, _shape(query, key, batch), query.device, "attn_mask"
+                attn_mask, _shape(query, key, batch), query.device, "attn_mask", "query"
             )
     if (
         isinstance(dropout_p, bool)
