@@ -10,9 +10,9 @@ coefficient matrix ``C`` is our ``weights.T``.
 :func:`scaled_dot_product_attention` is the same equation in PyTorch's shape of call
 (a drop-in for ``torch.nn.functional.scaled_dot_product_attention``), returning the
 output only. The package reads by concern: ``scores`` (what a query and a key are
-compared by), ``arguments`` (the checks, once), ``dense`` (the weights path),
-``fused`` (the paths without weights: SDPA and the flash kernels), ``core`` and
-``sdpa`` (the two faces).
+compared by), ``core`` and ``sdpa`` (the two faces), and their private trusted parts:
+``_arguments`` (the checks, once), ``_dense`` (the weights path) and ``_fused`` (the
+paths without weights: SDPA and the flash kernels, ``_triton_flash``).
 """
 
 from __future__ import annotations

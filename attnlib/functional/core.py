@@ -1,9 +1,9 @@
 """The face of attention: :func:`attention`, :func:`attend` and what they return.
 
-:func:`attention` checks its arguments once (``attnlib.functional.arguments``) and hands
+:func:`attention` checks its arguments once (``attnlib.functional._arguments``) and hands
 them to :func:`_attention`, which picks the path: PyTorch's fused SDPA or the flash
-kernels without weights (``attnlib.functional.fused``), else the weights path
-(``attnlib.functional.dense``).
+kernels without weights (``attnlib.functional._fused``), else the weights path
+(``attnlib.functional._dense``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import torch
 
 from ..errors import AttentionInputError
 from ..utils import check_positive, traced
-from .arguments import (
+from ._arguments import (
     check_finite,
     check_flag,
     check_mask,
@@ -23,11 +23,11 @@ from .arguments import (
     sdpa_arguments,
     split_additive,
 )
-from .dense import causal_mask, weights_path
-from .fused import flash, flashable, fusable, fused
+from ._dense import causal_mask, weights_path
+from ._fused import flash, flashable, fusable, fused
 from .scores import Normalizer, Score
 
-__all__ = ["AttentionResult", "attention", "attend", "output_of"]
+__all__ = ["AttentionResult", "attention", "attend"]
 
 _NAMES = ("q", "k", "v", "mask")
 

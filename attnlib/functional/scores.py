@@ -12,7 +12,7 @@ import torch
 
 from ..normalizers import NORMALIZERS
 
-__all__ = ["SCORES", "resolve", "Score", "Normalizer"]
+__all__ = ["SCORES", "resolve"]
 
 Score = str | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 Normalizer = str | Callable[[torch.Tensor], torch.Tensor]

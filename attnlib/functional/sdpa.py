@@ -11,7 +11,7 @@ import torch
 
 from ..errors import AttentionInputError
 from ..utils import check_on_device, check_real, finite_on_host, traced
-from .arguments import (
+from ._arguments import (
     check_flag,
     check_mask,
     check_shapes,

@@ -159,7 +159,7 @@ def finite_on_host(t: torch.Tensor) -> bool:
 
     Parameters
     ----------
-    t : floating tensor, on the CPU
+    t : floating tensor, any shape, on the CPU
         The values.
 
     Returns
@@ -181,7 +181,7 @@ def traced(t: torch.Tensor) -> bool:
 
     Parameters
     ----------
-    t : tensor
+    t : tensor, any shape
         A tensor of the computation.
 
     Returns

@@ -46,11 +46,6 @@ def _tensor(x, name: str, ref: torch.Tensor | None, of: str = "q") -> torch.Tens
             f"{name} must be a floating tensor, got dtype {x.dtype}: pass "
             f"{name}.float() (attention is not defined on integers)"
         )
-    if x.ndim < 2:
-        raise ValueError(
-            f"{name} must have at least 2 dimensions (..., tokens, features), got "
-            f"shape {tuple(x.shape)}"
-        )
     if ref is not None and x.dtype != ref.dtype:
         raise AttentionInputError(
             f"{name} has dtype {x.dtype} but {of} has {ref.dtype}: pass tensors "
@@ -61,7 +56,8 @@ def _tensor(x, name: str, ref: torch.Tensor | None, of: str = "q") -> torch.Tens
             f"{name} is on {x.device} but {of} is on {ref.device}: move them to "
             f"one device (e.g. {name}.to({of}.device)); nothing is moved for you"
         )
-    return x
+    # the shared check (ndim); its values are checked once, on the result
+    return as_tensor(x, name, min_ndim=2, allow_empty=True, finite=False)
 
 
 def checked_tensors(q, k, v, names=("q", "k", "v")):

@@ -14,7 +14,7 @@ import torch
 from ..errors import ScoreError
 from ..normalizers import SHIFT_INVARIANT
 from ..utils import check_on_device, finite_on_host, traced
-from .arguments import check_mask
+from ._arguments import check_mask
 from .scores import (
     FUSED_SCORES,
     default_temperature,

@@ -1,6 +1,6 @@
 """The paths that never form the weights: PyTorch's fused SDPA and the flash kernels.
 
-Both compute what :mod:`attnlib.functional.dense` computes with that normalizer, from
+Both compute what ``attnlib.functional._dense`` computes with that normalizer, from
 checked arguments, and check their output once.
 """
 
@@ -10,7 +10,7 @@ import torch
 
 from ..utils import check_on_device, finite_on_host, traced
 from . import _triton_flash as triton_flash
-from .arguments import check_mask
+from ._arguments import check_mask
 from .scores import FUSED_SCORES, default_temperature
 
 __all__ = ["fusable", "fused", "flashable", "flash"]
