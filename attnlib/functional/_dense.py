@@ -13,7 +13,8 @@ import torch
 
 from ..errors import ScoreError
 from ..normalizers import SHIFT_INVARIANT
-from ..utils import check_on_device, finite_on_host, traced
+from ..utils import check_on_device
+from ..utils.validation import finite_on_host, traced
 from ._arguments import check_mask
 from .scores import (
     FUSED_SCORES,

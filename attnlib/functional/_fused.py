@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from ..utils import check_on_device, finite_on_host, traced
+from ..utils import check_on_device
+from ..utils.validation import finite_on_host, traced
 from . import _triton_flash as triton_flash
 from ._arguments import check_mask
 from .scores import FUSED_SCORES, default_temperature

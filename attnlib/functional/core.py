@@ -13,7 +13,8 @@ from typing import NamedTuple
 import torch
 
 from ..errors import AttentionInputError
-from ..utils import check_positive, traced
+from ..utils import check_positive
+from ..utils.validation import traced
 from ._arguments import (
     check_finite,
     check_flag,

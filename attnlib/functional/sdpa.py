@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 
 from ..errors import AttentionInputError
-from ..utils import check_on_device, check_real, finite_on_host, traced
+from ..utils import check_on_device, check_real
+from ..utils.validation import finite_on_host, traced
 from ._arguments import (
     check_flag,
     check_mask,

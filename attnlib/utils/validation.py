@@ -26,8 +26,6 @@ __all__ = [
     "check_int",
     "host_array",
     "check_on_device",
-    "traced",
-    "finite_on_host",
 ]
 
 
@@ -132,7 +130,7 @@ def check_on_device(bad: torch.Tensor, message: str) -> None:
     synchronisation; a bad one fails at the next synchronisation with ``message``
     (CUDA reports it as a device-side assertion, after which the process must restart,
     as after any CUDA assertion). Under ``torch.compile``, ``torch.export`` and
-    ``vmap`` (see :func:`traced`) nothing is checked.
+    ``vmap`` (see ``traced``) nothing is checked.
 
     Parameters
     ----------
