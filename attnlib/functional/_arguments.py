@@ -112,6 +112,13 @@ def check_mask(
 
 def check_shapes(q, k, v, score, names=("q", "k", "v")) -> tuple:
     """The batch shape of q, k, v, or a ValueError naming the argument and shapes."""
+    qs, ks, vs = q.shape, k.shape, v.shape
+    if (  # the common case, at the cost of a few comparisons
+        ks[-2] and qs[-1] and ks[-1] and ks[-2] == vs[-2]
+        and (qs[-1] == ks[-1] or callable(score))
+        and qs[:-2] == ks[:-2] == vs[:-2]
+    ):  # fmt: skip
+        return qs[:-2]
     nq, nk, nv = names[:3]
 
     def shapes():  # formatted only for a message
