@@ -248,3 +248,34 @@ def test_sdpa_takes_torchs_positional_arguments_and_no_more():
         with pytest.raises(TypeError, match="positional argument"):  # keyword-only
             fn(*six, 0.3)
     assert "scaled_dot_product_attention" in attnlib.__all__
+
+
+def test_a_large_masked_call_adds_its_mask_with_the_same_numbers():
+    """Above 2**16 scores on the CPU a broadcast bool mask is added as 0 / -inf (the
+    cost of a bias); the weights, outputs and gradients are those of masking, and a
+    NaN in a masked key is still ignored (the call is redone masking)."""
+    from attnlib.functional._dense import weights_path
+
+    q, k, v = qkv((2, 4, 128, 16), (2, 4, 128, 16))
+    q.requires_grad_()
+    m = bool_mask(128, 128)
+    m[3] = False  # a query with no key
+    names = ("q", "k", "v", "mask")
+    args = (k, v, "scaled_dot", "softmax", m, None, None, 0.0, names)
+    added = weights_path(q, *args)
+    masked = weights_path(q, *args, additive=False)
+    assert torch.equal(added[0], masked[0]) and torch.equal(added[1], masked[1])
+    assert (added[1][..., 3, :] == 0).all()
+    (g_added,) = torch.autograd.grad(added[0].sum(), q)
+    (g_masked,) = torch.autograd.grad(masked[0].sum(), q)
+    assert torch.equal(g_added, g_masked)
+    m[3] = True
+    peer = F.scaled_dot_product_attention(q, k, v, m)
+    torch.testing.assert_close(attention(q, k, v, mask=m).output, peer)
+    hidden = m.clone()
+    hidden[:, 7] = False
+    bad = k.clone()
+    bad[..., 7, :] = torch.nan
+    torch.testing.assert_close(
+        attention(q, bad, v, mask=hidden).output, attention(q, k, v, mask=hidden).output
+    )

@@ -974,6 +974,20 @@ MUTANTS: list[Mutant] = [
         "tests/test_sdpa_function.py",
     ),
     M(
+        "additive-mask-keeps-the-masked-keys",
+        A + "functional/_dense.py",
+        'return scores + add.masked_fill_(~keep, float("-inf")), empty',
+        'return scores + add.masked_fill_(keep, float("-inf")), empty',
+        "tests/test_sdpa_function.py",
+    ),
+    M(
+        "additive-mask-not-redone-on-nan",
+        A + "functional/_dense.py",
+        "if additive and not traced(out) and not finite_on_host(",
+        "if False and not finite_on_host(",
+        "tests/test_sdpa_function.py",
+    ),
+    M(
         "traced-skips-nothing-under-vmap",
         A + "utils/validation.py",
         "if functorch.is_batchedtensor(t):\n            return True",

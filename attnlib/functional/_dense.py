@@ -57,14 +57,18 @@ def _exact(temperature: float, dtype: torch.dtype) -> bool:
 
 def weights_path(
     q, k, v, score, normalizer, mask, temperature, bias, dropout_p, names,
-    may_be_empty=True,
+    may_be_empty=True, additive=True,
 ):  # fmt: skip
     """The output and the weights, for ``attention`` (checked arguments).
 
     ``names`` are the caller's names of q, k, v and the mask, for messages;
     ``may_be_empty`` is False where the mask leaves every query a key (the causal
-    triangle alone), which spares a reduction.
+    triangle alone), which spares a reduction. With ``additive``, a broadcast bool
+    mask of a large softmax call on the CPU is added as a bias of 0 and ``-inf`` (the
+    same numbers as masking, at the cost of an addition); should the output not be
+    finite, the call is redone masking, which hides a NaN of a masked key.
     """
+    given = temperature
     score_fn, normalize = resolve_score(score), resolve_normalizer(normalizer)
     temperature = default_temperature(temperature, score, q.shape[-1])
     exact = _exact(temperature, q.dtype)
@@ -77,10 +81,17 @@ def weights_path(
         scores = score_fn(q, k)
     if callable(score):
         _check_scores_shape(scores, q, k, names)
-    scores, empty = _masked(scores, mask, names, may_be_empty)
+    at_once = normalizer == "softmax" and exact and temperature >= 1
+    additive = (
+        additive
+        and at_once
+        and mask is not None
+        and scores.device.type == "cpu"
+        and scores.numel() >= max(2**16, 4 * mask.numel())
+    )
+    scores, empty = _masked(scores, mask, names, may_be_empty, additive)
     if scores.numel() == 0:
         return normalize(scores) @ v, normalize(scores)
-    at_once = normalizer == "softmax" and exact and temperature >= 1
     if at_once:  # softmax shifts by the row maximum itself: one check, at the end
         if temperature != 1:
             scores = scores / temperature
@@ -96,6 +107,11 @@ def weights_path(
     if dropout_p:
         weights = torch.nn.functional.dropout(weights, dropout_p)
     out = weights @ v
+    if additive and not traced(out) and not finite_on_host(out if out.numel() else weights):
+        return weights_path(
+            q, k, v, score, normalizer, mask, given, bias, dropout_p, names,
+            may_be_empty, additive=False,
+        )  # fmt: skip
     return _checked_output(out, weights, scores, q, k, v, names), weights
 
 
@@ -111,11 +127,17 @@ def _check_scores_shape(scores, q, k, names) -> None:
         )
 
 
-def _masked(scores, mask, names, may_be_empty=True):
+def _masked(scores, mask, names, may_be_empty=True, additive=False):
     """Scores with masked keys at ``-inf``, and the rows with no key (or ``None``)."""
     if mask is None:
         return scores, None
     mask = check_mask(mask, scores.shape, scores.device, names[3], names[0])
+    if additive:  # 0 or -inf, added: what a bias costs (see weights_path)
+        seen = mask.any(-1, keepdim=True)
+        empty = None if seen.all() else ~seen
+        keep = mask if empty is None else mask | empty
+        add = torch.zeros(keep.shape, dtype=scores.dtype, device=scores.device)
+        return scores + add.masked_fill_(~keep, float("-inf")), empty
     if may_be_empty:
         # A row whose every key is masked (causal masks with padding make them) gets
         # zero weights and zero output, as SDPA's: its scores stay unmasked (finite, so
