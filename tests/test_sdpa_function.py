@@ -269,6 +269,11 @@ def test_a_large_masked_call_adds_its_mask_with_the_same_numbers():
     (g_added,) = torch.autograd.grad(added[0].sum(), q)
     (g_masked,) = torch.autograd.grad(masked[0].sum(), q)
     assert torch.equal(g_added, g_masked)
+    float_mask = torch.randn(128, 128, dtype=q.dtype).masked_fill(~m, float("-inf"))
+    args = (k, v, "scaled_dot", "softmax", m, None, float_mask.masked_fill(~m, 0), 0.0,
+            names)  # fmt: skip
+    added, masked = weights_path(q, *args), weights_path(q, *args, additive=False)
+    assert torch.equal(added[0], masked[0]) and torch.equal(added[1], masked[1])
     m[3] = True
     peer = F.scaled_dot_product_attention(q, k, v, m)
     torch.testing.assert_close(attention(q, k, v, mask=m).output, peer)

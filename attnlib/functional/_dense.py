@@ -89,7 +89,7 @@ def weights_path(
         and scores.device.type == "cpu"
         and scores.numel() >= max(2**16, 4 * mask.numel())
     )
-    scores, empty = _masked(scores, mask, names, may_be_empty, additive)
+    scores, empty, bias = _masked(scores, mask, names, may_be_empty, additive, bias)
     if scores.numel() == 0:
         return normalize(scores) @ v, normalize(scores)
     if at_once:  # softmax shifts by the row maximum itself: one check, at the end
@@ -127,17 +127,25 @@ def _check_scores_shape(scores, q, k, names) -> None:
         )
 
 
-def _masked(scores, mask, names, may_be_empty=True, additive=False):
-    """Scores with masked keys at ``-inf``, and the rows with no key (or ``None``)."""
+def _masked(scores, mask, names, may_be_empty=True, additive=False, bias=None):
+    """Scores with masked keys at ``-inf``, and the rows with no key (or ``None``).
+
+    With ``additive``, the mask is added as 0 / ``-inf``; where there is a ``bias`` (a
+    float mask's finite part, added after the temperature), the mask is folded into it
+    instead, so that one pass adds both. Returns the scores, the empty rows and the
+    bias.
+    """
     if mask is None:
-        return scores, None
+        return scores, None, bias
     mask = check_mask(mask, scores.shape, scores.device, names[3], names[0])
     if additive:  # 0 or -inf, added: what a bias costs (see weights_path)
         seen = mask.any(-1, keepdim=True)
         empty = None if seen.all() else ~seen
         keep = mask if empty is None else mask | empty
+        if bias is not None:
+            return scores, empty, torch.where(keep, bias.to(scores.dtype), -torch.inf)
         add = torch.zeros(keep.shape, dtype=scores.dtype, device=scores.device)
-        return scores + add.masked_fill_(~keep, float("-inf")), empty
+        return scores + add.masked_fill_(~keep, float("-inf")), empty, None
     if may_be_empty:
         # A row whose every key is masked (causal masks with padding make them) gets
         # zero weights and zero output, as SDPA's: its scores stay unmasked (finite, so
@@ -147,8 +155,8 @@ def _masked(scores, mask, names, may_be_empty=True, additive=False):
         seen = mask.any(-1, keepdim=True)
         if traced(seen) or seen.device.type != "cpu" or not seen.all():
             empty = ~seen
-            return torch.where(mask | empty, scores, float("-inf")), empty
-    return torch.where(mask, scores, float("-inf")), None
+            return torch.where(mask | empty, scores, float("-inf")), empty, bias
+    return torch.where(mask, scores, float("-inf")), None, bias
 
 
 def _checked_tops(scores, q, k, names):
