@@ -174,8 +174,8 @@ def traced(t: torch.Tensor) -> bool:
     """Whether ``t`` has no values to read now: under ``torch.compile`` or
     ``torch.export`` (a graph is being traced) or inside ``torch.func.vmap``.
 
-    There the checks that read values are skipped (they would break the graph or
-    read a batch of values as one); the eager call that the traced one mirrors checks.
+    There the checks that read values are skipped (they would break the graph or read
+    a batch of values as one).
 
     Parameters
     ----------
