@@ -55,16 +55,19 @@ def bool_mask(n_q=5, n_k=6):
 
 CALLS = {
     "sdpa": lambda n: lambda q, k, v, m: sdpa(q, k, v, m, normalizer=n),
-    "sdpa causal": lambda n: lambda q, k, v, m: sdpa(q, k, v, is_causal=True,
-                                                     normalizer=n),  # fmt: skip
-    "attention weights": lambda n: lambda q, k, v, m: attention(
-        q, k, v, mask=m, normalizer=n
+    "sdpa causal": lambda n: (
+        lambda q, k, v, m: sdpa(q, k, v, is_causal=True, normalizer=n)
+    ),  # fmt: skip
+    "attention weights": lambda n: (
+        lambda q, k, v, m: attention(q, k, v, mask=m, normalizer=n)
     ),
-    "attention no weights": lambda n: lambda q, k, v, m: attention(
-        q, k, v, mask=m, normalizer=n, need_weights=False
-    ).output,
-    "attention causal": lambda n: lambda q, k, v, m: attention(
-        q, k, v, is_causal=True, normalizer=n
+    "attention no weights": lambda n: (
+        lambda q, k, v, m: (
+            attention(q, k, v, mask=m, normalizer=n, need_weights=False).output
+        )
+    ),
+    "attention causal": lambda n: (
+        lambda q, k, v, m: attention(q, k, v, is_causal=True, normalizer=n)
     ),
 }
 
@@ -111,8 +114,11 @@ def test_vmap_over_a_batch_agrees_with_the_batched_call(normalizer):
     fns = [
         lambda q, k, v: sdpa(q, k, v, m, normalizer=normalizer),
         lambda q, k, v: attention(q, k, v, mask=m, normalizer=normalizer).output,
-        lambda q, k, v: attention(q, k, v, is_causal=True, normalizer=normalizer,
-                                  need_weights=False).output,  # fmt: skip
+        lambda q, k, v: (
+            attention(
+                q, k, v, is_causal=True, normalizer=normalizer, need_weights=False
+            ).output
+        ),  # fmt: skip
     ]
     for fn in fns:
         _same(torch.func.vmap(fn)(q, k, v), fn(q, k, v))

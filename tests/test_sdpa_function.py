@@ -7,12 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from simulated_cuda import SimulatedCuda
 
 import attnlib
 from attnlib import attention, scaled_dot_product_attention
 from attnlib.errors import AttentionInputError
-
-from simulated_cuda import SimulatedCuda
 
 
 def qkv(shape_q=(2, 4, 5, 8), shape_k=(2, 4, 7, 8), d_v=3, dtype=torch.float64,
@@ -56,8 +55,8 @@ def test_positional_calls_equal_torchs(dtype, shape, extra):
     elif extra == "bool":
         extra = (bool_mask(n_q, n_k),)
     elif extra == "float":
-        extra = (torch.randn(n_q, n_k, dtype=dtype).masked_fill(~bool_mask(n_q, n_k),
-                                                               float("-inf")),)  # fmt: skip
+        keep = bool_mask(n_q, n_k)
+        extra = (torch.randn(n_q, n_k, dtype=dtype).masked_fill(~keep, -torch.inf),)
     elif extra == "bool 4-d":
         if q.ndim < 4:
             pytest.skip("a 4-d mask needs 4-d inputs")
@@ -108,14 +107,20 @@ def test_grouped_query_attention_repeats_heads_as_torch(heads):
     r = hq // hk
     torch.testing.assert_close(
         scaled_dot_product_attention(q, k, v, enable_gqa=True, normalizer="entmax"),
-        attention(q, k.repeat_interleave(r, -3), v.repeat_interleave(r, -3),
-                  normalizer="entmax").output,  # fmt: skip
+        attention(
+            q,
+            k.repeat_interleave(r, -3),
+            v.repeat_interleave(r, -3),
+            normalizer="entmax",
+        ).output,  # fmt: skip
     )
 
 
 CALLS = {
-    "heads do not divide": lambda q, k, v: ((q[:, :3], k[:, :2], v[:, :2]),
-                                            {"enable_gqa": True}),  # fmt: skip
+    "heads do not divide": lambda q, k, v: (
+        (q[:, :3], k[:, :2], v[:, :2]),
+        {"enable_gqa": True},
+    ),  # fmt: skip
     "mask and causal": lambda q, k, v: ((q, k, v, bool_mask()), {"is_causal": True}),
     "integers": lambda q, k, v: ((q.long(), k.long(), v.long()), {}),
     "mixed dtypes": lambda q, k, v: ((q.half(), k, v), {}),
@@ -135,7 +140,8 @@ CALLS = {
         ("mixed dtypes", r"key has dtype torch.float64 but query has torch.float16"),
         ("values' tokens",
          r"key and value must have the same number of tokens.*\(2, 4, 5, 3\)"),
-        ("mask shape", r"attn_mask of shape \(4, 7\) does not broadcast.*\(2, 4, 5, 7\)"),
+        ("mask shape",
+         r"attn_mask of shape \(4, 7\) does not broadcast.*\(2, 4, 5, 7\)"),
         ("mask dtype", "attn_mask must be boolean"),
         ("dropout_p", "dropout_p must be a number"),
     ],
@@ -189,8 +195,9 @@ def test_a_nan_that_the_mask_hides_does_not_reach_the_output(where, function):
     call = {
         "sdpa": lambda k, v: scaled_dot_product_attention(q, k, v, m),
         "attention": lambda k, v: attention(q, k, v, mask=m).output,
-        "attention fused": lambda k, v: attention(q, k, v, mask=m,
-                                                  need_weights=False).output,  # fmt: skip
+        "attention fused": lambda k, v: (
+            attention(q, k, v, mask=m, need_weights=False).output
+        ),  # fmt: skip
     }[function]
     assert torch.isnan(F.scaled_dot_product_attention(q, bad_k, bad_v, m)).any()
     torch.testing.assert_close(call(bad_k, bad_v), call(k, v))

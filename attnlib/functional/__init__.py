@@ -17,8 +17,11 @@ paths without weights: SDPA and the flash kernels, ``_triton_flash``).
 
 from __future__ import annotations
 
-from .core import AttentionResult, attend, attention, output_of
-from .scores import SCORES, Normalizer, Score, resolve
+from .core import AttentionResult, attend, attention
+from .core import output_of as output_of
+from .scores import SCORES, resolve
+from .scores import Normalizer as Normalizer
+from .scores import Score as Score
 from .sdpa import scaled_dot_product_attention
 
 __all__ = [

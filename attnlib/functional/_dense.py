@@ -107,7 +107,8 @@ def weights_path(
     if dropout_p:
         weights = torch.nn.functional.dropout(weights, dropout_p)
     out = weights @ v
-    if additive and not traced(out) and not finite_on_host(out if out.numel() else weights):
+    target = out if out.numel() else weights
+    if additive and not traced(out) and not finite_on_host(target):
         return weights_path(
             q, k, v, score, normalizer, mask, given, bias, dropout_p, names,
             may_be_empty, additive=False,

@@ -1,9 +1,9 @@
 """The face of attention: :func:`attention`, :func:`attend` and what they return.
 
-:func:`attention` checks its arguments once (``attnlib.functional._arguments``) and hands
-them to :func:`_attention`, which picks the path: PyTorch's fused SDPA or the flash
-kernels without weights (``attnlib.functional._fused``), else the weights path
-(``attnlib.functional._dense``).
+:func:`attention` checks its arguments once (``attnlib.functional._arguments``)
+and hands them to :func:`_attention`, which picks the path: PyTorch's fused SDPA or
+the flash kernels without weights (``attnlib.functional._fused``), else the weights
+path (``attnlib.functional._dense``).
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def _attention(
         out = flash(q, k, v, score, normalizer, mask, temperature, is_causal, names[3])
         if out is not None:  # None: Triton refused the kernel
             return AttentionResult(out, None)
-    may_be_empty = mask is not None  # the causal triangle alone leaves every query a key
+    may_be_empty = mask is not None  # the causal triangle alone leaves each query a key
     if is_causal:  # SDPA's causal mask: aligned at the top left
         causal = causal_mask(q.shape[-2], k.shape[-2], q.device)
         if mask is not None:

@@ -99,7 +99,7 @@ def scaled_dot_product_attention(
     """
     check_flag(is_causal, "is_causal")
     check_flag(enable_gqa, "enable_gqa")
-    if scale is not None:  # any real, as torch takes it (positive for other normalizers)
+    if scale is not None:  # any real, as torch takes it (other normalizers: positive)
         scale = check_real(scale, "scale")
     if is_causal and attn_mask is not None:
         raise AttentionInputError(

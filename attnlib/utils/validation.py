@@ -151,9 +151,8 @@ def check_on_device(bad: torch.Tensor, message: str) -> None:
 def finite_on_host(t: torch.Tensor) -> bool:
     """Whether every value of the CPU tensor ``t`` is finite, read at once.
 
-    One reduction (a sum is NaN or infinite when a value is, at a tenth of the cost of
-    ``isfinite(t).all()`` on small tensors); the exact test runs only when the sum is
-    not finite, which a sum that overflows can make it.
+    One reduction (a sum is NaN or infinite when a value is: a tenth of the cost of
+    ``isfinite(t).all()`` on small tensors); the exact test only where the sum is not.
 
     Parameters
     ----------
