@@ -8,13 +8,14 @@ function and the package have different names, so ``attnlib.attention`` is alway
 function.
 """
 
-from .functional import AttentionResult, attention
+from .functional import AttentionResult, attention, scaled_dot_product_attention
 from .layers import MultiHeadAttention, TransformerEncoderLayer
 
 __version__ = "0.1.0"
 
 __all__ = [
     "attention",
+    "scaled_dot_product_attention",
     "AttentionResult",
     "MultiHeadAttention",
     "TransformerEncoderLayer",

@@ -7,7 +7,12 @@ message.
 
 from __future__ import annotations
 
-__all__ = ["ScoreError", "EmptySupportError", "TrainingDivergedError"]
+__all__ = [
+    "ScoreError",
+    "AttentionInputError",
+    "EmptySupportError",
+    "TrainingDivergedError",
+]
 
 
 class ScoreError(ValueError):
@@ -27,10 +32,24 @@ class ScoreError(ValueError):
 
     def __init__(self, what: str, dtype):
         self.what, self.dtype = what, dtype
+        remedy = (
+            "; pass float32 tensors (q.float(), k.float()) or rescale q and k"
+            if str(dtype) in ("torch.float16", "torch.bfloat16")
+            else "; rescale q and k"
+        )
         super().__init__(
             f"score(q, k) gave {what} in a row (q and k too large for {dtype}, or a "
-            "score callable's output)"
+            f"score callable's output){remedy}"
         )
+
+
+class AttentionInputError(ValueError, RuntimeError):
+    """Attention's inputs do not go together: another dtype, another device, integers.
+
+    SDPA raises a ``RuntimeError`` in these cases and attnlib a ``ValueError``; this is
+    both, so that code written for either catches it. The message names the argument
+    and the fix (nothing is cast, promoted or moved behind the caller's back).
+    """
 
 
 class EmptySupportError(ValueError):

@@ -319,12 +319,10 @@ def test_tiny_temperature_gives_the_arg_max_limit_and_huge_scores_raise():
 def test_float64_inputs_and_modules_are_never_cast():
     q, k, v = qkv(dtype=torch.float64)
     assert attention(q.numpy(), k.numpy(), v.numpy()).output.dtype == torch.float64
-    # mixed dtypes are promoted, never cast down
-    out, w = attention(q.float(), k, v.float())
-    assert out.dtype == w.dtype == torch.float64
-    torch.testing.assert_close(
-        out, attention(q.float().double(), k, v.float().double()).output
-    )
+    # mixed dtypes are refused, as SDPA refuses them (issue 49.5), naming the fix
+    with pytest.raises(ValueError, match=r"k has dtype torch.float64 but q has "
+                       r"torch.float32: .*k.to\(q.dtype\)"):  # fmt: skip
+        attention(q.float(), k, v.float())
     # array-likes follow q
     assert attention(q, k.tolist(), v.numpy()).output.dtype == torch.float64
     m = MultiHeadAttention(8, 2)

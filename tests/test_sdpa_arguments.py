@@ -179,18 +179,18 @@ def test_without_weights_a_query_with_no_key_gets_zeros_and_overflow_is_named():
     out = attention(q, k, v, attn_mask=blocked, need_weights=False).output
     assert out[..., 2, :].abs().max() == 0
     torch.testing.assert_close(out, attention(q, k, v, attn_mask=blocked).output)
-    with pytest.raises(ValueError, match="overflows"):
+    with pytest.raises(ValueError, match="too large for torch.float32"):
         big = q.detach().float() * 1e20
         attention(big, big, big, need_weights=False, temperature=1e-20)
     with pytest.raises(ValueError, match="need_weights"):
         attention(q, k, v, need_weights=0)
 
 
-def test_without_weights_nan_input_is_caught_once_on_the_output():
+def test_without_weights_nan_input_is_caught_once_on_the_output_and_named():
     q, k, v = (t.detach() for t in qkv())
     for name, t in (("q", q), ("k", k), ("v", v)):
         bad = t.clone()
         bad[0, 0, 0, 0] = torch.nan
         args = {"q": q, "k": k, "v": v} | {name: bad}
-        with pytest.raises(ValueError, match="q, k or v contains NaN"):
+        with pytest.raises(ValueError, match=f"^{name} contains NaN"):
             attention(args["q"], args["k"], args["v"], need_weights=False)

@@ -9,8 +9,8 @@ The foundation every other module stands on (it imports nothing of attnlib but
 * ``attnlib.utils.runtime``: seeding, the device, the memory left.
 
 A name listed in either module's ``__all__`` is on this face; the checks the library's
-modules share but readers need not (``check_type``, ``module_input``, ``names_input``)
-are imported from ``attnlib.utils.validation``.
+modules share but readers need not (``check_type``, ``module_input``, ``names_input``,
+``traced``, ``finite_on_host``) are imported from ``attnlib.utils.validation``.
 """
 
 from . import runtime, validation

@@ -8,6 +8,7 @@ strings and complex values are refused rather than converted.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -128,7 +129,8 @@ def check_on_device(bad: torch.Tensor, message: str) -> None:
     (``torch._assert_async``), so that a valid input costs no host-device
     synchronisation; a bad one fails at the next synchronisation with ``message``
     (CUDA reports it as a device-side assertion, after which the process must restart,
-    as after any CUDA assertion).
+    as after any CUDA assertion). Under ``torch.compile``, ``torch.export`` and
+    ``vmap`` (see ``traced``) nothing is checked.
 
     Parameters
     ----------
@@ -137,11 +139,61 @@ def check_on_device(bad: torch.Tensor, message: str) -> None:
     message : str
         The error's text, naming the argument.
     """
+    if traced(bad):
+        return
     if bad.device.type == "cpu":
         if bad:
             raise ValueError(message)
     else:
         torch._assert_async(~bad, message)
+
+
+def finite_on_host(t: torch.Tensor) -> bool:
+    """Whether every value of the CPU tensor ``t`` is finite, read at once.
+
+    One reduction (a sum is NaN or infinite when a value is: a tenth of the cost of
+    ``isfinite(t).all()`` on small tensors); the exact test only where the sum is not.
+
+    Parameters
+    ----------
+    t : floating tensor, any shape, on the CPU
+        The values.
+
+    Returns
+    -------
+    bool
+        True when no value is NaN or infinite.
+    """
+    wide = t.dtype if t.dtype in (torch.float32, torch.float64) else torch.float32
+    # .item() and math.isfinite: a 0-dim tensor's isfinite() costs ten times the sum
+    return math.isfinite(t.sum(dtype=wide).item()) or bool(torch.isfinite(t).all())
+
+
+def traced(t: torch.Tensor) -> bool:
+    """Whether ``t`` has no values to read now: under ``torch.compile`` or
+    ``torch.export`` (a graph is being traced) or inside ``torch.func.vmap``.
+
+    There the checks that read values are skipped (they would break the graph or read
+    a batch of values as one).
+
+    Parameters
+    ----------
+    t : tensor, any shape
+        A tensor of the computation.
+
+    Returns
+    -------
+    bool
+        True when reading its values is not possible.
+    """
+    if torch.compiler.is_compiling():
+        return True
+    functorch = torch._C._functorch
+    while functorch.is_functorch_wrapped_tensor(t):  # vmap, maybe inside grad
+        if functorch.is_batchedtensor(t):
+            return True
+        t = functorch.get_unwrapped(t)
+    return False
 
 
 def as_float_array(

@@ -89,6 +89,51 @@ def specs():
             {"temperature": "positive", "score": "choice", "normalizer": "choice"},
             optional=("temperature",),
         ),
+        "functional.scaled_dot_product_attention": Spec(
+            lambda query, key, value, scale, normalizer: A.scaled_dot_product_attention(
+                query, key, value, scale=scale, normalizer=normalizer
+            ),
+            lambda: dict(
+                query=_randn(2, 4, 3),
+                key=_randn(2, 5, 3, seed=1),
+                value=_randn(2, 5, 2, seed=2),
+                scale=None,
+                normalizer="softmax",
+            ),
+            {
+                "query": "array",
+                "key": "array",
+                "value": "array",
+                "scale": "positive",
+                "normalizer": "choice",
+            },
+            optional=("scale",),
+            group=("query", "key", "value"),
+            # torch's SDPA takes any finite scale; and an infinite key whose every
+            # score is -inf gets weight zero (the output is SDPA's, finite): no pass
+            # over the keys is spent to refuse it.
+            allow={"scale": ("0", "-1"), "key": ("+inf", "-inf")},
+            extra=[
+                (
+                    "key,value rows differ",
+                    lambda a: a | dict(value=a["value"][:, :-1]),
+                    INVALID,
+                    "value",
+                ),
+                (
+                    "query,key features differ",
+                    lambda a: a | dict(key=a["key"][..., :2]),
+                    INVALID,
+                    "key",
+                ),
+                (
+                    "batch mismatch",
+                    lambda a: a | dict(query=_randn(3, 4, 3)),
+                    INVALID,
+                    "batch",
+                ),
+            ],
+        ),
         "functional.resolve": Spec(
             A.resolve,
             lambda: dict(score="scaled_dot", normalizer="softmax"),
