@@ -17,6 +17,7 @@ import base64
 import functools
 import http.server
 import io
+import json
 import re
 import sys
 import threading
@@ -958,6 +959,14 @@ def test_every_claim_cell_ran_in_its_badge(view, name):
     )
 
 
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_a_lesson_check_keeps_its_code_open(view, name):
+    """A claim cell tagged ``lesson-check`` shows below its badge; the others fold."""
+    cells = json.loads((ROOT / f"{name}.ipynb").read_text())["cells"]
+    tagged = sum("lesson-check" in c["metadata"].get("tags", []) for c in cells)
+    assert view(name, "desktop")["reading"]["lessons_open"] == tagged
+
+
 def test_the_ledger_keeps_every_claim():
     """Folding the checks removed none: 133 claim cells when issue 47 was taken."""
     sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -1017,7 +1026,7 @@ def test_the_reading_checks_fail_on_planted_problems(browser):
     page.set_content(PLANTED.format(wrap="normal", count="", summary=long, svg=svg))
     found = reading(page)
     page.close()
-    assert found["badges"] == 2 and found["badge_lines"] > 1
+    assert found["badges"] == 2 and found["badge_lines"] > 1 and found["lessons_open"] == 1
     assert found["claims_ran"] == [None, 4]
     assert found["checks"] >= 300 + 200  # the open lesson cell and the notes
     assert found["words"] == 7 and found["diagram"]

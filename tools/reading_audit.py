@@ -15,6 +15,7 @@ its sliders) and returns:
   summary takes;
 - ``claims_ran``: for each badge, its cell's execution count (``data-exec-count``;
   ``None`` where it has none);
+- ``lessons_open``: the ``lesson-check`` badges whose cell shows, open, below them;
 - ``words``: the words of the prose (paragraphs and list items outside code cells,
   badges, notes, exercises and solutions; maths left out);
 - ``diagram``: whether the page shows a drawn diagram, an SVG image (or inline SVG)
@@ -34,7 +35,7 @@ import re
 READING_JS = r"""async () => {
   const column = document.querySelector("article.bd-article");
   const out = {height: document.documentElement.scrollHeight, checks: 0, badges: 0,
-               badge_lines: 0, claims_ran: [], words: 0, diagram: false, figures: []};
+               badge_lines: 0, claims_ran: [], lessons_open: 0, words: 0, diagram: false, figures: []};
   if (!column) return out;
   const h = (el) => el.getBoundingClientRect().height;
   for (const box of column.querySelectorAll(".claim-callout")) {
@@ -50,6 +51,8 @@ READING_JS = r"""async () => {
     // the checking code shown outside its badge
     const next = box.nextElementSibling;
     const inside = box.tagName === "DETAILS" && !box.classList.contains("claim-lesson");
+    if (box.classList.contains("claim-lesson") && next && next.classList.contains("cell")
+        && next.offsetHeight > 0 && !box.contains(next)) out.lessons_open += 1;
     // (its code and printed checks; a figure it draws is teaching, not checking)
     if (!inside && next && next.classList.contains("cell")) {
       out.checks += h(next);
