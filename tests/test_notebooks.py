@@ -133,3 +133,31 @@ def test_every_module_is_in_the_api_reference():
     )
     assert "subspace" in modules and "subspace.lasso" not in modules
     assert [m for m in modules if f".. automodule:: attnlib.{m}\n" not in api] == []
+
+
+# Issue 47: the machinery off the reading path. Each chapter's opening links to the
+# page "Running this book" in one line and no longer carries the seed-offset and GPU
+# paragraphs; the departures box is the chapter's last section, "Notes on the sources".
+RUNNING_LINK = "[Running this book](running.md)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_opening_links_to_running_this_book(path):
+    opening = _text(_cells(path)[0])
+    lines = [line for line in opening.splitlines() if RUNNING_LINK in line]
+    assert len(lines) == 1, "one line of the opening links to Running this book"
+    rest = "\n".join(line for line in opening.splitlines() if line not in lines)
+    assert "ATTNLIB_SEED_OFFSET" not in rest and "GPU" not in rest, (
+        "seeds and devices are explained on book/running.md, not in the opening"
+    )
+    assert (ROOT / "book" / "running.md").exists()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_notes_on_the_sources_close_the_chapter(path):
+    cells = _cells(path)
+    last = _text(cells[-1])
+    assert last.startswith("## Notes on the sources\n"), "the last section"
+    assert "{admonition} Where we depart" in last and ":class: departures" in last
+    others = [c for c in cells[:-1] if "Where we depart" in _text(c)]
+    assert others == [], "the departures box is only in the last section"

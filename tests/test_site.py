@@ -17,6 +17,7 @@ import base64
 import functools
 import http.server
 import io
+import json
 import re
 import sys
 import threading
@@ -34,6 +35,13 @@ from scipy import ndimage
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
+from reading_audit import (  # noqa: E402
+    image_bytes,
+    png_dpi,
+    raster_text_points,
+    reading,
+    smallest_text_px,
+)
 from site_audit import audit  # noqa: E402
 
 SITE = ROOT / "_build" / "html"
@@ -208,6 +216,8 @@ def _measure(page, problems, name: str, width: str) -> dict:
         "links => links.map(a => a.getAttribute('href'))"
     )
     found["solutions_stderr"] = page.evaluate(SOLUTIONS_STDERR)
+    # before the audit moves the sliders (tools/reading_audit.py; issue 47)
+    found["reading"] = reading(page)
     SHOTS.mkdir(parents=True, exist_ok=True)
     # The first screen only: a whole page drawn at 1280 px took 2.6 s, the rest of the
     # visit 2.3 s.
@@ -241,9 +251,9 @@ def test_page_in_browser(view, name, width):
         assert found["refitted_tex_errors"] == 0, "a refitted equation has a TeX error"
     too_wide = found["too_wide"]
     assert too_wide == [], f"at {WIDTHS[width]}px:\n" + "\n".join(too_wide)
-    if width == "desktop":
-        scrolls = found["code_scrolls"]
-        assert scrolls == [], "code cells that scroll sideways:\n" + "\n".join(scrolls)
+    # at both widths: on a phone the lines wrap (_static/book.css, issue 47)
+    scrolls = found["code_scrolls"]
+    assert scrolls == [], "code cells that scroll sideways:\n" + "\n".join(scrolls)
     assert found["broken_images"] == [], (
         f"images that did not load: {found['broken_images']}"
     )
@@ -326,7 +336,7 @@ def test_the_ledger_links_every_claim_cell_and_the_preface_counts_them(site):
 # authors 2022" and claims_lib's key "Anonymous (2022)").
 class _Rendered(HTMLParser):
     """The text of each ledger cell (``td`` of ``table.claims-ledger``), erratum
-    (``li`` of ``ol.errata``) and claim callout (``div.claim-callout``), with each link
+    (``li`` of ``ol.errata``) and claim badge (``details.claim-callout``), with each link
     to one of the book's equations written as ``⟦eq 2.2⟧``, and the text and target of
     each author-year citation (``span.bibtex-citation``) inside them."""
 
@@ -335,6 +345,7 @@ class _Rendered(HTMLParser):
     def __init__(self):
         super().__init__()
         self.items, self.citations = [], []  # (kind, text); (kind, text, target)
+        self._cell = 0  # the depth of divs inside a badge's folded cell
         self._stack, self._item, self._eq, self._cite, self._table = (
             [],
             None,
@@ -356,10 +367,13 @@ class _Rendered(HTMLParser):
                 kind = "ledger"
             elif tag == "li" and self._table and self._table[-1]:
                 kind = "erratum"
-            elif tag == "div" and "claim-callout" in classes:
+            elif tag in ("div", "details") and "claim-callout" in classes:
                 kind = "callout"
         if kind:
             self._item = [kind, "", tag, 0]
+        # the claim cell folded into its badge (claim_badges.py): code, not the badge's
+        if self._item is not None and tag == "div":
+            self._cell += bool(self._cell) or "cell" in classes
         if self._item is not None and tag == self._item[2]:
             self._item[3] += 1
         if self._item is None:
@@ -379,6 +393,8 @@ class _Rendered(HTMLParser):
     def handle_endtag(self, tag):
         if tag in ("table", "ol") and self._table:
             self._table.pop()
+        if tag == "div" and self._cell:
+            self._cell -= 1
         if self._item is None:
             return
         if tag == "a" and self._eq:
@@ -397,7 +413,7 @@ class _Rendered(HTMLParser):
                 self._item = None
 
     def handle_data(self, data):
-        if self._item is not None:
+        if self._item is not None and not self._cell:
             self._item[1] += data
         if self._cite is not None:
             self._cite[0] += data
@@ -895,6 +911,129 @@ def test_the_reader_checks_fail_on_planted_problems(browser, tmp_path):
     kinds = {r.split(":")[0] for r in found["raw"]}
     assert {"numpy scalar repr", "dict repr", "float with 10+ decimals"} <= kinds
     assert len(found["sliders"]) == 1
+
+
+# ------------------------------------------- the lesson in front, checks one click away
+# Issue 47: on the pages built before it, the claim callouts, their open checking code
+# and the departures box took 30 to 45 % of each chapter's height at 1280 px
+# (tools/reading_audit.py), code cells scrolled sideways in 11 px type on a phone, no
+# chapter had a drawn diagram, and figures' labels showed at 7 to 8.5 px at 390 px.
+MAX_CHECK_SHARE = 0.10
+MIN_FIGURE_TEXT_PX = 8.0
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_the_checks_take_at_most_a_tenth_of_the_page(view, name):
+    """Claim badges, the checking code left open (``lesson-check``) and the notes on the
+    sources take at most 10 % of the chapter's height at 1280 px."""
+    found = view(name, "desktop")["reading"]
+    share = found["checks"] / found["height"]
+    assert share <= MAX_CHECK_SHARE, (
+        f"{name}: the checks take {share:.1%} of {found['height']:.0f}px "
+        f"({found['checks']:.0f}px)"
+    )
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_a_folded_claim_is_one_line(view, name, width):
+    found = view(name, width)["reading"]
+    assert found["badges"] > 0, f"{name}: no claim badge (has the layout changed?)"
+    assert found["badge_lines"] <= 1, (
+        f"{name} at {WIDTHS[width]}px: a folded badge takes {found['badge_lines']} lines"
+    )
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_every_claim_cell_ran_in_its_badge(view, name):
+    """Each claim cell of the notebook has its badge on the page, and the badge carries
+    the execution count of the cell this build ran (no count: it did not run)."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import claims_lib
+
+    expected = len(claims_lib.claims(claims_lib.load(ROOT / f"{name}.ipynb")))
+    ran = view(name, "desktop")["reading"]["claims_ran"]
+    assert len(ran) == expected, f"{name}: {len(ran)} badges for {expected} claim cells"
+    assert all(isinstance(n, int) and n >= 1 for n in ran), (
+        f"{name}: claim cells without an execution count: {ran}"
+    )
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_a_lesson_check_keeps_its_code_open(view, name):
+    """A claim cell tagged ``lesson-check`` shows below its badge; the others fold."""
+    cells = json.loads((ROOT / f"{name}.ipynb").read_text())["cells"]
+    tagged = sum("lesson-check" in c["metadata"].get("tags", []) for c in cells)
+    assert view(name, "desktop")["reading"]["lessons_open"] == tagged
+
+
+def test_the_ledger_keeps_every_claim():
+    """Folding the checks removed none: 133 claim cells when issue 47 was taken."""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    import claims_lib
+
+    assert len(claims_lib.all_claims(ROOT)) >= 133
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_each_chapter_has_a_drawn_diagram(view, name):
+    """A drawn diagram: an SVG image inside an element of class ``diagram`` or in the
+    output of a cell tagged ``diagram``."""
+    assert view(name, "desktop")["reading"]["diagram"], f"{name} has no drawn diagram"
+
+
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_figure_text_is_legible_on_a_phone(view, name):
+    """At 390 px the smallest text of every figure displays at 8 CSS px or more: an
+    SVG's from its text sizes; a raster figure's from the book style's smallest size,
+    the image's dots per inch and its displayed over its natural width."""
+    points = raster_text_points()
+    small = []
+    for fig in view(name, "phone")["reading"]["figures"]:
+        data = None if fig["svg_width"] else image_bytes(SITE, f"{name}.html", fig["src"])
+        px = smallest_text_px(fig, data and png_dpi(data), points)
+        if px is not None and px < MIN_FIGURE_TEXT_PX:
+            small.append(f"{px:.1f}px: {fig['src'][:70]}")
+    assert small == [], f"{name}: figure text below {MIN_FIGURE_TEXT_PX}px:\n" + (
+        "\n".join(small)
+    )
+
+
+PLANTED = """<html><head><style>
+details.claim-callout > summary {{ white-space: {wrap}; overflow: hidden;
+  line-height: 20px; display: block; }}
+</style></head><body><article class="bd-article" style="width:300px">
+<p>Some prose of seven words in it.</p>
+<details class="claim-callout" data-exec-count="{count}"><summary>{summary}</summary>
+<div class="cell"><pre style="height:400px">assert True</pre></div></details>
+<details class="claim-callout claim-lesson" data-exec-count="4"><summary>two</summary>
+</details><div class="cell" style="height:300px"><pre>assert 1</pre></div>
+<section id="notes-on-the-sources" style="height:200px"><h2>Notes</h2></section>
+<div class="cell tag_diagram"><img src="data:image/svg+xml;base64,{svg}"
+  style="width:150px"></div>
+</article></body></html>"""
+
+
+def test_the_reading_checks_fail_on_planted_problems(browser):
+    """A badge that wraps, code left open, a cell that did not run, a diagram without
+    SVG and text too small are all seen."""
+    svg = base64.b64encode(
+        b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 300 100" width="300">'
+        b'<text x="0" y="50" style="font-size:12px">label</text></svg>'
+    ).decode()
+    long = "a claim statement that is far too long for one line " * 4
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.set_content(PLANTED.format(wrap="normal", count="", summary=long, svg=svg))
+    found = reading(page)
+    page.close()
+    assert found["badges"] == 2 and found["badge_lines"] > 1 and found["lessons_open"] == 1
+    assert found["claims_ran"] == [None, 4]
+    assert found["checks"] >= 300 + 200  # the open lesson cell and the notes
+    assert found["words"] == 7 and found["diagram"]
+    (fig,) = found["figures"]
+    assert fig["svg_text"] == 12 and fig["svg_width"] == 300
+    assert smallest_text_px(fig, None, 11) == pytest.approx(6.0)  # 12 * 150 / 300
+    assert smallest_text_px({"natural": 680, "shown": 340}, 100, 11) < 8  # 7.6 px
 
 
 # Last in the file: the preface links to the PDF edition, which prints in the

@@ -109,6 +109,49 @@ T_L = "tests/test_layers.py::"
 
 A = "attnlib/"
 MUTANTS: list[Mutant] = [
+    # ---- textbook (issue 47): the badges that fold the checks, and what measures them
+    M(
+        "reading-audit-ignores-open-checking-code",
+        "tools/reading_audit.py",
+        'if (!inside && next && next.classList.contains("cell")) {',
+        "if (false) {",
+        "tests/test_site.py::test_the_reading_checks_fail_on_planted_problems",
+    ),
+    M(
+        "reading-audit-counts-every-badge-as-one-line",
+        "tools/reading_audit.py",
+        "out.badge_lines = Math.max(out.badge_lines, Math.round(h(s) / line));",
+        "out.badge_lines = 1;",
+        "tests/test_site.py::test_the_reading_checks_fail_on_planted_problems",
+    ),
+    M(
+        "svg-text-not-scaled-to-its-display",
+        "tools/reading_audit.py",
+        'return fig["svg_text"] * fig["shown"] / fig["svg_width"]',
+        'return fig["svg_text"]',
+        "tests/test_site.py::test_the_reading_checks_fail_on_planted_problems",
+    ),
+    M(
+        "raster-text-ignores-its-dpi",
+        "tools/reading_audit.py",
+        'return points / 72 * (dpi or 100) * fig["shown"] / fig["natural"]',
+        'return points / 72 * 100',
+        "tests/test_site.py::test_the_reading_checks_fail_on_planted_problems",
+    ),
+    M(
+        "lesson-check-cells-folded-too",
+        "book/_ext/claim_badges.py",
+        'if "claim-lesson" in box["classes"]:',
+        "if False:",
+        "tests/test_site.py::test_a_lesson_check_keeps_its_code_open",
+    ),
+    M(
+        "badge-without-execution-count",
+        "book/_ext/claim_badges.py",
+        'attributes["data-exec-count"] = str(node["exec_count"])',
+        "pass",
+        "tests/test_site.py::test_every_claim_cell_ran_in_its_badge",
+    ),
     # ------------------------------------------------------------------ attention
     M(
         "scaled-dot-temperature-d-not-sqrt-d",

@@ -9,7 +9,7 @@ rule, the list of what breaks it:
 - ``too_wide``: an element wider than the column, or a table or printed output that
   scrolls sideways inside its box (a code cell may scroll on a phone: 88 characters;
   raw data in a toggle may scroll), or inline maths running out of its table cell or
-  claim callout;
+  claim badge (except on a folded badge's one line, which is cut with an ellipsis);
 - ``raw``: a raw repr in an output (``np.float64(...)``, ``array(``, ``tensor(``, a
   dict, an object address, a float printed with 10 or more decimals) or a table cell
   the reader should not see (``6.153000e+09``, ``nan``, a numeric row index);
@@ -63,10 +63,14 @@ AUDIT_JS = r"""(width) => {
     return null;
   };
   const wide = new Set();
+  // a folded claim badge's one line is cut with an ellipsis (claims.css): what runs past
+  // its end is clipped, not shown beyond the column
+  const FOLDED = "details.claim-callout:not([open]) > summary";
+  const clipped = (el) => el.closest(FOLDED) && !el.matches(FOLDED);
   for (const el of column.querySelectorAll("*")) {
     // MathJax's copy of each formula for screen readers is clipped to nothing on screen
     // (Chromium lays its MathML out at its own width, which can pass the column's edge)
-    if (!visible(el) || el.closest("mjx-assistive-mml")) continue;
+    if (!visible(el) || el.closest("mjx-assistive-mml") || clipped(el)) continue;
     const r = el.getBoundingClientRect();
     if (r.right > right && !scrollBox(el.parentElement)) wide.add(el);
     if (r.right > right && !scrollBox(el.parentElement) && !wide.has(el.parentElement))
@@ -78,7 +82,7 @@ AUDIT_JS = r"""(width) => {
   const INLINE_MATH = 'mjx-container:not([display="true"])';
   const MATH_IN_BOXES = `td ${INLINE_MATH}, .claim-callout ${INLINE_MATH}`;
   for (const m of column.querySelectorAll(MATH_IN_BOXES)) {
-    if (!visible(m)) continue;
+    if (!visible(m) || clipped(m)) continue;
     const box = m.closest("td, .claim-callout").getBoundingClientRect();
     const over = m.getBoundingClientRect().right - box.right;
     if (over > 1)

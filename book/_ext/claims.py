@@ -4,10 +4,10 @@ Every code cell that checks a claim of the book is tagged ``claim`` and carries 
 statement, source, independent reference and tolerance in its metadata (and, where the
 source is wrong, an ``erratum``). This extension
 
-* puts a small callout above every claim cell of a chapter's page (anchor
-  ``claim-<cell id>``): its number, linked to its row of the ledger, its kind, its
-  statement, what it is checked against, the tolerance, the seeds of an experiment, the
-  control of an explanation, and whether it held when the page was built;
+* folds every claim cell of a chapter's page into a one-line badge (anchor
+  ``claim-<cell id>``, ``claim_badges.py``) that opens to its number, linked to its
+  row of the ledger, its kind, statement, reference, tolerance, seeds, control, and
+  the cell's code and output;
 * provides the directive ``{claims-ledger}``: one table per chapter, one row per claim,
   each linked to its cell, with counts per chapter and in total;
 * provides the directive ``{errata-list}``: every erratum with its source, its chapter
@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import claim_badges
 import claims_lib
 from docutils import nodes
 from sphinx.util import logging
@@ -375,108 +376,6 @@ def _parse_markdown(doctree, text: str) -> list[nodes.Node]:
     return list(doc.children)
 
 
-def _callout(app, doctree, path: Path, c, held: bool, unseen=(0, 0)) -> nodes.container:
-    """The callout shown above a claim cell."""
-    key = _chapter_key(path)
-    ledger = app.config.claims_ledger_page
-    label = nodes.strong("", f"Claim {key}.{c.number}")
-    if ledger in app.env.found_docs:
-        label = _link(ledger, _ledger_anchor(path, c), label)
-    status = (
-        nodes.inline("", "✓ held when this page was built", classes=["claim-held"])
-        if held
-        else nodes.inline("", "✗ did not hold", classes=["claim-failed"])
-    )
-
-    cite = _cites(app)
-
-    def field(name, text):
-        return [
-            nodes.inline("", f"{name}: ", classes=["claim-field"]),
-            *_parse_markdown(doctree, _myst(text, cite=cite)),
-        ]
-
-    head = nodes.paragraph(
-        "",
-        "",
-        label,
-        nodes.Text(" · "),
-        nodes.inline("", _kind_text(c, unseen), classes=["claim-kind"]),
-        nodes.Text(" · "),
-        status,
-        classes=["claim-head"],
-    )
-    box = nodes.container(classes=["claim-callout"], ids=[c.anchor])
-    box += head
-    box += nodes.paragraph(
-        "",
-        "",
-        *_parse_markdown(doctree, _myst(c.statement, cite=cite)),
-        classes=["claim-stmt"],
-    )
-    details = field("checked against", c.reference)
-    if c.tolerance:
-        details += [nodes.Text(" · "), *field("tolerance", c.tolerance)]
-    if c.source:
-        details += [nodes.Text(" · "), *field("source", c.source)]
-    if c.kind == "experiment" and c.seeds:
-        seeds = sorted(set(c.seeds))
-        details += [nodes.Text(" · "), *field("seeds", ", ".join(map(str, seeds)))]
-    box += nodes.paragraph("", "", *details, classes=["claim-details"])
-    if c.control:
-        box += nodes.paragraph("", "", *field("control", c.control))
-    if c.erratum:
-        box += nodes.paragraph("", "", *field("erratum", c.erratum))
-    return box
-
-
-def _failed(cell: nodes.Node) -> bool:
-    """Whether a cell's outputs on the page hold an error (its assert failed)."""
-    return any(
-        "traceback" in n.get("classes", [])
-        for n in cell.findall(nodes.Element)
-        if n is not cell
-    )
-
-
-def anchor_claim_cells(app, doctree):
-    """Put a callout with the anchor ``claim-<cell id>`` above every claim cell."""
-    path = Path(app.env.doc2path(app.env.docname))
-    if path.suffix != ".ipynb":
-        return
-    nb = claims_lib.load(path)
-    cells = nb["cells"]
-    by_index = {c.index: c for c in claims_lib.claims(nb, path)}
-    unseen = claims_lib.unseen_counts(nb, path)
-    for node in list(doctree.findall(nodes.container)):
-        if node.get("nb_element") != "cell_code":
-            continue
-        index = node.get("cell_index")
-        if index is None or index not in by_index:
-            continue
-        c = by_index[index]
-        c.cell_id = str(cells[index].get("id", f"cell-{index}"))
-        for problem in claims_lib.schema_problems(c):
-            logger.warning(
-                f"claim {_chapter_key(path)}.{c.number}: {problem}", location=node
-            )
-        try:
-            box = _callout(
-                app,
-                doctree,
-                path,
-                c,
-                held=not _failed(node),
-                unseen=unseen.get(c.cell_id, (0, 0)),
-            )
-        except Exception as err:  # a callout must never break the chapter's page
-            logger.warning(f"claim callout not rendered: {err}", location=node)
-            if c.anchor not in node["ids"]:
-                node["ids"].append(c.anchor)
-            continue
-        node.parent.insert(node.parent.index(node), box)
-
-
 def resolve_links(app, doctree, fromdocname):
     """Turn each ``claim_ref`` into a reference to its page and anchor."""
     for node in list(doctree.findall(claim_ref)):
@@ -522,6 +421,6 @@ def setup(app):
     app.add_directive("claims-ledger", ClaimsLedger)
     app.add_directive("errata-list", ErrataList)
     app.add_role("claims-count", ClaimsCount())
-    app.connect("doctree-read", anchor_claim_cells)
+    claim_badges.setup(app)  # each claim cell folded into its badge
     app.connect("doctree-resolved", resolve_links)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,235 @@
+"""Each claim cell of a chapter shown as a one-line badge that opens to its check.
+
+A claim on the page is an HTML ``<details>`` element (no script needed) whose summary
+is one line: whether it held, its statement, "checked against" its reference and, where
+the unseen-seed audit (``book/unseen_audit.json``) ran it, at how many unseen offsets
+it held. Opened, it shows the claim's number (linked to its row of the ledger), its
+kind, the full statement, reference, tolerance, source, seeds, control and erratum, and
+then the claim cell itself, its code and its output: the checking code is off the
+reading path but one click away. A claim cell tagged ``lesson-check`` (the check *is*
+the lesson, say a NumPy restatement that shows an equivalence) keeps its code on the
+page, below its folded badge.
+
+Nothing is removed: the cell still executes and asserts, the ledger still lists it, and
+the badge carries the cell's execution count (``data-exec-count``) so that the website
+tests can see that it ran. The PDF edition (``book/pdf.py``) opens every ``<details>``
+before printing; ``claims.css`` lets the summary wrap in print.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import claims_lib
+from docutils import nodes
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+#: The tag of a claim cell whose checking code is itself the lesson: shown, not folded.
+LESSON_TAG = "lesson-check"
+
+
+class claim_details(nodes.General, nodes.Element):
+    """``<details>``: a claim's badge and what it opens to."""
+
+
+class claim_summary(nodes.General, nodes.TextElement):
+    """``<summary>``: the badge's one line."""
+
+
+def _visit_details(self, node):
+    attributes = {}
+    if node.get("exec_count") is not None:
+        attributes["data-exec-count"] = str(node["exec_count"])
+    self.body.append(self.starttag(node, "details", **attributes))
+
+
+def _depart_details(self, node):
+    self.body.append("</details>\n")
+
+
+def _visit_summary(self, node):
+    self.body.append(self.starttag(node, "summary", suffix=""))
+
+
+def _depart_summary(self, node):
+    self.body.append("</summary>\n")
+
+
+def _pass(self, node):
+    pass
+
+
+def _unseen_text(c, unseen: tuple[int, int]) -> str:
+    """"held at 3 of 3 unseen offsets", "not yet audited" (an experiment), or ""."""
+    held, seen = unseen
+    if seen:
+        return f"held at {held} of {seen} unseen offsets"
+    if c.kind == "experiment":
+        return "not yet audited at unseen offsets"
+    return ""
+
+
+def badge(app, doctree, path: Path, c, cell, held: bool, unseen=(0, 0)):
+    """The folded badge of claim ``c`` (its ``<details>``), without the cell yet."""
+    from claims import _cites, _kind_text, _ledger_anchor, _link, _myst, _parse_markdown
+
+    cite = _cites(app)
+
+    def md(text):
+        return _parse_markdown(doctree, _myst(text, cite=cite))
+
+    def field(name, text):
+        return [nodes.inline("", f"{name}: ", classes=["claim-field"]), *md(text)]
+
+    key = c.notebook.stem.split("_", 1)[0]
+    mark = (
+        nodes.inline("", "✓", classes=["claim-mark", "claim-held"])
+        if held
+        else nodes.inline("", "✗ did not hold:", classes=["claim-mark", "claim-failed"])
+    )
+    line = [
+        mark,
+        nodes.Text(" "),
+        nodes.inline("", "", *md(c.statement), classes=["claim-stmt"]),
+        nodes.Text(" "),
+        nodes.inline(
+            "",
+            "",
+            nodes.Text("· checked against "),
+            *md(c.reference),
+            classes=["claim-against"],
+        ),
+    ]
+    audit = _unseen_text(c, unseen)
+    if audit:
+        held, seen = unseen
+        short = f"{held}/{seen} unseen" if seen else "not audited"
+        line += [
+            nodes.Text(" "),
+            nodes.inline(
+                "",
+                "",
+                nodes.inline("", f"· {audit}", classes=["claim-unseen-long"]),
+                nodes.inline("", f"· {short}", classes=["claim-unseen-short"]),
+                classes=["claim-unseen"],
+            ),
+        ]
+    classes = ["claim-callout", "claim-badge"]
+    if LESSON_TAG in cell.get("metadata", {}).get("tags", []):
+        classes.append("claim-lesson")
+    box = claim_details(classes=classes, ids=[c.anchor])
+    box += claim_summary("", "", *line)
+
+    label = nodes.strong("", f"Claim {key}.{c.number}")
+    ledger = app.config.claims_ledger_page
+    if ledger in app.env.found_docs:
+        label = _link(ledger, _ledger_anchor(path, c), label)
+    status = (
+        nodes.inline("", "✓ held when this page was built", classes=["claim-held"])
+        if held
+        else nodes.inline("", "✗ did not hold", classes=["claim-failed"])
+    )
+    body = nodes.container(classes=["claim-body"])
+    body += nodes.paragraph(
+        "",
+        "",
+        label,
+        nodes.Text(" · "),
+        nodes.inline("", _kind_text(c, unseen), classes=["claim-kind"]),
+        nodes.Text(" · "),
+        status,
+        classes=["claim-head"],
+    )
+    # (the statement itself is the summary's, which wraps once the badge is open)
+    details = field("checked against", c.reference)
+    if c.tolerance:
+        details += [nodes.Text(" · "), *field("tolerance", c.tolerance)]
+    if c.source:
+        details += [nodes.Text(" · "), *field("source", c.source)]
+    if c.kind == "experiment" and c.seeds:
+        seeds = ", ".join(map(str, sorted(set(c.seeds))))
+        details += [nodes.Text(" · "), *field("seeds", seeds)]
+    body += nodes.paragraph("", "", *details, classes=["claim-details"])
+    if c.control:
+        body += nodes.paragraph("", "", *field("control", c.control))
+    if c.erratum:
+        body += nodes.paragraph("", "", *field("erratum", c.erratum))
+    box += body
+    return box
+
+
+def _failed(cell: nodes.Node) -> bool:
+    """Whether a cell's outputs on the page hold an error (its assert failed)."""
+    return any(
+        "traceback" in n.get("classes", [])
+        for n in cell.findall(nodes.Element)
+        if n is not cell
+    )
+
+
+def fold_claim_cells(app, doctree):
+    """Put every claim cell of a chapter into its badge (``lesson-check``: below it)."""
+    path = Path(app.env.doc2path(app.env.docname))
+    if path.suffix != ".ipynb":
+        return
+    nb = claims_lib.load(path)
+    cells = nb["cells"]
+    by_index = {c.index: c for c in claims_lib.claims(nb, path)}
+    unseen = claims_lib.unseen_counts(nb, path)
+    key = path.stem.split("_", 1)[0]
+    for node in list(doctree.findall(nodes.container)):
+        if node.get("nb_element") != "cell_code":
+            continue
+        index = node.get("cell_index")
+        if index is None or index not in by_index:
+            continue
+        c = by_index[index]
+        c.cell_id = str(cells[index].get("id", f"cell-{index}"))
+        for problem in claims_lib.schema_problems(c):
+            logger.warning(f"claim {key}.{c.number}: {problem}", location=node)
+        try:
+            box = badge(
+                app,
+                doctree,
+                path,
+                c,
+                cells[index],
+                held=not _failed(node),
+                unseen=unseen.get(c.cell_id, (0, 0)),
+            )
+        except Exception as err:  # a badge must never break the chapter's page
+            logger.warning(f"claim badge not rendered: {err}", location=node)
+            if c.anchor not in node["ids"]:
+                node["ids"].append(c.anchor)
+            continue
+        box["exec_count"] = node.get("exec_count")
+        parent = node.parent
+        if "claim-lesson" in box["classes"]:
+            parent.insert(parent.index(node), box)
+        else:
+            parent.replace(node, box)
+            box += node
+
+
+def setup(app):
+    passthrough = (_pass, _pass)
+    app.add_node(
+        claim_details,
+        html=(_visit_details, _depart_details),
+        latex=passthrough,
+        text=passthrough,
+        man=passthrough,
+        texinfo=passthrough,
+    )
+    app.add_node(
+        claim_summary,
+        html=(_visit_summary, _depart_summary),
+        latex=passthrough,
+        text=passthrough,
+        man=passthrough,
+        texinfo=passthrough,
+    )
+    app.connect("doctree-read", fold_claim_cells)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
