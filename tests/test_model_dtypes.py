@@ -42,6 +42,7 @@ from attnlib.denoise.experiments import cnn as denoising
 from attnlib.mux import models as mux
 from attnlib.mux import tasks as mux_tasks
 from attnlib.normalizers import modules as nm
+from attnlib.normalizers import packaged as npk
 from attnlib.subspace import experiments as se
 from attnlib.subspace import sparse_coding
 from attnlib.symmetry import experiments as sy
@@ -334,6 +335,41 @@ CASES = [
         "normalizers.modules.EntmaxLoss",
         lambda: nm.EntmaxLoss(1.7, reduction="sum"),
         _scores_and_target,
+    ),
+    Case(
+        "normalizers.modules.SparsemaxBisectLoss",
+        lambda: nm.SparsemaxBisectLoss(reduction="sum"),
+        _scores_and_target,
+    ),
+    Case(
+        "normalizers.modules.EntmaxBisectLoss",
+        lambda: nm.EntmaxBisectLoss(1.3),
+        _scores_and_target,
+    ),
+    Case(
+        "normalizers.modules.NormmaxBisectLoss",
+        lambda: nm.NormmaxBisectLoss(3.0),
+        _scores_and_target,
+    ),
+    Case(
+        "normalizers.packaged.SparsemaxBisect",
+        lambda: npk.SparsemaxBisect(dim=0),
+        lambda: (_randn(5, 3),),
+    ),
+    Case(
+        "normalizers.packaged.EntmaxBisect",
+        lambda: npk.EntmaxBisect(1.3),
+        lambda: (_randn(3, 5),),
+    ),
+    Case(
+        "normalizers.packaged.NormmaxBisect",
+        lambda: npk.NormmaxBisect(3.0),
+        lambda: (_randn(3, 5),),
+    ),
+    Case(
+        "normalizers.packaged.BudgetBisect",
+        lambda: npk.BudgetBisect(2),
+        lambda: (_randn(3, 5),),
     ),
     Case(
         "subspace.sparse_coding.UnrolledISTAAttention",

@@ -428,9 +428,12 @@ def slice_self_expression(result: dict) -> list[Check]:
     """The normalised-coefficient comparison on its first seed (the sweep's rows)."""
     row = result["normalized"][0]
     fresh = self_expression_runs.normalized_run(row["seed"])
-    # accuracies of 300 points: 0.01 is three points; the chapter reads gaps of >= 0.05
+    # Accuracies of 300 points: 0.02 is six points; the chapter reads gaps of >= 0.05.
+    # The row near chance (sparsemax of |C|/0.1, about 0.22) moved by four points
+    # between two machines' BLAS (0.2267 committed, 0.2133 on an EPYC with OpenBLAS's
+    # Haswell kernels): spectral clustering of a near-uniform affinity is that fragile.
     return [
-        Check(f"{key} (seed {row['seed']})", ("normalized", 0, key), value, atol=0.01)
+        Check(f"{key} (seed {row['seed']})", ("normalized", 0, key), value, atol=0.02)
         for key, value in fresh.items()
         if key != "seed"
     ]
