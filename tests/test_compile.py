@@ -17,24 +17,10 @@ import attnlib
 from attnlib import MultiHeadAttention, TransformerEncoderLayer, attention
 from attnlib import scaled_dot_product_attention as sdpa
 
-# The sparse normalisers' native row loop (attnlib/normalizers/_entmax_loops.py:63 and
-# :120, data pointers into a compiled loop) and their value check
-# (attnlib/normalizers/common.py:62) still break the graph: issue 49.3, normalizers.
-SPARSE_BREAKS = pytest.mark.xfail(
-    reason="attnlib/normalizers breaks the graph (_entmax_loops.py:63, :120; "
-    "common.py:62)",
-    strict=False,
-)
-NORMALIZERS = ["softmax", pytest.param("sparsemax", marks=SPARSE_BREAKS),
-               pytest.param("entmax", marks=SPARSE_BREAKS)]  # fmt: skip
-# ... and their autograd.Function has no setup_context, which functorch's vmap needs
-# (attnlib/normalizers/maps.py:175, _Entmax).
-SPARSE_VMAP = pytest.mark.xfail(
-    reason="attnlib/normalizers/maps.py:175: _Entmax lacks setup_context (vmap)",
-    strict=False,
-)
-VMAP_NORMALIZERS = ["softmax", pytest.param("sparsemax", marks=SPARSE_VMAP),
-                    pytest.param("entmax", marks=SPARSE_VMAP)]  # fmt: skip
+# While a graph is traced the normalisers take the engine that reads no values
+# (attnlib/normalizers/_traced.py); each is compiled, exported and vmapped here.
+NORMALIZERS = ["softmax", "sparsemax", "entmax"]
+VMAP_NORMALIZERS = NORMALIZERS
 
 
 def qkv(dtype=torch.float32, seed=0, n_q=5, n_k=6):
@@ -203,3 +189,36 @@ def test_the_function_and_the_package_have_different_names():
     assert callable(attnlib.attention) and attnlib.attention is attention
     assert attnlib.scaled_dot_product_attention is sdpa
     assert not callable(attnlib.functional)
+
+
+@pytest.mark.parametrize("alpha", [2.0, 1.5, 1.3, "tensor"])
+def test_the_maps_compile_and_vmap_with_their_gradients_and_masked_rows(alpha):
+    """While traced, the maps run on the engine that reads no values
+    (attnlib/normalizers/_traced.py): values and gradients in x (and in a tensor α)
+    equal eager's, a fully masked row included."""
+    from attnlib.normalizers import entmax
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 7, dtype=torch.float64, generator=g)
+    x[1] = -torch.inf
+    x[2, :3] = -torch.inf
+    w = torch.randn(4, 7, dtype=torch.float64, generator=g)
+    a = torch.tensor([[1.2], [1.5], [1.8], [2.0]], dtype=torch.float64)
+
+    def loss(x, a):
+        return (entmax(x, a if alpha == "tensor" else alpha) * w).sum()
+
+    def grads(f):
+        xs, as_ = x.clone().requires_grad_(), a.clone().requires_grad_()
+        out = f(xs, as_)
+        out.backward()
+        return out.detach(), xs.grad, as_.grad
+
+    eager = grads(loss)
+    compiled = grads(torch.compile(loss, fullgraph=True, backend="aot_eager"))
+    for e, c in zip(eager, compiled):
+        if e is not None or c is not None:
+            torch.testing.assert_close(c, e, atol=1e-10, rtol=1e-10)
+    assert (eager[1][1] == 0).all()
+    rows = torch.func.vmap(lambda r: entmax(r, 1.5 if alpha == "tensor" else alpha))(x)
+    torch.testing.assert_close(rows, entmax(x, 1.5 if alpha == "tensor" else alpha))

@@ -135,7 +135,7 @@ MUTANTS: list[Mutant] = [
         "raster-text-ignores-its-dpi",
         "tools/reading_audit.py",
         'return points / 72 * (dpi or 100) * fig["shown"] / fig["natural"]',
-        'return points / 72 * 100',
+        "return points / 72 * 100",
         "tests/test_site.py::test_the_reading_checks_fail_on_planted_problems",
     ),
     M(
@@ -1652,5 +1652,27 @@ MUTANTS: list[Mutant] = [
         "~torch.isfinite(x).all(),",
         "torch.zeros((), dtype=torch.bool),",
         "tests/test_battery.py::test_bad_input[layers.TransformerDecoderLayer(memory=x1e30)]",
+    ),
+    # -- compile, export, vmap of the normalizers (issue 49, item 3; lead)
+    M(
+        "traced-entmax-leaves-masked-rows-uniform",
+        A + "normalizers/_traced.py",
+        "return _EntmaxRows.apply(z, top, alpha).masked_fill(dead, 0)",
+        "return _EntmaxRows.apply(z, top, alpha)",
+        "tests/test_compile.py",
+    ),
+    M(
+        "traced-entmax-no-alpha-gradient",
+        A + "normalizers/_traced.py",
+        "grad_alpha = entmax_engine.entmax_alpha_vjp(p, g, alpha)",
+        "grad_alpha = torch.zeros_like(alpha)",
+        "tests/test_compile.py",
+    ),
+    M(
+        "traced-softmax-leaves-masked-rows-nan",
+        A + "normalizers/_traced.py",
+        "return torch.softmax(z, -1).masked_fill(dead, 0)",
+        "return torch.softmax(x, -1)",
+        "tests/test_compile.py",
     ),
 ]

@@ -28,6 +28,7 @@ __all__ = [
     "entmax15_sort",
     "entmax_bisect",
     "entmax_vjp",
+    "entmax_alpha_vjp",
 ]
 
 
@@ -217,3 +218,40 @@ def entmax_vjp(
     total = s.sum(-1, keepdim=True)  # 0 on a row with every entry masked (p = 0)
     total = torch.where(total > 0, total, 1)
     return torch.addcmul(sg, s, sg.sum(-1, keepdim=True) / total, value=-1)
+
+
+def entmax_alpha_vjp(p: torch.Tensor, g: torch.Tensor, alpha: torch.Tensor):
+    """The gradient in a tensor ``alpha`` of α-entmax at ``p``, given the output's
+    gradient ``g``.
+
+    Parameters
+    ----------
+    p : tensor, shape (..., n)
+        The map's output.
+    g : tensor, shape (..., n)
+        The gradient of the loss in ``p``.
+    alpha : tensor broadcastable to (..., 1)
+        The Tsallis index.
+
+    Returns
+    -------
+    tensor, the shape of ``alpha``
+        ``Σ_j g_j ∂p_j/∂α``, summed over the rows that share an ``alpha``.
+
+    Implements
+    ----------
+    The derivative in α of the entmax solution (Correia et al. 2019, Proposition 1):
+    ``∂p/∂α = q² (p - s̃) - q (p log p - s̃ Σ p log p)`` with ``q = 1/(α-1)``,
+    ``s = p^(2-α)`` on the support and ``s̃ = s / Σ s``.
+    """
+    support = p > 0
+    # p^(2-α) and p log p only on the support: their derivatives at p = 0 are infinite
+    # (NaN once masked), and a second backward would differentiate them.
+    p_in = torch.where(support, p, 1)
+    s = torch.where(support, p_in.pow(2 - alpha), 0)
+    q = 1 / (alpha - 1)
+    total = s.sum(-1, keepdim=True)
+    skew = s / torch.where(total > 0, total, 1)  # 0 on a row with every entry masked
+    plogp = torch.where(support, p_in * p_in.log(), 0)
+    dp = q * q * (p - skew) - q * (plogp - skew * plogp.sum(-1, keepdim=True))
+    return (g * dp).sum(-1, keepdim=True).sum_to_size(alpha.shape)

@@ -109,7 +109,7 @@ def _check_index(value, name: str) -> float:
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Real)
-        or not math.isfinite(value)
+        or not -math.inf < value < math.inf  # (math.isfinite refuses a traced float)
         or value < 1
     ):
         raise ValueError(f"{name} must be a finite number ≥ 1, got {value!r}")

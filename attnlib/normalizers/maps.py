@@ -15,8 +15,10 @@ from types import MappingProxyType
 import torch
 
 from ..utils import check_on_device
+from ..utils.validation import traced
 from . import _entmax as entmax_engine
 from . import _entmax_loops as entmax_loops
+from . import _traced
 from . import _triton_entmax as triton_entmax
 from .common import (
     _aligned,
@@ -82,7 +84,12 @@ def softmax(x, dim: int = -1) -> torch.Tensor:
     x, dim = _check_scores(x, dim)
     if x.numel() == 0:
         return x.clone()
-    return _along_last(_Softmax.apply, x, dim)
+    return _along_last(_softmax_last, x, dim)
+
+
+def _softmax_last(x: torch.Tensor) -> torch.Tensor:
+    # While a graph is traced (compile, export, vmap) no engine may read values.
+    return _traced.softmax_rows(x) if traced(x) else _Softmax.apply(x)
 
 
 # --------------------------------------------------------------------- threshold search
@@ -190,7 +197,7 @@ def sparsemax(x, dim: int = -1, k=None, return_support_size: bool = False):
     """
     x, dim = _check_scores(x, dim)
     _check_k(k)
-    p = x.clone() if x.numel() == 0 else _along_last(_Entmax.apply, x, dim, 2.0, False)
+    p = x.clone() if x.numel() == 0 else _along_last(_entmax_last, x, dim, 2.0)
     return _with_support(p, dim, return_support_size)
 
 
@@ -227,16 +234,11 @@ def entmax15(x, dim: int = -1, k=None, return_support_size: bool = False):
     """
     x, dim = _check_scores(x, dim)
     _check_k(k)
-    p = x.clone() if x.numel() == 0 else _along_last(_Entmax.apply, x, dim, 1.5, False)
+    p = x.clone() if x.numel() == 0 else _along_last(_entmax_last, x, dim, 1.5)
     return _with_support(p, dim, return_support_size)
 
 
 # ----------------------------------------------------------------------------- entmax
-def _safe(total: torch.Tensor) -> torch.Tensor:
-    """A row sum as a divisor: 1 where it is 0 (a row with every entry masked)."""
-    return torch.where(total > 0, total, 1)
-
-
 class _Entmax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, alpha, low, name="x"):
@@ -294,20 +296,15 @@ class _Entmax(torch.autograd.Function):
             )
         grad_alpha = None
         if ctx.needs_input_grad[1]:
-            support = p > 0
-            # p^(2-α) and p log p only on the support: their derivatives at p = 0 are
-            # infinite (NaN once masked), and a second backward would differentiate
-            # them.
-            p_in = torch.where(support, p, 1)
-            s = torch.where(support, p_in.pow(2 - alpha), 0)
-            # dp/dα = q² (p - s̃) - q (p log p - s̃ Σ p log p),
-            # with q = 1/(α-1) and s̃ = s/Σs.
-            q = 1 / (alpha - 1)
-            skew = s / _safe(s.sum(-1, keepdim=True))
-            plogp = torch.where(support, p_in * p_in.log(), 0)
-            dp = q * q * (p - skew) - q * (plogp - skew * plogp.sum(-1, keepdim=True))
-            grad_alpha = (g * dp).sum(-1, keepdim=True).sum_to_size(alpha.shape)
+            grad_alpha = entmax_engine.entmax_alpha_vjp(p, g, alpha)
         return grad_x.to(out.dtype), grad_alpha, None, None
+
+
+def _entmax_last(x: torch.Tensor, alpha, low: bool = False, name: str = "x"):
+    # While a graph is traced (compile, export, vmap) no engine may read values.
+    if traced(x):
+        return _traced.entmax_rows(x, alpha)
+    return _Entmax.apply(x, alpha, low, name)
 
 
 def _torch_rows(x: torch.Tensor, top, alpha, cd: torch.dtype, compiled: bool):
@@ -353,7 +350,7 @@ def _check_alpha(alpha, x: torch.Tensor, dim: int, low: bool = False):
     if (
         isinstance(alpha, bool)
         or not isinstance(alpha, numbers.Real)
-        or not (math.isfinite(alpha) and alpha > 0)
+        or not 0 < alpha < math.inf  # (math.isfinite refuses a traced float)
     ):
         raise ValueError(f"alpha must be a finite number {what}, got {alpha!r}")
     return float(alpha)
@@ -367,8 +364,8 @@ def _entmax(x, alpha, dim: int, low: bool = False, name: str = "x") -> torch.Ten
         return x.clone()
     if not isinstance(alpha, torch.Tensor):
         if alpha == 1:
-            return _along_last(_Softmax.apply, x, dim)
-    return _along_last(_Entmax.apply, x, dim, alpha, low, name)
+            return _along_last(_softmax_last, x, dim)
+    return _along_last(_entmax_last, x, dim, alpha, low, name)
 
 
 def entmax(x, alpha=1.5, dim: int = -1) -> torch.Tensor:
