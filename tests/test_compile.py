@@ -191,7 +191,7 @@ def test_the_function_and_the_package_have_different_names():
     assert not callable(attnlib.functional)
 
 
-@pytest.mark.parametrize("alpha", [2.0, 1.5, 1.3, "tensor"])
+@pytest.mark.parametrize("alpha", [2.0, 1.5, 1.3, 1.0, "tensor"])
 def test_the_maps_compile_and_vmap_with_their_gradients_and_masked_rows(alpha):
     """While traced, the maps run on the engine that reads no values
     (attnlib/normalizers/_traced.py): values and gradients in x (and in a tensor α)

@@ -127,7 +127,12 @@ def core_imports(files=None) -> dict:
 
 def test_the_core_is_the_attention_function_the_modules_and_the_normalisers():
     names = {p.relative_to(ROOT / "attnlib").as_posix() for p in core_modules()}
-    assert {"__init__.py", "layers/__init__.py", "errors.py", "utils/__init__.py"} <= names
+    assert {
+        "__init__.py",
+        "layers/__init__.py",
+        "errors.py",
+        "utils/__init__.py",
+    } <= names
     assert any(n.startswith("normalizers/") for n in names), sorted(names)
     ideas = ("kernel_regression", "lle", "denoise", "subspace", "plotting", "training")
     assert not [n for n in names if n.startswith(ideas)], sorted(names)

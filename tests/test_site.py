@@ -336,9 +336,9 @@ def test_the_ledger_links_every_claim_cell_and_the_preface_counts_them(site):
 # authors 2022" and claims_lib's key "Anonymous (2022)").
 class _Rendered(HTMLParser):
     """The text of each ledger cell (``td`` of ``table.claims-ledger``), erratum
-    (``li`` of ``ol.errata``) and claim badge (``details.claim-callout``), with each link
-    to one of the book's equations written as ``⟦eq 2.2⟧``, and the text and target of
-    each author-year citation (``span.bibtex-citation``) inside them."""
+    (``li`` of ``ol.errata``) and claim badge (``details.claim-callout``), with each
+    link to one of the book's equations written as ``⟦eq 2.2⟧``, and the text and
+    target of each author-year citation (``span.bibtex-citation``) inside them."""
 
     KINDS = {("td", "claims-ledger"): "ledger", ("li", "errata"): "erratum"}
 
@@ -940,7 +940,8 @@ def test_a_folded_claim_is_one_line(view, name, width):
     found = view(name, width)["reading"]
     assert found["badges"] > 0, f"{name}: no claim badge (has the layout changed?)"
     assert found["badge_lines"] <= 1, (
-        f"{name} at {WIDTHS[width]}px: a folded badge takes {found['badge_lines']} lines"
+        f"{name} at {WIDTHS[width]}px: a folded badge takes "
+        f"{found['badge_lines']} lines"
     )
 
 
@@ -990,7 +991,9 @@ def test_figure_text_is_legible_on_a_phone(view, name):
     points = raster_text_points()
     small = []
     for fig in view(name, "phone")["reading"]["figures"]:
-        data = None if fig["svg_width"] else image_bytes(SITE, f"{name}.html", fig["src"])
+        data = (
+            None if fig["svg_width"] else image_bytes(SITE, f"{name}.html", fig["src"])
+        )
         px = smallest_text_px(fig, data and png_dpi(data), points)
         if px is not None and px < MIN_FIGURE_TEXT_PX:
             small.append(f"{px:.1f}px: {fig['src'][:70]}")
@@ -1026,7 +1029,9 @@ def test_the_reading_checks_fail_on_planted_problems(browser):
     page.set_content(PLANTED.format(wrap="normal", count="", summary=long, svg=svg))
     found = reading(page)
     page.close()
-    assert found["badges"] == 2 and found["badge_lines"] > 1 and found["lessons_open"] == 1
+    assert (
+        found["badges"] == 2 and found["badge_lines"] > 1 and found["lessons_open"] == 1
+    )
     assert found["claims_ran"] == [None, 4]
     assert found["checks"] >= 300 + 200  # the open lesson cell and the notes
     assert found["words"] == 7 and found["diagram"]

@@ -449,7 +449,7 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "entmax-backward-exponent",
-        A + "normalizers/maps.py",
+        A + "normalizers/_entmax.py",
         "s = torch.where(support, p_in.pow(2 - alpha), 0)",
         "s = torch.where(support, p_in.pow(alpha - 1), 0)",
         T_NORM,

@@ -30,12 +30,11 @@ displayed. ``python tools/reading_audit.py _build/html`` prints the table per ch
 
 from __future__ import annotations
 
-import re
-
 READING_JS = r"""async () => {
   const column = document.querySelector("article.bd-article");
   const out = {height: document.documentElement.scrollHeight, checks: 0, badges: 0,
-               badge_lines: 0, claims_ran: [], lessons_open: 0, words: 0, diagram: false, figures: []};
+               badge_lines: 0, claims_ran: [], lessons_open: 0, words: 0,
+               diagram: false, figures: []};
   if (!column) return out;
   const h = (el) => el.getBoundingClientRect().height;
   for (const box of column.querySelectorAll(".claim-callout")) {
@@ -51,8 +50,9 @@ READING_JS = r"""async () => {
     // the checking code shown outside its badge
     const next = box.nextElementSibling;
     const inside = box.tagName === "DETAILS" && !box.classList.contains("claim-lesson");
-    if (box.classList.contains("claim-lesson") && next && next.classList.contains("cell")
-        && next.offsetHeight > 0 && !box.contains(next)) out.lessons_open += 1;
+    if (box.classList.contains("claim-lesson") && next
+        && next.classList.contains("cell") && next.offsetHeight > 0
+        && !box.contains(next)) out.lessons_open += 1;
     // (its code and printed checks; a figure it draws is teaching, not checking)
     if (!inside && next && next.classList.contains("cell")) {
       out.checks += h(next);
@@ -97,7 +97,8 @@ READING_JS = r"""async () => {
       }
       for (const t of doc.querySelectorAll("text")) {
         const style = (t.getAttribute("style") || "") + ";" +
-          (t.getAttribute("font-size") ? `font-size:${t.getAttribute("font-size")}` : "");
+          (t.getAttribute("font-size")
+            ? `font-size:${t.getAttribute("font-size")}` : "");
         const m = /font-size\s*:\s*([\d.]+)/.exec(style) ||
           /font\s*:[^;]*?([\d.]+)px/.exec(style);
         if (m) sizes.push(Number(m[1]));
@@ -125,9 +126,17 @@ def raster_text_points() -> float:
 
     with mpl.rc_context():
         use_book_style()
-        keys = ("font.size", "xtick.labelsize", "ytick.labelsize", "legend.fontsize",
-                "axes.labelsize", "axes.titlesize")
-        return min(FontProperties(size=mpl.rcParams[k]).get_size_in_points() for k in keys)
+        keys = (
+            "font.size",
+            "xtick.labelsize",
+            "ytick.labelsize",
+            "legend.fontsize",
+            "axes.labelsize",
+            "axes.titlesize",
+        )
+        return min(
+            FontProperties(size=mpl.rcParams[k]).get_size_in_points() for k in keys
+        )
 
 
 def smallest_text_px(fig: dict, dpi: float | None, points: float) -> float | None:
@@ -206,7 +215,9 @@ def main(argv=None) -> None:
     points = raster_text_points()
     print("chapter  height(1280)  checks  share  badges  words  diagram  min text@390")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        b = p.chromium.launch(
+            executable_path="/usr/bin/chromium", args=["--no-sandbox"]
+        )
         for name in chapters:
             row = {}
             for width in (1280, 390):
@@ -221,7 +232,11 @@ def main(argv=None) -> None:
             d, m = row[1280], row[390]
             sizes = []
             for fig in m["figures"]:
-                data = None if fig["svg_width"] else image_bytes(args.site, name, fig["src"])
+                data = (
+                    None
+                    if fig["svg_width"]
+                    else image_bytes(args.site, name, fig["src"])
+                )
                 px = smallest_text_px(fig, data and png_dpi(data), points)
                 if px is not None:
                     sizes.append(px)

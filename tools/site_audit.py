@@ -63,8 +63,8 @@ AUDIT_JS = r"""(width) => {
     return null;
   };
   const wide = new Set();
-  // a folded claim badge's one line is cut with an ellipsis (claims.css): what runs past
-  // its end is clipped, not shown beyond the column
+  // a folded claim badge's one line is cut with an ellipsis (claims.css): what runs
+  // past its end is clipped, not shown beyond the column
   const FOLDED = "details.claim-callout:not([open]) > summary";
   const clipped = (el) => el.closest(FOLDED) && !el.matches(FOLDED);
   for (const el of column.querySelectorAll("*")) {

@@ -1,13 +1,13 @@
 """The maps as ``torch.compile``, ``torch.export`` and ``vmap`` see them.
 
 Outside a trace the maps run as ``maps._Softmax`` and ``maps._Entmax``, whose forward
-passes choose an engine by reading values (the compiled row loops on the CPU through data
-pointers, a fully masked row found by ``.any()``, Triton's first-use check). A graph has
-no values to read, so while one is traced (``attnlib.utils.traced``) the maps take the
-engine that needs none: the sort-based thresholds of ``_entmax`` (bisection for other α),
-every fully masked row zeroed unconditionally, and the closed-form backward of
-``_entmax`` in an ``autograd.Function`` that ``vmap`` can batch. The numbers are the same
-maps' up to the round-off of another engine.
+passes choose an engine by reading values (the compiled row loops on the CPU through
+data pointers, a fully masked row found by ``.any()``, Triton's first-use check). A
+graph has no values to read, so while one is traced (``attnlib.utils.traced``) the maps
+take the engine that needs none: the sort-based thresholds of ``_entmax`` (bisection
+for other α), every fully masked row zeroed unconditionally, and the closed-form
+backward of ``_entmax`` in an ``autograd.Function`` that ``vmap`` can batch. The
+numbers are the same maps' up to the round-off of another engine.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ __all__: list[str] = []
 
 
 def _live(x: torch.Tensor):
-    """``x`` with its entirely ``-inf`` rows set to 0, those rows, and the row maxima."""
+    """``x`` with its entirely ``-inf`` rows set to 0, those rows, the row maxima."""
     top = x.amax(-1, keepdim=True)
     dead = torch.isneginf(top)
     return x.masked_fill(dead, 0), dead, top.masked_fill(dead, 0)

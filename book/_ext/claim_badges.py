@@ -62,7 +62,7 @@ def _pass(self, node):
 
 
 def _unseen_text(c, unseen: tuple[int, int]) -> str:
-    """"held at 3 of 3 unseen offsets", "not yet audited" (an experiment), or ""."""
+    """The audit's words: "held at 3 of 3 unseen offsets", "not yet audited", or ""."""
     held, seen = unseen
     if seen:
         return f"held at {held} of {seen} unseen offsets"
