@@ -977,7 +977,7 @@ MUTANTS: list[Mutant] = [
     M(
         "host-finite-check-always-passes",
         A + "utils/validation.py",
-        "return math.isfinite(t.sum(dtype=wide).item()) or",
+        "return math.isfinite(total.item()) or",
         "return True or",
         "tests/test_sdpa_function.py",
     ),
@@ -1674,5 +1674,13 @@ MUTANTS: list[Mutant] = [
         "return torch.softmax(z, -1).masked_fill(dead, 0)",
         "return torch.softmax(x, -1)",
         "tests/test_compile.py",
+    ),
+    M(
+        "attention-skips-the-ndim-check-of-tensors",
+        A + "functional/_arguments.py",
+        "if x.ndim < 2:",
+        "if False:",
+        "tests/test_battery.py",
+        "tests/test_attention.py",
     ),
 ]

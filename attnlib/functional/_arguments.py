@@ -56,8 +56,12 @@ def _tensor(x, name: str, ref: torch.Tensor | None, of: str = "q") -> torch.Tens
             f"{name} is on {x.device} but {of} is on {ref.device}: move them to "
             f"one device (e.g. {name}.to({of}.device)); nothing is moved for you"
         )
-    # the shared check (ndim); its values are checked once, on the result
-    return as_tensor(x, name, min_ndim=2, allow_empty=True, finite=False)
+    # A floating tensor of one dtype and device: only its number of dimensions is left
+    # to check (the shared check words the error); its values are checked once, on the
+    # result.
+    if x.ndim < 2:
+        as_tensor(x, name, min_ndim=2, allow_empty=True, finite=False)
+    return x
 
 
 def checked_tensors(q, k, v, names=("q", "k", "v")):

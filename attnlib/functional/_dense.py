@@ -51,8 +51,17 @@ def _triangle(n_q: int, n_k: int, device) -> torch.Tensor:
 
 def _exact(temperature: float, dtype: torch.dtype) -> bool:
     """Whether ``dtype`` holds ``temperature`` as a nonzero finite number."""
+    low, high = _RANGE.get(dtype) or _RANGE.setdefault(dtype, _range(dtype))
+    return low < temperature <= high
+
+
+def _range(dtype: torch.dtype) -> tuple[float, float]:
+    """Half the smallest subnormal of ``dtype`` and its largest number."""
     info = torch.finfo(dtype)
-    return info.smallest_normal * info.eps / 2 < temperature <= info.max
+    return info.smallest_normal * info.eps / 2, info.max
+
+
+_RANGE: dict = {}  # dtype -> _range(dtype): torch.finfo costs a microsecond per call
 
 
 def weights_path(

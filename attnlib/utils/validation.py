@@ -164,9 +164,12 @@ def finite_on_host(t: torch.Tensor) -> bool:
     bool
         True when no value is NaN or infinite.
     """
-    wide = t.dtype if t.dtype in (torch.float32, torch.float64) else torch.float32
     # .item() and math.isfinite: a 0-dim tensor's isfinite() costs ten times the sum
-    return math.isfinite(t.sum(dtype=wide).item()) or bool(torch.isfinite(t).all())
+    total = t.sum() if t.dtype in _WIDE else t.sum(dtype=torch.float32)
+    return math.isfinite(total.item()) or bool(torch.isfinite(t).all())
+
+
+_WIDE = (torch.float32, torch.float64)  # summed in their own dtype
 
 
 def traced(t: torch.Tensor) -> bool:
