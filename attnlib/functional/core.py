@@ -74,8 +74,8 @@ def attention(
     v : tensor or array-like, shape (..., n_k, d_v)
         Values, one per key.
     score : {"scaled_dot", "dot", "neg_sq_dist", "neg_l1"} or callable
-        How a query is compared with a key (see :data:`SCORES`). A callable maps
-        ``(q, k)`` to scores of shape ``(..., n_q, n_k)``.
+        How a query is compared with a key (see ``attnlib.functional.SCORES``). A
+        callable maps ``(q, k)`` to scores of shape ``(..., n_q, n_k)``.
     normalizer : str or callable
         How a row of scores becomes weights: a name in
         ``attnlib.normalizers.NORMALIZERS`` (``"softmax"``, ``"sparsemax"``,

@@ -150,7 +150,7 @@ def normmax_bisect(X, alpha=2, dim: int = -1, n_iter=50):
     Implements
     ----------
     The α-normmax of the ``entmax`` package (the Ω-RPM with Ω = ‖·‖_α); the threshold
-    equation and the Jacobian are derived in :mod:`attnlib.normalizers._normmax`.
+    equation and the Jacobian are derived in ``attnlib/normalizers/_normmax.py``.
     """
     _check_n_iter(n_iter)
     X, dim = _check_scores(X, dim, "X")
