@@ -18,7 +18,7 @@ __all__ = ["Diagram", "DIAGRAM_INCHES", "smallest_text_px"]
 #: Width of a diagram in inches: 576 CSS px as SVG (72 pt per inch, 4/3 px per pt).
 DIAGRAM_INCHES = 6.0
 #: Smallest font of a diagram (points): 10 pt at 6 in scales to 9 CSS px at 390 px.
-SMALL = 10
+SMALL = 11
 BIG = 12
 BLUE, ORANGE, GREEN, VERMILION, PINK, SKY = PALETTE[:6]
 INK = "#222222"
