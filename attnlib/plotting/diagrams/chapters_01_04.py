@@ -148,9 +148,7 @@ def kernel_bump() -> Diagram:
     _arrow(ax, (4.1, ry), (gx + gw + 0.05, ry), ORANGE)
     _text(ax, 4.15, ry + 0.17, r"row $i$ of $w$:", SMALL, color=ORANGE, ha="left")
     _text(ax, 4.15, ry - 0.17, "the bump above", SMALL, color=ORANGE, ha="left")
-    _text(
-        ax, 3.45, 2.35, r"weights $w(x_i, x_j)$, [query, key]:", SMALL, ha="left"
-    )
+    _text(ax, 3.45, 2.35, r"weights $w(x_i, x_j)$, [query, key]:", SMALL, ha="left")
     _text(ax, 3.45, 2.05, "sorted inputs make a band", SMALL, ha="left")
     return fig
 
