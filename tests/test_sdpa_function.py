@@ -43,8 +43,8 @@ SHAPES = {
 @pytest.mark.parametrize("shape", SHAPES.values(), ids=SHAPES.keys())
 @pytest.mark.parametrize(
     "extra",
-    [(), (None, 0.0, True), "scale", "bool", "float", "bool 4-d"],
-    ids=["plain", "causal", "scale", "bool mask", "float mask", "bool mask 4-d"],
+    [(), (None, 0.0, True), "scale", "bool", "float", "bool per batch"],
+    ids=["plain", "causal", "scale", "bool mask", "float mask", "bool mask per batch"],
 )
 def test_positional_calls_equal_torchs(dtype, shape, extra):
     q, k, v = qkv(*shape, dtype=dtype)
@@ -57,10 +57,9 @@ def test_positional_calls_equal_torchs(dtype, shape, extra):
     elif extra == "float":
         keep = bool_mask(n_q, n_k)
         extra = (torch.randn(n_q, n_k, dtype=dtype).masked_fill(~keep, -torch.inf),)
-    elif extra == "bool 4-d":
-        if q.ndim < 4:
-            pytest.skip("a 4-d mask needs 4-d inputs")
-        extra = (torch.rand(q.shape[0], 1, n_q, n_k) > 0.3,)
+    elif extra == "bool per batch":  # one mask per batch entry, broadcast over heads
+        lead = (*q.shape[:-3], 1) if q.ndim == 4 else q.shape[:-2]
+        extra = (torch.rand(*lead, n_q, n_k) > 0.3,)
         extra[0][..., 0] = True
     tol = {torch.bfloat16: 2e-2, torch.float32: 2e-6, torch.float64: 1e-12}[dtype]
     ours = scaled_dot_product_attention(q, k, v, *extra, **kw)
