@@ -9,6 +9,12 @@ line breaks, comments and a formatter's trailing comma between its tokens do not
 found exactly once makes the campaign refuse to run (STALE), so that a mutant cannot
 silently stop testing anything after the code itself changes: update the snippet.
 
+A mutant is placed by its function as well as its file: ``where`` names the function
+(``"attention"``, ``"NadarayaWatson.fit"``), found in the file's syntax tree, and the
+snippet is looked for inside that function only. A function that moves to another
+module of the package is found there (:func:`resolve`), so splitting a module keeps its
+mutants; a snippet needs to be unique only within its function.
+
 Mutants sit on core lines (the mathematics, the wiring, the defaults and initial
 values), not on argument validation or docstrings. ``accepted`` explains a mutant that
 the tests are known not to kill and why that is acceptable (an equivalent mutant, or a
@@ -17,8 +23,10 @@ property the library does not promise); the report prints it next to the survivo
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 # Between two tokens of a snippet: any whitespace and comments, as a formatter or a
 # re-wrapped comment leaves them.
@@ -52,9 +60,65 @@ def locate(text: str, snippet: str) -> list[tuple[int, int]]:
     return [m.span() for m in pattern(snippet).finditer(text)]
 
 
+def scopes(text: str) -> dict[str, tuple[int, int]]:
+    """Every function and class of ``text`` by qualified name: its ``(start, end)``."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    found: dict[str, tuple[int, int]] = {}
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                first = min([child.lineno] + [d.lineno for d in child.decorator_list])
+                found[name] = (starts[first - 1], starts[child.end_lineno])
+                visit(child, name + ".")
+
+    visit(ast.parse(text), "")
+    return found
+
+
+def spans_in(text: str, mutant: Mutant) -> list[tuple[int, int]]:
+    """The snippet's spans in ``text``, inside the mutant's function if it names one."""
+    if not mutant.where:
+        return locate(text, mutant.original)
+    scope = scopes(text).get(mutant.where)
+    if scope is None:
+        return []
+    start, end = scope
+    return [(start + a, start + b) for a, b in locate(text[start:end], mutant.original)]
+
+
+def resolve(mutant: Mutant, root: Path) -> tuple[str, list[tuple[int, int]]]:
+    """The file (from ``root``) that holds the mutant's snippet, and its spans there.
+
+    The mutant's own file first; a mutant placed by function whose function is not
+    there any more is looked for in every module of the package that file was in
+    (the function moved), and found there if exactly one module defines it.
+    """
+    path = root / mutant.file
+    if path.exists():
+        spans = spans_in(path.read_text(), mutant)
+        if spans or not mutant.where:
+            return mutant.file, spans
+    if mutant.where:
+        package = root / Path(mutant.file).parts[0]
+        homes = [
+            p
+            for p in sorted(package.rglob("*.py"))
+            if mutant.where in scopes(p.read_text())
+        ]
+        if len(homes) == 1:
+            return str(homes[0].relative_to(root)), spans_in(
+                homes[0].read_text(), mutant
+            )
+    return mutant.file, []
+
+
 def apply(text: str, mutant: Mutant) -> str:
     """``text`` with the mutant's one occurrence replaced (ValueError unless one)."""
-    spans = locate(text, mutant.original)
+    spans = spans_in(text, mutant)
     if len(spans) != 1:
         raise ValueError(f"{mutant.name}: snippet found {len(spans)} times")
     start, end = spans[0]
@@ -69,10 +133,11 @@ class Mutant:
     replacement: str
     tests: tuple[str, ...]  # test files (or node ids) that should kill it
     accepted: str = ""  # why surviving is acceptable, if it is
+    where: str = ""  # the function (qualified name) that holds the snippet
 
 
-def M(name, file, original, replacement, *tests, accepted=""):
-    return Mutant(name, file, original, replacement, tuple(tests), accepted)
+def M(name, file, original, replacement, *tests, accepted="", where=""):
+    return Mutant(name, file, original, replacement, tuple(tests), accepted, where)
 
 
 T_ATT = "tests/test_attention.py"

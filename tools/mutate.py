@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
-from mutants import MUTANTS, Mutant, apply, locate  # noqa: E402
+from mutants import MUTANTS, Mutant, apply, resolve  # noqa: E402
 
 REPORT = ROOT / "tools" / "MUTATION.md"
 RESULTS = ROOT / "tools" / "mutation_results.json"
@@ -60,11 +60,10 @@ def stale(mutants: list[Mutant], root: Path) -> list[str]:
     """Names of the mutants whose snippet is not found exactly once (with the count)."""
     problems = []
     for m in mutants:
-        path = root / m.file
-        count = len(locate(path.read_text(), m.original)) if path.exists() else -1
-        if count != 1:
-            where = "file missing" if count < 0 else f"found {count} times"
-            problems.append(f"{m.name}: snippet in {m.file} {where}")
+        file, spans = resolve(m, root)
+        if len(spans) != 1:
+            place = f"{file}, in {m.where}" if m.where else file
+            problems.append(f"{m.name}: snippet in {place} found {len(spans)} times")
         for test in m.tests:
             if not (root / test.split("::")[0]).exists():
                 problems.append(f"{m.name}: test file {test} missing")
@@ -124,11 +123,12 @@ def pytest(tests, copy: Path, env: dict, timeout: float) -> tuple[str, float, st
 
 
 def run_mutant(m: Mutant, copy: Path, shared_cache: Path, timeout: float):
-    path = copy / m.file
+    file, _ = resolve(m, copy)
+    path = copy / file
     original = path.read_text()
     stat = path.stat()
     cache = shared_cache
-    if m.file in NUMBA_FILES:
+    if file in NUMBA_FILES:
         cache = Path(tempfile.mkdtemp(prefix="numba-", dir=copy.parent))
     try:
         path.write_text(apply(original, m))
