@@ -111,14 +111,15 @@ NOT_WALKED = {
 
 
 def library_modules() -> set[str]:
-    """Every module and package of attnlib, dotted from the package."""
+    """Every public module and package of attnlib, dotted from the package (a private
+    package's modules, such as ``subspace._lasso.common``, are engines: they trust)."""
     root = Path(importlib.import_module("attnlib").__file__).parent
     found = set()
     for p in root.rglob("*.py"):
         parts = p.relative_to(root).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        if parts and not parts[-1].startswith("_"):
+        if parts and not any(part.startswith("_") for part in parts):
             found.add(".".join(parts))
     return found
 

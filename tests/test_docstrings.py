@@ -29,7 +29,7 @@ def _documented() -> dict[str, str]:
         parts = p.relative_to(root).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        if not parts or parts[-1].startswith("_"):
+        if not parts or any(part.startswith("_") for part in parts):
             continue
         name = ".".join(parts)
         mod = importlib.import_module(f"attnlib.{name}")

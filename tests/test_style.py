@@ -66,3 +66,36 @@ def test_a_planted_finding_fails(tmp_path, source, expected):
     planted.write_text(source)
     findings = ruff_findings([str(planted)])
     assert expected in findings, findings
+
+
+def _modules_without_all(root: Path) -> list[str]:
+    """The modules under ``root`` that name no ``__all__`` (a module's interface)."""
+    import ast
+
+    missing = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        names = {
+            target.id
+            for node in tree.body
+            if isinstance(node, (ast.Assign, ast.AnnAssign))
+            for target in (
+                node.targets if isinstance(node, ast.Assign) else [node.target]
+            )
+            if isinstance(target, ast.Name)
+        }
+        if "__all__" not in names:
+            missing.append(str(path.relative_to(root)))
+    return missing
+
+
+def test_every_module_of_attnlib_names_its_interface():
+    """Every module, private engines included, says in ``__all__`` what it offers, so
+    that what other modules may import from it is written down (issue 51)."""
+    assert _modules_without_all(ROOT / "attnlib") == []
+
+
+def test_the_interface_rule_flags_a_planted_module(tmp_path):
+    (tmp_path / "a.py").write_text('__all__ = ["f"]\n\n\ndef f():\n    return 1\n')
+    (tmp_path / "b.py").write_text("def g():\n    return 2\n")
+    assert _modules_without_all(tmp_path) == ["b.py"]

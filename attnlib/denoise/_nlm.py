@@ -21,6 +21,8 @@ import torch
 from ..utils.fastexp import JIT_OPTIONS as _JIT
 from ..utils.fastexp import fast_exp
 
+__all__ = ["nlm_offsets"]
+
 # ----------------------------------------------------------------------- fast exact NLM
 # The loops below are compiled by numba (cached on disk) and run over row strips: for a
 # strip of ``strip_rows`` rows and one offset δ, the squared differences of the two

@@ -41,6 +41,8 @@ from ..normalizers import entmax
 from ..utils import kernels
 from ..utils.kernels import HAVE_TRITON
 
+__all__ = ["BLOCK_M", "BLOCK_N", "accepts", "flash_entmax_attention"]
+
 if HAVE_TRITON:
     import triton
     import triton.language as tl

@@ -18,6 +18,14 @@ from ..utils import check_positive
 from ._loo_sums import loo_sums
 from .core import Kernel, _loo
 
+__all__ = [
+    "_candidates",
+    "_default_bandwidths",
+    "_loo_errors",
+    "_ratio",
+    "_weighted_values",
+]
+
 
 def _default_bandwidths(X: np.ndarray, n: int = 30, weights=None) -> np.ndarray:
     """A geometric grid around the median pairwise distance (of at most 1000 points).

@@ -28,6 +28,8 @@ from ..utils.fastexp import JIT_OPTIONS as _FAST
 from ..utils.fastexp import fast_exp
 from ._kernelsums import _block_distances
 
+__all__ = ["loo_sums"]
+
 #: The kernels the engine streams: the exponential ones first (``kind < 2``).
 KINDS = ("gaussian", "laplace", "epanechnikov", "biweight", "triweight", "boxcar")
 _BLOCK = 512

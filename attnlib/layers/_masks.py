@@ -14,6 +14,8 @@ import math
 
 import torch
 
+__all__ = ["merge"]
+
 
 def _as_mask(m, name: str, like: torch.Tensor) -> torch.Tensor:
     """``m`` as a bool or floating tensor on ``like``'s device, in ``like``'s dtype

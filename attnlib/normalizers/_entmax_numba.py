@@ -12,6 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+__all__ = ["LOOPS"]
+
 _MAX_ITER = 200
 
 # not nnan/ninf: -inf marks masked keys

@@ -37,6 +37,8 @@ from ..utils import kernels
 from ..utils.kernels import HAVE_TRITON
 from . import _entmax as entmax_engine
 
+__all__ = ["accepts", "entmax_forward", "entmax_backward"]
+
 if HAVE_TRITON:
     import triton
     import triton.language as tl

@@ -6,3 +6,7 @@ solver), ``iterative`` (ISTA, FISTA on all samples or on working sets) and
 ``attnlib.subspace._lasso.common.SolverInfo``). They trust their input: the public
 entries in ``attnlib.subspace.lasso`` check it once.
 """
+
+from . import common, homotopy, iterative
+
+__all__ = ["common", "homotopy", "iterative"]

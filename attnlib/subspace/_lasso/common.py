@@ -13,6 +13,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+__all__ = ["SolverInfo", "soft_threshold"]
+
 
 def soft_threshold(x, threshold):
     """``sign(x) * max(|x| - threshold, 0)`` on checked input (see

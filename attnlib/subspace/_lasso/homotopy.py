@@ -14,6 +14,8 @@ import scipy.sparse as sp
 
 from .common import SolverInfo, _sparse_gap, _top_k_per_row
 
+__all__ = ["homotopy_rows", "ssc_active_set"]
+
 
 def _solve_batch(G, b):
     """Batched ``G⁻¹ b``; a singular Gram (duplicated samples) goes through pinv."""

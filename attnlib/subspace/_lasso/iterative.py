@@ -14,6 +14,8 @@ import scipy.sparse as sp
 
 from .common import SolverInfo, _sparse_gap, _top_k_per_row, soft_threshold
 
+__all__ = ["DenseKeys", "lasso_rows", "ssc_working_set"]
+
 # ----------------------------------------------------------------------------------
 # The dictionaries the solvers see. Row i of the problem expresses the target y_i with
 # the keys K_i: all samples but i (dense), or a working set of candidate samples
