@@ -6,6 +6,12 @@ dot between two name characters, so that a long name wraps as ``attnlib.`` /
 ``attention`` on a phone instead of mid-word (``_static/book.css`` no longer lets words
 break anywhere). ``<wbr>`` is not copied with the text, unlike a zero-width space.
 
+On a phone a long code line wraps (``_static/book.css``); its continuation is indented
+two columns past the line's own indentation, so that the shape of the code survives the
+wrap (:func:`hang_wrapped_lines`: each line of a highlighted block becomes a
+``span.cl`` that carries its indentation as ``--i``; desktops see no change, and copying
+keeps the text as it was).
+
 The API reference leaves out named tuples' field aliases and members inherited from
 PyTorch (:func:`skip_member`).
 """
@@ -27,9 +33,37 @@ def break_names_at_dots(html: str) -> str:
     return _PRE.sub(_wbr, html)
 
 
+_BLOCK = re.compile(r'(<div class="highlight"><pre>)(.*?)(</pre>)', re.S)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _lines(body: str) -> str:
+    """A highlighted block's lines, each in a ``span.cl`` that knows its indentation."""
+    pieces, out, line = body.split("\n"), [], ""
+    for i, piece in enumerate(pieces):
+        line += piece
+        opened = len(re.findall(r"<span\b", line)) - line.count("</span>")
+        if i == len(pieces) - 1:
+            out.append(line)  # after the last line break: usually nothing
+        elif opened > 0:
+            line += "\n"  # a token that runs over lines (a string): keep it whole
+        else:
+            indent = len(_TAG.sub("", line)) - len(_TAG.sub("", line).lstrip(" "))
+            out.append(
+                f'<span class="cl" style="--i:{min(indent, 40)}">{line}</span>\n'
+            )
+            line = ""
+    return "".join(out)
+
+
+def hang_wrapped_lines(html: str) -> str:
+    """``html`` with every line of its highlighted code blocks in a ``span.cl``."""
+    return _BLOCK.sub(lambda m: m.group(1) + _lines(m.group(2)) + m.group(3), html)
+
+
 def _page_context(app, pagename, templatename, context, doctree):
     if "body" in context:
-        context["body"] = break_names_at_dots(context["body"])
+        context["body"] = hang_wrapped_lines(break_names_at_dots(context["body"]))
 
 
 def setup(app):
