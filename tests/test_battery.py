@@ -188,6 +188,9 @@ NOT_ATTACKED = {
     # host_array: a converter in front of scikit-learn's validation, which checks its
     # output; available_memory: no argument.
     "utils": {"host_array", "available_memory"},
+    # The validation boundary: a decorator (any callable) and a flag without arguments;
+    # tested in test_utils.
+    "utils.boundary": {"public", "checking"},
     # output_of unwraps what a model returned (any object); tested in test_attention.
     "functional": {"output_of"},
     # Timing sweeps and grids of training runs: their arguments meet check_int and

@@ -168,3 +168,46 @@ def test_bad_base_seeds_are_refused(base):
 
     with pytest.raises(ValueError, match="base"):
         seeds(base)
+
+
+def test_a_public_call_checks_once_and_its_nested_public_calls_trust():
+    import threading
+
+    from attnlib.utils.boundary import checking, public
+
+    seen = []
+
+    @public
+    def inner(x):
+        if checking():
+            seen.append("inner")
+            if x < 0:
+                raise ValueError("x must be non-negative")
+        return x
+
+    @public
+    def outer(x):
+        if checking():
+            seen.append("outer")
+        return inner(x)
+
+    assert outer(-1) == -1 and seen == ["outer"]  # the nested call trusts its caller
+    with pytest.raises(ValueError, match="x must"):
+        inner(-1)  # called from outside: checked
+    seen.clear()
+    with pytest.raises(ValueError):
+        inner(-2)  # an error leaves the depth as it was ...
+    assert inner(3) == 3 and seen == ["inner", "inner"]  # ... so the next call checks
+    # Another thread is outside the boundary even while this one is inside it.
+    other = []
+
+    @public
+    def waits(x):
+        thread = threading.Thread(target=lambda: other.append(inner(x)))
+        thread.start()
+        thread.join()
+        return x
+
+    seen.clear()
+    waits(5)
+    assert other == [5] and seen == ["inner"]

@@ -26,6 +26,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..utils import as_float_array, check_int, check_positive, host_array
+from ..utils.boundary import public
 from .weights import _check_n_neighbors, _weights_on_neighbors
 
 __all__ = ["LLEEmbedding", "lle_embedding", "LocallyLinearEmbedding"]
@@ -269,6 +270,7 @@ class LocallyLinearEmbedding(
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    @public
     def fit(self, X, y=None):
         """Compute the weights of ``X`` and embed it.
 
@@ -338,6 +340,7 @@ class LocallyLinearEmbedding(
             f"{_OTHER_METHODS}), got {self.method!r}"
         )
 
+    @public
     def fit_transform(self, X, y=None):
         """Fit to ``X`` and return its embedding.
 
@@ -355,6 +358,7 @@ class LocallyLinearEmbedding(
         """
         return self.fit(X).embedding_
 
+    @public
     def transform(self, X):
         """Embed new points: attend to their training neighbours, mix their embeddings.
 

@@ -20,6 +20,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from ..functional import AttentionResult, attend
 from ..utils import as_float_array, as_tensor, check_positive
+from ..utils.boundary import checking, public
 
 __all__ = ["LLEWeights", "barycenter_weights", "lle_weights", "lle_attention"]
 
@@ -39,6 +40,7 @@ class LLEWeights(NamedTuple):
     neighbors: np.ndarray
 
 
+@public
 def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     """Affine weights reconstructing each query from its neighbours, all at once.
 
@@ -66,19 +68,18 @@ def barycenter_weights(queries, neighbors, reg: float = 1e-3) -> torch.Tensor:
     The closed form in footnote 1 of the self-expression paper (the minimiser of Eq. 9
     for one query), with the regularisation of Roweis & Saul (2000).
     """
-    queries = as_tensor(queries, "queries", ndim=2)
-    neighbors = as_tensor(neighbors, "neighbors", ndim=3, device=queries.device)
-    if neighbors.shape[0] != queries.shape[0] or neighbors.shape[2] != queries.shape[1]:
-        raise ValueError(
-            f"neighbors must have shape (n, K, d) = "
-            f"({queries.shape[0]}, K, {queries.shape[1]}), got {tuple(neighbors.shape)}"
-        )
-    reg = check_positive(reg, "reg", allow_zero=True)
-    return _barycenter_weights(queries, neighbors, reg)
-
-
-def _barycenter_weights(queries, neighbors, reg: float) -> torch.Tensor:
-    """:func:`barycenter_weights` of checked tensors and a checked ``reg``."""
+    if checking():
+        queries = as_tensor(queries, "queries", ndim=2)
+        neighbors = as_tensor(neighbors, "neighbors", ndim=3, device=queries.device)
+        if (
+            neighbors.shape[0] != queries.shape[0]
+            or neighbors.shape[2] != queries.shape[1]
+        ):
+            raise ValueError(
+                f"neighbors must have shape (n, K, d) = ({queries.shape[0]}, K, "
+                f"{queries.shape[1]}), got {tuple(neighbors.shape)}"
+            )
+        reg = check_positive(reg, "reg", allow_zero=True)
     # The result has the inputs' common dtype; half precisions are solved in float32
     # (LAPACK has no half solvers) and rounded back.
     dtype = torch.promote_types(queries.dtype, neighbors.dtype)
@@ -160,6 +161,7 @@ def _check_n_neighbors(n_neighbors, n_keys: int, self_attention: bool) -> int:
     return int(n_neighbors)
 
 
+@public
 def lle_weights(
     X, n_neighbors: int, reg: float = 1e-3, *, keys=None, dense: bool = False
 ) -> LLEWeights:
@@ -208,7 +210,9 @@ def lle_weights(
 def _weights_on_neighbors(
     X: np.ndarray, keys: np.ndarray, ind: np.ndarray, reg: float, dense: bool
 ) -> LLEWeights:
-    w = _barycenter_weights(
+    """The weights of each row of ``X`` on its neighbours ``keys[ind]`` (checked
+    arrays; called inside a public function, whose boundary it stays in)."""
+    w = barycenter_weights(
         torch.from_numpy(X), torch.from_numpy(keys)[torch.from_numpy(ind)], reg
     ).numpy()
     indptr = np.arange(0, ind.size + 1, ind.shape[1])
@@ -223,6 +227,7 @@ def _weights_on_neighbors(
     return LLEWeights(W, mask, ind)
 
 
+@public
 def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
     """LLE as one dense, differentiable call of :func:`attnlib.functional.attention`.
 
@@ -258,7 +263,7 @@ def lle_attention(X, n_neighbors: int, reg: float = 1e-3) -> AttentionResult:
     mask = torch.zeros(n, n, dtype=torch.bool, device=X.device).scatter_(1, ind, True)
 
     def barycentric_score(q, k):
-        c = _barycenter_weights(q, k[ind], reg)
+        c = barycenter_weights(q, k[ind], reg)
         return torch.zeros(n, n, dtype=c.dtype, device=c.device).scatter(1, ind, c)
 
     return attend(X, X, X, score=barycentric_score, normalizer="none", mask=mask)
