@@ -187,10 +187,9 @@ NOT_ATTACKED = {
     "plotting": {"FrameSlider"},
     # host_array: a converter in front of scikit-learn's validation, which checks its
     # output; available_memory: no argument.
-    "utils": {"host_array", "available_memory"},
-    # The validation boundary: a decorator (any callable) and a flag without arguments;
-    # tested in test_utils.
-    "utils.boundary": {"public", "checking"},
+    # public, checking, trusted: the validation boundary (a decorator of any callable,
+    # a flag and a context without arguments), tested in test_utils.
+    "utils": {"host_array", "available_memory", "public", "checking", "trusted"},
     # output_of unwraps what a model returned (any object); tested in test_attention.
     "functional": {"output_of"},
     # Timing sweeps and grids of training runs: their arguments meet check_int and

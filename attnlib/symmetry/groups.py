@@ -13,6 +13,7 @@ import torch
 
 from ..functional import output_of
 from ..utils import as_tensor, check_int
+from ..utils.boundary import checking, public, trusted
 
 __all__ = [
     "GROUPS",
@@ -26,6 +27,7 @@ __all__ = [
 GROUPS = ("orthogonal", "permutation")
 
 
+@public
 def random_orthogonal(
     d: int, generator: torch.Generator | None = None, *, dtype=None
 ) -> torch.Tensor:
@@ -53,15 +55,13 @@ def random_orthogonal(
     The Haar sampling of Mezzadri (2007), the random group elements with which the
     symmetry paper's equivariance (Definitions 1-3) is tested.
     """
-    return _random_orthogonal(check_int(d, "d"), generator, dtype)
-
-
-def _random_orthogonal(d: int, generator, dtype) -> torch.Tensor:
-    """:func:`random_orthogonal` of a checked dimension ``d``."""
+    if checking():
+        d = check_int(d, "d")
+        _check_generator(generator)
     dtype = dtype or torch.get_default_dtype()
     # LAPACK has no half-precision QR: factor in float32 and round the result.
     work = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
-    g = torch.randn(d, d, generator=_check_generator(generator), dtype=work)
+    g = torch.randn(d, d, generator=generator, dtype=work)
     q, r = torch.linalg.qr(g)
     signs = torch.sign(torch.diagonal(r))
     return (q * torch.where(signs == 0, torch.ones_like(signs), signs)).to(dtype)
@@ -76,6 +76,7 @@ def _check_generator(generator):
     return generator
 
 
+@public
 def random_permutation(
     n: int, generator: torch.Generator | None = None, *, dtype=None
 ) -> torch.Tensor:
@@ -99,13 +100,11 @@ def random_permutation(
     ----------
     No equation: a test input of the equivariance checks (Ma & Ying, 2022).
     """
-    return _random_permutation(check_int(n, "n"), generator, dtype)
-
-
-def _random_permutation(n: int, generator, dtype) -> torch.Tensor:
-    """:func:`random_permutation` of a checked size ``n``."""
+    if checking():
+        n = check_int(n, "n")
+        _check_generator(generator)
     eye = torch.eye(n, dtype=dtype or torch.get_default_dtype())
-    return eye[torch.randperm(n, generator=_check_generator(generator))]
+    return eye[torch.randperm(n, generator=generator)]
 
 
 def householder(u) -> torch.Tensor:
@@ -197,6 +196,7 @@ def equivariance_error(
     if group not in GROUPS:
         raise ValueError(f"group must be one of {GROUPS}, got {group!r}")
     n_trials = check_int(n_trials, "n_trials")
+    _check_generator(generator)
     call = (lambda x, z: f(x)) if Z is None else f
     with torch.no_grad():
         return _worst_error(call, X, Z, group, n_trials, generator)
@@ -212,11 +212,15 @@ def _worst_error(call, X, Z, group, n_trials, generator) -> float:
     worst = 0.0
     for _ in range(n_trials):
         if group == "orthogonal":
-            Q = _random_orthogonal(X.shape[-1], generator, X.dtype).to(X.device)
+            with trusted():  # not f's calls: f is the caller's code
+                Q = random_orthogonal(X.shape[-1], generator, dtype=X.dtype)
+            Q = Q.to(X.device)
             moved = _finite_output(call(X @ Q.T, None if Z is None else Z @ Q.T))
             expected = reference @ Q.T
         else:
-            P = _random_permutation(X.shape[-2], generator, X.dtype).to(X.device)
+            with trusted():
+                P = random_permutation(X.shape[-2], generator, dtype=X.dtype)
+            P = P.to(X.device)
             moved = _finite_output(call(P @ X, Z))
             expected = P @ reference
         worst = max(worst, float(torch.linalg.norm(moved - expected) / scale))

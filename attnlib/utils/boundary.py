@@ -8,6 +8,10 @@ computation, as scikit-learn's ``validate_params(prefer_skip_nested_validation=T
 skips nested validation. So no function needs a checked twin and a trusted one
 (``f`` and ``_f``): the library calls the public name.
 
+A function that calls the user's code (a model, a callable it was handed) is not
+public in this sense, since what that code passes to attnlib is the user's again; it
+calls the library's public functions with values it computed inside ``with trusted():``.
+
 The depth is kept per thread. Under ``torch.compile`` (and ``torch.export``) the
 decorator steps aside and the checks run as traced code, where those that read values
 are skipped (:func:`attnlib.utils.validation.traced`).
@@ -15,12 +19,13 @@ are skipped (:func:`attnlib.utils.validation.traced`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 
 import torch
 
-__all__ = ["public", "checking"]
+__all__ = ["public", "checking", "trusted"]
 
 _STATE = threading.local()
 
@@ -66,3 +71,19 @@ def public(fn):
             _STATE.depth = depth
 
     return call
+
+
+@contextlib.contextmanager
+def trusted():
+    """Inside the block, public functions trust their arguments (the library's own).
+
+    Yields
+    ------
+    None
+    """
+    depth = getattr(_STATE, "depth", 0)
+    _STATE.depth = depth + 1
+    try:
+        yield
+    finally:
+        _STATE.depth = depth
