@@ -267,3 +267,19 @@ def test_a_seed_draws_the_runs_data_and_initialisations_alone(
         assert inits_differ(a, b), "two seeds, one initialisation"
     assert differ(batch2, batch0), "two seeds, one training batch"
     assert differ(test2, test0), "two seeds, one test set"
+
+
+def test_weekday_run_chooses_among_n_friends(record_calls):
+    """Every task the run draws (rota, batches, test set) and every model it trains
+    has ``n_friends`` inputs; fewer than two is refused."""
+    drawn = record_calls(routing_runs, "weekday_task")
+    out = routing_runs.weekday_run(0, n_friends=4, n_steps=1)
+    assert {args[1] for args, _, _ in drawn} == {4}
+    assert {tuple(task.friends.shape[1:]) for _, _, task in drawn} == {(4, 4 + 5)}
+    assert set(out) == {
+        f"{m} {q}"
+        for m in ("softmax", "straight_through", "hardmax")
+        for q in ("accuracy", "Q moved", "rota")
+    }
+    with pytest.raises(ValueError, match="n_friends"):
+        routing_runs.weekday_run(0, n_friends=1)

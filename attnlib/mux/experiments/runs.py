@@ -330,16 +330,23 @@ def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
     return out
 
 
-def weekday_run(seed: int, *, n_steps: int = 200, device=None) -> dict:
+def weekday_run(
+    seed: int, *, n_friends: int = 7, n_steps: int = 200, device=None
+) -> dict:
     """The weekday multiplexer trained three ways for one seed.
 
     Returns the test accuracy (1 000 examples) of the softmax, straight-through and
-    hard-argmax multiplexers, and whether each one's query map ``Q`` moved in training.
+    hard-argmax multiplexers, whether each one's query map ``Q`` moved in training,
+    and whether its bilinear form recovers the rota. The three start from the same
+    initialisation and see the same batches: the hard argmax and the straight-through
+    model have the same forward pass and differ only in the gradient the scores get.
 
     Parameters
     ----------
     seed : int
         Draws the training and test data and initialises every model.
+    n_friends : int
+        Friends, and days in the week: how many inputs the multiplexer chooses among.
     n_steps : int
         Adam steps per model.
     device : torch.device or str, optional
@@ -351,21 +358,22 @@ def weekday_run(seed: int, *, n_steps: int = 200, device=None) -> dict:
         The numbers above, one key each, as floats.
     """
     seed = check_int(seed, "seed", minimum=0)
+    n_friends = check_int(n_friends, "n_friends", minimum=2)
     device = device_or_cpu(device)
-    rota = weekday_task(1, seed=seed).rota
-    batches = _task_batches(weekday_task, seed, device, 64, rota=rota)
+    rota = weekday_task(1, n_friends, seed=seed).rota
+    batches = _task_batches(weekday_task, seed, device, 64, n_friends, rota=rota)
     loss = lambda m, b: F.cross_entropy(m(b.friends, b.day), b.target)  # noqa: E731
-    test = to_device(weekday_task(1000, seed=seed + 1, rota=rota), device)
+    test = to_device(weekday_task(1000, n_friends, seed=seed + 1, rota=rota), device)
     out = {}
     for name in ("softmax", "straight_through", "hardmax"):
         torch.manual_seed(seed)
-        m = WeekdayMux(normalizer=name).to(device)
+        m = WeekdayMux(n_friends, normalizer=name).to(device)
         q0 = m.Q.weight.detach().clone()
         _fit(m, loss, batches, n_steps=n_steps, lr=3e-2, seed=seed, device=device)
         pred = _scored(m, test.friends, test.day).argmax(-1)
         out[f"{name} accuracy"] = float((pred == test.target).double().mean())
         out[f"{name} Q moved"] = float(not torch.equal(q0, m.Q.weight.detach()))
         out[f"{name} rota"] = float(
-            torch.equal(m.bilinear_form().detach()[:, :7].argmax(1).cpu(), rota)
+            torch.equal(m.bilinear_form().detach()[:, :n_friends].argmax(1).cpu(), rota)
         )
     return out

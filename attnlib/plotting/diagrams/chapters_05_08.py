@@ -295,8 +295,8 @@ def multiplexer_switch() -> Diagram:
     """Attention as a multiplexer: inputs, a control signal, one output.
 
     A hard multiplexer passes the one input its control picks; the soft one passes
-    ``Σ α_i h_i`` with ``α = softmax(a/T)``, the scores ``a_i`` computed from the
-    control. The width of each input's line is its weight ``α_i``.
+    ``Σ w_i h_i`` with ``w = softmax(a/T)``, the scores ``a_i`` computed from the
+    control. The width of each input's line is its weight ``w_i``.
 
     Returns
     -------
@@ -331,12 +331,12 @@ def multiplexer_switch() -> Diagram:
             ax,
             1.55,
             y + 0.2,
-            rf"$\alpha_{i + 1}$={w:.2f}",
+            rf"$w_{i + 1}$={w:.2f}",
             SMALL,
             color=VERMILION if i == best else INK,
         )
     _arrow(ax, (3.5, 1.75), (4.1, 1.75), GREEN, lw=0.5 + 9 * alpha.max())
-    _text(ax, 4.2, 1.95, r"$\sum_i \alpha_i h_i$", BIG, ha="left")
+    _text(ax, 4.2, 1.95, r"$\sum_i w_i h_i$", BIG, ha="left")
     _text(ax, 4.2, 1.5, "(hard: only the largest)", SMALL, ha="left")
     _box(ax, 2.35, 0.02, 1.2, 0.3, "control", ORANGE, size=SMALL)
     _arrow(ax, (2.95, 0.32), (2.95, 0.68), ORANGE)
@@ -344,8 +344,8 @@ def multiplexer_switch() -> Diagram:
         ax,
         4.6,
         0.35,
-        "scores $a_i = x_i^\\top K^\\top Q\\, x_j$\n"
-        r"$\alpha = \mathrm{softmax}(a / T)$",
+        "scores $a_i = x_i^\\top W_K^\\top W_Q\\, C$\n"
+        r"$w = \mathrm{softmax}(a / T)$",
         SMALL,
         linespacing=1.6,
     )
