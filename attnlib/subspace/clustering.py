@@ -14,6 +14,7 @@ from sklearn.cluster import SpectralClustering
 from sklearn.utils.validation import validate_data  # scikit-learn >= 1.6
 
 from ..utils import check_int, host_array
+from ..utils.boundary import checking, public
 from .expression import _as_coefficients, _self_expressive
 from .ksubspaces import refine_labels
 
@@ -25,6 +26,7 @@ __all__ = [
 ]
 
 
+@public
 def affinity(C, *, normalize: str | None = None, keep: int | None = None):
     """The symmetric affinity ``|C| + |C|ᵀ`` of self-expressive coefficients.
 
@@ -47,16 +49,9 @@ def affinity(C, *, normalize: str | None = None, keep: int | None = None):
     §5.1 of the self-expression paper (``A = |C| + |Cᵀ|``); Elhamifar & Vidal (2013),
     Sec. 3.
     """
-    return _affinity(_as_coefficients(C), normalize, keep)
-
-
-def _affinity(C, normalize, keep):
-    """:func:`affinity` of checked coefficients (dense or CSR)."""
-    if normalize not in (None, "l1", "l2", "max"):
-        raise ValueError(
-            f"normalize must be None, 'l1', 'l2' or 'max', got {normalize!r}"
-        )
-    keep = None if keep is None else check_int(keep, "keep")
+    if checking():
+        C = _as_coefficients(C)
+        normalize, keep = _affinity_options(normalize, keep)
     W = abs(C)
     if keep is not None:
         W = _keep_largest(W, keep)
@@ -74,6 +69,15 @@ def _affinity(C, normalize, keep):
     return (W + W.T).tocsr() if sp.issparse(W) else W + W.T
 
 
+def _affinity_options(normalize, keep):
+    """``normalize`` and ``keep`` of :func:`affinity`, checked."""
+    if normalize not in (None, "l1", "l2", "max"):
+        raise ValueError(
+            f"normalize must be None, 'l1', 'l2' or 'max', got {normalize!r}"
+        )
+    return normalize, None if keep is None else check_int(keep, "keep")
+
+
 def _keep_largest(W, keep):
     if not sp.issparse(W):
         if keep >= W.shape[1]:
@@ -89,6 +93,7 @@ def _keep_largest(W, keep):
     return W
 
 
+@public
 def spectral_clustering(
     A,
     n_clusters: int,
@@ -123,28 +128,23 @@ def spectral_clustering(
     Normalised spectral clustering (Ng, Jordan & Weiss 2001; von Luxburg 2007) through
     ``sklearn.cluster.SpectralClustering(affinity="precomputed")``.
     """
-    A = _as_coefficients(A, "A")
-    n_clusters = check_int(n_clusters, "n_clusters", maximum=A.shape[0])
-    if eigen_solver not in ("auto", "arpack", "lobpcg"):
-        raise ValueError(
-            f"eigen_solver must be 'auto', 'arpack' or 'lobpcg', got {eigen_solver!r}"
-        )
-    values = A.data if sp.issparse(A) else A
-    if np.any(values < 0) or abs(A - A.T).max() > 1e-10 * max(
-        abs(values).max(), 1e-300
-    ):
-        raise ValueError("A must be symmetric with non-negative entries")
-    if not np.any(values):
-        # No sample is linked to any other: every partition is as good as any, and
-        # scikit-learn would return one without a word.
-        raise ValueError("A is all zero: no affinity to cluster by")
-    return _spectral_clustering(
-        A, n_clusters, random_state, assign_labels, eigen_solver
-    )
-
-
-def _spectral_clustering(A, n_clusters, random_state, assign_labels, eigen_solver):
-    """:func:`spectral_clustering` of a checked affinity and checked arguments."""
+    if checking():
+        A = _as_coefficients(A, "A")
+        n_clusters = check_int(n_clusters, "n_clusters", maximum=A.shape[0])
+        if eigen_solver not in ("auto", "arpack", "lobpcg"):
+            raise ValueError(
+                "eigen_solver must be 'auto', 'arpack' or 'lobpcg', got "
+                f"{eigen_solver!r}"
+            )
+        values = A.data if sp.issparse(A) else A
+        if np.any(values < 0) or abs(A - A.T).max() > 1e-10 * max(
+            abs(values).max(), 1e-300
+        ):
+            raise ValueError("A must be symmetric with non-negative entries")
+        if not np.any(values):
+            # No sample is linked to any other: every partition is as good as any,
+            # and scikit-learn would return one without a word.
+            raise ValueError("A is all zero: no affinity to cluster by")
     if eigen_solver == "auto":
         eigen_solver = "lobpcg" if A.shape[0] > 2000 else "arpack"
     model = SpectralClustering(
@@ -291,6 +291,7 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
         self.refine = refine
         self.subspace_dim = subspace_dim
 
+    @public
     def fit(self, X, y=None):
         """Compute ``coef_``, ``affinity_matrix_`` and ``labels_``.
 
@@ -312,7 +313,8 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
             raise ValueError(
                 f"n_clusters={n_clusters} must be at most n_samples={X.shape[0]}"
             )
-        # X is checked: the steps run their private, trusted forms
+        normalize, keep = _affinity_options(self.normalize, self.keep)
+        # X and the options are checked: the steps below trust them (@public)
         self.coef_, self.solver_info_ = _self_expressive(
             X,
             method=self.method,
@@ -326,15 +328,15 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
             polish=True,
         )
         self.n_iter_ = self.solver_info_.n_iter
-        self.affinity_matrix_ = _affinity(self.coef_, self.normalize, self.keep)
+        self.affinity_matrix_ = affinity(self.coef_, normalize=normalize, keep=keep)
         A = self.affinity_matrix_
         if not np.any(A.data if sp.issparse(A) else A):
             raise ValueError(
                 "every self-expressive coefficient is zero: lam is too large for the "
                 "scale of X (lam or X) and there is no affinity to cluster by"
             )
-        self.spectral_labels_ = _spectral_clustering(
-            A, n_clusters, self.random_state, "kmeans", "auto"
+        self.spectral_labels_ = spectral_clustering(
+            A, n_clusters, random_state=self.random_state
         )
         self.labels_, self.n_refine_iter_ = self.spectral_labels_, 0
         if self.refine:
