@@ -15,8 +15,8 @@ from sklearn.utils.validation import validate_data  # scikit-learn >= 1.6
 
 from ..utils import check_int, host_array
 from ..utils.boundary import checking, public
-from .expression import _as_coefficients, _self_expressive
-from .ksubspaces import refine_labels
+from .expression import _as_coefficients, self_expressive
+from .ksubspaces import k_subspaces
 
 __all__ = [
     "SubspaceClustering",
@@ -315,7 +315,7 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
             )
         normalize, keep = _affinity_options(self.normalize, self.keep)
         # X and the options are checked: the steps below trust them (@public)
-        self.coef_, self.solver_info_ = _self_expressive(
+        self.coef_, self.solver_info_ = self_expressive(
             X,
             method=self.method,
             lam=self.lam,
@@ -326,6 +326,7 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
             tol=self.tol,
             working_set=self.working_set,
             polish=True,
+            return_info=True,
         )
         self.n_iter_ = self.solver_info_.n_iter
         self.affinity_matrix_ = affinity(self.coef_, normalize=normalize, keep=keep)
@@ -343,7 +344,7 @@ class SubspaceClustering(ClusterMixin, BaseEstimator):
             dim = self.subspace_dim
             if dim is not None:
                 dim = check_int(dim, "subspace_dim", maximum=X.shape[1] - 1)
-            self.labels_, self.n_refine_iter_ = refine_labels(
+            self.labels_, self.n_refine_iter_ = k_subspaces(
                 X, self.spectral_labels_, dim=dim
             )
         return self

@@ -10,7 +10,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..utils import as_float_array, check_positive, host_array
-from .lasso import SolverInfo, _ssc_rows, lam_column
+from ..utils.boundary import checking, public
+from .lasso import SolverInfo, lam_column, ssc_rows
 
 __all__ = [
     "DEFAULT_LAM",
@@ -108,6 +109,7 @@ _FORMS = {
 }
 
 
+@public
 def self_expressive(
     X,
     method: str = "ssc",
@@ -190,26 +192,8 @@ def self_expressive(
     set with the Lasso homotopy (Osborne, Presnell & Turlach 2000; You, Li, Robinson &
     Vidal 2016). Elhamifar & Vidal (2013) solve SSC by ADMM; it is not offered here.
     """
-    X = as_float_array(X, "X", min_samples=2)
-    C, info = _self_expressive(
-        X,
-        method=method,
-        lam=lam,
-        solver=solver,
-        form=form,
-        zero_diagonal=zero_diagonal,
-        max_iter=max_iter,
-        tol=tol,
-        working_set=working_set,
-        polish=polish,
-    )
-    return (C, info) if return_info else C
-
-
-def _self_expressive(
-    X, *, method, lam, solver, form, zero_diagonal, max_iter, tol, working_set, polish
-):
-    """:func:`self_expressive` on a checked ``X``: ``C`` and its SolverInfo."""
+    if checking():
+        X = as_float_array(X, "X", min_samples=2)
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     lam = DEFAULT_LAM[method] if lam is None else lam
@@ -227,16 +211,17 @@ def _self_expressive(
             else _lrsc(X, lam, form)
         )
         info = SolverInfo(f"{method} closed form", 0, 0, 0.0, True, 0.0, float("nan"))
-        return C, info
-    return _ssc_rows(
-        X,
-        lam,
-        solver,
-        max_iter=max_iter,
-        tol=tol,
-        working_set=working_set,
-        polish=polish,
-    )
+    else:
+        C, info = ssc_rows(
+            X,
+            lam,
+            solver,
+            max_iter=max_iter,
+            tol=tol,
+            working_set=working_set,
+            polish=polish,
+        )
+    return (C, info) if return_info else C
 
 
 def _as_coefficients(C, name="C"):

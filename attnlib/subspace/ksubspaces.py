@@ -20,10 +20,12 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ..utils import as_float_array, check_int, check_positive
+from ..utils.boundary import checking, public
 
 __all__ = ["subspace_dimension", "k_subspaces"]
 
 
+@public
 def subspace_dimension(X, *, energy: float = 0.95) -> int:
     """The dimension of the smallest linear subspace that keeps ``energy`` of ``X``.
 
@@ -49,13 +51,10 @@ def subspace_dimension(X, *, energy: float = 0.95) -> int:
     The explained-variance rule for the dimension of a principal subspace (Jolliffe,
     *Principal Component Analysis*, 2002, §6.1.1), uncentred.
     """
-    X = as_float_array(X, "X")
-    if check_positive(energy, "energy") > 1:
-        raise ValueError(f"energy must be in (0, 1], got {energy!r}")
-    return _subspace_dimension(X, energy)
-
-
-def _subspace_dimension(X: np.ndarray, energy: float) -> int:
+    if checking():
+        X = as_float_array(X, "X")
+        if check_positive(energy, "energy") > 1:
+            raise ValueError(f"energy must be in (0, 1], got {energy!r}")
     kept = np.cumsum(np.linalg.svd(X, compute_uv=False) ** 2)
     d = int(np.searchsorted(kept, energy * kept[-1] * (1 - 1e-12))) + 1
     return max(min(d, min(X.shape) - 1), 1)
@@ -74,6 +73,7 @@ def _residuals(X, labels, n_clusters, dim):
     return out
 
 
+@public
 def k_subspaces(X, labels, *, dim: int | None = None, max_iter: int = 300):
     """Refine cluster labels by K-subspaces: fit a subspace per cluster, reassign.
 
@@ -123,51 +123,26 @@ def k_subspaces(X, labels, *, dim: int | None = None, max_iter: int = 300):
     clusters, ties kept, and a stop where a round would leave a cluster too small to
     fit.
     """
-    X = as_float_array(X, "X")
-    labels = np.asarray(labels).ravel()
-    if np.issubdtype(labels.dtype, np.floating) and not np.isfinite(labels).all():
-        raise ValueError("labels contains NaN or infinite values")
-    if labels.shape != (X.shape[0],):
-        raise ValueError(
-            f"labels must have one entry per sample ({X.shape[0]}), got {labels.shape}"
-        )
-    if dim is not None:  # a subspace that fills the space explains every point
-        dim = check_int(dim, "dim", maximum=X.shape[1] - 1)
-    max_iter = check_int(max_iter, "max_iter", minimum=0)
-    return refine_labels(X, labels, dim=dim, max_iter=max_iter)
-
-
-def refine_labels(X, labels, *, dim: int | None = None, max_iter: int = 300):
-    """:func:`k_subspaces` on input that its caller has checked.
-
-    For callers inside attnlib that validated their input once, at their public
-    boundary: ``X`` is a finite float64 array ``(n_samples, n_features)``, ``labels``
-    has one entry per sample, ``dim`` (if given) is in ``[1, n_features - 1]`` and
-    ``max_iter`` is a non-negative int.
-
-    Parameters
-    ----------
-    X : ndarray, shape (n_samples, n_features)
-        The checked points.
-    labels : ndarray, shape (n_samples,)
-        The starting clustering.
-    dim, max_iter : int or None, int
-        As in :func:`k_subspaces`.
-
-    Returns
-    -------
-    labels : ndarray, shape (n_samples,)
-        As :func:`k_subspaces`.
-    n_iter : int
-        As :func:`k_subspaces`.
-    """
+    if checking():
+        X = as_float_array(X, "X")
+        labels = np.asarray(labels).ravel()
+        if np.issubdtype(labels.dtype, np.floating) and not np.isfinite(labels).all():
+            raise ValueError("labels contains NaN or infinite values")
+        if labels.shape != (X.shape[0],):
+            raise ValueError(
+                f"labels must have one entry per sample ({X.shape[0]}), got "
+                f"{labels.shape}"
+            )
+        if dim is not None:  # a subspace that fills the space explains every point
+            dim = check_int(dim, "dim", maximum=X.shape[1] - 1)
+        max_iter = check_int(max_iter, "max_iter", minimum=0)
     names, current = np.unique(labels, return_inverse=True)
     n_clusters, n_iter, read_dim = len(names), 0, dim is None
     rows, tie = np.arange(X.shape[0]), 1e-12 * (X * X).sum(1)
     for _ in range(max_iter):
         if read_dim:  # re-read every round: stray points inflate the first reading
-            dims = sorted(  # subspace_dimension's default energy
-                _subspace_dimension(X[current == k], 0.95) for k in range(n_clusters)
+            dims = sorted(
+                subspace_dimension(X[current == k]) for k in range(n_clusters)
             )
             dim = dims[(n_clusters - 1) // 2]
         res = _residuals(X, current, n_clusters, dim)

@@ -30,6 +30,7 @@ from ..utils import (
     check_positive,
     host_array,
 )
+from ..utils.boundary import checking, public
 from ._lasso import common as _engine
 from ._lasso.common import SolverInfo
 from ._lasso.homotopy import homotopy_rows, ssc_active_set
@@ -47,6 +48,7 @@ __all__ = [
 SOLVERS = ("active_set", "ista", "fista")
 
 
+@public
 def ssc_rows(
     X,
     lam,
@@ -79,20 +81,8 @@ def ssc_rows(
     two-sided threshold), FISTA (Beck & Teboulle 2009) or an active set with the Lasso
     homotopy (Osborne, Presnell & Turlach 2000; You, Li, Robinson & Vidal 2016).
     """
-    X = as_float_array(host_array(X), "X", min_samples=2)
-    return _ssc_rows(
-        X,
-        lam,
-        solver,
-        max_iter=max_iter,
-        tol=tol,
-        working_set=working_set,
-        polish=polish,
-    )
-
-
-def _ssc_rows(X, lam, solver, *, max_iter, tol, working_set, polish):
-    """:func:`ssc_rows` on a checked ``X``: ``C`` and its SolverInfo."""
+    if checking():
+        X = as_float_array(host_array(X), "X", min_samples=2)
     if solver not in SOLVERS:
         raise ValueError(f"solver must be one of {SOLVERS}, got {solver!r}")
     lam = lam_column(lam, X.shape[0])
