@@ -785,10 +785,11 @@ MUTANTS: list[Mutant] = [
     ),
     M(
         "straight-through-gradient-sign",
-        A + "mux/maps.py",
-        "return _hardmax(scores) + soft - soft.detach()",
-        "return _hardmax(scores) - soft + soft.detach()",
+        A + "normalizers/hard.py",
+        "return hardmax(scores) + soft - soft.detach()",
+        "return hardmax(scores) - soft + soft.detach()",
         T_MUX,
+        where="straight_through_hardmax",
     ),
     M(
         "weekday-target-ignores-rota",

@@ -1,5 +1,8 @@
 """The multiplexers: a hard choice, its straight-through and softmax relaxations.
 
+The hard maps themselves, :func:`hardmax` and :func:`straight_through_hardmax`, are
+normalisers like the others (``attnlib.normalizers.hard``), named here too.
+
 A multiplexer reads *one* input chosen by a control signal, wherever that input sits.
 Replacing the hard choice (argmax) by a softmax makes the choice differentiable, and
 scoring every input by a bilinear form ``x_iᵀ KᵀQ C_j`` gives attention.
@@ -8,9 +11,9 @@ scoring every input by a bilinear form ``x_iᵀ KᵀQ C_j`` gives attention.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from ..functional import AttentionResult, attend
+from ..normalizers import hardmax, straight_through_hardmax
 from ..utils import as_tensor
 
 __all__ = [
@@ -68,82 +71,18 @@ def hard_mux(inputs, control) -> torch.Tensor:
     return inputs.gather(-2, index).squeeze(-2)
 
 
-def hardmax(scores: torch.Tensor) -> torch.Tensor:
-    """One-hot weights at each row's largest score (first on ties); no gradient flows.
-
-    Parameters
-    ----------
-    scores : tensor or array-like, shape (..., n)
-        Scores; ``-inf`` marks a masked key, never chosen. A row with every key masked,
-        or a ``+inf`` score, raises ``ValueError``.
-
-    Returns
-    -------
-    torch.Tensor, shape of ``scores``
-        One-hot rows in ``scores``' dtype.
-
-    Implements
-    ----------
-    The argmax that the attention note replaces by a softmax:
-    ``⟨argmax(a), h⟩`` picks the most important input.
-    """
-    return _hardmax(_check_hardmax_scores(scores))
+#: The normalizers the routers accept, by their names in
+#: :data:`attnlib.normalizers.NORMALIZERS`: the soft choice (softmax), the hard one (no
+#: gradient), and the hard one with the softmax's gradient (straight-through).
+ROUTER_NORMALIZERS = ("softmax", "hardmax", "straight_through")
 
 
-def _hardmax(scores: torch.Tensor) -> torch.Tensor:
-    """:func:`hardmax` on checked scores."""
-    return F.one_hot(scores.argmax(-1), scores.shape[-1]).to(scores.dtype)
-
-
-def _check_hardmax_scores(scores) -> torch.Tensor:
-    """Scores, ``-inf`` allowed (masked keys), but no ``+inf``, no row all masked."""
-    scores = as_tensor(scores, "scores", allow_inf=True)
-    top = scores.amax(-1)
-    if torch.isposinf(top).any():
-        raise ValueError("scores contains +inf values")
-    if torch.isneginf(top).any():
-        raise ValueError("scores has a row that is entirely -inf (every key masked)")
-    return scores
-
-
-def straight_through_hardmax(scores: torch.Tensor) -> torch.Tensor:
-    """Hard one-hot weights forward, the softmax's gradient backward (straight-through).
-
-    Parameters
-    ----------
-    scores : tensor or array-like, shape (..., n)
-        Scores, as in :func:`hardmax`.
-
-    Returns
-    -------
-    torch.Tensor, shape of ``scores``
-        The one-hot rows of :func:`hardmax`, with the softmax's gradient.
-
-    Implements
-    ----------
-    The straight-through estimator of Bengio, Léonard and Courville (2013), applied to
-    the argmax the attention note replaces by a softmax.
-    """
-    scores = _check_hardmax_scores(scores)
-    soft = torch.softmax(scores, -1)
-    return _hardmax(scores) + soft - soft.detach()
-
-
-#: The normalizers the routers accept, by name. The soft choice (softmax), the hard one
-#: (no gradient), and the hard one with the softmax's gradient (straight-through).
-ROUTER_NORMALIZERS = {
-    "softmax": "softmax",
-    "hardmax": hardmax,
-    "straight_through": straight_through_hardmax,
-}
-
-
-def _normalizer(name: str):
+def _normalizer(name: str) -> str:
     if name not in ROUTER_NORMALIZERS:
         raise ValueError(
             f"normalizer must be one of {sorted(ROUTER_NORMALIZERS)}, got {name!r}"
         )
-    return ROUTER_NORMALIZERS[name]
+    return name
 
 
 def soft_mux(

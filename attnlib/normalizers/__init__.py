@@ -28,6 +28,8 @@ One idea per module:
 
 * ``attnlib.normalizers.maps``: softmax, sparsemax and entmax, with their backward
   passes and the threshold search;
+* ``attnlib.normalizers.hard``: the hard choice (hardmax) and its straight-through
+  form, the limits the others relax;
 * ``attnlib.normalizers.packaged``: the ``entmax`` package's bisection maps
   (``entmax_bisect`` for any α > 0, ``normmax_bisect``, ``budget_bisect``, ...) and
   their modules;
@@ -39,7 +41,8 @@ One idea per module:
 * ``attnlib.normalizers.common``: the checks and row plumbing the two share.
 """
 
-from . import losses, maps, modules, packaged, tsallis
+from . import hard, losses, maps, modules, packaged, tsallis
+from .hard import *  # noqa: F403
 from .losses import *  # noqa: F403
 from .maps import *  # noqa: F403
 from .modules import *  # noqa: F403
@@ -55,6 +58,7 @@ from .tsallis import *  # noqa: F403
 # The face lists what its modules list, in reading order.
 __all__: list[str] = []
 __all__ += maps.__all__
+__all__ += hard.__all__
 __all__ += packaged.__all__
 __all__ += tsallis.__all__
 __all__ += losses.__all__

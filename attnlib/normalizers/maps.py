@@ -29,6 +29,7 @@ from .common import (
     _compute_dtype,
     _live_rows,
 )
+from .hard import hardmax, straight_through_hardmax
 
 __all__ = [
     "softmax",
@@ -426,6 +427,8 @@ NORMALIZERS: Mapping[str, Callable[[torch.Tensor], torch.Tensor]] = MappingProxy
         "sparsemax": sparsemax,
         "entmax": entmax,
         "none": _unnormalized,
+        "hardmax": hardmax,
+        "straight_through": straight_through_hardmax,
     }
 )
 #: The names in :data:`NORMALIZERS` whose map ignores a constant added to a row:
