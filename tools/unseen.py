@@ -233,7 +233,8 @@ def rerun_sweeps(names, offset: int, folder: Path, quick: bool, timeout: int) ->
     }
     done = {}
     for name in names:
-        cmd = [sys.executable, str(ROOT / SWEEPS[name]), "--seed-offset", str(offset)]
+        script = ROOT / SWEEPS[name]  # an absolute path stays as it is
+        cmd = [sys.executable, str(script), "--seed-offset", str(offset)]
         start = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -258,6 +259,22 @@ def rerun_sweeps(names, offset: int, folder: Path, quick: bool, timeout: int) ->
         if ok:
             done[name] = seconds
     return done
+
+
+def rerun_all(names, offsets, scratch: Path, quick: bool, timeout: int):
+    """Re-run the sweeps at every offset, each offset into its own folder under
+    ``scratch``: ``({offset: folder}, {name: {"quick", "offsets", "seconds"}})``, the
+    second as :func:`record` keeps it."""
+    folders, sweeps = {}, {}
+    for k in offsets:
+        folders[k] = scratch / str(k)
+        for name, seconds in rerun_sweeps(names, k, folders[k], quick, timeout).items():
+            entry = sweeps.setdefault(
+                name, {"quick": quick, "offsets": [], "seconds": []}
+            )
+            entry["offsets"].append(k)
+            entry["seconds"].append(seconds)
+    return folders, sweeps
 
 
 def _job(args):
@@ -407,19 +424,11 @@ def main(argv=None) -> int:
     folders, sweeps = {}, {}
     if args.sweeps != "off":
         names = sweeps_read(paths)
-        quick = args.sweeps == "quick"
         scratch = Path(tempfile.mkdtemp(prefix="unseen-sweeps-"))
         print(f"Re-running {', '.join(names)} at each offset into {scratch}")
-        for k in offsets:
-            folders[k] = scratch / str(k)
-            for name, seconds in rerun_sweeps(
-                names, k, folders[k], quick, args.sweep_timeout
-            ).items():
-                entry = sweeps.setdefault(
-                    name, {"quick": quick, "offsets": [], "seconds": []}
-                )
-                entry["offsets"].append(k)
-                entry["seconds"].append(seconds)
+        folders, sweeps = rerun_all(
+            names, offsets, scratch, args.sweeps == "quick", args.sweep_timeout
+        )
         for name, why in NOT_RERUN.items():
             print(f"  not re-run: {name} ({why})")
     runs = audit(

@@ -1215,13 +1215,13 @@ def calibration(
 
 def calibration_text(cal: Calibration) -> str:
     """A claim's calibration in words, as the ledger and the callouts show it."""
-    files = ", ".join(f"`{s}`" for s in cal.sweeps)
+    files = ", ".join(cal.sweeps)
     if cal.mode == "offset-free":
         return "offset-free (identical values at two fresh offsets)"
     if cal.mode == "reread":
-        text = f"re-reads committed {files}: not calibrated"
+        text = f"re-reads the committed results {files}: not calibrated"
         if cal.reread:
-            text += f" ({cal.reread} runs at fresh offsets re-read it, not counted)"
+            text += f" (re-read at {cal.reread} fresh offsets, not counted)"
         return text
     if not cal.tried:
         return "not yet calibrated"
