@@ -25,7 +25,7 @@ export OPENBLAS_NUM_THREADS := 1
 export MKL_NUM_THREADS := 1
 
 .PHONY: book test serve setup browser stamp strip bench clean pdf lab test-latest mutate \
-	test-gpu test-devices test-unseen
+	test-gpu test-devices test-unseen calibrate
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	@python3 -c 'import sys; sys.exit(sys.version_info[:2] < (3, 11))' || \
@@ -132,12 +132,27 @@ bench: setup
 # The unseen-seed audit (on demand, before resolving any change to a claim; not part of
 # `make test`): every chapter executed at three seed offsets drawn now (printed; never one
 # used while writing, which stay below 10 000), a table of claim by offset, held or
-# failed; the audit is added to book/unseen_audit.json (commit it), from which the claims
-# ledger shows at how many unseen offsets each claim has held.
+# failed; the audit is added to book/unseen_audit.json (commit it). First, at each offset,
+# every committed sweep a claim reads that an offset moves (tools/unseen.py SWEEPS) is
+# re-run there, in full, into a scratch folder the chapters then read
+# (ATTNLIB_RESULTS_DIR), so that those claims are checked on the re-runs; the ledger counts
+# a claim that reads a sweep only at offsets where its sweep was re-run. Cost: the
+# chapters (3-6 minutes an offset on 2 cores, by the audits recorded) plus the sweeps
+# (the symmetry sweep alone 3.5-5 minutes an offset); `SWEEPS=off` skips the re-runs, `SWEEPS=quick` runs their
+# smoke forms (plumbing only: a quick re-run counts for no claim).
 # `make test-unseen OFFSETS="123456 654321" CHAPTERS="04 05"` reruns given offsets.
+# tools/calibrate.py (`make calibrate`) runs the cheap claims at hundreds of offsets.
+SWEEPS ?= full
 test-unseen: $(VENV)/.installed
-	$(PY) tools/unseen.py --record $(if $(OFFSETS),--offsets $(OFFSETS)) \
+	$(PY) tools/unseen.py --record --sweeps $(SWEEPS) $(if $(OFFSETS),--offsets $(OFFSETS)) \
 		$(if $(CHAPTERS),--chapters $(CHAPTERS))
+
+# The calibration of the cheap claims (tools/calibrate.py CHEAP): each claim's own cells
+# at 200 fresh offsets within BUDGET seconds (default 600), added to book/calibration.json
+# (commit it); the ledger shows each claim's offsets tried, failures and 95 % bound.
+BUDGET ?= 600
+calibrate: $(VENV)/.installed
+	$(PY) tools/calibrate.py --cheap --record --budget-s $(BUDGET)
 
 # The mutation campaign (on demand, not part of `make test`): each named bug of
 # tools/mutants.py applied in turn to a copy of the tree, its tests run; writes

@@ -135,6 +135,14 @@ def median_cpu_seconds(fn, repeats: int = 3, warmup: int = 0) -> tuple[float, ob
     return float(np.median(times)), out
 
 
+def unseen_folder() -> Path:
+    """Where a run at a seed offset writes ``<name>.unseen.json``: the folder that
+    ``ATTNLIB_RESULTS_OUT`` names (tools/unseen.py's re-runs at each of its offsets,
+    which leave the committed files alone), else ``attnlib/results``."""
+    out = os.environ.get("ATTNLIB_RESULTS_OUT", "").strip()
+    return Path(out) if out else RESULTS
+
+
 def write_result(name: str, payload: dict, quick: bool) -> Path:
     """Write ``payload`` where it belongs, with date and ``quick`` flag; return it.
 
@@ -145,7 +153,7 @@ def write_result(name: str, payload: dict, quick: bool) -> Path:
     offset = seed_offset()
     # A run on shifted seeds (an unseen-seed re-run, quick sizes allowed and recorded)
     # lands beside the committed result, which it never replaces.
-    folder = QUICK_RESULTS if quick and not offset else RESULTS
+    folder = QUICK_RESULTS if quick and not offset else unseen_folder()
     folder.mkdir(exist_ok=True)
     suffix = ".unseen" if offset else (".quick" if quick else "")
     path = folder / f"{name}{suffix}.json"

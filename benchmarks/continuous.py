@@ -573,7 +573,7 @@ def main() -> None:
     args = _common.parse_args(parser)
     _SEEDS[0] = tuple(seeds(args.seeds or SEEDS))  # shifted by --seed-offset
     if args.seed_offset and args.out == OUT:  # an unseen-seed re-run lands beside it
-        args.out = OUT.with_name("continuous.unseen.json")
+        args.out = _common.unseen_folder() / "continuous.unseen.json"
     elif (
         args.quick and args.out == OUT
     ):  # a quick run never replaces the committed results

@@ -152,3 +152,57 @@ def test_offsets_are_drawn_above_the_writing_range_and_fresh():
     assert len(set(drawn)) == 50
     assert all(unseen.UNSEEN_FLOOR <= k <= unseen.UNSEEN_CEILING for k in drawn)
     assert 10_000 not in drawn
+
+
+IMPORTS = "from attnlib import results\nfrom attnlib.utils import seed_offset"
+FAKE_SWEEP = """
+import sys
+sys.path.insert(0, {benchmarks!r})
+from _common import parse_args, write_result
+args = parse_args("a fake sweep")
+write_result("symmetry", {{"rows": [], "offset_seen": args.seed_offset}}, args.quick)
+"""
+
+
+def test_a_claim_on_a_sweep_is_checked_on_its_rerun(tmp_path, monkeypatch):
+    """``--sweeps``: the sweep a claim reads is re-run at the audit's offset, the
+    chapter reads the re-run, and only then does the ledger count the offset."""
+    script = tmp_path / "fake_sweep.py"
+    script.write_text(FAKE_SWEEP.format(benchmarks=str(ROOT / "benchmarks")))
+    monkeypatch.setitem(unseen.SWEEPS, "symmetry.unseen", str(script))
+    book = tmp_path / "book"
+    book.mkdir()
+    nb = {
+        "cells": [
+            _cell(SETUP + "\n" + IMPORTS, cid="setup"),
+            _cell("sweep = results.load('symmetry.unseen')", cid="load"),
+            _cell(
+                "assert sweep['seed_offset'] == seed_offset()",
+                _claim("The sweep read is the one at this offset"),
+                cid="on-sweep",
+            ),
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path = book / "99_demo.ipynb"
+    path.write_text(json.dumps(nb))
+    assert unseen.sweeps_read([path]) == ["symmetry.unseen"]
+    offset = unseen.draw_offsets(1)[0]
+    folders, sweeps = unseen.rerun_all(
+        ["symmetry.unseen"], [offset], tmp_path / "scratch", quick=False, timeout=120
+    )
+    assert sweeps["symmetry.unseen"]["offsets"] == [offset]
+    rerun = json.loads((folders[offset] / "symmetry.unseen.json").read_text())
+    assert rerun["offset_seen"] == offset
+    runs = unseen.audit([path], [offset], workers=1, timeout=120, folders=folders)
+    assert runs[path.name][str(offset)]["claims"]["on-sweep"]["outcome"] == "held"
+    # without the re-run the chapter re-reads the committed file, and the claim fails
+    bare = unseen.audit([path], [offset], workers=1, timeout=120)
+    assert bare[path.name][str(offset)]["claims"]["on-sweep"]["outcome"] == "failed"
+    record = tmp_path / "audit.json"
+    unseen.record(runs, [offset], path=record, sweeps=sweeps)
+    unseen.record(bare, [offset], path=record)
+    rec = claims_lib.load_unseen_record(record)
+    assert claims_lib.unseen_counts(nb, path, rec) == {"on-sweep": (1, 1)}

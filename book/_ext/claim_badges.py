@@ -2,10 +2,11 @@
 
 A claim on the page is an HTML ``<details>`` element (no script needed) whose summary
 is one line: whether it held, its statement, "checked against" its reference and, where
-the unseen-seed audit (``book/unseen_audit.json``) ran it, at how many unseen offsets
-it held. Opened, it shows the claim's number (linked to its row of the ledger), its
-kind, the full statement, reference, tolerance, source, seeds, control and erratum, and
-then the claim cell itself, its code and its output: the checking code is off the
+it has been calibrated (``book/calibration.json`` and the unseen-seed audits of
+``book/unseen_audit.json``), at how many fresh offsets it ran and how often it failed.
+Opened, it shows the claim's number (linked to its row of the ledger), its kind, the
+full statement, reference, tolerance, source, seeds, control and erratum, and then the
+claim cell itself, its code and its output: the checking code is off the
 reading path but one click away. A claim cell tagged ``lesson-check`` (the check *is*
 the lesson, say a NumPy restatement that shows an equivalence) keeps its code on the
 page, below its folded badge.
@@ -61,17 +62,27 @@ def _pass(self, node):
     pass
 
 
-def _unseen_text(c, unseen: tuple[int, int]) -> str:
-    """The audit's words: "held at 3 of 3 unseen offsets", "not yet audited", or ""."""
-    held, seen = unseen
-    if seen:
-        return f"held at {held} of {seen} unseen offsets"
+def _unseen_text(c, cal) -> tuple[str, str]:
+    """The calibration's words, long and short (``claims_lib.calibration``): "live at
+    40 fresh offsets, 0 failed", "re-reads a committed sweep", or empty."""
+    if cal is None:
+        return "", ""
+    if cal.mode == "offset-free":
+        return "offset-free", "offset-free"
+    if cal.mode == "reread":
+        return "re-reads a committed sweep: not calibrated", "committed sweep"
+    if cal.tried:
+        where = "on re-run sweeps" if cal.mode == "rerun" else "live"
+        return (
+            f"{where} at {cal.tried} fresh offsets, {cal.failures} failed",
+            f"{cal.tried - cal.failures}/{cal.tried} fresh",
+        )
     if c.kind == "experiment":
-        return "not yet audited at unseen offsets"
-    return ""
+        return "not yet calibrated at fresh offsets", "not calibrated"
+    return "", ""
 
 
-def badge(app, doctree, path: Path, c, cell, held: bool, unseen=(0, 0)):
+def badge(app, doctree, path: Path, c, cell, held: bool, cal=None):
     """The folded badge of claim ``c`` (its ``<details>``), without the cell yet."""
     from claims import _cites, _kind_text, _ledger_anchor, _link, _myst, _parse_markdown
 
@@ -102,10 +113,8 @@ def badge(app, doctree, path: Path, c, cell, held: bool, unseen=(0, 0)):
             classes=["claim-against"],
         ),
     ]
-    audit = _unseen_text(c, unseen)
+    audit, short = _unseen_text(c, cal)
     if audit:
-        held, seen = unseen
-        short = f"{held}/{seen} unseen" if seen else "not audited"
         line += [
             nodes.Text(" "),
             nodes.inline(
@@ -137,7 +146,7 @@ def badge(app, doctree, path: Path, c, cell, held: bool, unseen=(0, 0)):
         "",
         label,
         nodes.Text(" · "),
-        nodes.inline("", _kind_text(c, unseen), classes=["claim-kind"]),
+        nodes.inline("", _kind_text(c, cal), classes=["claim-kind"]),
         nodes.Text(" · "),
         status,
         classes=["claim-head"],
@@ -177,7 +186,7 @@ def fold_claim_cells(app, doctree):
     nb = claims_lib.load(path)
     cells = nb["cells"]
     by_index = {c.index: c for c in claims_lib.claims(nb, path)}
-    unseen = claims_lib.unseen_counts(nb, path)
+    cals = claims_lib.calibration(nb, path)
     key = path.stem.split("_", 1)[0]
     for node in list(doctree.findall(nodes.container)):
         if node.get("nb_element") != "cell_code":
@@ -197,7 +206,7 @@ def fold_claim_cells(app, doctree):
                 c,
                 cells[index],
                 held=not _failed(node),
-                unseen=unseen.get(c.cell_id, (0, 0)),
+                cal=cals.get(c.cell_id),
             )
         except Exception as err:  # a badge must never break the chapter's page
             logger.warning(f"claim badge not rendered: {err}", location=node)

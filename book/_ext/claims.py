@@ -53,20 +53,20 @@ def _cites(app) -> bool:
     return "sphinxcontrib.bibtex" in app.extensions
 
 
-def _kind_text(c, unseen: tuple[int, int] = (0, 0)) -> str:
-    """The claim's kind as the ledger and the callout show it: for an experiment, the
-    seeds this build used and at how many unseen offsets (tools/unseen.py) it held."""
+def _kind_text(c, cal=None) -> str:
+    """The claim's kind as the ledger and the callout show it, with its calibration
+    (``claims_lib.calibration``: at how many fresh offsets it ran, live or on re-run
+    sweeps, how often it failed, the bound on its false-alarm rate; or that it only
+    re-reads a committed file, or does not depend on the offset). For an experiment,
+    the seeds this build used too."""
     if not c.kind:
         return "not yet classified"
+    text = c.kind
     if c.kind == "experiment" and c.seeds:
-        held, seen = unseen
-        audit = (
-            f"; held at {held} of {seen} unseen offsets"
-            if seen
-            else "; not yet audited"
-        )
-        return f"experiment, {claims_lib.seeds_text(c.seeds)}{audit}"
-    return c.kind
+        text = f"experiment, {claims_lib.seeds_text(c.seeds)}"
+    if cal is not None and (cal.tried or cal.mode != "live" or c.kind == "experiment"):
+        text += "; " + claims_lib.calibration_text(cal)
+    return text
 
 
 def _ledger_anchor(path: Path, claim) -> str:
@@ -257,7 +257,7 @@ class ClaimsLedger(_LedgerDirective):
                 out.append(self.paragraph(nodes.emphasis("", "No claim cell yet.")))
                 continue
             rows, anchors = [], []
-            unseen = claims_lib.unseen_counts(nb, path)
+            cals = claims_lib.calibration(nb, path)
             for c in cs:
                 for problem in claims_lib.schema_problems(c):
                     logger.warning(
@@ -277,7 +277,7 @@ class ClaimsLedger(_LedgerDirective):
                     reference = [
                         nodes.inline("", "", *reference, classes=["consistency"])
                     ]
-                kind = [nodes.Text(_kind_text(c, unseen.get(c.cell_id, (0, 0))))]
+                kind = [nodes.Text(_kind_text(c, cals.get(c.cell_id)))]
                 if not c.kind:
                     kind = [nodes.emphasis("", "", *kind)]
                 rows.append(

@@ -497,13 +497,21 @@ def load_unseen_record(path: Path = UNSEEN_RECORD) -> dict:
 
 
 def unseen_counts(nb: dict, path: Path | str, record: dict | None = None) -> dict:
-    """``{cell id: (offsets held, offsets audited)}`` for each claim of a chapter."""
+    """``{cell id: (offsets held, offsets audited)}`` for each claim of a chapter.
+
+    A claim that reads a committed sweep (:func:`sweep_reads`) counts only the offsets
+    at which the audit re-ran one of those sweeps (:func:`rerun_sweeps`): at the
+    others it re-read the same file, which is no unseen offset.
+    """
     record = load_unseen_record() if record is None else record
+    reads = sweep_reads(nb, path)
     counts = {}
     for c in claims(nb, path):
         key, held, seen = claim_key(c), 0, 0
         for audit in record["audits"]:
-            for run in audit["chapters"].get(Path(path).name, {}).values():
+            for k, run in audit["chapters"].get(Path(path).name, {}).items():
+                if reads[c.cell_id] and not reads[c.cell_id] & rerun_sweeps(audit, k):
+                    continue  # it re-read the committed file: no unseen offset
                 o = run["claims"].get(c.cell_id)
                 if o and o["key"] == key:
                     seen += 1
@@ -979,3 +987,250 @@ def departures_problems(nb: dict, path: Path | str = "") -> list[str]:
 def all_claims(root: Path = ROOT) -> list[Claim]:
     """Every claim of the book, chapter by chapter."""
     return [c for p in chapter_notebooks(root) for c in claims(load(p), p)]
+
+
+# ------------------------------------------------ which claims read committed sweeps
+# A claim that reads a committed sweep (``attnlib.results.load``) is not re-run by a
+# chapter executed at another offset: the same file is read again. The ledger finds
+# those claims by following, cell by cell, every name that a loaded result flows into.
+def _loaded_results(node: ast.AST) -> set[str]:
+    """The results ``node`` loads by name: ``results.load("mux")``, ``load("mux")``."""
+    found = set()
+    for call in ast.walk(node):
+        if not isinstance(call, ast.Call) or not call.args:
+            continue
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        owner = getattr(func, "value", None)
+        owner = getattr(owner, "attr", getattr(owner, "id", "results"))
+        arg = call.args[0]
+        if (
+            name == "load"
+            and owner == "results"
+            and isinstance(arg, ast.Constant)
+            and isinstance(arg.value, str)
+        ):
+            found.add(arg.value)
+    return found
+
+
+def _stored_names(node: ast.AST) -> set[str]:
+    """The names a statement binds or changes: assignments (to a name, or to an item
+    or attribute of one), loop and ``with`` targets, definitions, imports, and, in a
+    statement that is one method call, its object (``rows.append(x)`` changes
+    ``rows``; a module so called is left out by :func:`sweep_reads`)."""
+    found = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        found.add(node.name)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            found.add(sub.id)
+        elif isinstance(sub, (ast.Subscript, ast.Attribute)) and isinstance(
+            sub.ctx, ast.Store
+        ):
+            base = sub
+            while isinstance(base, (ast.Subscript, ast.Attribute)):
+                base = base.value
+            if isinstance(base, ast.Name):
+                found.add(base.id)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            found |= {(a.asname or a.name).split(".")[0] for a in sub.names}
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(sub.name)
+    call = node.value if isinstance(node, ast.Expr) else None
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):
+        if isinstance(call.func.value, ast.Name):  # a statement that is a method call
+            found.add(call.func.value.id)
+    return found
+
+
+def _read_names(node: ast.AST) -> set[str]:
+    return {
+        n.id
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+    }
+
+
+def sweep_reads(nb: dict, path: Path | str = "") -> dict[str, set[str]]:
+    """``{cell id: committed results it reads}`` for each claim of a chapter.
+
+    A result read is one loaded by name (``results.load("symmetry.unseen")``) in the
+    cell, or one that flowed into a name the cell reads, through any earlier statement
+    (an assignment, a call that changes its object, a function that reads it). The
+    flow is followed conservatively: a name once derived from a result stays so.
+    """
+    derived: dict[str, set[str]] = {}
+    modules: set[str] = set()  # imported names: a call on one changes no result
+    by_index: dict[int, set[str]] = {}
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        tree = _parse(source(cell))
+        if tree is None:
+            continue
+        read: set[str] = set()
+        for stmt in tree.body:
+            flows = _loaded_results(stmt)
+            for name in _read_names(stmt):
+                flows |= derived.get(name, set())
+            read |= flows
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                modules |= _stored_names(stmt)
+            elif flows:
+                for name in _stored_names(stmt) - modules:
+                    derived.setdefault(name, set()).update(flows)
+        by_index[i] = read
+    return {c.cell_id: by_index.get(c.index, set()) for c in claims(nb, path)}
+
+
+# ------------------------------------------------------------ calibration of claims
+# tools/calibrate.py runs claims at offsets nobody chose (each claim's own computation
+# where it is cheap, the chapter otherwise) and adds each run to this record; the
+# audits of tools/unseen.py count too. From both, each claim's calibration: at how many
+# fresh offsets it was tried, how often it failed, and the one-sided 95 % upper bound
+# on its false-alarm rate (Clopper-Pearson).
+CALIBRATION_RECORD = ROOT / "book" / "calibration.json"
+#: Offsets below this are the authors' (writing and tuning a claim); never counted.
+UNSEEN_FLOOR = 10_000
+CONFIDENCE = 0.95
+
+
+def load_calibration(path: Path = CALIBRATION_RECORD) -> dict:
+    """The calibration runs so far (``{"runs": [...]}``; empty when there is none)."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.exists() else {"runs": []}
+
+
+def upper_bound(failures: int, tried: int, confidence: float = CONFIDENCE) -> float:
+    """One-sided Clopper-Pearson upper bound on a failure rate seen ``failures`` times
+    in ``tried`` independent trials (``1 - (1 - confidence) ** (1 / tried)`` at zero
+    failures, about ``3 / tried``: the rule of three); 1 when nothing was tried."""
+    from scipy.stats import beta
+
+    if tried <= 0:
+        return 1.0
+    if failures >= tried:
+        return 1.0
+    return float(beta.ppf(confidence, failures + 1, tried - failures))
+
+
+@dataclass
+class Calibration:
+    """One claim's calibration, as the ledger shows it.
+
+    ``mode``: ``live`` (its computation re-runs at each offset), ``rerun`` (it reads a
+    committed sweep, and counts only the runs in which that sweep was re-run at the
+    run's offset), ``reread`` (it reads a committed sweep that no run re-ran: no
+    offset counts) or ``offset-free`` (its values were identical at two offsets: the
+    offset does not reach it, and there is no false-alarm rate to count).
+    """
+
+    mode: str
+    tried: int = 0  # distinct fresh offsets (at least UNSEEN_FLOOR) it was run at
+    failures: int = 0
+    reread: int = 0  # runs at fresh offsets that only re-read a committed file
+    sweeps: tuple = ()  # the committed results it reads
+
+    @property
+    def bound(self) -> float:
+        return upper_bound(self.failures, self.tried)
+
+
+def rerun_sweeps(run: dict, offset: int | str) -> set[str]:
+    """The committed results a run (an audit, a calibration run) re-ran in full at
+    ``offset``: its ``sweeps``, ``{name: {"quick": bool, "offsets": [...]}}``. A quick
+    re-run (a smoke run at tiny sizes, not the sweep a claim is about) is left out."""
+    return {
+        name
+        for name, rerun in run.get("sweeps", {}).items()
+        if not rerun.get("quick") and int(offset) in rerun.get("offsets", [])
+    }
+
+
+def _trials(c: Claim, notebook: str, record: dict, audits: dict):
+    """(offset, outcome, sweeps re-run there, fingerprint) of every run of claim ``c``
+    as it is now: the calibration runs, then the unseen-seed audits."""
+    key = claim_key(c)
+    for run in record["runs"]:
+        entry = run["claims"].get(f"{notebook}#{c.cell_id}")
+        if not entry or entry["key"] != key:
+            continue
+        for k, outcome in entry["offsets"].items():
+            fingerprint = entry.get("fingerprints", {}).get(k)
+            yield int(k), outcome, rerun_sweeps(run, k), fingerprint
+    for audit in audits["audits"]:
+        for k, chapter_run in audit["chapters"].get(notebook, {}).items():
+            o = chapter_run["claims"].get(c.cell_id)
+            if o and o["key"] == key:
+                yield int(k), o["outcome"], rerun_sweeps(audit, k), None
+
+
+def calibration(
+    nb: dict,
+    path: Path | str,
+    record: dict | None = None,
+    audits: dict | None = None,
+) -> dict[str, Calibration]:
+    """``{cell id: Calibration}`` for each claim of a chapter.
+
+    Counted: each distinct offset of at least ``UNSEEN_FLOOR`` at which the claim ran
+    as it is now (its code, statement and seeds: :func:`claim_key`), failed if it
+    failed there in any run. A claim that reads a committed sweep counts an offset only
+    where a run re-ran one of the sweeps it reads at that offset; its other runs are
+    counted apart, as re-reads. A claim whose values (``fingerprints``) were identical
+    at two fresh offsets is offset-free.
+    """
+    record = load_calibration() if record is None else record
+    audits = load_unseen_record() if audits is None else audits
+    notebook = Path(path).name
+    reads = sweep_reads(nb, path)
+    found = {}
+    for c in claims(nb, path):
+        sweeps = tuple(sorted(reads.get(c.cell_id, ())))
+        outcomes: dict[int, bool] = {}
+        rereads: set[int] = set()
+        prints: dict[int, str] = {}
+        for k, outcome, reran, fingerprint in _trials(c, notebook, record, audits):
+            if k < UNSEEN_FLOOR or outcome == "not run":
+                continue
+            if sweeps and not reran & set(sweeps):
+                rereads.add(k)
+                continue
+            outcomes[k] = outcomes.get(k, True) and outcome == "held"
+            if fingerprint:
+                prints[k] = fingerprint
+        failures = sum(not held for held in outcomes.values())
+        if len(prints) >= 2 and len(set(prints.values())) == 1 and not failures:
+            mode = "offset-free"
+        elif sweeps:
+            mode = "rerun" if outcomes else "reread"
+        else:
+            mode = "live"
+        found[c.cell_id] = Calibration(
+            mode, len(outcomes), failures, len(rereads - set(outcomes)), sweeps
+        )
+    return found
+
+
+def calibration_text(cal: Calibration) -> str:
+    """A claim's calibration in words, as the ledger and the callouts show it."""
+    files = ", ".join(cal.sweeps)
+    if cal.mode == "offset-free":
+        return "offset-free (identical values at two fresh offsets)"
+    if cal.mode == "reread":
+        text = f"re-reads the committed results {files}: not calibrated"
+        if cal.reread:
+            text += f" (re-read at {cal.reread} fresh offsets, not counted)"
+        return text
+    if not cal.tried:
+        return "not yet calibrated"
+    where = (
+        f"on sweeps ({files}) re-run at {cal.tried} fresh offsets"
+        if cal.mode == "rerun"
+        else f"live at {cal.tried} fresh offsets"
+    )
+    return (
+        f"checked {where}: {cal.failures} failed; false-alarm rate "
+        f"≤ {cal.bound:.3f} (95 %)"
+    )
