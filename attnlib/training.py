@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from .errors import TrainingDivergedError
 from .utils import check_int, check_positive, get_device
+from .utils.boundary import checking, public
 
 __all__ = ["train", "evaluating", "to_device", "PROGRESS_ENV"]
 
@@ -24,6 +25,7 @@ __all__ = ["train", "evaluating", "to_device", "PROGRESS_ENV"]
 PROGRESS_ENV = "ATTNLIB_PROGRESS"
 
 
+@public
 def to_device(batch, device):
     """Move a tensor, or a tuple/list/dict of tensors, to ``device``.
 
@@ -40,22 +42,18 @@ def to_device(batch, device):
     object
         ``batch`` with every tensor on ``device``, in the same container types.
     """
-    if device is not None:
-        device = get_device(device) if not isinstance(device, torch.device) else device
-    return _to_device(batch, device)
-
-
-def _to_device(batch, device):
+    if checking() and device is not None and not isinstance(device, torch.device):
+        device = get_device(device)
     if isinstance(batch, torch.Tensor):
         return batch.to(device)
     if isinstance(batch, dict):
-        return {key: _to_device(x, device) for key, x in batch.items()}
+        return {key: to_device(x, device) for key, x in batch.items()}
     if isinstance(batch, tuple) and hasattr(
         batch, "_fields"
     ):  # a NamedTuple takes its fields positionally
-        return type(batch)(*(_to_device(x, device) for x in batch))
+        return type(batch)(*(to_device(x, device) for x in batch))
     if isinstance(batch, (tuple, list)):
-        return type(batch)(_to_device(x, device) for x in batch)
+        return type(batch)(to_device(x, device) for x in batch)
     return batch
 
 
