@@ -5,7 +5,8 @@ from the closed-form floors of ``baselines`` through an MLP on the flattened
 sequence (:class:`SequenceMLP`, no symmetry built in) and one standard attention head to
 :class:`~attnlib.symmetry.KnowledgeAttention` with a scalar or a matrix value map, and
 with a learned skip scalar (:class:`WithSkip`). ``CONTROLS`` holds learners that
-change one thing of one of them, for the chapter's controls; the sweep does not run them.
+change one thing of one of them, for the chapter's controls; the sweep does not run
+them.
 """
 
 from __future__ import annotations
