@@ -8,9 +8,10 @@ import torch
 from scipy.special import softmax
 from sklearn.linear_model import Ridge
 
-from attnlib import results
+from attnlib import MultiHeadAttention, results
 from attnlib.symmetry import KnowledgeAttention, equivariance_error
 from attnlib.symmetry.experiments import (
+    CONTROLS,
     GRID,
     LEARNERS,
     MeanBaseline,
@@ -21,6 +22,7 @@ from attnlib.symmetry.experiments import (
     WithSkip,
     fit_and_score,
     fit_tuned,
+    identity_value_start,
     knowledge_task,
     make_teacher,
     relative_error,
@@ -355,6 +357,35 @@ def test_with_skip_adds_a_learned_multiple_of_the_input():
         equivariance_error(lambda a, b: inner(a, b) + 0.7 * a, x, Z=z, generator=g)
         < 1e-12
     )
+
+
+def test_identity_value_start_changes_only_the_value_path_start():
+    """The control head computes softmax(Q Kᵀ/√d) X (SDPA on its own projections) and
+    keeps the standard head's query and key draws; it still trains every parameter."""
+    torch.manual_seed(3)
+    standard = LEARNERS["MultiHeadAttention"](6, 4, 2).double()
+    torch.manual_seed(3)
+    control = CONTROLS["MultiHeadAttention, identity value start"](6, 4, 2).double()
+    w, b = control.in_proj_weight.detach(), control.in_proj_bias.detach()
+    torch.testing.assert_close(w[:8], standard.in_proj_weight.detach()[:8])
+    torch.testing.assert_close(b[:8], standard.in_proj_bias.detach()[:8])
+    x = torch.randn(3, 6, 4, dtype=torch.float64)
+    q, k = x @ w[:4].T + b[:4], x @ w[4:8].T + b[4:8]
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, x)
+    torch.testing.assert_close(control(x).output, expected)
+    assert (standard(x).output - expected).abs().max() > 0.1  # the start did change
+    assert all(p.requires_grad for p in control.parameters())
+    rows = sample_efficiency(
+        [4],
+        [0],
+        learners=["MultiHeadAttention, identity value start"],
+        grid={"lr": [1e-2], "weight_decay": [0.0], "n_steps": [5]},
+        n_test=4,
+        progress=False,
+    )
+    assert [r["model"] for r in rows] == ["MultiHeadAttention, identity value start"]
+    with pytest.raises(ValueError, match="packed projections"):
+        identity_value_start(MultiHeadAttention(4, 1, kdim=3))
 
 
 def test_fit_tuned_chooses_on_the_held_out_sequences_and_refits():

@@ -72,6 +72,13 @@ def specs():
             lambda: dict(x=_randn(2, 4, 3)),
             {"x": "array"},
         ),
+        "symmetry.experiments.identity_value_start": Spec(
+            lambda head: Sy.identity_value_start(head).in_proj_weight,
+            lambda: dict(
+                head=importlib.import_module("attnlib").MultiHeadAttention(3, 1)
+            ),
+            {"head": "callable"},
+        ),
         "symmetry.experiments.make_teacher": Spec(
             lambda embed_dim, n_knowledge, kernel, sharpness, seed: Sy.make_teacher(
                 embed_dim, n_knowledge, kernel=kernel, sharpness=sharpness, seed=seed

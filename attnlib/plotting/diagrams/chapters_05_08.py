@@ -112,7 +112,7 @@ def rotation_equivariance() -> Diagram:
 
     Left: three tokens ``x_i`` (rows of ``X``) as arrows. Middle: the same tokens after
     a rotation ``R`` (``X ↦ XRᵀ``). Right: their inner products ``XXᵀ``, unchanged; a
-    map that recombines the tokens with coefficients from ``XXᵀ`` commutes with ``Q``.
+    map that recombines the tokens with coefficients from ``XXᵀ`` commutes with ``R``.
 
     Returns
     -------
@@ -125,11 +125,11 @@ def rotation_equivariance() -> Diagram:
     """
     angle = 0.9
     X = np.array([[1.0, 0.15], [0.35, 0.8], [-0.55, 0.45]])
-    Qm = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
-    XQ = X @ Qm.T
+    Rm = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+    XR = X @ Rm.T
     colors = [BLUE, ORANGE, GREEN]
     fig, ax = _canvas(2.9)
-    for ox, pts, title in ((1.05, X, r"tokens $X$"), (3.2, XQ, r"rotated $XR^\top$")):
+    for ox, pts, title in ((1.05, X, r"tokens $X$"), (3.2, XR, r"rotated $XR^\top$")):
         ax.add_patch(Circle((ox, 1.35), 1.0, fill=False, ec="0.85", lw=0.8))
         for i, (p, color) in enumerate(zip(pts, colors)):
             tip = (ox + p[0], 1.35 + p[1])
@@ -144,9 +144,9 @@ def rotation_equivariance() -> Diagram:
             )
         _text(ax, ox, 0.05, title, SMALL)
     _arrow(ax, (1.9, 2.55), (2.35, 2.55), INK, style="-|>")
-    _text(ax, 2.12, 2.75, r"rotate by $Q$", SMALL)
+    _text(ax, 2.12, 2.75, r"rotate by $R$", SMALL)
     G = X @ X.T
-    assert np.allclose(G, XQ @ XQ.T)
+    assert np.allclose(G, XR @ XR.T)
     cell = 0.42
     gx, gy = 4.6, 0.6
     _grid(ax, gx, gy, np.abs(G), cell, SKY, vmax=1.2)

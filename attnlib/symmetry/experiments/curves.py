@@ -23,7 +23,7 @@ from ...errors import TrainingDivergedError
 from ...functional import output_of
 from ...training import evaluating, train
 from ...utils import check_int, check_positive, device_or_cpu
-from .learners import LEARNERS
+from .learners import CONTROLS, LEARNERS
 from .teachers import knowledge_task, make_teacher, relative_error
 
 __all__ = [
@@ -275,7 +275,7 @@ def _fit_learner(name: str, shape, where, data, *, seed: int, grid) -> tuple:
     """Learner ``name`` fitted in closed form, or tuned by :func:`fit_tuned`."""
 
     def make():
-        return LEARNERS[name](*shape).to(where)
+        return {**LEARNERS, **CONTROLS}[name](*shape).to(where)
 
     model = _fresh(make, seed)
     if not hasattr(model, "fit"):
@@ -316,7 +316,7 @@ def sample_efficiency(
     teacher : str
         The teacher's kernel (one of ``TEACHERS``).
     learners : sequence of str
-        Keys of ``LEARNERS``.
+        Keys of ``LEARNERS`` or ``CONTROLS``.
     embed_dim, length, n_knowledge : int
         Token size, training sequence length and the teacher's knowledge vectors.
     noise : float
@@ -351,11 +351,10 @@ def sample_efficiency(
     """
     sizes = [check_int(s, "sizes", minimum=2) for s in sizes]
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
-    unknown = [name for name in learners if name not in LEARNERS]
+    known = (*LEARNERS, *CONTROLS)
+    unknown = [name for name in learners if name not in known]
     if unknown or not learners:
-        raise ValueError(
-            f"learners must be names from {tuple(LEARNERS)}, got {list(learners)}"
-        )
+        raise ValueError(f"learners must be names from {known}, got {list(learners)}")
     test_lengths = [check_int(n, "test_lengths") for n in test_lengths]
     where = device_or_cpu(device)
     shape = (length, embed_dim, n_knowledge)

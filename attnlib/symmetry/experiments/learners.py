@@ -4,7 +4,9 @@
 from the closed-form floors of ``baselines`` through an MLP on the flattened
 sequence (:class:`SequenceMLP`, no symmetry built in) and one standard attention head to
 :class:`~attnlib.symmetry.KnowledgeAttention` with a scalar or a matrix value map, and
-with a learned skip scalar (:class:`WithSkip`).
+with a learned skip scalar (:class:`WithSkip`). ``CONTROLS`` holds learners that
+change one thing of one of them, for the chapter's controls; the sweep does not run
+them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ...utils.validation import module_input
 from ..heads import KnowledgeAttention
 from .baselines import MeanBaseline, RidgeCVBaseline, ScaledInput, _fixed_length
 
-__all__ = ["LEARNERS", "SequenceMLP", "WithSkip"]
+__all__ = ["CONTROLS", "LEARNERS", "SequenceMLP", "WithSkip", "identity_value_start"]
 
 
 class SequenceMLP(nn.Module):
@@ -125,4 +127,47 @@ LEARNERS: dict[str, Callable[[int, int, int], nn.Module]] = {
     ),
     "KnowledgeAttention": lambda n, d, k: KnowledgeAttention(d, k),
     "KnowledgeAttention + skip": lambda n, d, k: WithSkip(KnowledgeAttention(d, k)),
+}
+
+
+def identity_value_start(head: MultiHeadAttention) -> MultiHeadAttention:
+    """``head`` with its value and output maps restarted at the identity, in place.
+
+    ``W_V = W_O = I`` and their biases zero, so that the head starts, as
+    ``KnowledgeAttention``'s scalar value map ``s = 1`` does, by averaging the tokens
+    themselves; its query and key projections keep their draws. Only the start
+    changes: every parameter is still trained.
+
+    Parameters
+    ----------
+    head : MultiHeadAttention
+        A head with packed projections (``kdim == vdim == embed_dim``).
+
+    Returns
+    -------
+    MultiHeadAttention
+        The same head.
+
+    Implements
+    ----------
+    The control of chapter 06 that varies only the start of the standard head's value
+    and output maps.
+    """
+    if not isinstance(head, MultiHeadAttention) or head.in_proj_weight is None:
+        raise ValueError("head must be a MultiHeadAttention with packed projections")
+    d = head.embed_dim
+    with torch.no_grad():
+        head.in_proj_weight[2 * d :].copy_(torch.eye(d))
+        head.out_proj.weight.copy_(torch.eye(d))
+        for bias in (head.in_proj_bias, head.out_proj.bias):
+            if bias is not None:
+                bias[-d:].zero_()
+    return head
+
+
+# Controls: one learner of LEARNERS with one thing changed (same factory signature).
+CONTROLS: dict[str, Callable[[int, int, int], nn.Module]] = {
+    "MultiHeadAttention, identity value start": lambda n, d, k: identity_value_start(
+        LEARNERS["MultiHeadAttention"](n, d, k)
+    ),
 }
