@@ -233,3 +233,78 @@ def test_class_index_dtypes_are_cross_entropys(dtype):
     torch.testing.assert_close(fenchel_young_loss(z, t, 1.0, "none"), want)
     torch.testing.assert_close(SparsemaxLoss()(z, t), SparsemaxLoss()(z, t.long()))
     torch.testing.assert_close(sparsemax_loss(z, t), sparsemax_loss(z, t.long()))
+
+
+# ------------------------------------------------------- NadarayaWatson in float32
+def _nw_numpy(X, y, Q, h, w=None):
+    """The Gaussian-kernel weighted average in float64, distances scaled by h first."""
+    X, Q = np.asarray(X, np.float64) / h, np.asarray(Q, np.float64) / h
+    d2 = ((Q[:, None, :] - X[None, :, :]) ** 2).sum(-1)
+    k = np.exp(-(d2 - d2.min(1, keepdims=True)) / 2)
+    k = k * (1.0 if w is None else np.asarray(w, np.float64) / np.max(w))
+    return (k @ np.asarray(y, np.float64)) / k.sum(1)
+
+
+@pytest.mark.parametrize("scale", [1e-30, 1e-25, 1e-20, 1.0, 1e15])
+def test_nadaraya_watson_float32_is_scale_free(scale, rng):
+    from attnlib.kernel_regression import NadarayaWatson
+
+    X, Q = rng.normal(size=(40, 2)), rng.normal(size=(6, 2))
+    y = np.sin(X[:, 0]) + X[:, 1]
+    X32, Q32 = (X * scale).astype(np.float32), (Q * scale).astype(np.float32)
+    h = 0.5 * scale
+    want = _nw_numpy(X32, y, Q32, h)
+    assert np.ptp(want) > 0.5  # the peer is not the mean of y
+    got = NadarayaWatson(bandwidth=h).fit(X32, y.astype(np.float32)).predict(Q32)
+    np.testing.assert_allclose(got, want, atol=2e-5)
+    # the leave-one-out choice is the float64 one, rescaled
+    m32 = NadarayaWatson().fit(X32, y.astype(np.float32))
+    m64 = NadarayaWatson().fit(X32.astype(np.float64), y)
+    np.testing.assert_allclose(m32.bandwidth_, m64.bandwidth_, rtol=1e-5)
+    np.testing.assert_allclose(m32.predict(Q32), m64.predict(Q32), atol=2e-5)
+
+
+@pytest.mark.parametrize("w", [1e-44, 1e-40, 1e-30, 1.0, 1e30, 1e38, 3e38])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_equal_sample_weights_of_any_size_predict_the_unweighted_average(w, dtype, rng):
+    from attnlib.kernel_regression import NadarayaWatson
+
+    X, Q = rng.normal(size=(30, 2)), rng.normal(size=(5, 2))
+    y = np.cos(X[:, 0]) * 2 + X[:, 1]
+    X, Q, y = X.astype(dtype), Q.astype(dtype), y.astype(dtype)
+    weights = np.full(30, w, dtype)
+    got = NadarayaWatson(bandwidth=0.4).fit(X, y, sample_weight=weights).predict(Q)
+    np.testing.assert_allclose(got, _nw_numpy(X, y, Q, 0.4), atol=2e-5)
+    # unequal extreme weights: the float64 weighted average
+    ramp = np.linspace(1, 4, 30) * w
+    if ramp.max() < np.finfo(dtype).max and ramp.min() >= np.finfo(dtype).tiny:
+        ramp = ramp.astype(dtype)
+        got = NadarayaWatson(bandwidth=0.4).fit(X, y, sample_weight=ramp).predict(Q)
+        np.testing.assert_allclose(got, _nw_numpy(X, y, Q, 0.4, ramp), atol=1e-4)
+    # leave-one-out runs and predicts with the bandwidth it chose
+    m = NadarayaWatson().fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(
+        m.predict(Q), _nw_numpy(X, y, Q, m.bandwidth_), atol=2e-5
+    )
+
+
+# ------------------------------------------------------------ as_tensor to integers
+@pytest.mark.parametrize(
+    "values", [[1.5], [1.0, 2.0], [-3.0, 7.0], [2.0**40], [1e-300], [0.5, 1.0]]
+)
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8])
+@pytest.mark.parametrize("kind", ["list", "numpy", "tensor"])
+def test_as_tensor_to_an_integer_dtype_keeps_values_or_refuses(values, dtype, kind):
+    from attnlib.utils import as_tensor
+
+    as64 = lambda v: torch.tensor(v, dtype=torch.float64)
+    x = {"list": list, "numpy": np.array, "tensor": as64}[kind](values)
+    info = torch.iinfo(dtype)
+    # the reference: Python's own integrality and the dtype's range
+    exact = all(float(v).is_integer() and info.min <= v <= info.max for v in values)
+    if exact:
+        got = as_tensor(x, "x", dtype=dtype)
+        assert got.dtype == dtype and got.tolist() == [int(v) for v in values]
+    else:
+        with pytest.raises(ValueError, match="x must hold integers"):
+            as_tensor(x, "x", dtype=dtype)
