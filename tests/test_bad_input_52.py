@@ -308,3 +308,115 @@ def test_as_tensor_to_an_integer_dtype_keeps_values_or_refuses(values, dtype, ki
     else:
         with pytest.raises(ValueError, match="x must hold integers"):
             as_tensor(x, "x", dtype=dtype)
+
+
+# ------------------------------------------------- truncated paraboloid far away
+def _paraboloid_numpy(t, mu, Sigma):
+    """Eq. (11) in float64 NumPy and SciPy's gamma: [-λ - ½ xᵀΣ⁻¹x]₊."""
+    from scipy.special import gamma
+
+    t, mu, Sigma = (np.asarray(a, np.float64) for a in (t, mu, Sigma))
+    d = Sigma.shape[-1]
+    lam = -((gamma(d / 2 + 2) / np.sqrt(np.linalg.det(2 * np.pi * Sigma)))
+            ** (2 / (d + 2)))  # fmt: skip
+    x = t - mu
+    quad = np.einsum("...i,ij,...j->...", x, np.linalg.inv(Sigma), x)
+    return np.maximum(-lam - 0.5 * quad, 0)
+
+
+@pytest.mark.parametrize("centre", [0.0, 1e10, 1e29, -1e29, 1e37])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_truncated_paraboloid_near_and_far_matches_numpy(centre, dtype, rng):
+    from attnlib.continuous.densities import truncated_paraboloid_pdf
+
+    Sigma = np.array([[2.0, 0.5], [0.5, 1.0]])
+    mu = np.full(2, centre)
+    # points inside the support, on its edge's scale, and far out (up to 3e38)
+    offsets = np.concatenate([
+        rng.normal(size=(6, 2)) * 0.5,
+        rng.normal(size=(3, 2)) * 1e20,
+        np.array([[3e38, -3e38], [-3e38, 3e38], [1e30, 0.0]]),
+    ])  # fmt: skip
+    t = mu + offsets
+    t32 = torch.tensor(t, dtype=dtype)
+    mu32 = torch.tensor(mu, dtype=dtype).expand_as(t32)
+    got = truncated_paraboloid_pdf(t32, mu32, torch.tensor(Sigma, dtype=dtype))
+    want = _paraboloid_numpy(t32.double().numpy(), mu32.double().numpy(), Sigma)
+    assert torch.isfinite(got).all()
+    np.testing.assert_allclose(got.double().numpy(), want, atol=1e-5)
+
+
+def test_truncated_paraboloid_at_the_dtypes_edge_is_zero_not_nan():
+    from attnlib.continuous.densities import truncated_paraboloid_pdf
+
+    for dtype in (torch.float32, torch.float64):
+        big = torch.finfo(dtype).max * 0.75
+        t = torch.tensor([[big, big], [big, -big], [-big, 0.0]], dtype=dtype)
+        Sigma = torch.tensor([[2.0, 0.5], [0.5, 1.0]], dtype=dtype)
+        # t - mu overflows the dtype for the first two; the limit is 0
+        got = truncated_paraboloid_pdf(t, -t, Sigma)
+        assert got.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_truncated_paraboloid_gradient_matches_finite_differences(rng):
+    from attnlib.continuous.densities import truncated_paraboloid_pdf
+
+    Sigma = torch.tensor([[2.0, 0.5], [0.5, 1.0]], dtype=torch.float64)
+    t = torch.tensor(rng.normal(size=(5, 2)) * 0.4, dtype=torch.float64)
+    mu = torch.zeros(2, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda m: truncated_paraboloid_pdf(t, m, Sigma), (mu,)
+    )
+
+
+# ----------------------------------------------------------- seeds name `seed`
+SEEDED = {
+    "attnlib.continuous.experiments.alignment.monotone_alignment": ((4,), {}),
+    "attnlib.continuous.experiments.digits.cluttered_digits": ((2,), {}),
+    "attnlib.continuous.experiments.documents.span_documents": ((2,), {}),
+    "attnlib.data.captioned_images": ((2,), {}),
+    "attnlib.data.shuffled_translation": ((2,), {}),
+    "attnlib.data.union_of_subspaces": ((), {}),
+    "attnlib.denoise.learned.crop_batches": ((np.zeros((1, 32, 32)),), {}),
+    "attnlib.lle.experiments.manifold_sample": (("swiss roll",), {"n": 50}),
+    "attnlib.mux.experiments.routing.pointer_task": ((2,), {}),
+    "attnlib.mux.tasks.routing_task": ((2,), {}),
+    "attnlib.mux.tasks.translation_sequences": ((2,), {}),
+    "attnlib.mux.tasks.weekday_task": ((2,), {}),
+    "attnlib.subspace.experiments.datasets.faces": ((), {}),
+    "attnlib.subspace.experiments.datasets.motion": ((), {}),
+    "attnlib.symmetry.experiments.teachers.make_teacher": ((4, 3), {}),
+    "attnlib.mux.experiments.runs.routing_run": ((), {"n_steps": 1}),
+    "attnlib.mux.experiments.runs.pointer_run": ((), {"n_steps": 1}),
+    "attnlib.mux.experiments.runs.weekday_run": ((), {"n_steps": 1}),
+    "attnlib.subspace.experiments.runs.stack_run": ((), {"n_steps": 1}),
+    "attnlib.lle.experiments.crossing_planes": ((), {}),
+    "attnlib.training.train": (
+        (torch.nn.Linear(2, 1), lambda m, b: m(b).sum(), lambda i: torch.ones(1, 2)),
+        {"n_steps": 1, "progress": False},
+    ),
+}
+
+
+def _resolve(path):
+    import importlib
+
+    module, name = path.rsplit(".", 1)
+    return getattr(importlib.import_module(module), name)
+
+
+@pytest.mark.parametrize("path", sorted(SEEDED), ids=lambda p: p.rsplit(".", 1)[1])
+@pytest.mark.parametrize("seed", [1.5, "3", True, -1, 2**64])
+def test_a_bad_seed_is_refused_naming_seed(path, seed):
+    """2^64 is one past torch's generators' range (they raise an overflow message
+    that names nothing); NumPy's would take it, the seed offset's arithmetic too."""
+    args, kwargs = SEEDED[path]
+    with pytest.raises(ValueError, match="seed must be an integer at least 0"):
+        _resolve(path)(*args, seed=seed, **kwargs)
+
+
+@pytest.mark.parametrize("seed", [None, np.int64(3), 2**64 - 1])
+def test_train_takes_none_numpy_integers_and_torchs_largest_seed(seed):
+    args, kwargs = SEEDED["attnlib.training.train"]
+    history = _resolve("attnlib.training.train")(*args, seed=seed, **kwargs)
+    assert len(history) == 1  # one step taken

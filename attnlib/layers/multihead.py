@@ -384,9 +384,7 @@ def check_layer_norm_eps(eps) -> float:
         or not isinstance(eps, numbers.Real)
         or not 0 <= eps < math.inf
     ):
-        raise ValueError(
-            f"layer_norm_eps must be a finite number ≥ 0, got {eps!r}"
-        )
+        raise ValueError(f"layer_norm_eps must be a finite number ≥ 0, got {eps!r}")
     return float(eps)
 
 

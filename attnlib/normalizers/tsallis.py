@@ -195,9 +195,7 @@ def _class_target(target: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         )
     if (target < 0).any() or (target >= scores.shape[-1]).any():
         raise ValueError(f"target indices must lie in [0, {scores.shape[-1] - 1}]")
-    return torch.nn.functional.one_hot(target.long(), scores.shape[-1]).to(
-        scores.dtype
-    )
+    return torch.nn.functional.one_hot(target.long(), scores.shape[-1]).to(scores.dtype)
 
 
 def unreachable_target(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

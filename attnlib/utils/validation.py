@@ -16,6 +16,9 @@ import torch
 
 from ..errors import ScoreError
 
+#: The largest seed a public function takes: torch's generators take [0, 2^64 - 1].
+SEED_MAX = 2**64 - 1
+
 __all__ = [
     "as_tensor",
     "as_float_array",
