@@ -288,6 +288,21 @@ def test_equal_sample_weights_of_any_size_predict_the_unweighted_average(w, dtyp
     )
 
 
+@pytest.mark.parametrize("w", [1.0, 7.0, 1e30, 3e38])
+def test_equal_weights_give_the_unweighted_default_bandwidths(w, rng):
+    """w copies of every point have the median distance of the points themselves
+    (the ties of the repeated list average the same two middle distances), also
+    where w_i w_j overflows float32. (A weight below 1 is a fraction of a copy, and
+    the median of the repeated list is then another one: not compared here.)"""
+    from attnlib.kernel_regression import NadarayaWatson
+
+    X = rng.normal(size=(30, 2)).astype(np.float32)
+    y = X[:, 0].astype(np.float32)
+    weighted = NadarayaWatson().fit(X, y, sample_weight=np.full(30, w, np.float32))
+    plain = NadarayaWatson().fit(X, y)
+    np.testing.assert_allclose(weighted.bandwidths_, plain.bandwidths_, rtol=1e-6)
+
+
 # ------------------------------------------------------------ as_tensor to integers
 @pytest.mark.parametrize(
     "values", [[1.5], [1.0, 2.0], [-3.0, 7.0], [2.0**40], [1e-300], [0.5, 1.0]]
