@@ -210,8 +210,15 @@ def test_fenchel_young_at_alpha_one_is_cross_entropy_at_a_dead_target(reduction)
 
 
 @pytest.mark.parametrize(
-    "dtype", [torch.int64, torch.uint8, torch.int32, torch.int16, torch.int8,
-              torch.bool]  # fmt: skip
+    "dtype",
+    [
+        torch.int64,
+        torch.uint8,
+        torch.int32,
+        torch.int16,
+        torch.int8,
+        torch.bool,
+    ],  # fmt: skip
 )
 def test_class_index_dtypes_are_cross_entropys(dtype):
     from attnlib.normalizers import SparsemaxLoss, fenchel_young_loss, sparsemax_loss
@@ -435,3 +442,35 @@ def test_train_takes_none_numpy_integers_and_torchs_largest_seed(seed):
     args, kwargs = SEEDED["attnlib.training.train"]
     history = _resolve("attnlib.training.train")(*args, seed=seed, **kwargs)
     assert len(history) == 1  # one step taken
+
+
+# ------------------------------------- the battery's mask cases, against torch's
+MASK_CASES = {
+    "3-D mask per sequence": dict(attn_mask=torch.zeros(2, 3, 5, dtype=torch.bool)),
+    "mask of the wrong size": dict(attn_mask=torch.zeros(4, 5, dtype=torch.bool)),
+    "padding mask too short": dict(
+        key_padding_mask=torch.zeros(2, 4, dtype=torch.bool)
+    ),
+    "per-head mask": dict(attn_mask=torch.zeros(4, 3, 5, dtype=torch.bool)),
+    "per-sequence 2-D mask": dict(attn_mask=torch.zeros(3, 5, dtype=torch.bool)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MASK_CASES))
+def test_the_batterys_mask_cases_are_refused_where_torchs_module_refuses(case):
+    """tests/battery/specs_layers.py's mask cases: refused by us exactly where
+    torch's nn.MultiheadAttention refuses them, and equal to torch's where not."""
+    from attnlib.layers import MultiHeadAttention
+
+    torch.manual_seed(0)
+    theirs = torch.nn.MultiheadAttention(4, 2, batch_first=True)
+    ours = MultiHeadAttention(4, 2, batch_first=True)
+    ours.load_state_dict(theirs.state_dict())
+    q, kv = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    try:
+        want = theirs(q, kv, kv, **MASK_CASES[case])[0]
+    except (RuntimeError, AssertionError):
+        with pytest.raises(ValueError, match="mask must have shape"):
+            ours(q, kv, kv, **MASK_CASES[case])
+        return
+    torch.testing.assert_close(ours(q, kv, kv, **MASK_CASES[case])[0], want)

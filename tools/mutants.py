@@ -1776,16 +1776,14 @@ MUTANTS: list[Mutant] = [
         A + "kernel_regression/estimators.py",
         "np.ldexp(weights, -_exponent(weights))",
         "weights",
-        T_B52
-        + "test_equal_sample_weights_of_any_size_predict_the_unweighted_average",
+        T_B52 + "test_equal_sample_weights_of_any_size_predict_the_unweighted_average",
     ),
     M(
         "nadaraya-watson-loo-overflows-float32",
         A + "kernel_regression/estimators.py",
         "if not np.isfinite(values).all():",
         "if False:",
-        T_B52
-        + "test_equal_sample_weights_of_any_size_predict_the_unweighted_average",
+        T_B52 + "test_equal_sample_weights_of_any_size_predict_the_unweighted_average",
     ),
     M(
         "default-bandwidths-pair-weights-float32",
@@ -1804,7 +1802,8 @@ MUTANTS: list[Mutant] = [
     M(
         "paraboloid-overflowed-offset-nan",
         A + "continuous/densities.py",
-        "return torch.where(torch.isfinite(s), q * s * s, torch.full_like(q, math.inf))",
+        "return torch.where(torch.isfinite(s), q * s * s, "
+        "torch.full_like(q, math.inf))",
         "return q * s * s",
         T_B52 + "test_truncated_paraboloid_at_the_dtypes_edge_is_zero_not_nan",
     ),

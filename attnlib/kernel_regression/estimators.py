@@ -23,7 +23,7 @@ from torch import nn
 from ..errors import EmptySupportError
 from ..functional import attend
 from ..training import train
-from ..utils import check_int, check_positive, host_array
+from ..utils import check_int, check_numeric, check_positive, host_array
 from ._bandwidth import (
     _candidates,
     _default_bandwidths,
@@ -149,6 +149,7 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         X, y = _training_arrays(self, X, y, [np.float64, np.float32], 2 if loo else 1)
         weights = None
         if sample_weight is not None:
+            check_numeric(sample_weight, "sample_weight")  # no bools nor strings
             weights = _check_sample_weight(  # not all zero, none negative
                 sample_weight, X, dtype=X.dtype, ensure_non_negative=True
             )

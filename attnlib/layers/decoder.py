@@ -149,6 +149,8 @@ class TransformerDecoderLayer(nn.Module):
         torch.Tensor
             The transformed targets, in the layout of ``tgt``.
         """
+        check_flag(tgt_is_causal, "tgt_is_causal")  # named here, not as is_causal
+        check_flag(memory_is_causal, "memory_is_causal")
         like = self.linear1.weight
         x = module_input(tgt, "tgt", like, min_ndim=2, allow_empty=True)
         memory = module_input(memory, "memory", like, min_ndim=2, allow_empty=True)

@@ -173,7 +173,7 @@ def fenchel_young_loss(
 
 
 def check_index_dtype(target: torch.Tensor) -> None:
-    """A ValueError unless ``target`` holds indices in a dtype ``cross_entropy`` takes."""
+    """A ValueError unless ``target`` holds indices in a dtype cross_entropy takes."""
     if target.dtype not in (torch.int64, torch.uint8):
         raise ValueError(
             "target of class indices must be an int64 or uint8 tensor (the dtypes "
