@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from .utils import check_int, check_positive
+from .utils.validation import SEED_MAX
 
 __all__ = [
     "TranslationPairs",
@@ -96,7 +97,9 @@ def shuffled_translation(
     n_pairs, length = check_int(n_pairs, "n_pairs"), check_int(length, "length")
     vocab_size = check_int(vocab_size, "vocab_size", minimum=length)
     dim, noise = check_int(dim, "dim"), check_positive(noise, "noise", allow_zero=True)
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    g = torch.Generator().manual_seed(
+        check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    )
     src_vocab = torch.randn(vocab_size, dim, generator=g)
     rotation, _ = torch.linalg.qr(torch.randn(dim, dim, generator=g))
     tgt_vocab = src_vocab @ rotation + noise * torch.randn(vocab_size, dim, generator=g)
@@ -216,7 +219,7 @@ def captioned_images(
         check_int(feature_dim, "feature_dim"),
     )
     noise = check_positive(noise, "noise", allow_zero=True)
-    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
     colours = list(COLOURS)
     vocabulary = tuple(colours) + SHAPES
     mixing = rng.standard_normal((len(vocabulary), feature_dim)) / np.sqrt(2)
@@ -324,7 +327,7 @@ def union_of_subspaces(
     ambient_dim = check_int(ambient_dim, "ambient_dim")
     dim = check_int(dim, "dim", maximum=ambient_dim)
     noise = check_positive(noise, "noise", allow_zero=True)
-    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
     bases = np.linalg.qr(rng.standard_normal((n_subspaces, ambient_dim, dim)))[0]
     X = np.einsum(
         "sDd,snd->snD", bases, rng.standard_normal((n_subspaces, n_per, dim))

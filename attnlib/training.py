@@ -15,6 +15,7 @@ from tqdm import tqdm
 from .errors import TrainingDivergedError
 from .utils import check_int, check_positive, get_device
 from .utils.boundary import checking, public
+from .utils.validation import SEED_MAX
 
 __all__ = ["train", "evaluating", "to_device", "PROGRESS_ENV"]
 
@@ -198,7 +199,7 @@ def train(
         )
     n_steps = check_int(n_steps, "n_steps")
     if seed is not None:  # NumPy integers too; True, 1.5 and "3" are refused by name
-        seed = check_int(seed, "seed", minimum=0, maximum=2**64 - 1)
+        seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     lr = check_positive(lr, "lr")
     weight_decay = check_positive(weight_decay, "weight_decay", allow_zero=True)
     if clip_grad_norm is not None:

@@ -171,6 +171,7 @@ T_CALLS = (
 )
 T_EMOD = "tests/test_entmax_modules.py"
 T_L = "tests/test_layers.py::"
+T_B52 = "tests/test_bad_input_52.py::"
 
 A = "attnlib/"
 MUTANTS: list[Mutant] = [
@@ -1092,15 +1093,15 @@ MUTANTS: list[Mutant] = [
     M(
         "entmax-loss-ignored-rows-kept",
         A + "normalizers/modules.py",
-        "losses = losses * keep",
+        "losses = torch.where(keep, losses, 0.0)",
         "losses = losses",
         "tests/test_entmax_modules.py",
     ),
     M(
         "learned-alpha-without-softplus-inverse",
         A + "normalizers/modules.py",
-        "self.rho = nn.Parameter(torch.log(torch.expm1(start - 1)))",
-        "self.rho = nn.Parameter(start - 1)",
+        "self.rho = nn.Parameter(_softplus_inverse(alpha))",
+        "self.rho = nn.Parameter(torch.as_tensor(alpha, dtype=torch.float32) - 1)",
         "tests/test_entmax_modules.py",
     ),
     M(
@@ -1205,7 +1206,7 @@ MUTANTS: list[Mutant] = [
     M(
         "train-seed-unchecked",
         A + "training.py",
-        'seed = check_int(seed, "seed", minimum=0, maximum=2**64 - 1)',
+        'seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)',
         "pass",
         T_TRAIN,
     ),
@@ -1748,5 +1749,142 @@ MUTANTS: list[Mutant] = [
         "if False:",
         "tests/test_battery.py",
         "tests/test_attention.py",
+    ),
+    # --- badinput ---
+    # issue 52's remaining classes: each new check removed or inverted, each limit
+    # computed the old way; each killed by its test in tests/test_bad_input_52.py
+    M(
+        "layer-norm-eps-unchecked",
+        A + "layers/encoder.py",
+        "layer_norm_eps = check_layer_norm_eps(layer_norm_eps)",
+        "pass",
+        T_B52 + "test_layer_norm_eps_torch_returns_nan_we_refuse",
+    ),
+    M(
+        "layer-norm-eps-negative-accepted",
+        A + "layers/multihead.py",
+        "or not 0 <= eps < math.inf",
+        "or not -math.inf < eps < math.inf",
+        T_B52 + "test_layer_norm_eps_torch_returns_nan_we_refuse",
+    ),
+    M(
+        "norm-first-by-truthiness",
+        A + "layers/decoder.py",
+        'self.norm_first = check_flag(norm_first, "norm_first")',
+        "self.norm_first = bool(norm_first)",
+        T_B52 + "test_norm_first_is_a_flag_not_a_truthy_value",
+    ),
+    M(
+        "learn-alpha-by-truthiness",
+        A + "normalizers/modules.py",
+        "if not isinstance(learn_alpha, bool):",
+        "if False:",
+        T_B52 + "test_learn_alpha_is_a_flag_not_a_truthy_value",
+    ),
+    M(
+        "learned-alpha-softplus-inverse-overflows",
+        A + "normalizers/modules.py",
+        "rho = (r + torch.log(-torch.expm1(-r))).to(torch.get_default_dtype())",
+        "rho = torch.log(torch.expm1(r.to(torch.get_default_dtype())))",
+        T_B52 + "test_a_learned_alpha_starts_where_asked_and_maps_as_the_package",
+    ),
+    M(
+        "learned-alpha-rounded-to-one-accepted",
+        A + "normalizers/modules.py",
+        "if not bool((torch.isfinite(held) & (held > 1)).all()):",
+        "if False:",
+        T_B52 + "test_a_learned_alpha_the_dtype_rounds_to_one_is_refused_when_built",
+    ),
+    M(
+        "fenchel-young-finite-at-a-dead-target",
+        A + "normalizers/tsallis.py",
+        "+ unreachable_target(scores, target)",
+        "",
+        T_B52 + "test_fenchel_young_at_alpha_one_is_cross_entropy_at_a_dead_target",
+    ),
+    M(
+        "normmax-loss-finite-at-a-dead-target",
+        A + "normalizers/losses.py",
+        "return loss + unreachable_target(X, y)",
+        "return loss",
+        T_B52 + "test_the_package_functions_are_inf_where_the_packages_are",
+    ),
+    M(
+        "dead-target-read-off-the-target",
+        A + "normalizers/tsallis.py",
+        "bad = ((target > 0) & torch.isneginf(scores)).any(-1)",
+        "bad = torch.isneginf(scores).any(-1)",
+        T_B52 + "test_a_dead_class_off_the_target_is_the_loss_without_that_class",
+    ),
+    M(
+        "index-target-any-integer-dtype",
+        A + "normalizers/tsallis.py",
+        "if target.dtype not in (torch.int64, torch.uint8):",
+        "if target.dtype in (torch.float16,):",
+        T_B52 + "test_class_index_dtypes_are_cross_entropys",
+    ),
+    M(
+        "loss-module-ignored-rows-by-product",
+        A + "normalizers/modules.py",
+        "losses = torch.where(keep, losses, 0.0)",
+        "losses = losses * keep",
+        T_B52 + "test_loss_modules_are_inf_where_the_packages_are",
+    ),
+    M(
+        "nadaraya-watson-features-unscaled",
+        A + "kernel_regression/estimators.py",
+        "self._shift = _exponent(X)",
+        "self._shift = 0",
+        T_B52 + "test_nadaraya_watson_float32_is_scale_free",
+    ),
+    M(
+        "nadaraya-watson-weights-unscaled",
+        A + "kernel_regression/estimators.py",
+        "np.ldexp(weights, -_exponent(weights))",
+        "weights",
+        T_B52 + "test_equal_sample_weights_of_any_size_predict_the_unweighted_average",
+    ),
+    M(
+        "nadaraya-watson-loo-overflows-float32",
+        A + "kernel_regression/estimators.py",
+        "if not np.isfinite(values).all():",
+        "if False:",
+        T_B52 + "test_equal_sample_weights_of_any_size_predict_the_unweighted_average",
+    ),
+    M(
+        "default-bandwidths-pair-weights-float32",
+        A + "kernel_regression/_bandwidth.py",
+        "w = weights[pick].astype(np.float64)",
+        "w = weights[pick]",
+        T_B52 + "test_equal_weights_give_the_unweighted_default_bandwidths",
+    ),
+    M(
+        "as-tensor-truncates-to-integers",
+        A + "utils/validation.py",
+        "_check_integral(t, name, dtype)",
+        "pass",
+        T_B52 + "test_as_tensor_to_an_integer_dtype_keeps_values_or_refuses",
+    ),
+    M(
+        "paraboloid-overflowed-offset-nan",
+        A + "continuous/densities.py",
+        "return torch.where(torch.isfinite(s), q * s * s, "
+        "torch.full_like(q, math.inf))",
+        "return q * s * s",
+        T_B52 + "test_truncated_paraboloid_at_the_dtypes_edge_is_zero_not_nan",
+    ),
+    M(
+        "paraboloid-quadratic-form-unscaled",
+        A + "continuous/densities.py",
+        "u = torch.where(torch.isfinite(s), x / unit, torch.zeros_like(x))",
+        "u, s = x, torch.ones_like(s)",
+        T_B52 + "test_truncated_paraboloid_near_and_far_matches_numpy",
+    ),
+    M(
+        "seed-unbounded",
+        A + "utils/validation.py",
+        "SEED_MAX = 2**64 - 1",
+        "SEED_MAX = None",
+        T_B52 + "test_a_bad_seed_is_refused_naming_seed",
     ),
 ]

@@ -353,10 +353,25 @@ def truncated_paraboloid_pdf(t, mu, Sigma) -> torch.Tensor:
         )
     t, mu, Sigma = _common(t, mu, _spd(Sigma, "Sigma", d, t))
     work = _work_dtype(t.dtype)
-    x = (t - mu).unsqueeze(-1).to(work)
-    quad = (x * torch.linalg.solve(Sigma.to(work), x)).sum((-2, -1))
+    quad = _quadratic_form(t.to(work), mu.to(work), Sigma.to(work))
     lam = _lambda(Sigma.to(work))
     return torch.clamp(-lam - 0.5 * quad, min=0).to(t.dtype)
+
+
+def _quadratic_form(t, mu, Sigma) -> torch.Tensor:
+    """``(t-μ)ᵀΣ⁻¹(t-μ)`` without overflow on the way: ``inf`` where it is too large.
+
+    ``t - μ = s u`` with ``s = max |t - μ|`` per point, so the solve sees ``|u| ≤ 1``
+    and ``s²`` multiplies last (at ``t - μ`` near the dtype's largest value a direct
+    solve gives ``inf - inf = NaN``); where ``t - μ`` itself overflows it is ``inf``.
+    """
+    x = (t - mu).unsqueeze(-1)
+    s = x.abs().amax((-2, -1), keepdim=True)
+    unit = torch.where(s > 0, s, torch.ones_like(s))
+    u = torch.where(torch.isfinite(s), x / unit, torch.zeros_like(x))
+    q = (u * torch.linalg.solve(Sigma, u)).sum((-2, -1))
+    s = s.squeeze(-1).squeeze(-1)
+    return torch.where(torch.isfinite(s), q * s * s, torch.full_like(q, math.inf))
 
 
 def truncated_parabola_radius(sigma2) -> torch.Tensor:

@@ -13,6 +13,7 @@ from torch import nn
 
 from ..functional import SCORES, attend
 from ..utils import as_tensor, check_int, check_positive
+from ..utils.validation import SEED_MAX
 from .common import _odd_patch_size, _pixel_grid, _window_mask
 from .filters import _patch_tokens
 
@@ -275,7 +276,9 @@ def crop_batches(images, crop: int = 16, noise: float = 0.1, *, seed: int = 0):
             )
     crop = check_int(crop, "crop", maximum=min(min(im.shape[:2]) for im in images))
     noise = check_positive(noise, "noise", allow_zero=True)
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    g = torch.Generator().manual_seed(
+        check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    )
 
     def batches(step: int):
         im = images[int(torch.randint(len(images), (1,), generator=g))]

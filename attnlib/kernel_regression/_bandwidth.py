@@ -42,7 +42,7 @@ def _default_bandwidths(X: np.ndarray, n: int = 30, weights=None) -> np.ndarray:
         return np.geomspace(1e-2, 3.0, n)
     if weights is None:
         return float(np.median(distances[positive])) * np.geomspace(1e-2, 3.0, n)
-    w = weights[pick]
+    w = weights[pick].astype(np.float64)  # w_i w_j overflows float32 from 1.8e19
     pairs = np.multiply.outer(w, w)[np.triu_indices(len(w), 1)][positive]
     order = np.argsort(distances[positive], kind="stable")
     sorted_d, cum = distances[positive][order], np.cumsum(pairs[order])

@@ -23,7 +23,7 @@ from torch import nn
 from ..errors import EmptySupportError
 from ..functional import attend
 from ..training import train
-from ..utils import check_int, check_positive, host_array
+from ..utils import check_int, check_numeric, check_positive, host_array
 from ._bandwidth import (
     _candidates,
     _default_bandwidths,
@@ -58,6 +58,13 @@ def _training_arrays(estimator, X, y, dtype, min_samples: int):
     )
     # torch wants writable arrays; the targets take the inputs' dtype
     return np.require(X, requirements="W"), np.require(y, X.dtype, requirements="W")
+
+
+def _exponent(a: np.ndarray) -> int:
+    """``k`` with ``2^k`` the largest power of two not above ``max |a|`` (0 if a is
+    all zero): dividing by ``2^k`` is exact and brings ``max |a|`` into [1, 2)."""
+    top = float(np.max(np.abs(a), initial=0.0))
+    return int(np.frexp(top)[1]) - 1 if top > 0 else 0
 
 
 class NadarayaWatson(RegressorMixin, BaseEstimator):
@@ -142,13 +149,18 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         X, y = _training_arrays(self, X, y, [np.float64, np.float32], 2 if loo else 1)
         weights = None
         if sample_weight is not None:
+            check_numeric(sample_weight, "sample_weight")  # no bools nor strings
             weights = _check_sample_weight(  # not all zero, none negative
                 sample_weight, X, dtype=X.dtype, ensure_non_negative=True
             )
         _check_kernel(self.kernel)
-        values = _weighted_values(y, weights)
+        # The distances are computed on X / 2^k, with 2^k the largest power of two
+        # not above max |X| (bandwidths alike): exact, and the same predictions, but
+        # no squared distance under- or overflows float32 at any feature scale.
+        self._shift = _exponent(X)
+        Xs = np.ldexp(X, -self._shift).astype(X.dtype)
         if loo:
-            self._choose_bandwidth(X, y, values, weights)
+            self._choose_bandwidth(Xs, y, weights)
         else:
             self.bandwidth_ = check_positive(self.bandwidth, "bandwidth")
         self.X_fit_, self.y_fit_, self.sample_weight_ = X, y, weights
@@ -157,20 +169,37 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         # them, a tiny bandwidth would otherwise leave only underflowed weights.
         soft = self.kernel in ("gaussian", "laplace")
         keep = slice(None) if weights is None or not soft else weights > 0
-        self._train = _prepare(X[keep], values[keep], self.kernel)
+        # The average is the same for weights scaled by a power of two: by the
+        # largest's, so that subnormal or huge weights neither underflow nor overflow
+        scaled = None if weights is None else np.ldexp(weights, -_exponent(weights))
+        values = _weighted_values(y, None if scaled is None else scaled.astype(X.dtype))
+        self._train = _prepare(Xs[keep], values[keep], self.kernel)
         return self
 
-    def _choose_bandwidth(self, X, y, values, weights) -> None:
-        """Set ``bandwidths_``, ``loo_mse_`` and ``bandwidth_`` by leave-one-out."""
-        grid = _candidates(self.bandwidths, X, weights)
-        self.bandwidths_ = grid
-        self.loo_mse_ = _loo_errors(X, y, values, weights, self.kernel, grid)
+    def _choose_bandwidth(self, Xs, y, weights) -> None:
+        """Set ``bandwidths_``, ``loo_mse_`` and ``bandwidth_`` by leave-one-out, on
+        the features scaled by ``2^-self._shift``.
+
+        A weight counts as that many copies, so the weights are not rescaled here;
+        where ``w y`` overflows the data's dtype, the errors are computed in float64.
+        """
+        if self.bandwidths is None:
+            grid = _candidates(None, Xs, weights)
+        else:
+            grid = np.ldexp(_candidates(self.bandwidths, Xs, weights), -self._shift)
+        with np.errstate(over="ignore"):
+            values = _weighted_values(y, weights)
+        if not np.isfinite(values).all():
+            Xs, y, weights = (a.astype(np.float64) for a in (Xs, y, weights))
+            values = _weighted_values(y, weights)
+        self.bandwidths_ = np.ldexp(grid, self._shift)
+        self.loo_mse_ = _loo_errors(Xs, y, values, weights, self.kernel, grid)
         if not np.isfinite(self.loo_mse_).any():
             raise ValueError(
                 "bandwidths: every candidate leaves some point without "
                 "neighbours; try larger ones"
             )
-        self.bandwidth_ = float(grid[np.argmin(self.loo_mse_)])
+        self.bandwidth_ = float(self.bandwidths_[np.argmin(self.loo_mse_)])
 
     def predict(self, X) -> np.ndarray:
         """Predict at new points, streamed over the training set.
@@ -191,7 +220,12 @@ class NadarayaWatson(RegressorMixin, BaseEstimator):
         X = validate_data(self, host_array(X), dtype=self.X_fit_.dtype, reset=False)
         weights = getattr(self, "sample_weight_", None)
         try:
-            sums = _predict_array(X, self._train, self.kernel, self.bandwidth_)
+            sums = _predict_array(
+                np.ldexp(X, -self._shift).astype(X.dtype),
+                self._train,
+                self.kernel,
+                float(np.ldexp(self.bandwidth_, -self._shift)),
+            )
         except EmptySupportError as err:
             raise EmptySupportError(f"X: {err}") from err
         except ValueError as err:  # X is checked: what fails is X against the data

@@ -13,7 +13,12 @@ from ..functional import Normalizer, Score
 from ..utils import check_int
 from ..utils.validation import check_on_device, module_input
 from .encoder import activation_of, attend_checked, heads_of
-from .multihead import MultiHeadAttention, check_dropout
+from .multihead import (
+    MultiHeadAttention,
+    check_dropout,
+    check_flag,
+    check_layer_norm_eps,
+)
 
 __all__ = ["TransformerDecoderLayer"]
 
@@ -86,6 +91,7 @@ class TransformerDecoderLayer(nn.Module):
         dim_feedforward = check_int(dim_feedforward, "dim_feedforward")
         activation = activation_of(activation)
         dropout = check_dropout(dropout)
+        layer_norm_eps = check_layer_norm_eps(layer_norm_eps)
         made = dict(device=device, dtype=dtype)
         attention = dict(
             batch_first=batch_first, score=score, normalizer=normalizer, init=init,
@@ -98,7 +104,7 @@ class TransformerDecoderLayer(nn.Module):
         self.linear1 = nn.Linear(d_model, dim_feedforward, bias=bias, **made)
         self.dropout = nn.Dropout(dropout)
         self.linear2 = nn.Linear(dim_feedforward, d_model, bias=bias, **made)
-        self.norm_first = bool(norm_first)
+        self.norm_first = check_flag(norm_first, "norm_first")
         self.norm1, self.norm2, self.norm3 = (
             nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **made) for _ in "123"
         )
@@ -143,6 +149,8 @@ class TransformerDecoderLayer(nn.Module):
         torch.Tensor
             The transformed targets, in the layout of ``tgt``.
         """
+        check_flag(tgt_is_causal, "tgt_is_causal")  # named here, not as is_causal
+        check_flag(memory_is_causal, "memory_is_causal")
         like = self.linear1.weight
         x = module_input(tgt, "tgt", like, min_ndim=2, allow_empty=True)
         memory = module_input(memory, "memory", like, min_ndim=2, allow_empty=True)

@@ -12,7 +12,12 @@ from torch.nn import functional as F
 from ..functional import AttentionResult, Normalizer, Score
 from ..utils import check_int
 from ..utils.validation import module_input
-from .multihead import MultiHeadAttention, check_dropout
+from .multihead import (
+    MultiHeadAttention,
+    check_dropout,
+    check_flag,
+    check_layer_norm_eps,
+)
 
 __all__ = ["TransformerEncoderLayer"]
 
@@ -97,6 +102,7 @@ class TransformerEncoderLayer(nn.Module):
         dim_feedforward = check_int(dim_feedforward, "dim_feedforward")
         activation = activation_of(activation)
         dropout = check_dropout(dropout)
+        layer_norm_eps = check_layer_norm_eps(layer_norm_eps)
         made = dict(device=device, dtype=dtype)
         self.self_attn = MultiHeadAttention(
             d_model, nhead, dropout, bias, batch_first=batch_first,
@@ -105,7 +111,7 @@ class TransformerEncoderLayer(nn.Module):
         self.linear1 = nn.Linear(d_model, dim_feedforward, bias=bias, **made)
         self.dropout = nn.Dropout(dropout)
         self.linear2 = nn.Linear(dim_feedforward, d_model, bias=bias, **made)
-        self.norm_first = bool(norm_first)
+        self.norm_first = check_flag(norm_first, "norm_first")
         self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **made)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **made)
         self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)

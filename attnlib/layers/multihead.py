@@ -4,6 +4,7 @@ parameters and state dict, and attnlib's scores and normalizers."""
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
@@ -122,8 +123,7 @@ class MultiHeadAttention(nn.Module):
             )
         for flag, name in ((bias, "bias"), (add_bias_kv, "add_bias_kv"),
                            (add_zero_attn, "add_zero_attn")):  # fmt: skip
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name} must be True or False, got {flag!r}")
+            check_flag(flag, name)
         if init not in ("torch", "linear"):
             raise ValueError(f"init must be 'torch' or 'linear', got {init!r}")
         resolve(score, normalizer)  # fail now, not at the first call
@@ -370,6 +370,29 @@ class MultiHeadAttention(nn.Module):
 
 def _called_as_a_module(module, args) -> None:
     """A no-op forward pre-hook: torch's fused encoder path skips hooked modules."""
+
+
+def check_layer_norm_eps(eps) -> float:
+    """``eps`` as a float ≥ 0, or a ValueError naming ``layer_norm_eps``.
+
+    torch's layers take any float and return NaN for a negative or NaN ε (and
+    accept 0, which is exact for every row that is not constant): we refuse those
+    two and infinity, and accept 0 as torch does.
+    """
+    if (
+        isinstance(eps, bool)
+        or not isinstance(eps, numbers.Real)
+        or not 0 <= eps < math.inf
+    ):
+        raise ValueError(f"layer_norm_eps must be a finite number ≥ 0, got {eps!r}")
+    return float(eps)
+
+
+def check_flag(value, name: str) -> bool:
+    """``value`` if it is True or False, else a ValueError naming ``name``."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
 
 
 def check_dropout(p) -> float:

@@ -20,6 +20,7 @@ from sklearn.manifold import trustworthiness
 from ..functional import attention
 from ..subspace.lasso import lasso_codes
 from ..utils import as_float_array, check_int, check_positive, host_array
+from ..utils.validation import SEED_MAX
 from .embedding import lle_embedding
 from .weights import lle_weights
 
@@ -228,7 +229,9 @@ def fill_in_blanks(
         check_int(v, name)
         for v, name in ((n, "n"), (n_held, "n_held"), (n_neighbors, "n_neighbors"))
     )
-    roll, flat, chart = swiss_roll_sheets(n, check_int(seed, "seed", minimum=0))
+    roll, flat, chart = swiss_roll_sheets(
+        n, check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    )
     X = roll if sheet == "roll" else flat
     held, train = np.split(np.random.default_rng(seed).permutation(n), [n_held])
     Zq, Zk, Xq, Xk = chart[held], chart[train], X[held], X[train]
@@ -304,7 +307,7 @@ def crossing_planes(
     keys span the same plane, so the optimum need not be unique and coordinate descent
     crawls between optima).
     """
-    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
     n_per_plane = check_int(n_per_plane, "n_per_plane")
     lam = P_DIM * check_positive(alpha, "alpha")  # scikit-learn's scaling -> ours
     bases = [np.linalg.qr(rng.normal(size=(3, 2)))[0] for _ in range(2)]
@@ -348,7 +351,7 @@ def manifold_sample(name: str, seed: int, n: int = 1000):
     colour : ndarray, shape (n,)
         Position on the sheet, or the digit.
     """
-    seed, n = check_int(seed, "seed", minimum=0), check_int(n, "n")
+    seed, n = check_int(seed, "seed", minimum=0, maximum=SEED_MAX), check_int(n, "n")
     if name == "swiss roll":
         data, colour = make_swiss_roll(n, random_state=seed)
     elif name == "S-curve":

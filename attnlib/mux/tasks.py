@@ -15,6 +15,7 @@ from ..utils import (
     as_tensor,
     check_int,
 )
+from ..utils.validation import SEED_MAX
 
 __all__ = [
     "FRIENDS",
@@ -76,7 +77,9 @@ def routing_task(
     """
     n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
     n_values = check_int(n_values, "n_values", minimum=2)
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    g = torch.Generator().manual_seed(
+        check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    )
     values = torch.randint(n_values, (n, length), generator=g)
     marker = torch.randint(length, (n,), generator=g)
     x = torch.cat(
@@ -136,7 +139,7 @@ def weekday_task(
         check_int(n_friends, "n_friends", minimum=2),
         check_int(n_restaurants, "n_restaurants", minimum=2),
     )
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     g = torch.Generator().manual_seed(seed)
     if rota is None:
         rota = torch.randperm(n_friends, generator=torch.Generator().manual_seed(seed))
@@ -207,7 +210,9 @@ def translation_sequences(
         raise ValueError(
             f"margin must be less than length / 2 = {length / 2}, got {margin}"
         )
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    g = torch.Generator().manual_seed(
+        check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    )
     x = torch.randn(n, length, dim, generator=g)
     x[:, :margin] = 0
     x[:, length - margin :] = 0

@@ -14,7 +14,7 @@ import torch
 
 from .common import _check_index, _check_k, _check_scores, _row_max
 from .packaged import _check_n_iter, normmax_bisect
-from .tsallis import _class_target, fenchel_young_loss
+from .tsallis import _class_target, fenchel_young_loss, unreachable_target
 
 __all__ = [
     "sparsemax_loss",
@@ -185,4 +185,5 @@ def _normmax_loss(X, target, alpha, name: str) -> torch.Tensor:
     # p̂ is held fixed: by Danskin's theorem the gradient in X is then p̂ - y.
     p = normmax_bisect(X.detach(), alpha)
     theta = X.masked_fill(torch.isneginf(X), 0.0)
-    return ((p - y) * theta).sum(-1) + 1 - p.pow(alpha).sum(-1).pow(1 / alpha)
+    loss = ((p - y) * theta).sum(-1) + 1 - p.pow(alpha).sum(-1).pow(1 / alpha)
+    return loss + unreachable_target(X, y)

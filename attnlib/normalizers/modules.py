@@ -32,7 +32,7 @@ from .common import _check_index, _check_k
 from .losses import _normmax_loss
 from .maps import _with_support, entmax
 from .packaged import _check_n_iter
-from .tsallis import fenchel_young_loss
+from .tsallis import check_index_dtype, fenchel_young_loss
 
 __all__ = [
     "Sparsemax",
@@ -195,10 +195,11 @@ class Entmax(_Map):
             alpha = _check_index(alpha, "alpha")
             if alpha == 1:
                 raise ValueError("alpha must be greater than 1 (alpha = 1 is softmax)")
-        self.learn_alpha = bool(learn_alpha)
-        if self.learn_alpha:  # ρ = softplus⁻¹(α − 1) = log(expm1(α − 1))
-            start = torch.as_tensor(alpha, dtype=torch.get_default_dtype())
-            self.rho = nn.Parameter(torch.log(torch.expm1(start - 1)))
+        if not isinstance(learn_alpha, bool):
+            raise ValueError(f"learn_alpha must be True or False, got {learn_alpha!r}")
+        self.learn_alpha = learn_alpha
+        if self.learn_alpha:
+            self.rho = nn.Parameter(_softplus_inverse(alpha))
         elif isinstance(alpha, torch.Tensor):
             self.register_buffer("_alpha", alpha)
         else:
@@ -210,6 +211,26 @@ class Entmax(_Map):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, learn_alpha={self.learn_alpha}"
+
+
+def _softplus_inverse(alpha) -> torch.Tensor:
+    """ρ with ``1 + softplus(ρ) = alpha`` in the default dtype, or a ValueError.
+
+    ρ = r + log(-expm1(-r)) with r = α − 1, in float64: finite wherever α − 1 is
+    (the textbook ``log(expm1(r))`` overflows float32 from α ≈ 90). An α that the
+    default dtype rounds to 1 (or to infinity) through ``1 + softplus(ρ)`` could not
+    be learned from: it is refused here, not at the first forward.
+    """
+    r = torch.as_tensor(alpha, dtype=torch.float64) - 1
+    rho = (r + torch.log(-torch.expm1(-r))).to(torch.get_default_dtype())
+    held = 1 + F.softplus(rho)
+    if not bool((torch.isfinite(held) & (held > 1)).all()):
+        raise ValueError(
+            "alpha must be greater than 1 in the default dtype "
+            f"({torch.get_default_dtype()}) when learned: 1 + softplus(rho) holds "
+            f"{held.tolist()} for alpha = {alpha!r}"
+        )
+    return rho
 
 
 class _FenchelYoungLoss(nn.Module):
@@ -253,9 +274,12 @@ class _FenchelYoungLoss(nn.Module):
                 "target must be a tensor of class indices (an integer dtype); for "
                 "target probabilities use attnlib.normalizers.fenchel_young_loss"
             )
+        check_index_dtype(target)  # before torch.where promotes a bool to int64
         keep = target != self.ignore_index
         losses = self._losses(scores, torch.where(keep, target, 0))
-        losses = losses * keep  # ignored rows: zero loss, zero gradient
+        # ignored rows: zero loss, zero gradient (where, not a product: an ignored
+        # row's stand-in target may sit on a -inf score, whose loss is inf)
+        losses = torch.where(keep, losses, 0.0)
         if self.reduction == "none":
             return losses
         total = losses.sum()

@@ -172,8 +172,22 @@ def fenchel_young_loss(
     return _fenchel_young(scores, target, alpha, reduction)
 
 
+def check_index_dtype(target: torch.Tensor) -> None:
+    """A ValueError unless ``target`` holds indices in a dtype cross_entropy takes."""
+    if target.dtype not in (torch.int64, torch.uint8):
+        raise ValueError(
+            "target of class indices must be an int64 or uint8 tensor (the dtypes "
+            f"torch's cross_entropy takes), got {target.dtype}"
+        )
+
+
 def _class_target(target: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
-    """The checked class indices ``target`` of ``scores``' rows, one-hot."""
+    """The checked class indices ``target`` of ``scores``' rows, one-hot.
+
+    The index dtypes are torch's ``cross_entropy``'s: int64 and uint8; a bool, int32
+    or other target is refused as it refuses them (a bool is not read as indices).
+    """
+    check_index_dtype(target)
     if target.shape != scores.shape[:-1]:
         raise ValueError(
             f"target of class indices must have shape {tuple(scores.shape[:-1])}, "
@@ -181,7 +195,18 @@ def _class_target(target: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         )
     if (target < 0).any() or (target >= scores.shape[-1]).any():
         raise ValueError(f"target indices must lie in [0, {scores.shape[-1] - 1}]")
-    return torch.nn.functional.one_hot(target, scores.shape[-1]).to(scores.dtype)
+    return torch.nn.functional.one_hot(target.long(), scores.shape[-1]).to(scores.dtype)
+
+
+def unreachable_target(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``+inf`` on the rows where the target puts mass on a ``-inf`` score, else 0.
+
+    There the loss's limit is ``+inf`` (as ``cross_entropy`` and the ``entmax``
+    package give); the masked scores are zeroed in the inner product, which alone
+    would leave it finite. Added, not filled in, so the row's gradient stays p̂ - y.
+    """
+    bad = ((target > 0) & torch.isneginf(scores)).any(-1)
+    return torch.zeros_like(bad, dtype=scores.dtype).masked_fill(bad, math.inf)
 
 
 def _probability_target(target, scores: torch.Tensor):
@@ -230,6 +255,7 @@ def _fenchel_young(scores, target, alpha: float, reduction: str) -> torch.Tensor
         ((p_hat - target) * theta).sum(-1)
         + _tsallis_entropy(p_hat, alpha, -1)
         - _tsallis_entropy(target, alpha, -1)
+        + unreachable_target(scores, target)
     )
     if reduction == "none":
         return loss

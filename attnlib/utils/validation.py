@@ -16,6 +16,9 @@ import torch
 
 from ..errors import ScoreError
 
+#: The largest seed a public function takes: torch's generators take [0, 2^64 - 1].
+SEED_MAX = 2**64 - 1
+
 __all__ = [
     "as_tensor",
     "as_float_array",
@@ -92,12 +95,17 @@ def as_tensor(
             # float64 callers precision.
             t = torch.as_tensor(
                 np.asarray(x, dtype=np.float64),
-                dtype=dtype or torch.get_default_dtype(),
+                # an integer dtype is cast to once checked, below
+                dtype=torch.float64
+                if _integral(dtype)
+                else dtype or torch.get_default_dtype(),
             )
         except (TypeError, ValueError) as err:
             raise ValueError(
                 f"{name} must be array-like of numbers, got {type(x).__name__}"
             ) from err
+    if _integral(dtype):
+        _check_integral(t, name, dtype)
     if dtype is not None or not t.is_floating_point():
         t = t.to(dtype or torch.get_default_dtype())
     if device is not None:
@@ -120,6 +128,28 @@ def as_tensor(
             f"{name} contains {'NaN' if allow_inf else 'NaN or infinite'} values",
         )
     return t
+
+
+def _integral(dtype) -> bool:
+    """Whether ``dtype`` is an integer (or bool) torch dtype."""
+    return dtype is not None and not (dtype.is_floating_point or dtype.is_complex)
+
+
+def _check_integral(t: torch.Tensor, name: str, dtype: torch.dtype) -> None:
+    """A ValueError naming ``name`` unless every value of ``t`` is an integer that
+    ``dtype`` holds: a cast would truncate 1.5 to 1 or wrap 300 to 44 silently."""
+    if dtype == torch.bool:
+        raise ValueError(f"{name}: as_tensor does not convert to bool")
+    if t.is_floating_point():
+        bad = ~torch.isfinite(t) | (t != torch.trunc(t))
+        check_on_device(
+            bad.any(), f"{name} must hold integers to be converted to {dtype}"
+        )
+    info = torch.iinfo(dtype)
+    check_on_device(
+        ((t < info.min) | (t > info.max)).any(),
+        f"{name} must hold integers in [{info.min}, {info.max}] for {dtype}",
+    )
 
 
 def check_on_device(bad: torch.Tensor, message: str) -> None:

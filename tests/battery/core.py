@@ -126,7 +126,52 @@ CHOICE = [
     ("None", lambda v: None, INVALID),
     ("number", lambda v: 3, INVALID),
 ]
+#: A True/False switch: truthy stand-ins are refused, not read by truthiness.
+FLAG = [
+    ("string", lambda v: "no", INVALID),
+    ("int 1", lambda v: 1, INVALID),
+    ("int 0", lambda v: 0, INVALID),
+    ("None", lambda v: None, INVALID),
+    ("numpy bool", lambda v: np.bool_(True), INVALID),
+]
+#: LayerNorm's ε: torch accepts any float; a negative or NaN one gives NaN.
+EPS = [
+    ("0", lambda v: 0.0, VALID),
+    ("-1", lambda v: -1.0, INVALID),
+    ("nan", lambda v: math.nan, INVALID),
+    ("inf", lambda v: math.inf, INVALID),
+    ("string", lambda v: "1e-5", INVALID),
+    ("None", lambda v: None, INVALID),
+    ("True", lambda v: True, INVALID),
+    ("1e-30", lambda v: 1e-30, VALID),
+    ("1e30", lambda v: 1e30, VALID),
+]
+#: A probability (dropout): [0, 1].
+PROBABILITY = [
+    ("0", lambda v: 0.0, VALID),
+    ("1", lambda v: 1.0, VALID),
+    ("-0.1", lambda v: -0.1, INVALID),
+    ("1.5", lambda v: 1.5, INVALID),
+    ("nan", lambda v: math.nan, INVALID),
+    ("string", lambda v: "0.1", INVALID),
+    ("None", lambda v: None, INVALID),
+    ("True", lambda v: True, INVALID),
+]
+#: A seed: torch's generators take integers in [0, 2^64 - 1].
+SEED = [
+    ("1.5", lambda v: 1.5, INVALID),
+    ("string", lambda v: "3", INVALID),
+    ("True", lambda v: True, INVALID),
+    ("-1", lambda v: -1, INVALID),
+    ("2^64", lambda v: 2**64, INVALID),
+    ("numpy int", lambda v: np.int64(3), VALID),
+    ("2^64 - 1", lambda v: 2**64 - 1, VALID),
+]
 KINDS = {
+    "flag": FLAG,
+    "eps": EPS,
+    "probability": PROBABILITY,
+    "seed": SEED,
     "array": ARRAY,
     "scores": SCORES_ARRAY,
     "positive": POSITIVE,

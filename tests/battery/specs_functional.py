@@ -90,8 +90,16 @@ def specs():
             optional=("temperature",),
         ),
         "functional.scaled_dot_product_attention": Spec(
-            lambda query, key, value, scale, normalizer: A.scaled_dot_product_attention(
-                query, key, value, scale=scale, normalizer=normalizer
+            lambda query, key, value, normalizer, scale, enable_gqa, **positional: (
+                A.scaled_dot_product_attention(
+                    query,
+                    key,
+                    value,
+                    **positional,  # attn_mask, dropout_p, is_causal
+                    scale=scale,
+                    enable_gqa=enable_gqa,
+                    normalizer=normalizer,
+                )
             ),
             lambda: dict(
                 query=_randn(2, 4, 3),
@@ -99,6 +107,10 @@ def specs():
                 value=_randn(2, 5, 2, seed=2),
                 scale=None,
                 normalizer="softmax",
+                attn_mask=_randn(4, 5, seed=3),
+                dropout_p=0.0,
+                is_causal=False,
+                enable_gqa=False,
             ),
             {
                 "query": "array",
@@ -106,13 +118,23 @@ def specs():
                 "value": "array",
                 "scale": "positive",
                 "normalizer": "choice",
+                "attn_mask": "scores",
+                "dropout_p": "probability",
+                "is_causal": "flag",
+                "enable_gqa": "flag",
             },
-            optional=("scale",),
+            optional=("scale", "attn_mask"),
             group=("query", "key", "value"),
             # torch's SDPA takes any finite scale; and an infinite key whose every
             # score is -inf gets weight zero (the output is SDPA's, finite): no pass
             # over the keys is spent to refuse it.
-            allow={"scale": ("0", "-1"), "key": ("+inf", "-inf")},
+            # a bool mask is a mask; a fully masked row gives zeros (SDPA: NaN), the
+            # documented departure
+            allow={
+                "scale": ("0", "-1"),
+                "key": ("+inf", "-inf"),
+                "attn_mask": ("bool", "row -inf"),
+            },
             extra=[
                 (
                     "key,value rows differ",
@@ -131,6 +153,24 @@ def specs():
                     lambda a: a | dict(query=_randn(3, 4, 3)),
                     INVALID,
                     "batch",
+                ),
+                (  # SDPA refuses the pair
+                    "is_causal with attn_mask",
+                    lambda a: a | dict(is_causal=True),
+                    INVALID,
+                    "is_causal",
+                ),
+                (
+                    "attn_mask of the wrong shape",
+                    lambda a: a | dict(attn_mask=_randn(4, 4)),
+                    INVALID,
+                    "attn_mask",
+                ),
+                (
+                    "attn_mask bool",
+                    lambda a: a | dict(attn_mask=_randn(4, 5) > -1),
+                    VALID,
+                    "attn_mask",
                 ),
             ],
         ),

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import importlib
 
+import numpy as np
+
 from .core import (
     INVALID,
+    VALID,
     Spec,
+    _rand,
     _randn,
 )
 
@@ -61,13 +65,81 @@ def specs():
             group=nw_group,
         ),
         "kernel_regression.NadarayaWatson": Spec(
-            lambda X, y, X_new, bandwidth, kernel: (
-                K.NadarayaWatson(kernel, bandwidth).fit(X, y).predict(X_new)
+            lambda X, y, X_new, bandwidth, kernel, sample_weight: (
+                K.NadarayaWatson(kernel, bandwidth)
+                .fit(X, y, sample_weight=sample_weight)
+                .predict(X_new)
             ),
-            lambda: est() | dict(bandwidth=0.5, kernel="gaussian"),
-            est_kinds | {"bandwidth": "positive", "kernel": "choice"},
+            lambda: (
+                est()
+                | dict(
+                    bandwidth=0.5,
+                    kernel="gaussian",
+                    sample_weight=(_rand(20) + 0.5).numpy(),
+                )
+            ),
+            est_kinds
+            | {"bandwidth": "positive", "kernel": "choice", "sample_weight": "array"},
+            optional=("sample_weight",),
+            # weights are scale-free (a weighted average): any positive scale is valid
+            # (a scalar weight is scikit-learn's convention: every point alike)
+            allow={"sample_weight": ("empty", "scalar")},
             extra=[
-                ("y rows differ", lambda a: a | dict(y=a["y"][:-1]), INVALID, "samples")
+                (
+                    "y rows differ",
+                    lambda a: a | dict(y=a["y"][:-1]),
+                    INVALID,
+                    "samples",
+                ),
+                (
+                    "sample_weight rows differ",
+                    lambda a: a | dict(sample_weight=a["sample_weight"][:-1]),
+                    INVALID,
+                    "sample_weight",
+                ),
+                (
+                    "sample_weight negative",
+                    lambda a: a | dict(sample_weight=-a["sample_weight"]),
+                    INVALID,
+                    "sample_weight",
+                ),
+                (
+                    "sample_weight all zero",
+                    lambda a: a | dict(sample_weight=0 * a["sample_weight"]),
+                    INVALID,
+                    "sample_weight",
+                ),
+                *[
+                    (
+                        f"X float32 x{scale:g}",
+                        lambda a, scale=scale: (
+                            a
+                            | dict(
+                                X=(a["X"] * scale).astype("float32"),
+                                X_new=(a["X_new"] * scale).astype("float32"),
+                            )
+                        ),
+                        VALID,
+                        "X",
+                    )
+                    for scale in (1e-30, 1e30)
+                ],
+                *[
+                    (
+                        f"sample_weight float32 equal {w:g}",
+                        lambda a, w=w: (
+                            a
+                            | dict(
+                                X=a["X"].astype("float32"),
+                                X_new=a["X_new"].astype("float32"),
+                                sample_weight=np.full(20, w, dtype="float32"),
+                            )
+                        ),
+                        VALID,
+                        "sample_weight",
+                    )
+                    for w in (1e-44, 3e38)
+                ],
             ],
             sklearn=True,
         ),

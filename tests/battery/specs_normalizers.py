@@ -38,6 +38,27 @@ LOSSES = (
 ROW = ("row -inf",)
 
 
+def _target_dtypes():
+    """Class indices in cross_entropy's dtypes (int64, uint8) and the ones it
+    refuses (bool, int32, int16): tests/test_bad_input_52.py compares with it."""
+    return [
+        (
+            f"target {dtype}",
+            lambda a, dtype=dtype: a | dict(target=a["target"].clamp(min=0).to(dtype)),
+            VALID if dtype == torch.uint8 else INVALID,
+            "target",
+        )
+        for dtype in (torch.uint8, torch.bool, torch.int32, torch.int16)
+    ]
+
+
+def _dead(scores, target):
+    """``scores`` with the first row's target score at -inf."""
+    out = scores.clone()
+    out[0, int(target[0])] = -torch.inf
+    return out
+
+
 def _loss_spec(loss):
     """A loss module on class targets, with one ignored row."""
     return Spec(
@@ -52,11 +73,19 @@ def _loss_spec(loss):
         ),
         {"scores": "scores", "reduction": "choice"},
         group=("scores", "target"),
+        # the target's own score -inf: the loss is inf, as cross_entropy's
         extra=[
             (
                 "target floats",
                 lambda a: a | dict(target=a["target"].double()),
                 INVALID,
+                "target",
+            ),
+            *_target_dtypes(),
+            (
+                "dead target",
+                lambda a: a | dict(scores=_dead(a["scores"], a["target"])),
+                VALID,
                 "target",
             ),
             (
@@ -84,7 +113,7 @@ def _loss_spec(loss):
                 "target",
             ),
         ],
-        overflow={"target": ("all ignored",)},
+        overflow={"target": ("all ignored", "dead target")},
     )
 
 
@@ -121,11 +150,26 @@ def specs():
             allow={"x": ROW},
         ),
         "normalizers.Entmax": Spec(
-            lambda x, alpha, learn_alpha: N.Entmax(alpha, learn_alpha=learn_alpha)(x),
-            lambda: dict(x=_randn(3, 5), alpha=1.5, learn_alpha=True),
-            {"x": "scores", "alpha": "alpha"},
+            lambda x, alpha, learn_alpha, dim: N.Entmax(
+                alpha, dim=dim, learn_alpha=learn_alpha
+            )(x),
+            lambda: dict(x=_randn(3, 5), alpha=1.5, learn_alpha=True, dim=-1),
+            {"x": "scores", "alpha": "alpha", "learn_alpha": "flag"},
             allow={"x": ROW},
-            extra=[
+            extra=_dim_cases()
+            + [
+                (
+                    "learned alpha 100",
+                    lambda a: a | dict(alpha=100.0),
+                    VALID,
+                    "alpha",
+                ),
+                (
+                    "learned alpha the dtype rounds to 1",
+                    lambda a: a | dict(alpha=1 + 1e-9),
+                    INVALID,
+                    "alpha",
+                ),
                 ("alpha 1", lambda a: a | dict(alpha=1.0), INVALID, "alpha"),
                 (
                     "alpha tensor with 1",
@@ -181,7 +225,31 @@ def specs():
                 "reduction": "choice",
             },
             group=("scores", "target"),
+            overflow={"target": ("dead class target",)},
             extra=[
+                *[
+                    (
+                        f"class target {dtype}",
+                        lambda a, dtype=dtype: (
+                            a | dict(target=torch.tensor([0, 4, 1]).to(dtype))
+                        ),
+                        VALID if dtype == torch.uint8 else INVALID,
+                        "target",
+                    )
+                    for dtype in (torch.uint8, torch.bool, torch.int32)
+                ],
+                (
+                    "dead class target",
+                    lambda a: (
+                        a
+                        | dict(
+                            scores=_dead(a["scores"], torch.tensor([0])),
+                            target=torch.tensor([0, 4, 1]),
+                        )
+                    ),
+                    VALID,
+                    "target",
+                ),
                 (
                     "target sums to 2",
                     lambda a: a | dict(target=2 * a["target"]),
@@ -269,7 +337,15 @@ def _package_specs(N) -> dict:
             lambda: dict(X=_randn(3, 5), target=torch.tensor([0, 4, 1])),
             {"X": "scores"},
             group=("X", "target"),
+            overflow={"target": ("dead target",)},
             extra=[
+                *_target_dtypes(),
+                (
+                    "dead target",
+                    lambda a: a | dict(X=_dead(a["X"], a["target"])),
+                    VALID,
+                    "target",
+                ),
                 (
                     "index out of range",
                     lambda a: a | dict(target=torch.tensor([0, 7, 1])),

@@ -14,7 +14,7 @@ from .core import (
 MODULE = "training"
 
 
-def _tiny_training(n_steps, lr, clip_grad_norm, weight_decay):
+def _tiny_training(n_steps, lr, clip_grad_norm, weight_decay, seed=None):
     T = importlib.import_module("attnlib.training")
 
     model = torch.nn.Linear(2, 1)
@@ -27,6 +27,7 @@ def _tiny_training(n_steps, lr, clip_grad_norm, weight_decay):
         lr=lr,
         clip_grad_norm=clip_grad_norm,
         weight_decay=weight_decay,
+        seed=seed,
         progress=False,
     )
 
@@ -37,14 +38,17 @@ def specs():
     return {
         "training.train": Spec(
             _tiny_training,
-            lambda: dict(n_steps=3, lr=0.01, clip_grad_norm=1.0, weight_decay=0.0),
+            lambda: dict(
+                n_steps=3, lr=0.01, clip_grad_norm=1.0, weight_decay=0.0, seed=0
+            ),
             {
+                "seed": "seed",
                 "n_steps": "int",
                 "lr": "positive",
                 "clip_grad_norm": "positive",
                 "weight_decay": "nonneg",
             },
-            optional=("clip_grad_norm",),
+            optional=("clip_grad_norm", "seed"),
         ),
         "training.to_device": Spec(
             T.to_device,

@@ -3,17 +3,37 @@
 from __future__ import annotations
 
 import importlib
+import os
 
 import torch
 
 from .core import (
     ARRAY,
     INVALID,
+    VALID,
     Spec,
     _randn,
 )
 
 MODULE = "utils"
+
+
+def _with_offset(fn):
+    """``fn`` called with ``ATTNLIB_SEED_OFFSET`` set to the case's value, then the
+    variable as it was."""
+
+    def call(ATTNLIB_SEED_OFFSET, **kwargs):  # noqa: N803 - the variable's name
+        before = os.environ.get("ATTNLIB_SEED_OFFSET")
+        os.environ["ATTNLIB_SEED_OFFSET"] = ATTNLIB_SEED_OFFSET
+        try:
+            return fn(**kwargs)
+        finally:
+            if before is None:
+                del os.environ["ATTNLIB_SEED_OFFSET"]
+            else:
+                os.environ["ATTNLIB_SEED_OFFSET"] = before
+
+    return call
 
 
 def specs():
@@ -27,7 +47,44 @@ def specs():
     return {
         "utils.set_seed": Spec(U.set_seed, lambda: dict(seed=0), {"seed": "int0"}),
         "utils.seeds": Spec(U.seeds, lambda: dict(base=5), {"base": "int"}),
-        "utils.seed_offset": Spec(U.seed_offset, lambda: dict(), {}),
+        # the offset's input is the environment variable: each value set, then unset
+        "utils.seed_offset": Spec(
+            _with_offset(U.seed_offset),
+            lambda: dict(ATTNLIB_SEED_OFFSET="7"),
+            {},
+            extra=[
+                (
+                    f"offset {raw!r}",
+                    lambda a, raw=raw: a | dict(ATTNLIB_SEED_OFFSET=raw),
+                    expectation,
+                    "ATTNLIB_SEED_OFFSET",
+                )  # fmt: skip
+                for raw, expectation in [
+                    ("", VALID),
+                    (" 12 ", VALID),
+                    ("1000000", VALID),
+                    ("1.5", INVALID),
+                    ("abc", INVALID),
+                    ("-1", INVALID),
+                    ("1000001", INVALID),
+                    ("1e3", INVALID),
+                    ("True", INVALID),
+                ]  # fmt: skip
+            ],
+        ),
+        "utils.seeds with an offset": Spec(
+            _with_offset(U.seeds),
+            lambda: dict(ATTNLIB_SEED_OFFSET="1000000", base=5),
+            {"base": "int"},
+            extra=[
+                (
+                    "offset 'x'",
+                    lambda a: a | dict(ATTNLIB_SEED_OFFSET="x"),
+                    INVALID,
+                    "ATTNLIB_SEED_OFFSET",
+                )
+            ],
+        ),
         "utils.get_device": Spec(
             U.get_device,
             lambda: dict(prefer="cpu"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from ...utils import check_int
+from ...utils.validation import SEED_MAX
 
 # Helpers of the package's modules: nothing here is public.
 __all__: list[str] = []
@@ -31,5 +32,7 @@ def _token_ids(x, name: str, length: str, vocab: int, device) -> torch.Tensor:
 def _row_batches(rows, n: int, batch, seed):
     """``train``'s ``batches``: ``rows`` of ``batch`` indices below ``n`` (``seed``)."""
     batch = check_int(batch, "batch")
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    g = torch.Generator().manual_seed(
+        check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    )
     return lambda step: rows(torch.randint(n, (batch,), generator=g))

@@ -22,7 +22,7 @@ from ...errors import TrainingDivergedError
 from ...functional import attention
 from ...training import evaluating, to_device, train
 from ...utils import check_int
-from ...utils.validation import check_type
+from ...utils.validation import SEED_MAX, check_type
 from ..attention import continuous_attention_1d
 from ..basis import GaussianRBF, ridge_value_coefficients
 from ..densities import check_alpha, gaussian_pdf, truncated_parabola_pdf
@@ -86,7 +86,9 @@ def monotone_alignment(
     )
     if T > S:
         raise ValueError(f"target_len must be at most source_len ({S}), got {T}")
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    g = torch.Generator().manual_seed(
+        check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    )
     source = torch.randint(check_int(vocab, "vocab", minimum=2), (n, S), generator=g)
     aligned = torch.round(
         torch.arange(T, dtype=torch.float64) * (S - 1) / (T - 1)

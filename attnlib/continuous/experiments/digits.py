@@ -17,7 +17,7 @@ from torch import nn
 from ...functional import attention
 from ...training import to_device
 from ...utils import check_int, check_positive
-from ...utils.validation import module_input
+from ...utils.validation import SEED_MAX, module_input
 from ..basis import GaussianRBF
 from ..densities import check_alpha
 from ..modules import ContinuousAttention2D, ContinuousAttentionOutput
@@ -74,7 +74,7 @@ def cluttered_digits(
     n, size = check_int(n, "n"), check_int(size, "size", minimum=8)
     n_clutter = check_int(n_clutter, "n_clutter", minimum=0)
     noise = check_positive(noise, "noise", allow_zero=True)
-    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
     digits = load_digits()
     glyphs, targets = digits.images / 16.0, digits.target
     pick = rng.integers(len(glyphs), size=n)

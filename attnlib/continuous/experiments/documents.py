@@ -19,6 +19,7 @@ from torch import nn
 from ...functional import attention
 from ...training import to_device
 from ...utils import as_tensor, check_in_range, check_int, check_positive
+from ...utils.validation import SEED_MAX
 from ..basis import GaussianRBF
 from ..densities import check_alpha
 from ..modules import ContinuousAttention1D, ContinuousAttentionOutput
@@ -110,7 +111,9 @@ def span_documents(
     vocab = check_int(vocab, "vocab")
     cue = check_in_range(cue, "cue", 0.0, 1.0)
     decoys = check_in_range(decoys, "decoys", 0.0, 1.0)
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    g = torch.Generator().manual_seed(
+        check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    )
     tokens = torch.randint(vocab, (n, length), generator=g)
     labels = torch.randint(2, (n,), generator=g)
     decoy = torch.rand(n, length, generator=g) < decoys

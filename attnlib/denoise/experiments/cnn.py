@@ -20,7 +20,7 @@ from torch.nn import functional as F
 
 from ...training import evaluating, train
 from ...utils import check_int, check_positive, device_or_cpu
-from ...utils.validation import module_input
+from ...utils.validation import SEED_MAX, module_input
 from .. import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
 
 __all__ = [
@@ -219,7 +219,7 @@ def baseline_run(
         trainable parameters of every learned model; with ``return_images``,
         ``"images"``: ``"clean"``, ``"noisy"`` and every method's output (arrays).
     """
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     n_steps = check_int(n_steps, "n_steps")
     cnn_steps = n_steps if cnn_steps is None else check_int(cnn_steps, "cnn_steps")
     lr, noise = check_positive(lr, "lr"), check_positive(noise, "noise")

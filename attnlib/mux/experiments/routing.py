@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from ...training import to_device
 from ...utils import as_float_array, check_int
+from ...utils.validation import SEED_MAX
 
 __all__ = [
     "PointerTask",
@@ -102,7 +103,9 @@ def pointer_task(
     n_labels = length if n_labels is None else check_int(n_labels, "n_labels")
     if n_labels < length:
         raise ValueError(f"n_labels must be at least length = {length}, got {n_labels}")
-    g = torch.Generator().manual_seed(check_int(seed, "seed", minimum=0))
+    g = torch.Generator().manual_seed(
+        check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    )
     labels = torch.argsort(torch.rand(n, n_labels, generator=g), dim=1)[:, :length]
     values = torch.randint(n_values, (n, length), generator=g)
     source = torch.randint(length, (n, length), generator=g)
@@ -296,7 +299,7 @@ def fit_linear_stack(
     basis = torch.eye(len(target), dtype=torch.float64)[:, None, :]
     best, best_error = None, float("inf")
     for seed in seeds:
-        seed = check_int(seed, "seeds", minimum=0)
+        seed = check_int(seed, "seeds", minimum=0, maximum=SEED_MAX)
         kernels, error = _lbfgs_stack(seed, target, basis, depth, kernel_size, max_iter)
         if error < best_error:
             best, best_error = [w.detach().clone() for w in kernels], error

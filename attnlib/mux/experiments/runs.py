@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from ...training import evaluating, to_device, train
 from ...utils import as_float_array, check_int, device_or_cpu
+from ...utils.validation import SEED_MAX
 from .. import AttentionRouter, ConvRouter, WeekdayMux, routing_task, weekday_task
 from .routing import green_function, pointer_task
 from .scores import accuracy_by_distance, pointer_loss, routing_loss
@@ -173,7 +174,10 @@ def wide_stack_run(
     float
         The relative error.
     """
-    seed, depth = check_int(seed, "seed", minimum=0), check_int(depth, "depth")
+    seed, depth = (
+        check_int(seed, "seed", minimum=0, maximum=SEED_MAX),
+        check_int(depth, "depth"),
+    )
     n = check_int(n, "n", minimum=2)
     device = device_or_cpu(device)
     G = torch.as_tensor(green_function(n), dtype=torch.float32, device=device)
@@ -236,7 +240,7 @@ def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
     dict
         The numbers above, one key each, as floats.
     """
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     device = device_or_cpu(device)
     batches = _task_batches(routing_task, seed, device, 32, LENGTH, N_VALUES)
     models = _routers(seed, N_VALUES + 1, (1, 2, 4), width=24)
@@ -314,7 +318,7 @@ def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
     dict
         The numbers above, one key each, as floats.
     """
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     device = device_or_cpu(device)
     n_in = 2 * LENGTH + N_VALUES
     batches = _task_batches(pointer_task, seed, device, 32, LENGTH, N_VALUES)
@@ -357,7 +361,7 @@ def weekday_run(
     dict
         The numbers above, one key each, as floats.
     """
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     n_friends = check_int(n_friends, "n_friends", minimum=2)
     device = device_or_cpu(device)
     rota = weekday_task(1, n_friends, seed=seed).rota

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...utils import check_int
+from ...utils.validation import SEED_MAX
 
 __all__ = ["motion", "faces"]
 
@@ -42,7 +43,7 @@ def motion(n_bodies: int = 3, n_points: int = 40, frames: int = 10, seed: int = 
     labels : ndarray, shape (n_bodies * n_points,)
         The body of each trajectory.
     """
-    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
     n_points, frames = check_int(n_points, "n_points"), check_int(frames, "frames")
     bodies = []
     for _ in range(check_int(n_bodies, "n_bodies")):
@@ -78,7 +79,7 @@ def faces(n_faces: int = 3, n_images: int = 40, pixels: int = 100, seed: int = 0
     labels : ndarray, shape (n_faces * n_images,)
         The object of each image.
     """
-    rng = np.random.default_rng(check_int(seed, "seed", minimum=0))
+    rng = np.random.default_rng(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
     n_images, pixels = check_int(n_images, "n_images"), check_int(pixels, "pixels")
     images = []
     for _ in range(check_int(n_faces, "n_faces")):

@@ -18,7 +18,7 @@ from torch import nn
 
 from ...errors import TrainingDivergedError
 from ...utils import as_float_array, as_tensor, check_int, check_positive
-from ...utils.validation import module_input
+from ...utils.validation import SEED_MAX, module_input
 from .._lasso.common import soft_threshold  # unchecked: inner loops
 
 __all__ = [
@@ -146,7 +146,7 @@ def fit_self_expressive_net(
         The loss at every step.
     """
     X = torch.as_tensor(as_float_array(X, "X"), dtype=torch.float32, device=device)
-    torch.manual_seed(check_int(seed, "seed", minimum=0))
+    torch.manual_seed(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
     return _fit_self_expression(
         SelfExpressiveNet(X.shape[1], hidden).to(X.device), X, lam, n_steps, lr
     )
@@ -290,7 +290,7 @@ def fit_learned_ista(
         The loss at every step.
     """
     X = torch.as_tensor(as_float_array(X, "X"), device=device)
-    torch.manual_seed(check_int(seed, "seed", minimum=0))
+    torch.manual_seed(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
     return _fit_self_expression(
         LearnedISTACodes(n_iter, lam).to(X.device, X.dtype), X, lam, n_steps, lr
     )

@@ -25,6 +25,7 @@ from ...data import union_of_subspaces
 from ...functional import attention
 from ...training import evaluating, train
 from ...utils import check_int
+from ...utils.validation import SEED_MAX
 from .. import (
     affinity,
     clustering_accuracy,
@@ -84,7 +85,7 @@ def held_out_run(seed: int, *, n_per_subspace: int = 200) -> dict:
     dict
         ``fit accuracy`` and one held-out accuracy per name of ``HELD_OUT``.
     """
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     data = union_of_subspaces(
         5, 6, 9, check_int(n_per_subspace, "n_per_subspace"), seed=seed
     )
@@ -125,7 +126,7 @@ def normalized_run(seed: int, *, n_per_subspace: int = 60) -> dict:
         One accuracy per name of ``NORMALIZED``, and ``cold keys``, the mean number
         of keys sparsemax keeps per point at tau = 0.1.
     """
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     d = union_of_subspaces(
         5, 6, 9, check_int(n_per_subspace, "n_per_subspace"), seed=seed
     )
@@ -181,7 +182,7 @@ def stack_run(seed: int, *, n_steps: int = 200) -> dict:
         zeros and of ``|weight|`` on the right keys, and the parameter count, under keys
         ``"<kind> <quantity>"``.
     """
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     test = sparse_combination_batch(-1 - seed, 512)
     loss_fn = lambda model, b: ((model(*b[:3])[0] - b[3]) ** 2).mean()  # noqa: E731
     batches = lambda step: sparse_combination_batch(1000 * seed + step)  # noqa: E731

@@ -12,6 +12,7 @@ import torch
 
 from ...normalizers import softmax, sparsemax
 from ...utils import as_float_array, check_int, check_positive
+from ...utils.validation import SEED_MAX
 
 __all__ = ["normalized_self_expression"]
 
@@ -59,7 +60,7 @@ def normalized_self_expression(
         )
     X = torch.as_tensor(as_float_array(X, "X"), device=device)
     lr = check_positive(lr, "lr")
-    torch.manual_seed(check_int(seed, "seed", minimum=0))
+    torch.manual_seed(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
     # Drawn on the CPU and moved: the same seed gives the same start on every device.
     Z = (0.01 * torch.randn(len(X), len(X), dtype=X.dtype)).to(X.device)
     Z.requires_grad_()

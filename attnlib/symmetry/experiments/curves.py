@@ -23,6 +23,7 @@ from ...errors import TrainingDivergedError
 from ...functional import output_of
 from ...training import evaluating, train
 from ...utils import check_int, check_positive, device_or_cpu
+from ...utils.validation import SEED_MAX
 from .learners import CONTROLS, LEARNERS
 from .teachers import knowledge_task, make_teacher, relative_error
 
@@ -106,7 +107,7 @@ def fit_and_score(
     dict
         ``"train"`` and each test name to a relative error.
     """
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     x, y = train_data
     tests = {f"test_data[{name!r}]": pair for name, pair in test_data.items()}
     _check_finite({"train_data": train_data, **tests})
@@ -225,7 +226,7 @@ def fit_tuned(
     """
     grid = GRID if grid is None else grid
     checkpoints = _checkpoints(grid)
-    seed = check_int(seed, "seed", minimum=0)
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     x, y = train_data
     fit, held = _split(x, y, val_fraction)
     best = _grid_search(make, fit, held, grid, checkpoints, seed=seed, device=x.device)

@@ -17,6 +17,7 @@ from torch import nn
 from ...functional import output_of
 from ...training import evaluating
 from ...utils import as_tensor, check_int, check_positive
+from ...utils.validation import SEED_MAX
 from ..heads import KnowledgeAttention
 
 __all__ = ["TEACHERS", "make_teacher", "knowledge_task", "relative_error"]
@@ -75,7 +76,7 @@ def make_teacher(
     if kernel not in TEACHERS:
         raise ValueError(f"kernel must be one of {TEACHERS}, got {kernel!r}")
     check_positive(sharpness, "sharpness")
-    seed = _stream(check_int(seed, "seed", minimum=0), _TEACHER)
+    seed = _stream(check_int(seed, "seed", minimum=0, maximum=SEED_MAX), _TEACHER)
     # The caller's global stream is left where it was.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -134,7 +135,7 @@ def knowledge_task(
             f"got {type(teacher).__name__}"
         )
     g = torch.Generator().manual_seed(
-        _stream(check_int(seed, "seed", minimum=0), _DATA)
+        _stream(check_int(seed, "seed", minimum=0, maximum=SEED_MAX), _DATA)
     )
     p = next(teacher.parameters())
     x = torch.randn(n_sequences, length, teacher.embed_dim, generator=g).to(p)
