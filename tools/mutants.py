@@ -998,15 +998,8 @@ MUTANTS: list[Mutant] = [
     M(
         "additive-mask-keeps-the-masked-keys",
         A + "functional/_dense.py",
-        'return scores + add.masked_fill_(~keep, float("-inf")), empty',
-        'return scores + add.masked_fill_(keep, float("-inf")), empty',
-        "tests/test_sdpa_function.py",
-    ),
-    M(
-        "additive-mask-not-redone-on-nan",
-        A + "functional/_dense.py",
-        "if additive and not traced(out) and not finite_on_host(",
-        "if False and not finite_on_host(",
+        "return torch.where(mask, *ends)",
+        "return torch.where(~mask, *ends)",
         "tests/test_sdpa_function.py",
     ),
     M(
@@ -1681,6 +1674,28 @@ MUTANTS: list[Mutant] = [
         "if x.ndim < 2:",
         "if False:",
         "tests/test_battery.py",
+        "tests/test_attention.py",
+    ),
+    # --- speed ---
+    M(
+        "softmax-path-not-redone-on-nan",
+        A + "functional/_dense.py",
+        "return (out, weights) if finite_on_host(",
+        "return (out, weights) if True or finite_on_host(",
+        "tests/test_sdpa_function.py",
+    ),
+    M(
+        "sdpa-once-not-redone-on-nan",
+        A + "functional/_fused.py",
+        "return out if finite_on_host(out) else None",
+        "return out",
+        "tests/test_sdpa_function.py",
+    ),
+    M(
+        "tiny-temperature-with-dropout-drawn-twice",
+        A + "functional/core.py",
+        "or (eager_cpu and not dropout_p)",
+        "or eager_cpu",
         "tests/test_attention.py",
     ),
 ]
