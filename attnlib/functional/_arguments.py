@@ -88,8 +88,9 @@ def check_finite(t: torch.Tensor, name: str) -> None:
 
 
 def _broadcasts(shape, target) -> bool:
-    n = len(shape)
-    if n <= len(target) and tuple(target[len(target) - n :]) == tuple(shape):
+    """Whether ``shape`` broadcasts to ``target`` (tuples or torch.Size)."""
+    shape, target = tuple(shape), tuple(target)
+    if target[len(target) - len(shape) :] == shape:
         return True  # the common case: the trailing dimensions, equal
     return len(shape) <= len(target) and all(
         a == b or a == 1 for a, b in zip(reversed(shape), reversed(target))
@@ -116,7 +117,7 @@ def check_mask(
             f"{name} must be boolean (True = may attend) or floating (added to the "
             f"scores), got dtype {mask.dtype}"
         )
-    if not _broadcasts(tuple(mask.shape), tuple(shape)):
+    if not _broadcasts(mask.shape, shape):
         raise ValueError(
             f"{name} of shape {tuple(mask.shape)} does not broadcast to the scores' "
             f"shape (..., n_q, n_k) = {tuple(shape)}"

@@ -147,7 +147,7 @@ def attention(
     )
     check_flag(need_weights, "need_weights")
     q, k, v = checked_tensors(q, k, v)
-    if not q.is_cpu and not traced(q):
+    if q.device.type != "cpu" and not traced(q):
         # On an accelerator the culprit cannot be found after a failed check (that
         # would synchronise): each input is asserted on the device, except the keys and
         # values a mask may hide. (On the CPU the one check is on the output.)
@@ -188,9 +188,10 @@ def _attention(
     if bias is not None:
         check_mask(bias, shape, q.device, names[3], names[0], floating=True)
     t = default_temperature(temperature, score, q.shape[-1])
-    soft = normalizer == "softmax" and exact(t, q.dtype)
+    # A default temperature (sqrt(d) or 1) is held by every dtype
+    soft = normalizer == "softmax" and (temperature is None or exact(t, q.dtype))
     # float16 is scaled before the product (see weights_path)
-    eager_cpu = q.is_cpu and q.dtype != torch.float16 and not traced(q)
+    eager_cpu = q.device.type == "cpu" and q.dtype != torch.float16 and not traced(q)
     # Where an output cannot be redone as it was (off the CPU, in a graph, with dropout,
     # which would draw twice), SDPA runs only at a temperature of at least 1: nothing
     # overflows then that q kᵀ does not, so that SDPA's output is the weights path's,
