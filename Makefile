@@ -96,8 +96,9 @@ test-latest: $(MATHJAX)
 # On a machine with a CUDA GPU (not part of `make test`, whose CI has none): the library's
 # tests with CUDA present (tests/test_cuda.py's CUDA-only checks run instead of skipping),
 # every chapter executed on CUDA (its setup cell's get_device() picks it), and the GPU
-# section of the normalizers benchmark (attnlib/results/normalizers_gpu.json). Who runs
-# it and when: CONTRIBUTING.md ("Devices").
+# section of the normalizers benchmark (attnlib/results/normalizers_gpu.json), all with
+# the Triton kernels asked for (ATTNLIB_TRITON=1: unverified kernels are off by default),
+# so that they are exercised. Who runs it and when: CONTRIBUTING.md ("Devices").
 # Every test of the library: all but those of the website, the PDF, JupyterLab, Colab,
 # the executed chapters and the packaging.
 DEVICE_TESTS = $(filter-out tests/test_site.py tests/test_pdf.py tests/test_lab.py \
@@ -106,7 +107,7 @@ test-gpu: setup
 	@$(PY) -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
 		"make test-gpu needs a CUDA GPU: torch.cuda.is_available() is False here")'
 	$(PY) -c 'import torch; print("CUDA device:", torch.cuda.get_device_name())'
-	status=0; \
+	export ATTNLIB_TRITON=1; status=0; \
 	$(PY) -m pytest -q -p no:cacheprovider -rs $(DEVICE_TESTS) || status=1; \
 	$(PY) -m pytest -q -p no:cacheprovider --nbmake --nbmake-timeout=300 book/*.ipynb || status=1; \
 	$(PY) benchmarks/normalizers.py $(if $(QUICK),--quick) || status=1; \

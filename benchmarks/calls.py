@@ -74,6 +74,8 @@ GOALS = [
      "ratio_to_floor", 1.2),
     ("weights formed, bool mask / the floor ≤ 1.2", "attention(attn_mask=bool)",
      "ratio_to_floor", 1.2),
+    ("weights formed, float mask / the floor ≤ 1.2", "attention(attn_mask=float)",
+     "ratio_to_floor", 1.2),
     ("without weights / SDPA ≤ 1.05", "attention(need_weights=False)",
      "ratio_to_sdpa", 1.05),
     ("attnlib.scaled_dot_product_attention / SDPA ≤ 1.05",
@@ -197,6 +199,16 @@ def attention_rows(device, quick: bool) -> list[dict]:
         },
     )
     row(
+        "attention(attn_mask=float)",
+        lambda: attention(q, k, v, attn_mask=bias["bool"])[0],
+        {
+            "sdpa": lambda: F.scaled_dot_product_attention(
+                q, k, v, attn_mask=bias["bool"]
+            ),
+            "floor": lambda: _floor(q, k, v, bias["bool"]),
+        },
+    )
+    row(
         "attention(normalizer='sparsemax')",
         lambda: attention(q, k, v, normalizer="sparsemax")[0],
         {
@@ -248,6 +260,31 @@ def attention_rows(device, quick: bool) -> list[dict]:
         tiny,
         shape=TINY_SHAPE,
     )
+    tn = TINY_SHAPE[-2]
+    t_causal = torch.ones(tn, tn, dtype=torch.bool, device=device).tril()
+    t_keep = keep[:tn, :tn]
+    t_bias = {
+        m: torch.zeros(tn, tn, device=device).masked_fill(~b, float("-inf"))
+        for m, b in (("causal", t_causal), ("bool", t_keep))
+    }
+    for call, options, mask, key in (
+        ("tiny: attention(is_causal=True)", {"is_causal": True}, None, "causal"),
+        ("tiny: attention(attn_mask=bool)", {"attn_mask": t_keep}, t_keep, "bool"),
+        ("tiny: attention(attn_mask=float)", {"attn_mask": t_bias["bool"]},
+         t_bias["bool"], "bool"),
+    ):  # fmt: skip
+        sdpa_options = options if mask is None else {"attn_mask": mask}
+        row(
+            call,
+            lambda options=options: attention(tq, tk, tv, **options)[0],
+            {
+                "sdpa": lambda o=sdpa_options: F.scaled_dot_product_attention(
+                    tq, tk, tv, **o
+                ),
+                "floor": lambda key=key: _floor(tq, tk, tv, t_bias[key]),
+            },
+            shape=TINY_SHAPE,
+        )
     ours_sdpa = _ours_sdpa()
     if ours_sdpa is not None:
         row("attnlib.scaled_dot_product_attention", lambda: ours_sdpa(q, k, v), sdpa)

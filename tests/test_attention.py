@@ -316,6 +316,33 @@ def test_tiny_temperature_gives_the_arg_max_limit_and_huge_scores_raise():
         attention(q, k, v, normalizer="none", temperature=1e-40)
 
 
+@pytest.mark.parametrize("dropout_p", [0.0, 0.5])
+@pytest.mark.parametrize(
+    "dtype, scale",
+    [(torch.float32, 1e300), (torch.float32, 1e38), (torch.float64, 1e300)],
+    ids=["float32 1e300", "float32 1e38", "float64 1e300"],
+)
+def test_a_scale_that_overflows_the_scores_gives_the_limit_with_and_without_weights(
+    dtype, scale, dropout_p
+):
+    """Issue 52: a huge scale overflows q kᵀ · scale in float32, where SDPA gives NaN;
+    with and without weights (the fused path) attention gives the arg-max limit, each
+    query the value of its highest score, and with dropout the same draw on both
+    paths (1e38: a temperature float32 holds, 1e300: one it does not)."""
+    q, k, v = qkv(2, dtype=dtype)
+    if dtype == torch.float32:
+        assert F.scaled_dot_product_attention(q, k, v, scale=scale).isnan().any()
+    torch.manual_seed(0)
+    weighted = attention(q, k, v, scale=scale, dropout_p=dropout_p)
+    torch.manual_seed(0)
+    fused = attention(q, k, v, scale=scale, dropout_p=dropout_p, need_weights=False)
+    torch.testing.assert_close(fused.output, weighted.output, rtol=0, atol=0)
+    if not dropout_p:
+        top = (q @ k.mT).argmax(-1, keepdim=True)
+        peer = torch.take_along_dim(v, top, -2)  # row i: v at the key of its top score
+        torch.testing.assert_close(weighted.output, peer, rtol=0, atol=0)
+
+
 def test_float64_inputs_and_modules_are_never_cast():
     q, k, v = qkv(dtype=torch.float64)
     assert attention(q.numpy(), k.numpy(), v.numpy()).output.dtype == torch.float64

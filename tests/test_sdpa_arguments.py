@@ -91,6 +91,19 @@ def test_dropout_is_sdpas_under_the_same_seed_and_unbiased():
     assert attention(q, k, v, dropout_p=1.0).output.abs().max() == 0
 
 
+@pytest.mark.parametrize("name", [*masks(), "is_causal"])
+def test_masks_with_dropout_are_sdpas_under_the_same_seed(name):
+    """With dropout, softmax attention runs on the weights path (which masks and adds
+    the float mask's bias after the temperature): still SDPA's output, draw for draw."""
+    q, k, v = qkv()
+    kw = {"is_causal": True} if name == "is_causal" else {"attn_mask": masks()[name]}
+    torch.manual_seed(5)
+    ours = attention(q, k, v, dropout_p=0.3, **kw).output
+    torch.manual_seed(5)
+    peer = F.scaled_dot_product_attention(q, k, v, dropout_p=0.3, **kw)
+    torch.testing.assert_close(ours, peer, atol=1e-12, rtol=0)
+
+
 def test_a_row_with_every_key_masked_gives_zeros_for_bool_and_float_masks():
     q, k, v = qkv()
     bool_mask = masks()["bool"].clone()

@@ -256,30 +256,43 @@ def test_sdpa_takes_torchs_positional_arguments_and_no_more():
     assert "scaled_dot_product_attention" in attnlib.__all__
 
 
-def test_a_large_masked_call_adds_its_mask_with_the_same_numbers():
-    """Above 2**16 scores on the CPU a broadcast bool mask is added as 0 / -inf (the
-    cost of a bias); the weights, outputs and gradients are those of masking, and a
-    NaN in a masked key is still ignored (the call is redone masking)."""
-    from attnlib.functional._dense import weights_path
+def test_the_softmax_path_adds_its_mask_with_the_numbers_of_masking():
+    """On the CPU softmax attention adds its bool mask, float mask or causal triangle
+    as one bias of 0 / -inf (the cost of a bias, as the hand-written expression); the
+    weights, outputs and gradients are those of masking (the weights path), and where
+    they cannot be (a query with no key) the output check refuses the sum, so that the
+    call is redone on the weights path."""
+    from attnlib.functional._dense import additive, softmax_path, weights_path
 
     q, k, v = qkv((2, 4, 128, 16), (2, 4, 128, 16))
     q.requires_grad_()
     m = bool_mask(128, 128)
-    m[3] = False  # a query with no key
     names = ("q", "k", "v", "mask")
-    args = (k, v, "scaled_dot", "softmax", m, None, None, 0.0, names)
-    added = weights_path(q, *args)
-    masked = weights_path(q, *args, additive=False)
-    assert torch.equal(added[0], masked[0]) and torch.equal(added[1], masked[1])
-    assert (added[1][..., 3, :] == 0).all()
-    (g_added,) = torch.autograd.grad(added[0].sum(), q)
-    (g_masked,) = torch.autograd.grad(masked[0].sum(), q)
-    assert torch.equal(g_added, g_masked)
+    shape, t = (2, 4, 128, 128), 4.0
     float_mask = torch.randn(128, 128, dtype=q.dtype).masked_fill(~m, float("-inf"))
-    args = (k, v, "scaled_dot", "softmax", m, None, float_mask.masked_fill(~m, 0), 0.0,
-            names)  # fmt: skip
-    added, masked = weights_path(q, *args), weights_path(q, *args, additive=False)
-    assert torch.equal(added[0], masked[0]) and torch.equal(added[1], masked[1])
+    tri = torch.ones(128, 128, dtype=torch.bool).tril()
+    for mask, bias, causal, as_masked in (
+        (m, None, False, (m, None)),
+        (None, float_mask, False, (m, float_mask.masked_fill(~m, 0))),
+        (None, None, True, (tri, None)),
+        (m, None, True, (m & tri, None)),
+        (None, float_mask, True, (m & tri, float_mask.masked_fill(~m, 0))),
+    ):
+        add = additive(mask, bias, causal, shape, q.dtype, q.device)
+        added = softmax_path(q, k, v, add, t, shape)
+        masked = weights_path(q, k, v, "scaled_dot", "softmax", as_masked[0], t,
+                              as_masked[1], 0.0, names)  # fmt: skip
+        assert torch.equal(added[0], masked[0]) and torch.equal(added[1], masked[1])
+        (g_added,) = torch.autograd.grad(added[0].sum(), q)
+        (g_masked,) = torch.autograd.grad(masked[0].sum(), q)
+        assert torch.equal(g_added, g_masked)
+    m[3] = False  # a query with no key: -inf everywhere, NaN weights, refused
+    add = additive(m, None, False, shape, q.dtype, q.device)
+    assert softmax_path(q, k, v, add, t, shape) is None
+    out, weights = attention(q, k, v, mask=m, temperature=t)
+    masked = weights_path(q, k, v, "scaled_dot", "softmax", m, t, None, 0.0, names)
+    assert torch.equal(out, masked[0]) and torch.equal(weights, masked[1])
+    assert (weights[..., 3, :] == 0).all() and (out[..., 3, :] == 0).all()
     m[3] = True
     peer = F.scaled_dot_product_attention(q, k, v, m)
     torch.testing.assert_close(attention(q, k, v, mask=m).output, peer)

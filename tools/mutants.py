@@ -817,7 +817,7 @@ MUTANTS: list[Mutant] = [
     M(
         "to-device-skips-named-tuples",
         A + "training.py",
-        "return type(batch)(*(_to_device(x, device) for x in batch))",
+        "return type(batch)(*(to_device(x, device) for x in batch))",
         "return batch",
         T_TRAIN,
     ),
@@ -1065,15 +1065,8 @@ MUTANTS: list[Mutant] = [
     M(
         "additive-mask-keeps-the-masked-keys",
         A + "functional/_dense.py",
-        'return scores + add.masked_fill_(~keep, float("-inf")), empty',
-        'return scores + add.masked_fill_(keep, float("-inf")), empty',
-        "tests/test_sdpa_function.py",
-    ),
-    M(
-        "additive-mask-not-redone-on-nan",
-        A + "functional/_dense.py",
-        "if additive and not traced(out) and not finite_on_host(",
-        "if False and not finite_on_host(",
+        "return torch.where(mask, *ends)",
+        "return torch.where(~mask, *ends)",
         "tests/test_sdpa_function.py",
     ),
     M(
@@ -1886,5 +1879,27 @@ MUTANTS: list[Mutant] = [
         "SEED_MAX = 2**64 - 1",
         "SEED_MAX = None",
         T_B52 + "test_a_bad_seed_is_refused_naming_seed",
+    ),
+    # --- speed ---
+    M(
+        "softmax-path-not-redone-on-nan",
+        A + "functional/_dense.py",
+        "return (out, weights) if finite_on_host(",
+        "return (out, weights) if True or finite_on_host(",
+        "tests/test_sdpa_function.py",
+    ),
+    M(
+        "sdpa-once-not-redone-on-nan",
+        A + "functional/_fused.py",
+        "return out if finite_on_host(out) else None",
+        "return out",
+        "tests/test_sdpa_function.py",
+    ),
+    M(
+        "tiny-temperature-with-dropout-drawn-twice",
+        A + "functional/core.py",
+        "or (eager_cpu and not dropout_p)",
+        "or eager_cpu",
+        "tests/test_attention.py",
     ),
 ]

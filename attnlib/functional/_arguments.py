@@ -71,6 +71,13 @@ def checked_tensors(q, k, v, names=("q", "k", "v")):
     array-likes take the dtype of ``q`` (``torch.get_default_dtype()`` for an array-like
     ``q``) and its device. No value is read here.
     """
+    if (  # the common case, at the cost of a few comparisons
+        isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor)
+        and isinstance(v, torch.Tensor) and q.is_floating_point()
+        and q.dtype == k.dtype == v.dtype and q.device == k.device == v.device
+        and q.ndim >= 2 and k.ndim >= 2 and v.ndim >= 2
+    ):  # fmt: skip
+        return q, k, v
     q = _tensor(q, names[0], None)
     return q, _tensor(k, names[1], q, names[0]), _tensor(v, names[2], q, names[0])
 
@@ -81,6 +88,10 @@ def check_finite(t: torch.Tensor, name: str) -> None:
 
 
 def _broadcasts(shape, target) -> bool:
+    """Whether ``shape`` broadcasts to ``target`` (tuples or torch.Size)."""
+    shape, target = tuple(shape), tuple(target)
+    if target[len(target) - len(shape) :] == shape:
+        return True  # the common case: the trailing dimensions, equal
     return len(shape) <= len(target) and all(
         a == b or a == 1 for a, b in zip(reversed(shape), reversed(target))
     )
@@ -106,7 +117,7 @@ def check_mask(
             f"{name} must be boolean (True = may attend) or floating (added to the "
             f"scores), got dtype {mask.dtype}"
         )
-    if not _broadcasts(tuple(mask.shape), tuple(shape)):
+    if not _broadcasts(mask.shape, shape):
         raise ValueError(
             f"{name} of shape {tuple(mask.shape)} does not broadcast to the scores' "
             f"shape (..., n_q, n_k) = {tuple(shape)}"
@@ -114,15 +125,22 @@ def check_mask(
     return mask
 
 
-def check_shapes(q, k, v, score, names=("q", "k", "v")) -> tuple:
-    """The batch shape of q, k, v, or a ValueError naming the argument and shapes."""
+def check_shapes(q, k, v, score, names=("q", "k", "v")) -> tuple[tuple, bool]:
+    """The scores' shape ``(*batch, n_q, n_k)`` and whether q, k, v have one batch
+    shape (none to broadcast), or a ValueError naming the arguments and shapes."""
     qs, ks, vs = q.shape, k.shape, v.shape
+    batch = qs[:-2]
     if (  # the common case, at the cost of a few comparisons
         ks[-2] and qs[-1] and ks[-1] and ks[-2] == vs[-2]
         and (qs[-1] == ks[-1] or callable(score))
-        and qs[:-2] == ks[:-2] == vs[:-2]
+        and batch == ks[:-2] == vs[:-2]
     ):  # fmt: skip
-        return qs[:-2]
+        return (*batch, qs[-2], ks[-2]), True
+    return (*_batch(q, k, v, score, names), qs[-2], ks[-2]), False
+
+
+def _batch(q, k, v, score, names) -> tuple:
+    """The broadcast batch shape of q, k, v, or a ValueError naming the arguments."""
     nq, nk, nv = names[:3]
 
     def shapes():  # formatted only for a message
@@ -180,8 +198,9 @@ def repeat_heads(q, k, v, names=("query", "key", "value")):
 
 
 def sdpa_arguments(mask, attn_mask, is_causal, dropout_p, temperature, scale):
-    """SDPA's arguments in attnlib's terms, checked: a bool mask, an additive bias,
-    the temperature (``1 / scale``), dropout_p, and the mask's name."""
+    """SDPA's arguments in attnlib's terms, checked: a bool mask, a float mask (the
+    additive bias, its values not read), the temperature (``1 / scale``), dropout_p,
+    and the mask's name."""
     name = "mask"
     if attn_mask is not None:
         if mask is not None:
@@ -205,10 +224,9 @@ def sdpa_arguments(mask, attn_mask, is_causal, dropout_p, temperature, scale):
             )
     elif temperature is not None:
         temperature = check_positive(temperature, "temperature")
-    bias = None
     if isinstance(mask, torch.Tensor) and mask.is_floating_point():
-        mask, bias = split_additive(mask, name)
-    return mask, bias, temperature, float(dropout_p), name
+        return None, mask, temperature, float(dropout_p), name
+    return mask, None, temperature, float(dropout_p), name
 
 
 def split_additive(mask: torch.Tensor, name: str = "mask"):

@@ -4,7 +4,9 @@
 ``-inf``, then ``output = weights @ v``. A valid call pays one check on the output (or
 on the row maxima, where the normalizer needs them); what was wrong is found only
 after a check fails, so that the good path costs what the hand-written expression
-costs.
+costs. :func:`softmax_path` is that expression itself, for softmax on the CPU: masks
+and the causal triangle enter as one additive bias, and a failed check sends the call
+to :func:`weights_path`, which finds why.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from ..errors import ScoreError
 from ..normalizers import SHIFT_INVARIANT
 from ..utils import check_on_device
 from ..utils.validation import finite_on_host, traced
-from ._arguments import check_mask
 from .scores import (
     FUSED_SCORES,
     default_temperature,
@@ -23,33 +24,52 @@ from .scores import (
     resolve_score,
 )
 
-__all__ = ["weights_path", "causal_mask"]
+__all__ = ["weights_path", "softmax_path", "additive", "causal_mask", "exact"]
 
 _CAUSAL: dict = {}
 
 
-def causal_mask(n_q: int, n_k: int, device) -> torch.Tensor:
+def causal_mask(n_q: int, n_k: int, device, dtype=torch.bool) -> torch.Tensor:
     """SDPA's causal mask, aligned at the top left: query ``i`` sees keys ``0 … i``.
 
-    Kept per shape and device for eager calls (building it costs more than a tiny
-    attention), built afresh where a graph is traced.
+    Bool (True = may attend), or in a floating ``dtype`` the additive mask of 0 and
+    ``-inf``. Kept per shape, device and dtype for eager calls (building it costs more
+    than a tiny attention), built afresh where a graph is traced.
     """
     if torch.compiler.is_compiling():
-        return _triangle(n_q, n_k, device)
-    key = (n_q, n_k, device)
+        return _triangle(n_q, n_k, device, dtype)
+    key = (n_q, n_k, device, dtype)
     mask = _CAUSAL.get(key)
     if mask is None:
         if len(_CAUSAL) > 64:
             _CAUSAL.clear()
-        mask = _CAUSAL[key] = _triangle(n_q, n_k, device)
+        mask = _CAUSAL[key] = _triangle(n_q, n_k, device, dtype)
     return mask
 
 
-def _triangle(n_q: int, n_k: int, device) -> torch.Tensor:
-    return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()
+def _triangle(n_q: int, n_k: int, device, dtype) -> torch.Tensor:
+    tri = torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()
+    return tri if dtype == torch.bool else _zero_or_minus_inf(tri, dtype)
 
 
-def _exact(temperature: float, dtype: torch.dtype) -> bool:
+def _zero_or_minus_inf(mask: torch.Tensor, dtype) -> torch.Tensor:
+    """A bool mask as the additive one: 0 where True, ``-inf`` where False."""
+    key = (dtype, mask.device)
+    ends = _ENDS.get(key)
+    if ends is None or torch.compiler.is_compiling():
+        ends = tuple(
+            torch.full((), x, dtype=dtype, device=mask.device)
+            for x in (0.0, -torch.inf)
+        )
+        if not torch.compiler.is_compiling():
+            _ENDS[key] = ends
+    return torch.where(mask, *ends)
+
+
+_ENDS: dict = {}  # (dtype, device) -> 0 and -inf as 0-dim tensors: where's fast path
+
+
+def exact(temperature: float, dtype: torch.dtype) -> bool:
     """Whether ``dtype`` holds ``temperature`` as a nonzero finite number."""
     low, high = _RANGE.get(dtype) or _RANGE.setdefault(dtype, _range(dtype))
     return low < temperature <= high
@@ -64,24 +84,60 @@ def _range(dtype: torch.dtype) -> tuple[float, float]:
 _RANGE: dict = {}  # dtype -> _range(dtype): torch.finfo costs a microsecond per call
 
 
+def additive(mask, bias, causal: bool, shape, dtype, device):
+    """The bool mask, the float mask ``bias`` and the causal triangle as one additive
+    mask of the scores' ``dtype`` (0 or ``-inf``, plus the bias), or None.
+
+    Checked arguments: ``mask`` bool and ``bias`` floating, both broadcastable to the
+    scores' ``shape``; the bias's values are not read (a NaN or ``+inf`` in it shows
+    in the output, whose check sends the call to :func:`weights_path`).
+    """
+    if causal:
+        if mask is None:
+            tri = causal_mask(shape[-2], shape[-1], device, dtype)
+            return tri if bias is None else bias.to(dtype) + tri
+        mask = mask & causal_mask(shape[-2], shape[-1], device)
+    if mask is None:
+        return None if bias is None else bias.to(dtype)
+    add = _zero_or_minus_inf(mask, dtype)
+    return add if bias is None else add + bias.to(dtype)
+
+
+def softmax_path(q, k, v, add, temperature: float, shape):
+    """Softmax attention as the hand-written expression, checked once on its output.
+
+    ``softmax(q kᵀ / temperature + add) @ v`` for checked tensors on the CPU, a
+    ``temperature`` of at least 1 (so that nothing overflows that ``q kᵀ`` does not)
+    and ``add`` from :func:`additive` (or None); ``shape`` is the scores' full shape.
+    Returns the output and the weights, or None where the output is not finite: a NaN
+    or infinity that reaches it, a NaN that a mask should hide, a query with no key
+    (``-inf`` everywhere); :func:`weights_path` then computes or refuses, naming why.
+    """
+    scores = q @ k.mT  # a fresh product: scaled and masked in place
+    if temperature != 1:
+        scores = scores.div_(temperature)
+    if add is not None:
+        scores = scores.add_(add) if scores.shape == shape else scores + add
+    weights = torch.softmax(scores, -1)
+    out = weights @ v
+    return (out, weights) if finite_on_host(out if out.numel() else weights) else None
+
+
 def weights_path(
     q, k, v, score, normalizer, mask, temperature, bias, dropout_p, names,
-    may_be_empty=True, additive=True,
+    may_be_empty=True,
 ):  # fmt: skip
     """The output and the weights, for ``attention`` (checked arguments).
 
-    ``names`` are the caller's names of q, k, v and the mask, for messages;
-    ``may_be_empty`` is False where the mask leaves every query a key (the causal
-    triangle alone), which spares a reduction. With ``additive``, a broadcast bool
-    mask of a large softmax call on the CPU is added as a bias of 0 and ``-inf`` (the
-    same numbers as masking, at the cost of an addition); should the output not be
-    finite, the call is redone masking, which hides a NaN of a masked key.
+    ``mask`` is bool and ``bias`` finite (a float mask split). ``names`` are the
+    caller's names of q, k, v and the mask, for messages; ``may_be_empty`` is False
+    where the mask leaves every query a key (the causal triangle alone), which spares
+    a reduction.
     """
-    given = temperature
     score_fn, normalize = resolve_score(score), resolve_normalizer(normalizer)
     temperature = default_temperature(temperature, score, q.shape[-1])
-    exact = _exact(temperature, q.dtype)
-    if q.dtype == torch.float16 and score in FUSED_SCORES and exact and temperature > 1:
+    held = exact(temperature, q.dtype)
+    if q.dtype == torch.float16 and score in FUSED_SCORES and held and temperature > 1:
         # SDPA's order in float16: q·k may overflow where q·k / t does not, so q and k
         # are scaled first, by sqrt(1/t) each.
         root = temperature**-0.5
@@ -90,15 +146,8 @@ def weights_path(
         scores = score_fn(q, k)
     if callable(score):
         _check_scores_shape(scores, q, k, names)
-    at_once = normalizer == "softmax" and exact and temperature >= 1
-    additive = (
-        additive
-        and at_once
-        and mask is not None
-        and scores.device.type == "cpu"
-        and scores.numel() >= max(2**16, 4 * mask.numel())
-    )
-    scores, empty, bias = _masked(scores, mask, names, may_be_empty, additive, bias)
+    at_once = normalizer == "softmax" and held and temperature >= 1
+    scores, empty = _masked(scores, mask, may_be_empty)
     if scores.numel() == 0:
         return normalize(scores) @ v, normalize(scores)
     if at_once:  # softmax shifts by the row maximum itself: one check, at the end
@@ -107,7 +156,7 @@ def weights_path(
     else:
         shift = isinstance(normalizer, str) and normalizer in SHIFT_INVARIANT
         top = _checked_tops(scores, q, k, names)
-        scores = _tempered(scores, top, temperature, shift, exact)
+        scores = _tempered(scores, top, temperature, shift, held)
     if bias is not None:
         scores = scores + bias.to(dtype=scores.dtype)
     weights = normalize(scores)
@@ -116,12 +165,6 @@ def weights_path(
     if dropout_p:
         weights = torch.nn.functional.dropout(weights, dropout_p)
     out = weights @ v
-    target = out if out.numel() else weights
-    if additive and not traced(out) and not finite_on_host(target):
-        return weights_path(
-            q, k, v, score, normalizer, mask, given, bias, dropout_p, names,
-            may_be_empty, additive=False,
-        )  # fmt: skip
     return _checked_output(out, weights, scores, q, k, v, names), weights
 
 
@@ -137,25 +180,11 @@ def _check_scores_shape(scores, q, k, names) -> None:
         )
 
 
-def _masked(scores, mask, names, may_be_empty=True, additive=False, bias=None):
-    """Scores with masked keys at ``-inf``, and the rows with no key (or ``None``).
-
-    With ``additive``, the mask is added as 0 / ``-inf``; where there is a ``bias`` (a
-    float mask's finite part, added after the temperature), the mask is folded into it
-    instead, so that one pass adds both. Returns the scores, the empty rows and the
-    bias.
-    """
+def _masked(scores, mask, may_be_empty=True):
+    """Scores with masked keys at ``-inf`` (``mask`` checked), and the rows with no
+    key (or ``None``)."""
     if mask is None:
-        return scores, None, bias
-    mask = check_mask(mask, scores.shape, scores.device, names[3], names[0])
-    if additive:  # 0 or -inf, added: what a bias costs (see weights_path)
-        seen = mask.any(-1, keepdim=True)
-        empty = None if seen.all() else ~seen
-        keep = mask if empty is None else mask | empty
-        if bias is not None:
-            return scores, empty, torch.where(keep, bias.to(scores.dtype), -torch.inf)
-        add = torch.zeros(keep.shape, dtype=scores.dtype, device=scores.device)
-        return scores + add.masked_fill_(~keep, float("-inf")), empty, None
+        return scores, None
     if may_be_empty:
         # A row whose every key is masked (causal masks with padding make them) gets
         # zero weights and zero output, as SDPA's: its scores stay unmasked (finite, so
@@ -165,8 +194,8 @@ def _masked(scores, mask, names, may_be_empty=True, additive=False, bias=None):
         seen = mask.any(-1, keepdim=True)
         if traced(seen) or seen.device.type != "cpu" or not seen.all():
             empty = ~seen
-            return torch.where(mask | empty, scores, float("-inf")), empty, bias
-    return torch.where(mask, scores, float("-inf")), None, bias
+            return torch.where(mask | empty, scores, float("-inf")), empty
+    return torch.where(mask, scores, float("-inf")), None
 
 
 def _checked_tops(scores, q, k, names):
@@ -238,23 +267,23 @@ def _checked_output(out, weights, scores, q, k, v, names):
     )
 
 
-def _tempered(scores, top, temperature, shift, exact):
+def _tempered(scores, top, temperature, shift, held):
     """Scores divided by the temperature, without overflow where ``shift`` allows."""
     # A temperature that the scores' dtype rounds to 0 or inf is applied in float64, so
     # that 0 / 0 and -inf / inf (masked keys) do not become NaN.
-    if shift and not (exact and temperature >= 1):
+    if shift and not (held and temperature >= 1):
         # A temperature below 1 could overflow the scores to +inf; their gaps to the row
         # maximum are finite, and can overflow only to -inf (weight 0). (At 1 or above
         # nothing overflows, and the normalizer shifts by the row maximum itself.)
         scores = scores - top
         return (
             scores.div_(temperature)
-            if exact
+            if held
             else (scores.double() / temperature).to(scores.dtype)
         )
     divided = (
         scores / temperature
-        if exact
+        if held
         else (scores.double() / temperature).to(scores.dtype)
     )
     if temperature < 1:

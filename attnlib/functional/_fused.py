@@ -12,14 +12,38 @@ from ..utils import check_on_device
 from ..utils.validation import finite_on_host, traced
 from . import _triton_flash as triton_flash
 from ._arguments import check_mask
+from ._dense import causal_mask
 from .scores import FUSED_SCORES, default_temperature
 
-__all__ = ["fusable", "fused", "flashable", "flash"]
+__all__ = ["sdpa_once", "fused", "flashable", "flash"]
 
 
-def fusable(score, normalizer, need_weights: bool) -> bool:
-    """Whether SDPA's fused kernels compute this attention (no weights are asked)."""
-    return not need_weights and normalizer == "softmax" and score in FUSED_SCORES
+def sdpa_once(
+    q, k, v, mask, bias, causal, scale, dropout_p, shape, same
+) -> torch.Tensor | None:  # fmt: skip
+    """Softmax attention's output by ``F.scaled_dot_product_attention``, checked once.
+
+    For checked tensors on the CPU: the bool ``mask``, the float mask
+    ``bias`` and the causal triangle become SDPA's one ``attn_mask`` (the triangle
+    alone its ``is_causal``), as a caller of SDPA would pass them. Returns None where
+    the output is not finite (a NaN or infinity, a masked NaN, +inf or NaN in the
+    float mask, an overflow): the weights path then computes (a masked NaN ignored, the
+    limit of a tiny temperature) or refuses, naming why. (PyTorch gives zeros to a
+    query with no key on the CPU, as attnlib does.)
+    """
+    if causal and (mask is not None or bias is not None):
+        tri = causal_mask(q.shape[-2], k.shape[-2], q.device)
+        mask = tri if mask is None else mask & tri
+        causal = False
+    if bias is not None:
+        bias = bias.to(q.dtype)
+        mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+    if not same:
+        q, k, v = (t.expand(*shape[:-2], *t.shape[-2:]) for t in (q, k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale, is_causal=causal
+    )
+    return out if finite_on_host(out) else None
 
 
 def fused(

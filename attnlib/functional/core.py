@@ -1,9 +1,11 @@
-"""The face of attention: :func:`attention`, :func:`attend` and what they return.
+"""The face of attention: :func:`attention` and what it returns.
 
 :func:`attention` checks its arguments once (``attnlib.functional._arguments``)
-and hands them to :func:`_attention`, which picks the path: PyTorch's fused SDPA or
-the flash kernels without weights (``attnlib.functional._fused``), else the weights
-path (``attnlib.functional._dense``).
+and hands them to :func:`_attention`, which picks the path: softmax as the
+hand-written expression, checked once on its output; PyTorch's fused SDPA or the
+flash kernels without weights (``attnlib.functional._fused``); else the weights path
+(``attnlib.functional._dense``). ``attend`` is the same function under the name the
+library's own modules call it by.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from typing import NamedTuple
 
 import torch
 
-from ..errors import AttentionInputError
-from ..utils import check_positive
 from ..utils.validation import traced
 from ._arguments import (
     check_finite,
@@ -24,9 +24,9 @@ from ._arguments import (
     sdpa_arguments,
     split_additive,
 )
-from ._dense import causal_mask, weights_path
-from ._fused import flash, flashable, fusable, fused
-from .scores import Normalizer, Score
+from ._dense import additive, causal_mask, exact, softmax_path, weights_path
+from ._fused import flash, flashable, fused, sdpa_once
+from .scores import FUSED_SCORES, Normalizer, Score, default_temperature
 
 __all__ = ["AttentionResult", "attention", "attend"]
 
@@ -150,9 +150,9 @@ def attention(
     if q.device.type != "cpu" and not traced(q):
         # On an accelerator the culprit cannot be found after a failed check (that
         # would synchronise): each input is asserted on the device, except the keys and
-        # values a mask may hide.
+        # values a mask may hide. (On the CPU the one check is on the output.)
         check_finite(q, "q")
-        if mask is None and not is_causal:
+        if mask is None and bias is None and not is_causal:
             check_finite(k, "k")
             check_finite(v, "v")
     return _attention(
@@ -161,27 +161,66 @@ def attention(
     )  # fmt: skip
 
 
+#: The library's own modules call :func:`attention` by this name: the same function.
+attend = attention
+
+
 def _attention(
     q, k, v, score, normalizer, mask, bias, temperature, is_causal, dropout_p,
     need_weights, names=_NAMES,
 ) -> AttentionResult:  # fmt: skip
     """:func:`attention` on tensors of one dtype and device, checked arguments.
 
-    The shapes are checked here (a shape costs no pass over the data); then the causal
-    mask, and SDPA's fused kernels, the flash kernels or the weights.
+    ``mask`` is a bool mask and ``bias`` a float mask (SDPA's additive one, ``-inf``
+    allowed, its values not yet read). The shapes are checked here (a shape costs no
+    pass over the data); then the path is picked. On the CPU softmax runs first as a
+    caller would write it: without weights as PyTorch's fused SDPA, with them (at a
+    temperature of at least 1, where nothing overflows that ``q kᵀ`` does not, and
+    without dropout) as the hand-written expression; one check, on the output. Should
+    it fail (a NaN or infinity, a masked NaN, a query with no key, an overflow), the
+    call is redone on the paths below, which find why or compute the limit. Off the
+    CPU, softmax without weights runs as SDPA, sparsemax and entmax on CUDA as the
+    flash kernels; else the weights path.
     """
-    batch = check_shapes(q, k, v, score, names)
-    if bias is not None and bias.device != q.device:
-        raise AttentionInputError(
-            f"{names[3]} is on {bias.device} but {names[0]} is on {q.device}: move it "
-            f"({names[3]}.to({names[0]}.device)); nothing is moved for you"
-        )
-    fuse = fusable(score, normalizer, need_weights)
+    shape, same = check_shapes(q, k, v, score, names)
+    if mask is not None:
+        mask = check_mask(mask, shape, q.device, names[3], names[0])
+    if bias is not None:
+        check_mask(bias, shape, q.device, names[3], names[0], floating=True)
+    t = default_temperature(temperature, score, q.shape[-1])
+    # A default temperature (sqrt(d) or 1) is held by every dtype
+    soft = normalizer == "softmax" and (temperature is None or exact(t, q.dtype))
+    # float16 is scaled before the product (see weights_path)
+    eager_cpu = q.device.type == "cpu" and q.dtype != torch.float16 and not traced(q)
+    # Where an output cannot be redone as it was (off the CPU, in a graph, with dropout,
+    # which would draw twice), SDPA runs only at a temperature of at least 1: nothing
+    # overflows then that q kᵀ does not, so that SDPA's output is the weights path's,
+    # whose limit at a tiny temperature it lacks.
+    fuse = (
+        soft
+        and not need_weights
+        and score in FUSED_SCORES
+        and (t >= 1 or (eager_cpu and not dropout_p))
+    )
+    if soft and eager_cpu:
+        if fuse:
+            out = sdpa_once(
+                q, k, v, mask, bias, is_causal, 1 / t, dropout_p, shape, same
+            )
+            if out is not None:
+                return AttentionResult(out, None)
+            fuse = False  # the weights path finds why, or the limit
+        elif t >= 1 and not dropout_p and score in FUSED_SCORES:
+            add = additive(mask, bias, is_causal, shape, q.dtype, q.device)
+            found = softmax_path(q, k, v, add, t, shape)
+            if found is not None:
+                return AttentionResult(found[0], found[1] if need_weights else None)
+    if bias is not None:  # its values read: NaN and +inf refused, -inf a masked key
+        keep, bias = split_additive(bias, names[3])
+        mask = keep if mask is None else mask & keep
     if fuse and is_causal and mask is None and bias is None:
         # SDPA's own causal path computes only the lower triangle
-        out = fused(
-            q, k, v, score, None, None, temperature, dropout_p, True, names, batch
-        )
+        out = fused(q, k, v, score, None, None, temperature, dropout_p, True, names)
         if out is not None:  # None: not finite, and the weights path says why
             return AttentionResult(out, None)
     if flashable(
@@ -193,14 +232,9 @@ def _attention(
     may_be_empty = mask is not None  # the causal triangle alone leaves each query a key
     if is_causal:  # SDPA's causal mask: aligned at the top left
         causal = causal_mask(q.shape[-2], k.shape[-2], q.device)
-        if mask is not None:
-            shape = (*batch, q.shape[-2], k.shape[-2])
-            causal = check_mask(mask, shape, q.device, names[3], names[0]) & causal
-        mask = causal
+        mask = causal if mask is None else mask & causal
     if fuse:
-        out = fused(
-            q, k, v, score, mask, bias, temperature, dropout_p, False, names, batch
-        )
+        out = fused(q, k, v, score, mask, bias, temperature, dropout_p, False, names)
         if out is not None:
             return AttentionResult(out, None)
     out, weights = weights_path(
@@ -208,69 +242,6 @@ def _attention(
         may_be_empty,
     )  # fmt: skip
     return AttentionResult(out, weights if need_weights else None)
-
-
-def attend(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    *,
-    score: Score = "scaled_dot",
-    normalizer: Normalizer = "softmax",
-    mask=None,
-    temperature: float | None = None,
-    bias: torch.Tensor | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    need_weights: bool = True,
-) -> AttentionResult:
-    """:func:`attention` on tensors that the caller has already checked.
-
-    For callers inside attnlib that validated their own input once, at their public
-    boundary: ``q``, ``k``, ``v`` are finite floating tensors of one dtype and device
-    (as :func:`attention` makes them). Their shapes, the score, normalizer, mask and a
-    given temperature are still checked here (none of these checks reads the data),
-    and scores that overflow raise :class:`~attnlib.errors.ScoreError`.
-
-    Parameters
-    ----------
-    q : tensor, shape (..., n_q, d)
-        Checked queries.
-    k : tensor, shape (..., n_k, d)
-        Checked keys, in the dtype and on the device of ``q``.
-    v : tensor, shape (..., n_k, d_v)
-        Checked values, in the dtype and on the device of ``q``.
-    score, normalizer, mask, temperature : object
-        As in :func:`attention`.
-    bias : float tensor, broadcastable to (..., n_q, n_k), optional
-        Finite, added to the scores after the temperature (SDPA's additive mask); not
-        with a float ``mask``, which is one.
-    dropout_p : float in [0, 1]
-        Dropout on the weights, as in :func:`attention`.
-    is_causal, need_weights : bool
-        As in :func:`attention`.
-
-    Returns
-    -------
-    AttentionResult
-        As :func:`attention`.
-
-    Implements
-    ----------
-    Eq. (1) of Vaswani et al. (2017), as :func:`attention`.
-    """
-    if temperature is not None:
-        temperature = check_positive(temperature, "temperature")
-    check_flag(is_causal, "is_causal")
-    check_flag(need_weights, "need_weights")
-    if isinstance(mask, torch.Tensor) and mask.is_floating_point():
-        if bias is not None:
-            raise ValueError("give a float mask or bias (both are added), not both")
-        mask, bias = split_additive(mask)
-    return _attention(
-        q, k, v, score, normalizer, mask, bias, temperature, is_causal, dropout_p,
-        need_weights,
-    )  # fmt: skip
 
 
 def output_of(y) -> torch.Tensor:

@@ -19,7 +19,7 @@ Normalizer = str | Callable[[torch.Tensor], torch.Tensor]
 
 
 def _dot(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    return q @ k.transpose(-2, -1)
+    return q @ k.mT
 
 
 def _neg_sq_dist(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:

@@ -122,7 +122,7 @@ def scaled_dot_product_attention(
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
         repeat_heads(query[..., :0, :], key[..., :0, :], value[..., :0, :], _NAMES[:3])
         heads = query.narrow(-3, 0, key.shape[-3])  # its shape only, for the check
-    batch = check_shapes(heads, key, value, "scaled_dot", _NAMES[:3])
+    batch = check_shapes(heads, key, value, "scaled_dot", _NAMES[:3])[0][:-2]
     if attn_mask is not None:
         if isinstance(attn_mask, torch.Tensor) and attn_mask.is_floating_point():
             if attn_mask.dtype != query.dtype:
