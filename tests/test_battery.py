@@ -64,10 +64,6 @@ KNOWN: set[str] = {
     # the error names the image (denoise's overflow check), not lr or noise.
     "denoise.experiments.cnn.baseline_run(lr=1e30)",
     "denoise.experiments.cnn.baseline_run(noise=1e30)",
-    # A string attn_mask reaches torch's tensor constructor (TypeError, naming
-    # nothing); attnlib/functional is another helper's this turn (issue 52, left open).
-    "functional.scaled_dot_product_attention(attn_mask=string)",
-    "functional.scaled_dot_product_attention(attn_mask=numeric strings)",
 }
 
 

@@ -153,6 +153,15 @@ def test_refuses_what_torch_refuses_naming_the_argument(case, message):
         scaled_dot_product_attention(*args, **kwargs)
 
 
+@pytest.mark.parametrize("mask", ["causal", ["1", "0", "1", "1", "0", "1", "0"]])
+def test_a_mask_that_is_not_numbers_is_refused_naming_it(mask):
+    q, k, v = qkv()
+    with pytest.raises((TypeError, RuntimeError)):  # torch refuses it, naming nothing
+        F.scaled_dot_product_attention(q, k, v, mask)
+    with pytest.raises(ValueError, match="attn_mask must be a boolean or floating"):
+        scaled_dot_product_attention(q, k, v, mask)
+
+
 def test_type_errors_are_both_value_and_runtime_errors():
     q, k, v = qkv()
     with pytest.raises(AttentionInputError) as info:

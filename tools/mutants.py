@@ -1902,4 +1902,13 @@ MUTANTS: list[Mutant] = [
         "or eager_cpu",
         "tests/test_attention.py",
     ),
+    # --- session: masks that are not numbers ---
+    M(
+        "string-mask-reaches-torch",
+        A + "functional/_arguments.py",
+        "except (TypeError, ValueError, RuntimeError) as err:",
+        "except RuntimeError as err:",
+        "tests/test_sdpa_function.py",
+        where="_mask_from",
+    ),
 ]

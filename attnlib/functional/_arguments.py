@@ -106,7 +106,7 @@ def check_mask(
     ``floating``, a float mask passes too (its values are not read).
     """
     if not isinstance(mask, torch.Tensor):
-        mask = torch.as_tensor(mask, device=device)
+        mask = _mask_from(mask, name, device)
     elif mask.device != device:
         raise AttentionInputError(
             f"{name} is on {mask.device} but {of} is on {device}: move it "
@@ -123,6 +123,18 @@ def check_mask(
             f"shape (..., n_q, n_k) = {tuple(shape)}"
         )
     return mask
+
+
+def _mask_from(mask, name: str, device) -> torch.Tensor:
+    """An array-like mask as a tensor on ``device``, or a ValueError naming it (torch's
+    own constructor names nothing for a string)."""
+    try:
+        return torch.as_tensor(mask, device=device)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(
+            f"{name} must be a boolean or floating tensor (or an array-like of them), "
+            f"got a {type(mask).__name__} that is not numeric: {mask!r:.60}"
+        ) from err
 
 
 def check_shapes(q, k, v, score, names=("q", "k", "v")) -> tuple[tuple, bool]:
