@@ -6,8 +6,10 @@ it has been calibrated (``book/calibration.json`` and the unseen-seed audits of
 ``book/unseen_audit.json``), at how many fresh offsets it ran and how often it failed.
 Opened, it shows the claim's number (linked to its row of the ledger), its kind, the
 full statement, reference, tolerance, source, seeds, control and erratum, and then the
-claim cell itself, its code and its output: the checking code is off the
-reading path but one click away. A claim cell tagged ``lesson-check`` (the check *is*
+claim cell itself, its code and its printed output: the checking code is off the
+reading path but one click away. The figures and tables a claim cell draws are the
+lesson's (the prose numbers and reads them), so they stay on the page, just below the
+badge (:func:`_lesson_outputs`). A claim cell tagged ``lesson-check`` (the check *is*
 the lesson, say a NumPy restatement that shows an equivalence) keeps its code on the
 page, below its folded badge.
 
@@ -220,6 +222,37 @@ def fold_claim_cells(app, doctree):
         else:
             parent.replace(node, box)
             box += node
+            shown = _lesson_outputs(node)
+            if shown is not None:
+                parent.insert(parent.index(box) + 1, shown)
+
+
+def _lesson_outputs(cell: nodes.Element) -> nodes.container | None:
+    """The figures and tables a folded claim cell draws, taken out of its badge.
+
+    They are the lesson's (the prose numbers and reads them); what stays folded is the
+    checking code and its printed text. None when the cell draws nothing.
+    """
+    drawn = []
+    for out in cell.children:
+        if out.get("nb_element") != "cell_code_output":
+            continue
+        for child in list(out.children):
+            if isinstance(child, (nodes.figure, nodes.image, nodes.table)) or any(
+                isinstance(n, (nodes.figure, nodes.image, nodes.table))
+                or (isinstance(n, nodes.raw) and "<table" in n.astext())
+                for n in child.findall(nodes.Element)
+            ):
+                out.remove(child)
+                drawn.append(child)
+    if not drawn:
+        return None
+    output = nodes.container(
+        "", *drawn, nb_element="cell_code_output", classes=["cell_output"]
+    )
+    return nodes.container(
+        "", output, nb_element="cell_code", classes=["cell", "claim-drawn"]
+    )
 
 
 def setup(app):
