@@ -128,6 +128,43 @@ def _names_used(tree: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
+def _free_names(tree: ast.AST) -> set[str]:
+    """The names a cell reads from earlier cells: every name it loads, less those it
+    binds itself first (assigned on an earlier line, a parameter of the function or
+    lambda it sits in, a target of the comprehension it sits in)."""
+    first_store: dict[str, int] = {}
+    for n in ast.walk(tree):
+        name = (
+            n.id
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)
+            else (n.name if isinstance(n, (ast.FunctionDef, ast.ClassDef)) else None)
+        )
+        if name is not None:
+            first_store[name] = min(first_store.get(name, n.lineno), n.lineno)
+    free = set()
+
+    def visit(node, local: frozenset):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg]
+            local = local | {p.arg for p in params if p is not None}
+        if isinstance(
+            node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+        ):
+            local = local | {
+                t.id for g in node.generators for t in ast.walk(g.target)
+                if isinstance(t, ast.Name)
+            }  # fmt: skip
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id not in local and not first_store.get(node.id, 1e9) < node.lineno:
+                free.add(node.id)
+        for child in ast.iter_child_nodes(node):
+            visit(child, local)
+
+    visit(tree, frozenset())
+    return free
+
+
 def _assigned(tree: ast.AST):
     """(target names, value) of every assignment in the code."""
     for node in ast.walk(tree):
@@ -181,7 +218,7 @@ class Notebook:
         if tree is None:
             return False
         earlier = {n for n, at in self.from_results.items() if at < i}
-        return _loads_results(tree) or bool(_names_used(tree) & earlier)
+        return _loads_results(tree) or bool(_free_names(tree) & earlier)
 
     def uses_seeds(self, i: int, seeds: list[int]) -> bool:
         tree = self.trees[i]
@@ -226,10 +263,20 @@ class Notebook:
         return found
 
     def shows_median(self, i: int, window: int = 3) -> bool:
-        """``median`` in the claim cell or in one of the code cells just before it."""
+        """``median`` in the claim cell or in one of the code cells just before it, or
+        a call there of a function the chapter defines to show one (``glue_spread``:
+        the median and range over the seeds, for the prose)."""
         code_cells = [j for j in range(i + 1) if self.trees[j] is not None]
+        showing = {
+            n.name
+            for tree in self.trees[:i]
+            if tree is not None
+            for n in ast.walk(tree)
+            if isinstance(n, ast.FunctionDef) and "median" in ast.unparse(n)
+        }
         return any(
-            "median" in L.source(self.cells[j]) for j in code_cells[-(window + 1) :]
+            "median" in L.source(self.cells[j]) or showing & _names_used(self.trees[j])
+            for j in code_cells[-(window + 1) :]
         )
 
 
@@ -683,3 +730,18 @@ def test_a_solver_that_stops_short_fails_a_chapter_and_a_sweep(tmp_path):
     )
     run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert run.returncode != 0 and "ConvergenceWarning: stopped short" in run.stderr
+
+
+@pytest.mark.parametrize(
+    "code, free",
+    [
+        ("y = sweep['rows'][0]", {"sweep"}),
+        ("sweep = sweep['rows']\nassert sweep", {"sweep"}),  # rebinding reads it first
+        ("w = f(1)\nassert w > 0", {"f"}),  # bound above its use: the cell's own
+        ("def g(v):\n    return v + u\nassert g(1)", {"u"}),  # a parameter is local
+        ("r = [s + 1 for s in S]\nassert r", {"S"}),  # a comprehension's target too
+        ("assert q > 0\nq = 1", {"q"}),  # read before the cell binds it
+    ],
+)
+def test_a_cell_reads_only_the_names_it_does_not_bind_first(code, free):
+    assert _free_names(ast.parse(code)) == free

@@ -195,7 +195,7 @@ def test_a_public_call_checks_once_and_its_nested_public_calls_trust():
     with pytest.raises(ValueError, match="x must"):
         inner(-1)  # called from outside: checked
     seen.clear()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="x must"):
         inner(-2)  # an error leaves the depth as it was ...
     assert inner(3) == 3 and seen == ["inner", "inner"]  # ... so the next call checks
     # Another thread is outside the boundary even while this one is inside it.

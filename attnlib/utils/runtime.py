@@ -100,7 +100,13 @@ def seeds(base) -> list[int]:
         base = range(check_int(base, "base", minimum=1))
     if isinstance(base, (str, bytes)) or not hasattr(base, "__iter__"):
         raise ValueError(f"base must be an int or a sequence of ints, got {base!r}")
-    base = [check_int(s, "base", minimum=0) for s in base]
+    base = list(base)
+    if not all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0
+        for s in base
+    ):  # one check of the whole sequence, not one per seed
+        raise ValueError(f"base must hold non-negative integer seeds, got {base!r}")
+    base = [int(s) for s in base]
     if not base or len(set(base)) != len(base):
         raise ValueError(f"base must hold distinct seeds, got {base!r}")
     offset = seed_offset()

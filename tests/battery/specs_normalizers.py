@@ -122,6 +122,15 @@ def specs():
 
     x = lambda: dict(x=_randn(3, 5), dim=-1)  # noqa: E731
     return {
+        # The hard choice: the same specs as chapter 08's face (mux) re-exports them under.
+        "normalizers.hardmax": Spec(
+            N.hardmax, lambda: dict(scores=_randn(3, 4)), {"scores": "scores"}
+        ),
+        "normalizers.straight_through_hardmax": Spec(
+            N.straight_through_hardmax,
+            lambda: dict(scores=_randn(3, 4)),
+            {"scores": "scores"},
+        ),
         "normalizers.softmax": Spec(
             N.softmax, x, {"x": "scores"}, extra=_dim_cases(), allow={"x": ROW}
         ),
