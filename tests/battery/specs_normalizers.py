@@ -122,7 +122,7 @@ def specs():
 
     x = lambda: dict(x=_randn(3, 5), dim=-1)  # noqa: E731
     return {
-        # The hard choice: the same specs as chapter 08's face (mux) re-exports them under.
+        # The hard choice (specced under mux too, whose face re-exports it).
         "normalizers.hardmax": Spec(
             N.hardmax, lambda: dict(scores=_randn(3, 4)), {"scores": "scores"}
         ),
