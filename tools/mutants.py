@@ -196,6 +196,7 @@ MUTANTS: list[Mutant] = [
         'return fig["svg_text"] * fig["shown"] / fig["svg_width"]',
         'return fig["svg_text"]',
         "tests/test_site.py::test_the_reading_checks_fail_on_planted_problems",
+        where="smallest_text_px",
     ),
     M(
         "raster-text-ignores-its-dpi",
@@ -203,6 +204,7 @@ MUTANTS: list[Mutant] = [
         'return points / 72 * (dpi or 100) * fig["shown"] / fig["natural"]',
         "return points / 72 * 100",
         "tests/test_site.py::test_the_reading_checks_fail_on_planted_problems",
+        where="smallest_text_px",
     ),
     M(
         "lesson-check-cells-folded-too",
@@ -210,6 +212,7 @@ MUTANTS: list[Mutant] = [
         'if "claim-lesson" in box["classes"]:',
         "if False:",
         "tests/test_site.py::test_a_lesson_check_keeps_its_code_open",
+        where="fold_claim_cells",
     ),
     M(
         "badge-without-execution-count",
@@ -217,6 +220,7 @@ MUTANTS: list[Mutant] = [
         'attributes["data-exec-count"] = str(node["exec_count"])',
         "pass",
         "tests/test_site.py::test_every_claim_cell_ran_in_its_badge",
+        where="_visit_details",
     ),
     # ------------------------------------------------------------------ attention
     M(
@@ -225,6 +229,7 @@ MUTANTS: list[Mutant] = [
         "temperature = math.sqrt(d) if score",
         "temperature = d if score",
         T_ATT,
+        where="default_temperature",
     ),
     M(
         "neg-sq-dist-without-half",
@@ -232,6 +237,7 @@ MUTANTS: list[Mutant] = [
         "return -0.5 * sq.clamp_min(0)",
         "return -sq.clamp_min(0)",
         T_ATT,
+        where="_neg_sq_dist",
     ),
     M(
         "neg-l1-is-euclidean",
@@ -239,6 +245,7 @@ MUTANTS: list[Mutant] = [
         "return -torch.cdist(q, k, p=1)",
         "return -torch.cdist(q, k, p=2)",
         T_ATT,
+        where="_neg_l1",
     ),
     # ------------------------------------------------------------ kernel regression
     M(
@@ -247,6 +254,7 @@ MUTANTS: list[Mutant] = [
         '(SCORES["neg_sq_dist"](q, k) >= -0.5)',
         '(SCORES["neg_sq_dist"](q, k) > -0.5)',
         T_KR,
+        where="_boxcar",
     ),
     M(
         "epanechnikov-half-width",
@@ -254,6 +262,7 @@ MUTANTS: list[Mutant] = [
         'return (1 + 2 * SCORES["neg_sq_dist"](q, k)).clamp_min(0)',
         'return (1 + SCORES["neg_sq_dist"](q, k)).clamp_min(0)',
         T_KR,
+        where="_epanechnikov",
     ),
     M(
         "biweight-is-epanechnikov",
@@ -261,6 +270,7 @@ MUTANTS: list[Mutant] = [
         "return _epanechnikov(q, k) ** 2",
         "return _epanechnikov(q, k) ** 1",
         T_KR,
+        where="_biweight",
     ),
     M(
         "metric-nw-initial-metric-not-scaled",
@@ -268,6 +278,7 @@ MUTANTS: list[Mutant] = [
         "torch.from_numpy(directions[:p] / self.init_bandwidth_)",
         "torch.from_numpy(directions[:p] * 1.0)",
         T_KR,
+        where="MetricNadarayaWatson.fit",
     ),
     M(
         "metric-nw-loss-keeps-self",
@@ -275,6 +286,7 @@ MUTANTS: list[Mutant] = [
         "model(X[idx], X, y, mask=not_self)",
         "model(X[idx], X, y)",
         T_KR,
+        where="_loo_loss",
     ),
     M(
         "loo-predictions-without-mask",
@@ -282,6 +294,7 @@ MUTANTS: list[Mutant] = [
         "_kernel_attention(xt, xt, y, kernel, bandwidth, mask=not_self)",
         "_kernel_attention(xt, xt, y, kernel, bandwidth)",
         T_KR,
+        where="_loo",
     ),
     M(
         "gaussian-scale-not-squared",
@@ -289,6 +302,7 @@ MUTANTS: list[Mutant] = [
         '1 / bandwidth / bandwidth if kernel == "gaussian"',
         '1 / bandwidth if kernel == "gaussian"',
         T_KR,
+        where="_kernel_attention",
     ),
     M(
         "kernel-sums-gaussian-without-half",
@@ -297,6 +311,7 @@ MUTANTS: list[Mutant] = [
         "1 / bandwidth if l1 else 1 / bandwidth / bandwidth",
         T_KS,
         T_KR,
+        where="lane_sums",
     ),
     M(
         "kernel-sums-exp64-coefficient",
@@ -304,6 +319,7 @@ MUTANTS: list[Mutant] = [
         "p = p * f + 1 / 720\n",
         "p = p * f + 1 / 700\n",
         T_KS,
+        where="_exp64",
     ),
     M(
         "kernel-sums-rescale-sign",
@@ -312,6 +328,7 @@ MUTANTS: list[Mutant] = [
         "old_scale = math.exp(c * (low - new))",
         T_KS,
         T_KR,
+        where="_nw_block",
     ),
     # -------------------------------------------------------------------- denoise
     M(
@@ -320,6 +337,7 @@ MUTANTS: list[Mutant] = [
         "torch.exp(2 * self.log_h_scale.double())",
         "torch.exp(self.log_h_scale.double())",
         T_DEN,
+        where="PatchAttentionDenoiser.forward",
     ),
     M(
         "denoiser-positional-score-halved",
@@ -327,6 +345,7 @@ MUTANTS: list[Mutant] = [
         '2 * SCORES["neg_sq_dist"](pos, pos) / (hh * ww)',
         'SCORES["neg_sq_dist"](pos, pos) / (hh * ww)',
         T_DEN,
+        where="PatchAttentionDenoiser.forward",
     ),
     M(
         "denoiser-heads-averaged-twice",
@@ -334,6 +353,7 @@ MUTANTS: list[Mutant] = [
         "* out).sum(1)  # (B, n, C)",
         "* out).mean(1)  # (B, n, C)",
         T_DEN,
+        where="PatchAttentionDenoiser.forward",
     ),
     M(
         "denoiser-window-strict",
@@ -341,6 +361,7 @@ MUTANTS: list[Mutant] = [
         "return (queries[:, None, :] - keys[None, :, :]).abs().amax(-1) <= radius",
         "return (queries[:, None, :] - keys[None, :, :]).abs().amax(-1) < radius",
         T_DEN,
+        where="_window_mask",
     ),
     M(
         "patch-kernel-width",
@@ -348,6 +369,7 @@ MUTANTS: list[Mutant] = [
         "a = (s - 1) / 4",
         "a = (s - 1) / 2",
         T_DEN,
+        where="_patch_kernel",
     ),
     M(
         "patch-tokens-ignore-channels",
@@ -355,6 +377,7 @@ MUTANTS: list[Mutant] = [
         "(g2 / (c * g2.sum())).sqrt() / h",
         "(g2 / g2.sum()).sqrt() / h",
         T_DEN,
+        where="_patch_tokens",
     ),
     M(
         "gaussian-filter-radius-truncated",
@@ -362,6 +385,7 @@ MUTANTS: list[Mutant] = [
         "radius = int(min(truncate * sigma + 0.5, max(h, w)))",
         "radius = int(min(truncate * sigma, max(h, w)))",
         T_DEN,
+        where="gaussian_filter_attention",
     ),
     M(
         "nlm-compiled-symmetric-half-dropped",
@@ -369,6 +393,7 @@ MUTANTS: list[Mutant] = [
         "bwd[j] += w[j]",
         "bwd[j] += 0.0 * w[j]",
         T_DEN,
+        where="_nlm_strip",
     ),
     # ------------------------------------------------------------------------ LLE
     M(
@@ -378,6 +403,7 @@ MUTANTS: list[Mutant] = [
         "signs = -np.sign(vectors[np.abs(vectors).argmax(0)",
         T_LLE,
         T_LLE_E,
+        where="lle_embedding",
     ),
     M(
         "lle-ridge-not-scaled-by-trace",
@@ -385,6 +411,7 @@ MUTANTS: list[Mutant] = [
         "torch.where(trace > 0, reg * trace, ",
         "torch.where(trace > 0, reg + 0 * trace, ",
         T_LLE,
+        where="barycenter_weights",
     ),
     M(
         "lle-weights-not-normalised",
@@ -392,6 +419,7 @@ MUTANTS: list[Mutant] = [
         "w = w / w.sum(-1, keepdim=True)",
         "w = w",
         T_LLE,
+        where="barycenter_weights",
     ),
     M(
         "lle-cost-matrix-transposed",
@@ -400,6 +428,7 @@ MUTANTS: list[Mutant] = [
         "M = (A @ A.T).tocsc()",
         T_LLE,
         T_LLE_E,
+        where="lle_embedding",
     ),
     M(
         "lle-transform-ignores-reg",
@@ -408,6 +437,7 @@ MUTANTS: list[Mutant] = [
         "_weights_on_neighbors(X, self.X_fit_, ind, 0.0, dense=False)",
         T_LLE,
         T_LLE_E,
+        where="LocallyLinearEmbedding.transform",
     ),
     # ------------------------------------------------------------------- subspace
     M(
@@ -416,6 +446,7 @@ MUTANTS: list[Mutant] = [
         "return float(0.5 * (R * R).sum() + (lam * l1).sum())",
         "return float((R * R).sum() + (lam * l1).sum())",
         T_SUB,
+        where="ssc_objective",
     ),
     M(
         "lsr-zero-diagonal-wrong-axis",
@@ -423,6 +454,7 @@ MUTANTS: list[Mutant] = [
         "return np.eye(N) - Z / np.diag(Z)[:, None]",
         "return np.eye(N) - Z / np.diag(Z)[None, :]",
         T_SUB,
+        where="_lsr",
     ),
     M(
         "lrsc-shrinks-sigma-not-sigma-squared",
@@ -430,6 +462,7 @@ MUTANTS: list[Mutant] = [
         "weights = np.maximum(1.0 - lam / sigma**2, 0.0)",
         "weights = np.maximum(1.0 - lam / sigma, 0.0)",
         T_SUB,
+        where="_lrsc",
     ),
     M(
         "affinity-l2-without-sqrt",
@@ -437,6 +470,7 @@ MUTANTS: list[Mutant] = [
         'scale = np.sqrt(scale) if normalize == "l2" else scale',
         "scale = scale",
         T_SUB,
+        where="affinity",
     ),
     M(
         "affinity-keep-off-by-one",
@@ -444,6 +478,7 @@ MUTANTS: list[Mutant] = [
         "cut = -np.partition(-W, keep - 1, axis=1)[:, keep - 1 : keep]",
         "cut = -np.partition(-W, keep, axis=1)[:, keep : keep + 1]",
         T_SUB,
+        where="_keep_largest",
     ),
     M(
         "ista-step-not-squared",
@@ -451,6 +486,7 @@ MUTANTS: list[Mutant] = [
         "/ torch.linalg.matrix_norm(k, ord=2)\n            .square()",
         "/ torch.linalg.matrix_norm(k, ord=2)\n            .abs()",
         T_SC,
+        where="_ista_codes",
     ),
     M(
         "ista-threshold-not-scaled-by-step",
@@ -458,6 +494,7 @@ MUTANTS: list[Mutant] = [
         "C = shrink(C - s_t * (C @ kk - qk), s_t * lam_t)",
         "C = shrink(C - s_t * (C @ kk - qk), lam_t)",
         T_SC,
+        where="_ista_codes",
     ),
     M(
         "clustering-accuracy-minimises",
@@ -465,6 +502,7 @@ MUTANTS: list[Mutant] = [
         "linear_sum_assignment(counts, maximize=True)",
         "linear_sum_assignment(counts)",
         T_SUB,
+        where="clustering_accuracy",
     ),
     M(
         "unrolled-ista-initial-step",
@@ -473,6 +511,7 @@ MUTANTS: list[Mutant] = [
         "torch.full((n_iter,), 0.0)",
         T_SC,
         T_SEX,
+        where="UnrolledISTAAttention.__init__",
     ),
     # ---------------------------------------------------------------------- lasso
     M(
@@ -482,6 +521,7 @@ MUTANTS: list[Mutant] = [
         "return torch.relu(x.abs() - threshold)",
         T_LASSO,
         T_SUB,
+        where="soft_threshold",
     ),
     M(
         "ista-lipschitz-not-squared",
@@ -490,6 +530,7 @@ MUTANTS: list[Mutant] = [
         "np.full((len(self.rows), 1), np.linalg.norm(self.X, 2))",
         T_LASSO,
         T_SUB,
+        where="DenseKeys.lipschitz",
     ),
     # ---------------------------------------------------------------- normalizers
     M(
@@ -498,6 +539,7 @@ MUTANTS: list[Mutant] = [
         "theta = scores.masked_fill(torch.isneginf(scores), 0.0)",
         "theta = scores",
         T_NORM,
+        where="_fenchel_young",
     ),
     M(
         "tsallis-entropy-without-alpha",
@@ -505,6 +547,7 @@ MUTANTS: list[Mutant] = [
         "return (1 - p.pow(alpha).sum(dim)) / (alpha * (alpha - 1))",
         "return (1 - p.pow(alpha).sum(dim)) / (alpha - 1)",
         T_NORM,
+        where="_tsallis_entropy",
     ),
     M(
         "softmax-backward-drops-p",
@@ -512,6 +555,7 @@ MUTANTS: list[Mutant] = [
         "return pg - p * pg.sum(-1, keepdim=True)",
         "return pg - pg.sum(-1, keepdim=True)",
         T_NORM,
+        where="_Softmax.backward",
     ),
     M(
         "entmax-backward-exponent",
@@ -519,6 +563,7 @@ MUTANTS: list[Mutant] = [
         "s = torch.where(support, p_in.pow(2 - alpha), 0)",
         "s = torch.where(support, p_in.pow(alpha - 1), 0)",
         T_NORM,
+        where="entmax_alpha_vjp",
     ),
     # ------------------------------------------- Triton kernels and their dispatch
     M(
@@ -569,6 +614,7 @@ MUTANTS: list[Mutant] = [
         "m4 = m.reshape(-1, *m.shape[-3:]).expand(-1, b[-1], n_q, n_k)",
         "m4 = m.reshape(-1, *m.shape[-3:])[..., :1, :].expand(-1, b[-1], n_q, n_k)",
         T_TRI,
+        where="flash_entmax_attention",
     ),
     M(
         "flash-overflow-not-flagged",
@@ -590,6 +636,7 @@ MUTANTS: list[Mutant] = [
         "scale=1 / default_temperature(temperature, score, q.shape[-1]),\n    )",
         "scale=None,\n    )",
         T_TRI,
+        where="flash",
     ),
     M(
         "refused-kernel-not-caught",
@@ -597,6 +644,7 @@ MUTANTS: list[Mutant] = [
         "except REFUSALS as err:",
         "except ZeroDivisionError as err:",
         T_TRI,
+        where="launch",
     ),
     M(
         "rows-dispatch-bypasses-the-kernels",
@@ -604,6 +652,7 @@ MUTANTS: list[Mutant] = [
         "if not low and triton_entmax.accepts(x):",
         "if False:",
         T_TRI,
+        where="_Entmax.forward",
     ),
     M(
         "attention-dispatch-bypasses-flash",
@@ -611,6 +660,7 @@ MUTANTS: list[Mutant] = [
         "and triton_flash.accepts(q, k, v)",
         "and False",
         T_TRI,
+        where="flashable",
     ),
     M(
         "entmax-bisection-too-few-steps",
@@ -618,6 +668,7 @@ MUTANTS: list[Mutant] = [
         "n_iter = 64 if z.dtype == torch.float64 else 36",
         "n_iter = 16 if z.dtype == torch.float64 else 12",
         T_NORM,
+        where="entmax_bisect",
     ),
     M(
         "entmax-compiled-slope",
@@ -632,6 +683,7 @@ MUTANTS: list[Mutant] = [
         "return (1 + (1 - beta) * u).clamp_min(0).pow(1 / (1 - beta))",
         "return (1 + (1 - beta) * u).pow(1 / (1 - beta))",
         T_NORM,
+        where="exp_beta",
     ),
     M(
         "log-beta-sign",
@@ -639,6 +691,7 @@ MUTANTS: list[Mutant] = [
         "return (u.pow(1 - beta) - 1) / (1 - beta)",
         "return (u.pow(1 - beta) - 1) / (beta - 1)",
         T_NORM,
+        where="log_beta",
     ),
     # ----------------------------------------------------------------- continuous
     M(
@@ -648,6 +701,7 @@ MUTANTS: list[Mutant] = [
         "var = (weights @ positions**2).clamp_min(0)",
         T_CONT,
         T_CONT_X,
+        where="ContinuousAttention1D.forward",
     ),
     M(
         "grid-cells-at-corners",
@@ -656,6 +710,7 @@ MUTANTS: list[Mutant] = [
         "rows = torch.arange(height, dtype=dtype, device=device) / height",
         T_CONT,
         T_CONT_X,
+        where="_grid_positions",
     ),
     M(
         "moment-matched-covariance-not-centred",
@@ -664,6 +719,7 @@ MUTANTS: list[Mutant] = [
         'torch.einsum("bl,bli,blj->bij", weights, positions, positions)',
         T_CONT,
         T_CONT_X,
+        where="ContinuousAttention2D.forward",
     ),
     M(
         "ridge-penalty-dropped",
@@ -671,6 +727,7 @@ MUTANTS: list[Mutant] = [
         "torch.linalg.cholesky(F.T @ F + lam * eye)",
         "torch.linalg.cholesky(F.T @ F + eye)",
         T_CONT,
+        where="_ridge_operator",
     ),
     M(
         "rbf-2d-normaliser-1d",
@@ -678,6 +735,7 @@ MUTANTS: list[Mutant] = [
         "- 0.5 * d * torch.log(2 * math.pi * s2)",
         "- 0.5 * torch.log(2 * math.pi * s2)",
         T_CONT,
+        where="GaussianRBF._values",
     ),
     M(
         "truncated-parabola-threshold-exponent",
@@ -685,6 +743,7 @@ MUTANTS: list[Mutant] = [
         "0.5 * (1.5 / torch.sqrt(s)) ** (2 / 3)",
         "0.5 * (1.5 / torch.sqrt(s)) ** (1 / 3)",
         T_CONT,
+        where="truncated_parabola_pdf",
     ),
     M(
         "truncated-parabola-radius",
@@ -692,6 +751,7 @@ MUTANTS: list[Mutant] = [
         "return (1.5 * sigma2) ** (1 / 3)",
         "return (3 * sigma2) ** (1 / 3)",
         T_CONT,
+        where="_tp_radius",
     ),
     M(
         "continuous-1d-backward-variance-factor",
@@ -699,6 +759,7 @@ MUTANTS: list[Mutant] = [
         "grad_s2 = (grad_r * cov_xx).sum(-1) / (2 * sigma2 * sigma2)",
         "grad_s2 = (grad_r * cov_xx).sum(-1) / (sigma2 * sigma2)",
         T_CONT,
+        where="_ContinuousAttention1D.backward",
     ),
     M(
         "gaussian-2d-normaliser-det",
@@ -706,6 +767,7 @@ MUTANTS: list[Mutant] = [
         "/ (2 * math.pi * torch.sqrt(det))",
         "/ (2 * math.pi * det)",
         T_CONT,
+        where="_gauss_cov_2d",
     ),
     # ------------------------------------------------------------------- symmetry
     M(
@@ -715,6 +777,7 @@ MUTANTS: list[Mutant] = [
         "q = y\n",
         T_SYM,
         T_SYM_X,
+        where="_heads",
     ),
     M(
         "linear-value-not-transposed",
@@ -723,6 +786,7 @@ MUTANTS: list[Mutant] = [
         "else (heads @ w).sum(-3)",
         T_SYM,
         T_SYM_X,
+        where="KnowledgeAttention.forward",
     ),
     M(
         "knowledge-attention-residual-dropped",
@@ -731,6 +795,7 @@ MUTANTS: list[Mutant] = [
         "h = mixed",
         T_SYM,
         T_SYM_X,
+        where="KnowledgeAttention.forward",
     ),
     M(
         "higher-order-moment-wrong-count",
@@ -739,6 +804,7 @@ MUTANTS: list[Mutant] = [
         "second_moment = y.transpose(-2, -1) @ y / y.shape[-1]",
         T_SYM,
         T_SYM_X,
+        where="_heads",
     ),
     M(
         "householder-projection-not-reflection",
@@ -746,6 +812,7 @@ MUTANTS: list[Mutant] = [
         "- 2 * torch.outer(u, u) / norm2",
         "- torch.outer(u, u) / norm2",
         T_SYM,
+        where="householder",
     ),
     M(
         "quadratic-kernel-default-temperature-one",
@@ -754,6 +821,7 @@ MUTANTS: list[Mutant] = [
         'score="dot",',
         T_SYM,
         T_SYM_X,
+        where="_heads",
     ),
     M(
         "random-orthogonal-without-sign-fix",
@@ -761,6 +829,7 @@ MUTANTS: list[Mutant] = [
         "return (q * torch.where(signs == 0, torch.ones_like(signs), signs)).to(dtype)",
         "return q.to(dtype)",
         T_SYM,
+        where="random_orthogonal",
     ),
     # ------------------------------------------------------------------------ mux
     M(
@@ -769,6 +838,7 @@ MUTANTS: list[Mutant] = [
         "h = h + torch.relu(\n                conv(h)\n            )",
         "h = torch.relu(\n                conv(h)\n            )",
         T_MUX,
+        where="ConvRouter.forward",
     ),
     M(
         "positions-added-to-queries-only",
@@ -776,6 +846,7 @@ MUTANTS: list[Mutant] = [
         "q, k = q + self.pos[: x.shape[1]], k + self.pos[: x.shape[1]]",
         "q, k = q + self.pos[: x.shape[1]], k",
         T_MUX,
+        where="AttentionRouter.attend",
     ),
     M(
         "conv-matrix-kernel-flipped",
@@ -783,6 +854,7 @@ MUTANTS: list[Mutant] = [
         "kernel[(offsets + half).clamp(0, 2 * half)]",
         "kernel[(half - offsets).clamp(0, 2 * half)]",
         T_MUX,
+        where="conv_matrix",
     ),
     M(
         "straight-through-gradient-sign",
@@ -798,6 +870,7 @@ MUTANTS: list[Mutant] = [
         "target = prefs.gather(1, rota[day][:, None]).squeeze(1)",
         "target = prefs.gather(1, day[:, None]).squeeze(1)",
         T_MUX,
+        where="weekday_task",
     ),
     M(
         "conv-router-receptive-field-off-by-one",
@@ -805,6 +878,7 @@ MUTANTS: list[Mutant] = [
         "self.receptive_field = 1 + depth * (kernel_size - 1)",
         "self.receptive_field = depth * (kernel_size - 1)",
         T_MUX,
+        where="ConvRouter.__init__",
     ),
     # ----------------------------------------------------- utils, training, data
     M(
@@ -813,6 +887,7 @@ MUTANTS: list[Mutant] = [
         "torch.manual_seed(seed)",
         "torch.manual_seed(0)",
         T_UTILS,
+        where="set_seed",
     ),
     M(
         "to-device-skips-named-tuples",
@@ -820,6 +895,7 @@ MUTANTS: list[Mutant] = [
         "return type(batch)(*(to_device(x, device) for x in batch))",
         "return batch",
         T_TRAIN,
+        where="to_device",
     ),
     M(
         "train-never-zeroes-gradients",
@@ -827,6 +903,7 @@ MUTANTS: list[Mutant] = [
         "opt.zero_grad(set_to_none=True)",
         "pass",
         T_TRAIN,
+        where="_steps",
     ),
     M(
         "translation-targets-inverse-permutation",
@@ -834,6 +911,7 @@ MUTANTS: list[Mutant] = [
         "tgt_words = torch.empty_like(words).scatter_(1, perm, words)",
         "tgt_words = words.gather(1, perm)",
         T_DATA,
+        where="shuffled_translation",
     ),
     M(
         "caption-target-is-word-slot",
@@ -841,6 +919,7 @@ MUTANTS: list[Mutant] = [
         "target[b, 2 * j : 2 * j + 2] = i",
         "target[b, 2 * j : 2 * j + 2] = j",
         T_DATA,
+        where="captioned_images",
     ),
     # ---------------------------------------------------------------- experiments
     M(
@@ -849,6 +928,7 @@ MUTANTS: list[Mutant] = [
         "(n + 1 - np.maximum.outer(i, i)) / (n + 1)",
         "(n + 1 - np.maximum.outer(i, i)) / n",
         T_ROUTE,
+        where="green_function",
     ),
     M(
         "span-weights-off-by-one",
@@ -856,6 +936,7 @@ MUTANTS: list[Mutant] = [
         "(pos < start[:, None] + self.span)",
         "(pos <= start[:, None] + self.span)",
         T_CONT_X,
+        where="DocumentClassifier._span_weights",
     ),
     M(
         "combined-model-drops-discrete-context",
@@ -863,6 +944,7 @@ MUTANTS: list[Mutant] = [
         "context = context + cont.context",
         "context = cont.context",
         T_CONT_X,
+        where="DocumentClassifier.forward",
     ),
     M(
         "monotone-alignment-scale",
@@ -870,6 +952,7 @@ MUTANTS: list[Mutant] = [
         "* (S - 1) / (T - 1)",
         "* S / T",
         T_CONT_X,
+        where="monotone_alignment",
     ),
     M(
         "closed-groups-weak-components",
@@ -877,6 +960,7 @@ MUTANTS: list[Mutant] = [
         'connected_components(mask, connection="strong")',
         'connected_components(mask, connection="weak")',
         T_MANI,
+        where="closed_groups",
     ),
     M(
         "cnn-parameter-count-drops-a-bias",
@@ -884,6 +968,7 @@ MUTANTS: list[Mutant] = [
         "return k2 * w + w + k2 * w * w + w + k2 * w + 1",
         "return k2 * w + w + k2 * w * w + k2 * w + 1",
         T_DENX,
+        where="cnn_matching.count",
     ),
     M(
         "heatmap-signed-colours-not-centred",
@@ -891,6 +976,7 @@ MUTANTS: list[Mutant] = [
         "lo = -lim if vmin is None else vmin",
         "lo = 0.0 if vmin is None else vmin",
         T_PLOT,
+        where="_scale",
     ),
     M(
         "heatmap-zeros-not-drawn-apart",
@@ -898,6 +984,7 @@ MUTANTS: list[Mutant] = [
         "shown = np.ma.masked_equal(W, 0.0) if zero_color is not None else W",
         "shown = W",
         T_PLOT,
+        where="attention_heatmap",
     ),
     M(
         "slider-shows-every-frame",
@@ -905,6 +992,7 @@ MUTANTS: list[Mutant] = [
         "f\"{'' if i == self.default else ' hidden'}>\"",
         "f\"{''}>\"",
         T_PLOT,
+        where="FrameSlider._repr_html_",
     ),
     M(
         "table-keeps-the-numeric-index",
@@ -912,6 +1000,7 @@ MUTANTS: list[Mutant] = [
         "    if not index:",
         "    if index:",
         T_PLOT,
+        where="table",
     ),
     M(
         "self-expressive-net-keeps-diagonal",
@@ -919,6 +1008,7 @@ MUTANTS: list[Mutant] = [
         "C = C * (1 - torch.eye(C.shape[0], dtype=C.dtype, device=C.device))",
         "C = C * torch.ones_like(C)",
         T_SEX,
+        where="SelfExpressiveNet.forward",
     ),
     M(
         "learned-ista-step-range",
@@ -926,6 +1016,7 @@ MUTANTS: list[Mutant] = [
         "base * 2 * torch.sigmoid(self.raw_step[t])",
         "base * torch.sigmoid(self.raw_step[t])",
         T_SEX,
+        where="LearnedISTACodes.forward",
     ),
     M(
         "sequences-needed-interpolates-linearly",
@@ -933,6 +1024,7 @@ MUTANTS: list[Mutant] = [
         "np.exp(np.interp(np.log(target), np.log(errors[::-1]), np.log(sizes[::-1])))",
         "np.interp(target, errors[::-1], sizes[::-1])",
         T_SYM_X,
+        where="sequences_needed",
     ),
     M(
         "scaled-input-mean-not-sum",
@@ -940,6 +1032,7 @@ MUTANTS: list[Mutant] = [
         "self.scale.data = ((x * y).sum() / power).to(dtype)",
         "self.scale.data = ((x * y).mean() / power).to(dtype)",
         T_SYM_X,
+        where="ScaledInput.fit",
     ),
     M(
         "tuning-validates-on-the-training-part",
@@ -947,6 +1040,7 @@ MUTANTS: list[Mutant] = [
         "return (x[:-n_val], y[:-n_val]), (x[-n_val:], y[-n_val:])",
         "return (x[:-n_val], y[:-n_val]), (x[:-n_val], y[:-n_val])",
         T_SYM_X,
+        where="_split",
     ),
     M(
         "accuracy-last-batch-dropped",
@@ -954,6 +1048,7 @@ MUTANTS: list[Mutant] = [
         "for i in range(0, n, batch):",
         "for i in range(0, n - batch + 1, batch):",
         T_CONT_X,
+        where="accuracy",
     ),
     # --- issue 38: torch's and entmax's conventions, sample weights, train()
     M(
@@ -962,6 +1057,7 @@ MUTANTS: list[Mutant] = [
         'temperature = 1 / check_positive(scale, "scale")',
         'temperature = check_positive(scale, "scale")',
         "tests/test_sdpa_arguments.py",
+        where="sdpa_arguments",
     ),
     M(
         "sdpa-subnormal-scale-accepted",
@@ -969,6 +1065,7 @@ MUTANTS: list[Mutant] = [
         "if math.isinf(temperature):",
         "if math.isnan(temperature):",
         "tests/test_sdpa_arguments.py",
+        where="sdpa_arguments",
     ),
     M(
         "sdpa-causal-mask-upper",
@@ -976,6 +1073,7 @@ MUTANTS: list[Mutant] = [
         "dtype=torch.bool, device=device).tril()",
         "dtype=torch.bool, device=device).triu()",
         "tests/test_sdpa_arguments.py",
+        where="_triangle",
     ),
     M(
         "sdpa-additive-mask-ignored",
@@ -983,6 +1081,7 @@ MUTANTS: list[Mutant] = [
         "scores = scores + bias.to(dtype=scores.dtype)",
         "scores = scores",
         "tests/test_sdpa_arguments.py",
+        where="weights_path",
     ),
     M(
         "sdpa-dropout-before-normalising",
@@ -990,6 +1089,7 @@ MUTANTS: list[Mutant] = [
         "weights = torch.nn.functional.dropout(weights, dropout_p)",
         "weights = weights * (1 - dropout_p)",
         "tests/test_sdpa_arguments.py",
+        where="weights_path",
     ),
     # --- issue 49 (functional): the SDPA-shaped function, SDPA's refusals, numerics
     M(
@@ -998,6 +1098,7 @@ MUTANTS: list[Mutant] = [
         "return k.repeat_interleave(hq // hk, -3), v.repeat_interleave(hq // hk, -3)",
         "return torch.cat([k] * (hq // hk), -3), torch.cat([v] * (hq // hk), -3)",
         "tests/test_sdpa_function.py",
+        where="repeat_heads",
     ),
     M(
         "float16-scaled-after-the-product",
@@ -1005,6 +1106,7 @@ MUTANTS: list[Mutant] = [
         "scores, temperature = score_fn(q * root, k * root), 1.0",
         "scores = score_fn(q, k)",
         "tests/test_sdpa_function.py",
+        where="weights_path",
     ),
     M(
         "masked-nan-value-reaches-the-output",
@@ -1012,6 +1114,7 @@ MUTANTS: list[Mutant] = [
         "return weights @ v.masked_fill(bad_keys.unsqueeze(-1), 0.0)",
         "return weights @ v",
         "tests/test_sdpa_function.py",
+        where="_checked_output",
     ),
     M(
         "mixed-dtypes-accepted",
@@ -1019,6 +1122,7 @@ MUTANTS: list[Mutant] = [
         "if ref is not None and x.dtype != ref.dtype:",
         "if False:",
         "tests/test_sdpa_function.py",
+        where="_tensor",
     ),
     M(
         "mixed-devices-accepted",
@@ -1026,6 +1130,7 @@ MUTANTS: list[Mutant] = [
         "if ref is not None and x.device != ref.device:",
         "if False:",
         "tests/test_sdpa_function.py",
+        where="_tensor",
     ),
     M(
         "mask-on-another-device-accepted",
@@ -1033,6 +1138,7 @@ MUTANTS: list[Mutant] = [
         "elif mask.device != device:",
         "elif False:",
         "tests/test_sdpa_function.py",
+        where="check_mask",
     ),
     M(
         "sdpa-mask-with-causal-accepted",
@@ -1040,6 +1146,7 @@ MUTANTS: list[Mutant] = [
         "if is_causal and attn_mask is not None:",
         "if False:",
         "tests/test_sdpa_function.py",
+        where="scaled_dot_product_attention",
     ),
     M(
         "host-finite-check-always-passes",
@@ -1047,6 +1154,7 @@ MUTANTS: list[Mutant] = [
         "return math.isfinite(total.item()) or",
         "return True or",
         "tests/test_sdpa_function.py",
+        where="finite_on_host",
     ),
     M(
         "empty-rows-not-zeroed",
@@ -1054,6 +1162,7 @@ MUTANTS: list[Mutant] = [
         "weights = weights.masked_fill(empty, 0.0)",
         "weights = weights",
         "tests/test_sdpa_arguments.py",
+        where="weights_path",
     ),
     M(
         "score-callable-shape-unchecked",
@@ -1061,6 +1170,7 @@ MUTANTS: list[Mutant] = [
         "if callable(score):\n        _check_scores_shape(",
         "if False:\n        _check_scores_shape(",
         "tests/test_sdpa_function.py",
+        where="weights_path",
     ),
     M(
         "additive-mask-keeps-the-masked-keys",
@@ -1068,6 +1178,7 @@ MUTANTS: list[Mutant] = [
         "return torch.where(mask, *ends)",
         "return torch.where(~mask, *ends)",
         "tests/test_sdpa_function.py",
+        where="_zero_or_minus_inf",
     ),
     M(
         "traced-skips-nothing-under-vmap",
@@ -1075,6 +1186,7 @@ MUTANTS: list[Mutant] = [
         "if functorch.is_batchedtensor(t):\n            return True",
         "if functorch.is_batchedtensor(t):\n            return False",
         "tests/test_compile.py",
+        where="traced",
     ),
     M(
         "entmax-loss-mean-over-all-rows",
@@ -1082,6 +1194,7 @@ MUTANTS: list[Mutant] = [
         'return total if self.reduction == "sum" else total / keep.sum()',
         'return total if self.reduction == "sum" else total / keep.numel()',
         "tests/test_entmax_modules.py",
+        where="_FenchelYoungLoss.forward",
     ),
     M(
         "entmax-loss-ignored-rows-kept",
@@ -1089,6 +1202,7 @@ MUTANTS: list[Mutant] = [
         "losses = torch.where(keep, losses, 0.0)",
         "losses = losses",
         "tests/test_entmax_modules.py",
+        where="_FenchelYoungLoss.forward",
     ),
     M(
         "learned-alpha-without-softplus-inverse",
@@ -1096,6 +1210,7 @@ MUTANTS: list[Mutant] = [
         "self.rho = nn.Parameter(_softplus_inverse(alpha))",
         "self.rho = nn.Parameter(torch.as_tensor(alpha, dtype=torch.float32) - 1)",
         "tests/test_entmax_modules.py",
+        where="Entmax.__init__",
     ),
     M(
         "nw-weights-ignored-in-the-denominator",
@@ -1103,6 +1218,7 @@ MUTANTS: list[Mutant] = [
         "return sums[:, :-1] / total",
         "return sums[:, :-1]",
         "tests/test_estimators.py",
+        where="_ratio",
     ),
     M(
         "nw-bandwidth-candidates-accept-zero",
@@ -1110,6 +1226,7 @@ MUTANTS: list[Mutant] = [
         "bad = ~(np.isfinite(grid) & (grid > 0))",
         "bad = ~(np.isfinite(grid) & (grid >= 0))",
         T_KR,
+        where="_candidates",
     ),
     M(
         "nw-loo-errors-unweighted",
@@ -1117,6 +1234,7 @@ MUTANTS: list[Mutant] = [
         "np.average(errors, axis=0, weights=weights)",
         "np.average(errors, axis=0)",
         "tests/test_estimators.py",
+        where="_loo_errors",
     ),
     M(
         "train-clips-after-the-step",
@@ -1126,6 +1244,7 @@ MUTANTS: list[Mutant] = [
         "opt.step()\n"
         "        nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)",
         "tests/test_training.py",
+        where="_steps",
     ),
     M(
         "train-divergence-step-off-by-the-batch",
@@ -1133,6 +1252,7 @@ MUTANTS: list[Mutant] = [
         "first = len(history) + int(bad[0, 0])",
         "first = len(history)",
         "tests/test_training.py",
+        where="_steps",
     ),
     M(
         "train-seed-leaks-to-the-caller",
@@ -1140,6 +1260,7 @@ MUTANTS: list[Mutant] = [
         "with torch.random.fork_rng(devices=cuda):",
         "with contextlib.nullcontext():",
         T_TRAIN,
+        where="_seeded",
     ),
     M(
         "train-seed-not-applied",
@@ -1147,6 +1268,7 @@ MUTANTS: list[Mutant] = [
         "torch.default_generator.manual_seed(seed)",
         "pass",
         T_TRAIN,
+        where="_seeded",
     ),
     M(
         "scorers-score-in-training-mode",
@@ -1157,6 +1279,7 @@ MUTANTS: list[Mutant] = [
         T_CONT_X,
         "tests/test_mux_experiments_scores.py",
         T_SYM_X,
+        where="evaluating",
     ),
     M(
         "strings-parsed-as-numbers",
@@ -1165,6 +1288,7 @@ MUTANTS: list[Mutant] = [
         "if False:",
         T_UTILS,
         "tests/test_battery.py",
+        where="check_numeric",
     ),
     # ------------------------------------------- issue 52: refusals and limits (lead)
     M(
@@ -1174,6 +1298,7 @@ MUTANTS: list[Mutant] = [
         "torch.where(inside, scale, torch.ones_like(scale)),",
         "x, scale,",
         T_CONT,
+        where="_where_positive",
     ),
     M(
         "patch-tokens-h-squared-before-root",
@@ -1181,6 +1306,7 @@ MUTANTS: list[Mutant] = [
         "scale = ((g2 / (c * g2.sum())).sqrt() / h).repeat_interleave(c)",
         "scale = (g2 / (c * h * h * g2.sum())).sqrt().repeat_interleave(c)",
         T_DEN,
+        where="_patch_tokens",
     ),
     M(
         "patch-tokens-overflow-not-refused",
@@ -1188,6 +1314,7 @@ MUTANTS: list[Mutant] = [
         "if not torch.isfinite(scale).all():",
         "if False:",
         T_DEN,
+        where="_patch_tokens",
     ),
     M(
         "patch-kernel-integer-dtype-accepted",
@@ -1195,6 +1322,7 @@ MUTANTS: list[Mutant] = [
         "if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):",
         "if False:",
         T_DEN,
+        where="patch_kernel",
     ),
     M(
         "train-seed-unchecked",
@@ -1202,6 +1330,7 @@ MUTANTS: list[Mutant] = [
         'seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)',
         "pass",
         T_TRAIN,
+        where="train",
     ),
     M(
         "fit-and-score-nan-data-scored",
@@ -1209,6 +1338,7 @@ MUTANTS: list[Mutant] = [
         '_check_finite({"train_data": train_data, **tests})',
         "pass",
         T_SYM_X,
+        where="fit_and_score",
     ),
     # plotting, issue 47: diagrams, coefficient maps, sharp figures (one block)
     M(
@@ -1217,6 +1347,7 @@ MUTANTS: list[Mutant] = [
         "shown = min(1.0, column_px / ((box.width + 0.1) * 96.0))",
         "shown = 1.0",
         T_PLOT,
+        where="smallest_text_px",
     ),
     M(
         "simplex-diagram-draws-softmax-as-sparsemax",
@@ -1224,6 +1355,7 @@ MUTANTS: list[Mutant] = [
         "p_sparse = sparsemax(th, dim=-1)[0].numpy()",
         "p_sparse = softmax(th, dim=-1)[0].numpy()",
         T_PLOT,
+        where="simplex_projection",
     ),
     M(
         "lookup-diagram-scales-its-printed-scores",
@@ -1231,6 +1363,7 @@ MUTANTS: list[Mutant] = [
         'score="dot").weights[0]',
         ").weights[0]",
         T_PLOT,
+        where="qkv_lookup",
     ),
     M(
         "block-shares-sum-signed-coefficients",
@@ -1238,6 +1371,7 @@ MUTANTS: list[Mutant] = [
         "A = np.abs(C)\n    S = np.array(",
         "A = C\n    S = np.array(",
         T_PLOT,
+        where="block_shares",
     ),
     M(
         "block-shares-normalise-by-columns",
@@ -1245,6 +1379,7 @@ MUTANTS: list[Mutant] = [
         "total = S.sum(1, keepdims=True)",
         "total = S.sum(0, keepdims=True)",
         T_PLOT,
+        where="block_shares",
     ),
     M(
         "coefficient-maps-share-one-maximum",
@@ -1252,6 +1387,7 @@ MUTANTS: list[Mutant] = [
         "top = A.max(1, keepdims=True)",
         "top = A.max(keepdims=True)",
         T_PLOT,
+        where="coefficient_maps",
     ),
     M(
         "slider-frames-at-one-x",
@@ -1259,6 +1395,7 @@ MUTANTS: list[Mutant] = [
         'fig.savefig(buf, format="png", dpi=SHARPNESS * dpi, bbox_inches=box)',
         'fig.savefig(buf, format="png", dpi=dpi, bbox_inches=box)',
         T_PLOT,
+        where="frame_slider",
     ),
     M(
         "sharp-png-declares-its-pixel-width",
@@ -1266,6 +1403,7 @@ MUTANTS: list[Mutant] = [
         "width = image.size[0] // SHARPNESS",
         "width = image.size[0]",
         T_PLOT,
+        where="_sharp_png",
     ),
     # ----------------------------------- benchmarks/calls.py (issue 50, item 5)
     M(
@@ -1274,6 +1412,7 @@ MUTANTS: list[Mutant] = [
         'if done[5000]["fit_cpu_s"] > FIT_SKIP_AFTER_S:',
         'if done[5000]["fit_cpu_s"] < FIT_SKIP_AFTER_S:',
         *T_CALLS,
+        where="skip_reason",
     ),
     M(
         "calls-goal-verdict-inverted",
@@ -1281,6 +1420,7 @@ MUTANTS: list[Mutant] = [
         "met = None if value is None else bool(value <= bound)",
         "met = None if value is None else bool(value >= bound)",
         *T_CALLS,
+        where="_verdict",
     ),
     M(
         "calls-agreement-ignores-gradients",
@@ -1288,6 +1428,7 @@ MUTANTS: list[Mutant] = [
         "d = max([d] + [(a - b).abs().max().item() for a, b in pairs])",
         "d = d",
         *T_CALLS,
+        where="agreement",
     ),
     # -- notation (issue 47, item 6): the main source cited by its title, not anonymous
     M(
@@ -1314,6 +1455,7 @@ MUTANTS: list[Mutant] = [
         "w[i - start] = 0.0",
         "w[i - start] = w[i - start]",
         T_KR_LOO,
+        where="_loo_rows",
     ),
     M(
         "loo-sums-shift-by-the-point-itself",
@@ -1321,6 +1463,7 @@ MUTANTS: list[Mutant] = [
         "if start <= i < stop:\n                    dist[i - start] = np.inf",
         "if start <= i < stop:\n                    dist[i - start] = dist[i - start]",
         T_KR_LOO,
+        where="_loo_rows",
     ),
     M(
         "loo-sums-twin-not-shifted-to-zero",
@@ -1328,6 +1471,7 @@ MUTANTS: list[Mutant] = [
         "low = 0.0 if twin[i] else np.inf",
         "low = np.inf",
         T_KR_LOO,
+        where="_loo_rows",
     ),
     M(
         "loo-sums-gaussian-without-the-half",
@@ -1335,6 +1479,7 @@ MUTANTS: list[Mutant] = [
         "(0.5 if k == 0 else 1.0)",
         "(1.0 if k == 0 else 1.0)",
         T_KR_LOO,
+        where="loo_sums",
     ),
     M(
         "loo-weights-leave-no-copy-in",
@@ -1343,6 +1488,7 @@ MUTANTS: list[Mutant] = [
         "twins = np.zeros_like(weights)",
         T_KR_LOO,
         "tests/test_estimators.py",
+        where="_loo_errors",
     ),
     M(
         "loo-undefined-candidate-kept",
@@ -1350,6 +1496,7 @@ MUTANTS: list[Mutant] = [
         "defined = (total > 0).all(0)",
         "defined = (total >= 0).all(0)",
         T_KR_LOO,
+        where="_loo_errors",
     ),
     M(
         "weighted-median-pairs-added",
@@ -1357,6 +1504,7 @@ MUTANTS: list[Mutant] = [
         "np.multiply.outer(w, w)",
         "np.add.outer(w, w)",
         T_KR_LOO,
+        where="_default_bandwidths",
     ),
     M(
         "nw-predicts-from-zero-weight-points",
@@ -1364,6 +1512,7 @@ MUTANTS: list[Mutant] = [
         "keep = slice(None) if weights is None or not soft else weights > 0",
         "keep = slice(None)",
         T_KR_LOO,
+        where="NadarayaWatson.fit",
     ),
     M(
         "lle-neighbors-algorithm-dropped",
@@ -1371,6 +1520,7 @@ MUTANTS: list[Mutant] = [
         "algorithm=self.neighbors_algorithm,",
         "",
         "tests/test_lle_embedding.py",
+        where="LocallyLinearEmbedding.fit",
     ),
     M(
         "scipy-planted-in-the-core",
@@ -1386,6 +1536,7 @@ MUTANTS: list[Mutant] = [
         "out = out.masked_fill(dead, 0)",
         "out = out",
         T_EMOD,
+        where="_Entmax.forward",
     ),
     M(
         "softmax-all-minus-inf-row-not-zeroed",
@@ -1393,6 +1544,7 @@ MUTANTS: list[Mutant] = [
         "p = p.masked_fill_(dead, 0)",
         "p = p",
         T_EMOD,
+        where="_Softmax.forward",
     ),
     M(
         "compiled-backward-nan-on-all-minus-inf-row",
@@ -1400,6 +1552,7 @@ MUTANTS: list[Mutant] = [
         "grad = grad.masked_fill_(ctx.dead, 0)",
         "grad = grad",
         T_EMOD,
+        where="_Entmax.backward",
     ),
     M(
         "vjp-divides-by-an-empty-support",
@@ -1407,6 +1560,7 @@ MUTANTS: list[Mutant] = [
         "total = torch.where(total > 0, total, 1)",
         "total = total",
         T_EMOD,
+        where="entmax_vjp",
     ),
     M(
         "alpha-below-one-sent-to-newton",
@@ -1414,6 +1568,7 @@ MUTANTS: list[Mutant] = [
         "else 1 < alpha <= 2",
         "else alpha <= 2",
         T_EMOD,
+        where="_Entmax.forward",
     ),
     M(
         "normmax-threshold-exponent",
@@ -1421,6 +1576,7 @@ MUTANTS: list[Mutant] = [
         "r, e = 1 / (alpha - 1), alpha / (alpha - 1)",
         "r, e = 1 / (alpha - 1), 1 / (alpha - 1)",
         T_EMOD,
+        where="_Normmax.forward",
     ),
     M(
         "normmax-backward-norm-power",
@@ -1428,6 +1584,7 @@ MUTANTS: list[Mutant] = [
         ".pow((alpha - 1) / alpha)",
         ".pow(1 / alpha)",
         T_EMOD,
+        where="_Normmax.backward",
     ),
     M(
         "budget-backward-keeps-the-mean",
@@ -1435,6 +1592,7 @@ MUTANTS: list[Mutant] = [
         "g_in - g_in.sum(-1, keepdim=True) / size",
         "g_in",
         T_EMOD,
+        where="_Budget.backward",
     ),
     M(
         "budget-bracket-from-a-masked-entry",
@@ -1442,6 +1600,7 @@ MUTANTS: list[Mutant] = [
         "torch.where(finite, x, torch.inf).amin(-1, keepdim=True)",
         "x.amin(-1, keepdim=True)",
         T_EMOD,
+        where="_Budget.forward",
     ),
     M(
         "entmax15-threshold-sign",
@@ -1449,6 +1608,7 @@ MUTANTS: list[Mutant] = [
         "torch.where(p > 0, X - p.sqrt(), 0)",
         "torch.where(p > 0, X + p.sqrt(), 0)",
         T_EMOD,
+        where="_entmax_threshold_and_support",
     ),
     M(
         "entmax-bisect-alpha-buffer-saved",
@@ -1456,6 +1616,7 @@ MUTANTS: list[Mutant] = [
         "self.register_buffer(name, value, persistent=False)",
         "self.register_buffer(name, value, persistent=True)",
         T_EMOD,
+        where="_WithIndex.__init__",
     ),
     M(
         "normmax-loss-without-its-constant",
@@ -1463,6 +1624,7 @@ MUTANTS: list[Mutant] = [
         "+ 1 - p.pow(alpha).sum(-1).pow(1 / alpha)",
         "- p.pow(alpha).sum(-1).pow(1 / alpha)",
         T_EMOD,
+        where="_normmax_loss",
     ),
     M(
         "unverified-kernels-on-by-default",
@@ -1470,6 +1632,7 @@ MUTANTS: list[Mutant] = [
         'return flag != "0" and (flag == "1" or family in VERIFIED)',
         'return flag != "0"',
         T_TRI + "::test_cuda_rows_go_to_the_kernels_only_when_asked",
+        where="enabled",
     ),
     M(
         "probe-verdict-ignored",
@@ -1477,6 +1640,7 @@ MUTANTS: list[Mutant] = [
         "_probed[key] = verdict is None",
         "_probed[key] = True",
         T_TRI + "::test_the_probe_catches_a_wrong_rows_kernel_once",
+        where="probed",
     ),
     M(
         "probe-without-long-rows",
@@ -1491,6 +1655,7 @@ MUTANTS: list[Mutant] = [
         "if not ((gx64 - ref_g).abs() <= 4 * tol * gscale).all():",
         "if False:",
         T_TRI + "::test_the_probe_catches_a_wrong_rows_kernel_once",
+        where="_probe",
     ),
     M(
         "flash-probe-ignored",
@@ -1500,6 +1665,7 @@ MUTANTS: list[Mutant] = [
         "if False:",
         T_TRI
         + "::test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one",
+        where="flash_entmax_attention",
     ),
     M(
         "flash-probe-output-not-compared",
@@ -1508,6 +1674,7 @@ MUTANTS: list[Mutant] = [
         "if False:",
         T_TRI
         + "::test_the_flash_probe_passes_a_correct_kernel_and_catches_a_wrong_one",
+        where="probe_flash",
     ),
     # ---------------------------------------------- layers (issue 49, item 1): torch's
     # defaults, parameters and state dicts both ways; the masks in torch's shapes
@@ -1517,6 +1684,7 @@ MUTANTS: list[Mutant] = [
         "self.v_proj_weight = nn.Parameter(torch.empty(e, self.vdim, **made))",
         "self.v_proj_weight = nn.Parameter(torch.empty(e, self.kdim, **made))",
         T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+        where="MultiHeadAttention.__init__",
     ),
     M(
         "mha-packed-biases-q-and-k-swapped",
@@ -1525,6 +1693,7 @@ MUTANTS: list[Mutant] = [
         "(None,) * 3 if self.in_proj_bias is None else "
         "self.in_proj_bias.chunk(3)[1::-1] + self.in_proj_bias.chunk(3)[2:]",
         T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+        where="MultiHeadAttention._projections",
     ),
     M(
         "mha-torch-init-biases-drawn",
@@ -1532,6 +1701,7 @@ MUTANTS: list[Mutant] = [
         "nn.init.zeros_(self.in_proj_bias)",
         "nn.init.uniform_(self.in_proj_bias)",
         T_L + "test_the_same_seed_gives_torchs_parameters_under_torchs_names",
+        where="MultiHeadAttention._reset_parameters",
     ),
     M(
         "mha-torch-init-out-proj-drawn-last",
@@ -1540,6 +1710,7 @@ MUTANTS: list[Mutant] = [
                 if self._qkv_same_embed_dim:""",
         """if self._qkv_same_embed_dim:""",
         T_L + "test_the_same_seed_gives_torchs_parameters_under_torchs_names",
+        where="MultiHeadAttention._reset_parameters",
     ),
     M(
         "mha-linear-init-bound-from-out-features",
@@ -1547,6 +1718,7 @@ MUTANTS: list[Mutant] = [
         "bound = 1 / math.sqrt(w.shape[1])",
         "bound = 1 / math.sqrt(w.shape[0])",
         T_L + "test_init_linear_draws_each_projection_as_an_nn_linear",
+        where="MultiHeadAttention._reset_parameters",
     ),
     M(
         "mha-bias-k-appended-to-values",
@@ -1554,6 +1726,7 @@ MUTANTS: list[Mutant] = [
         "v = torch.cat([v, self.bias_v.expand(*v.shape[:-2], 1, -1)], -2)",
         "v = torch.cat([v, self.bias_k.expand(*v.shape[:-2], 1, -1)], -2)",
         T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+        where="MultiHeadAttention.forward",
     ),
     M(
         "mha-zero-attn-key-missing",
@@ -1561,6 +1734,7 @@ MUTANTS: list[Mutant] = [
         "k = torch.cat([k, k.new_zeros(*k.shape[:-2], 1, k.shape[-1])], -2)",
         "k = torch.cat([k, k[..., -1:, :]], -2)",
         T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+        where="MultiHeadAttention.forward",
     ),
     M(
         "mha-sequence-first-output-not-transposed-back",
@@ -1568,6 +1742,7 @@ MUTANTS: list[Mutant] = [
         "if self.batch_first is False and out.ndim == 3:",
         "if False:",
         T_L + "test_default_constructors_agree_on_sequence_first_input",
+        where="MultiHeadAttention.forward",
     ),
     M(
         "mha-weights-not-averaged",
@@ -1575,6 +1750,7 @@ MUTANTS: list[Mutant] = [
         "weights = weights.mean(-3)",
         "weights = weights",
         T_L + "test_default_constructors_agree_on_sequence_first_input",
+        where="MultiHeadAttention.forward",
     ),
     M(
         "mha-value-defaults-to-query",
@@ -1582,6 +1758,7 @@ MUTANTS: list[Mutant] = [
         "v_in = k_in if value is None or value is key else None",
         "v_in = q_in if value is None or value is key else None",
         T_ATT + "::test_multihead_equals_torch",
+        where="MultiHeadAttention.forward",
     ),
     M(
         "mha-dropout-at-evaluation",
@@ -1589,6 +1766,7 @@ MUTANTS: list[Mutant] = [
         "dropout_p=self.dropout if self.training else 0.0",
         "dropout_p=self.dropout",
         T_L + "test_dropout_acts_in_training_only",
+        where="MultiHeadAttention.forward",
     ),
     M(
         "mha-torchs-fused-path-not-refused",
@@ -1596,6 +1774,7 @@ MUTANTS: list[Mutant] = [
         "self.register_forward_pre_hook(_called_as_a_module)",
         "pass",
         T_L + "test_ours_works_as_self_attn_inside_torchs_encoder_layer",
+        where="MultiHeadAttention.__init__",
     ),
     M(
         "mha-every-input-taken-as-checked",
@@ -1603,6 +1782,7 @@ MUTANTS: list[Mutant] = [
         "if not any(x is c for c in self._checked):",
         "if False:",
         "tests/test_battery.py::test_bad_input[layers.MultiHeadAttention(query=None)]",
+        where="MultiHeadAttention._tokens",
     ),
     M(
         "masks-key-padding-polarity-flipped",
@@ -1610,6 +1790,7 @@ MUTANTS: list[Mutant] = [
         "parts.append(_keep(kpm, True)[..., None, None, :])",
         "parts.append(_keep(kpm, False)[..., None, None, :])",
         T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+        where="merge",
     ),
     M(
         "masks-per-head-mask-heads-outermost",
@@ -1617,6 +1798,7 @@ MUTANTS: list[Mutant] = [
         "am = am.reshape(*batch, heads, n_q, n_k)",
         "am = am.reshape(heads, *batch, n_q, n_k).transpose(0, -3)",
         T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+        where="merge",
     ),
     M(
         "masks-per-sequence-mask-read-per-head",
@@ -1624,6 +1806,7 @@ MUTANTS: list[Mutant] = [
         "elif am.ndim != 2 or tuple(am.shape) != (n_q, n_k):",
         "elif am.ndim > 3 or tuple(am.shape[-2:]) != (n_q, n_k):",
         T_L + "test_a_mask_per_sequence_is_not_read_per_head",
+        where="merge",
     ),
     M(
         "masks-appended-keys-blocked",
@@ -1631,6 +1814,7 @@ MUTANTS: list[Mutant] = [
         "fill = True",
         "fill = False",
         T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+        where="merge",
     ),
     M(
         "masks-bool-mask-blocks-the-kept-pairs",
@@ -1642,6 +1826,7 @@ MUTANTS: list[Mutant] = [
                     p, float("-inf")
                 )""",
         T_L + "test_outputs_equal_torchs_with_every_mask_after_loading_either_way",
+        where="merge",
     ),
     M(
         "encoder-first-residual-dropped",
@@ -1649,6 +1834,7 @@ MUTANTS: list[Mutant] = [
         "x = self.norm1(x + h)",
         "x = self.norm1(h)",
         T_L + "test_encoder_layer_equals_torchs_after_loading_either_way",
+        where="TransformerEncoderLayer.forward",
     ),
     M(
         "encoder-pre-norm-second-block-unnormalised",
@@ -1656,6 +1842,7 @@ MUTANTS: list[Mutant] = [
         "x = x + self._feed_forward(self.norm2(x))",
         "x = x + self._feed_forward(x)",
         T_L + "test_encoder_layer_equals_torchs_after_loading_either_way",
+        where="TransformerEncoderLayer.forward",
     ),
     M(
         "encoder-dropout-default-zero",
@@ -1663,6 +1850,7 @@ MUTANTS: list[Mutant] = [
         "dropout: float = 0.1,",
         "dropout: float = 0.0,",
         T_L + "test_encoder_layer_takes_torchs_defaults_and_its_seed",
+        where="TransformerEncoderLayer.__init__",
     ),
     M(
         "encoder-feedforward-default-four-d-model",
@@ -1670,6 +1858,7 @@ MUTANTS: list[Mutant] = [
         "dim_feedforward: int = 2048,",
         "dim_feedforward: int = 32,",
         T_L + "test_default_constructors_agree_on_sequence_first_input",
+        where="TransformerEncoderLayer.__init__",
     ),
     M(
         "encoder-self-attn-bypasses-its-hooks",
@@ -1677,6 +1866,7 @@ MUTANTS: list[Mutant] = [
         "return attn(query, memory, memory, **masks)",
         "return attn.forward(query, memory, memory, **masks)",
         T_L + "test_hooks_on_self_attn_fire_and_capture_the_attention_maps",
+        where="attend_checked",
     ),
     M(
         "encoder-weights-not-returned",
@@ -1684,6 +1874,7 @@ MUTANTS: list[Mutant] = [
         "return AttentionResult(x, weights) if need_weights else x",
         "return AttentionResult(x, None) if need_weights else x",
         T_L + "test_need_weights_returns_the_layers_attention_maps",
+        where="TransformerEncoderLayer.forward",
     ),
     M(
         "decoder-attends-to-itself-not-memory",
@@ -1691,6 +1882,7 @@ MUTANTS: list[Mutant] = [
         "self.multihead_attn, x, memory, masks,",
         "self.multihead_attn, x, x, masks,",
         T_L + "test_decoder_layer_equals_torchs_after_loading_either_way",
+        where="TransformerDecoderLayer._cross_block",
     ),
     M(
         "decoder-memory-masks-on-the-self-attention",
@@ -1698,6 +1890,7 @@ MUTANTS: list[Mutant] = [
         "attn_mask=tgt_mask, key_padding_mask=tgt_key_padding_mask,",
         "attn_mask=tgt_mask, key_padding_mask=memory_key_padding_mask,",
         T_L + "test_decoder_layer_equals_torchs_after_loading_either_way",
+        where="TransformerDecoderLayer.forward",
     ),
     M(
         "decoder-pre-norm-cross-block-unnormalised",
@@ -1705,6 +1898,7 @@ MUTANTS: list[Mutant] = [
         "x = x + self._cross_block(self.norm2(x), memory, cross)",
         "x = x + self._cross_block(x, memory, cross)",
         T_L + "test_decoder_layer_equals_torchs_after_loading_either_way",
+        where="TransformerDecoderLayer.forward",
     ),
     M(
         "decoder-overflow-unchecked",
@@ -1712,6 +1906,7 @@ MUTANTS: list[Mutant] = [
         "~torch.isfinite(x).all(),",
         "torch.zeros((), dtype=torch.bool),",
         "tests/test_battery.py::test_bad_input[layers.TransformerDecoderLayer(memory=x1e30)]",
+        where="TransformerDecoderLayer.forward",
     ),
     # -- compile, export, vmap of the normalizers (issue 49, item 3; lead)
     M(
@@ -1720,6 +1915,7 @@ MUTANTS: list[Mutant] = [
         "return _EntmaxRows.apply(z, top, alpha).masked_fill(dead, 0)",
         "return _EntmaxRows.apply(z, top, alpha)",
         "tests/test_compile.py",
+        where="entmax_rows",
     ),
     M(
         "traced-entmax-no-alpha-gradient",
@@ -1727,6 +1923,7 @@ MUTANTS: list[Mutant] = [
         "grad_alpha = entmax_engine.entmax_alpha_vjp(p, g, alpha)",
         "grad_alpha = torch.zeros_like(alpha)",
         "tests/test_compile.py",
+        where="_EntmaxRows.backward",
     ),
     M(
         "traced-softmax-leaves-masked-rows-nan",
@@ -1734,6 +1931,7 @@ MUTANTS: list[Mutant] = [
         "return torch.softmax(z, -1).masked_fill(dead, 0)",
         "return torch.softmax(x, -1)",
         "tests/test_compile.py",
+        where="softmax_rows",
     ),
     M(
         "attention-skips-the-ndim-check-of-tensors",
@@ -1742,6 +1940,7 @@ MUTANTS: list[Mutant] = [
         "if False:",
         "tests/test_battery.py",
         "tests/test_attention.py",
+        where="_tensor",
     ),
     # --- badinput ---
     # issue 52's remaining classes: each new check removed or inverted, each limit
@@ -1752,6 +1951,7 @@ MUTANTS: list[Mutant] = [
         "layer_norm_eps = check_layer_norm_eps(layer_norm_eps)",
         "pass",
         T_B52 + "test_layer_norm_eps_torch_returns_nan_we_refuse",
+        where="TransformerEncoderLayer.__init__",
     ),
     M(
         "layer-norm-eps-negative-accepted",
@@ -1759,6 +1959,7 @@ MUTANTS: list[Mutant] = [
         "or not 0 <= eps < math.inf",
         "or not -math.inf < eps < math.inf",
         T_B52 + "test_layer_norm_eps_torch_returns_nan_we_refuse",
+        where="check_layer_norm_eps",
     ),
     M(
         "norm-first-by-truthiness",
@@ -1766,6 +1967,7 @@ MUTANTS: list[Mutant] = [
         'self.norm_first = check_flag(norm_first, "norm_first")',
         "self.norm_first = bool(norm_first)",
         T_B52 + "test_norm_first_is_a_flag_not_a_truthy_value",
+        where="TransformerDecoderLayer.__init__",
     ),
     M(
         "learn-alpha-by-truthiness",
@@ -1773,6 +1975,7 @@ MUTANTS: list[Mutant] = [
         "if not isinstance(learn_alpha, bool):",
         "if False:",
         T_B52 + "test_learn_alpha_is_a_flag_not_a_truthy_value",
+        where="Entmax.__init__",
     ),
     M(
         "learned-alpha-softplus-inverse-overflows",
@@ -1780,6 +1983,7 @@ MUTANTS: list[Mutant] = [
         "rho = (r + torch.log(-torch.expm1(-r))).to(torch.get_default_dtype())",
         "rho = torch.log(torch.expm1(r.to(torch.get_default_dtype())))",
         T_B52 + "test_a_learned_alpha_starts_where_asked_and_maps_as_the_package",
+        where="_softplus_inverse",
     ),
     M(
         "learned-alpha-rounded-to-one-accepted",
@@ -1787,6 +1991,7 @@ MUTANTS: list[Mutant] = [
         "if not bool((torch.isfinite(held) & (held > 1)).all()):",
         "if False:",
         T_B52 + "test_a_learned_alpha_the_dtype_rounds_to_one_is_refused_when_built",
+        where="_softplus_inverse",
     ),
     M(
         "fenchel-young-finite-at-a-dead-target",
@@ -1794,6 +1999,7 @@ MUTANTS: list[Mutant] = [
         "+ unreachable_target(scores, target)",
         "",
         T_B52 + "test_fenchel_young_at_alpha_one_is_cross_entropy_at_a_dead_target",
+        where="_fenchel_young",
     ),
     M(
         "normmax-loss-finite-at-a-dead-target",
@@ -1801,6 +2007,7 @@ MUTANTS: list[Mutant] = [
         "return loss + unreachable_target(X, y)",
         "return loss",
         T_B52 + "test_the_package_functions_are_inf_where_the_packages_are",
+        where="_normmax_loss",
     ),
     M(
         "dead-target-read-off-the-target",
@@ -1808,6 +2015,7 @@ MUTANTS: list[Mutant] = [
         "bad = ((target > 0) & torch.isneginf(scores)).any(-1)",
         "bad = torch.isneginf(scores).any(-1)",
         T_B52 + "test_a_dead_class_off_the_target_is_the_loss_without_that_class",
+        where="unreachable_target",
     ),
     M(
         "index-target-any-integer-dtype",
@@ -1815,6 +2023,7 @@ MUTANTS: list[Mutant] = [
         "if target.dtype not in (torch.int64, torch.uint8):",
         "if target.dtype in (torch.float16,):",
         T_B52 + "test_class_index_dtypes_are_cross_entropys",
+        where="check_index_dtype",
     ),
     M(
         "loss-module-ignored-rows-by-product",
@@ -1822,6 +2031,7 @@ MUTANTS: list[Mutant] = [
         "losses = torch.where(keep, losses, 0.0)",
         "losses = losses * keep",
         T_B52 + "test_loss_modules_are_inf_where_the_packages_are",
+        where="_FenchelYoungLoss.forward",
     ),
     M(
         "nadaraya-watson-features-unscaled",
@@ -1829,6 +2039,7 @@ MUTANTS: list[Mutant] = [
         "self._shift = _exponent(X)",
         "self._shift = 0",
         T_B52 + "test_nadaraya_watson_float32_is_scale_free",
+        where="NadarayaWatson.fit",
     ),
     M(
         "nadaraya-watson-weights-unscaled",
@@ -1836,6 +2047,7 @@ MUTANTS: list[Mutant] = [
         "np.ldexp(weights, -_exponent(weights))",
         "weights",
         T_B52 + "test_equal_sample_weights_of_any_size_predict_the_unweighted_average",
+        where="NadarayaWatson.fit",
     ),
     M(
         "nadaraya-watson-loo-overflows-float32",
@@ -1843,6 +2055,7 @@ MUTANTS: list[Mutant] = [
         "if not np.isfinite(values).all():",
         "if False:",
         T_B52 + "test_equal_sample_weights_of_any_size_predict_the_unweighted_average",
+        where="NadarayaWatson._choose_bandwidth",
     ),
     M(
         "default-bandwidths-pair-weights-float32",
@@ -1850,6 +2063,7 @@ MUTANTS: list[Mutant] = [
         "w = weights[pick].astype(np.float64)",
         "w = weights[pick]",
         T_B52 + "test_equal_weights_give_the_unweighted_default_bandwidths",
+        where="_default_bandwidths",
     ),
     M(
         "as-tensor-truncates-to-integers",
@@ -1857,6 +2071,7 @@ MUTANTS: list[Mutant] = [
         "_check_integral(t, name, dtype)",
         "pass",
         T_B52 + "test_as_tensor_to_an_integer_dtype_keeps_values_or_refuses",
+        where="as_tensor",
     ),
     M(
         "paraboloid-overflowed-offset-nan",
@@ -1865,6 +2080,7 @@ MUTANTS: list[Mutant] = [
         "torch.full_like(q, math.inf))",
         "return q * s * s",
         T_B52 + "test_truncated_paraboloid_at_the_dtypes_edge_is_zero_not_nan",
+        where="_quadratic_form",
     ),
     M(
         "paraboloid-quadratic-form-unscaled",
@@ -1872,6 +2088,7 @@ MUTANTS: list[Mutant] = [
         "u = torch.where(torch.isfinite(s), x / unit, torch.zeros_like(x))",
         "u, s = x, torch.ones_like(s)",
         T_B52 + "test_truncated_paraboloid_near_and_far_matches_numpy",
+        where="_quadratic_form",
     ),
     M(
         "seed-unbounded",
@@ -1887,6 +2104,7 @@ MUTANTS: list[Mutant] = [
         "return (out, weights) if finite_on_host(",
         "return (out, weights) if True or finite_on_host(",
         "tests/test_sdpa_function.py",
+        where="softmax_path",
     ),
     M(
         "sdpa-once-not-redone-on-nan",
@@ -1894,6 +2112,7 @@ MUTANTS: list[Mutant] = [
         "return out if finite_on_host(out) else None",
         "return out",
         "tests/test_sdpa_function.py",
+        where="sdpa_once",
     ),
     M(
         "tiny-temperature-with-dropout-drawn-twice",
@@ -1901,6 +2120,7 @@ MUTANTS: list[Mutant] = [
         "or (eager_cpu and not dropout_p)",
         "or eager_cpu",
         "tests/test_attention.py",
+        where="_attention",
     ),
     # --- session: masks that are not numbers ---
     M(
