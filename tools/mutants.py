@@ -211,15 +211,15 @@ MUTANTS: list[Mutant] = [
         "book/_ext/claim_badges.py",
         'if "claim-lesson" in box["classes"]:',
         "if False:",
-        "tests/test_site.py::test_a_lesson_check_keeps_its_code_open",
-        where="fold_claim_cells",
+        "tests/test_claim_badges.py",
+        where="_place",
     ),
     M(
         "badge-without-execution-count",
         "book/_ext/claim_badges.py",
         'attributes["data-exec-count"] = str(node["exec_count"])',
         "pass",
-        "tests/test_site.py::test_every_claim_cell_ran_in_its_badge",
+        "tests/test_claim_badges.py",
         where="_visit_details",
     ),
     # ------------------------------------------------------------------ attention

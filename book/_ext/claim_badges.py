@@ -216,15 +216,21 @@ def fold_claim_cells(app, doctree):
                 node["ids"].append(c.anchor)
             continue
         box["exec_count"] = node.get("exec_count")
-        parent = node.parent
-        if "claim-lesson" in box["classes"]:
-            parent.insert(parent.index(node), box)
-        else:
-            parent.replace(node, box)
-            box += node
-            shown = _lesson_outputs(node)
-            if shown is not None:
-                parent.insert(parent.index(box) + 1, shown)
+        _place(box, node)
+
+
+def _place(box: claim_details, cell: nodes.Element) -> None:
+    """Put a claim cell into its badge, or (``lesson-check``) the badge above the open
+    cell; a folded cell's figures and tables stay on the page below its badge."""
+    parent = cell.parent
+    if "claim-lesson" in box["classes"]:
+        parent.insert(parent.index(cell), box)
+        return
+    parent.replace(cell, box)
+    box += cell
+    shown = _lesson_outputs(cell)
+    if shown is not None:
+        parent.insert(parent.index(box) + 1, shown)
 
 
 def _lesson_outputs(cell: nodes.Element) -> nodes.container | None:
