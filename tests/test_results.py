@@ -246,12 +246,13 @@ def slice_kernel_regression(result: dict) -> list[Check]:
         (b.nadaraya_watson(xq, xt, y, bandwidth=h).double() - ref).abs().max()
     )
     # A largest round-off error: its digits depend on the CPU's vector width and FMA
-    # (on an H100 machine's host it moved by more than 10 %), and the chapter reads
-    # only that it is the smallest of the methods' errors (the next is 13 to 28 times
-    # larger): within a factor of 2 (0.3 decades).
+    # (on an H100 machine's host it moved by more than 10 %; on an AVX2-only AMD EPYC
+    # it was 2.04 times the committed one), and the chapter reads only that it is the
+    # smallest of the methods' errors (the next is 13 to 28 times larger): within a
+    # factor of about 3 (0.5 decades).
     return [
         Check("1-D fused max error vs float64", ("rows", i, "max_abs_error_vs_float64"),
-              error, atol=0.3, log10=True)
+              error, atol=0.5, log10=True)
     ]  # fmt: skip
 
 
@@ -533,9 +534,11 @@ def test_a_moved_committed_number_fails(name):
             node = moved
             for key in check.path[:-1]:
                 node = node[key]
-            old = node[check.path[-1]]
-            step = max(check.atol, check.rtol * abs(old)) * 1.5 + 1e-300
-            node[check.path[-1]] = old * 10**step if check.log10 else old + step
+            # beyond the tolerance from the number recomputed on this machine (a
+            # round-off error may differ from the committed one by CPU)
+            now = check.value
+            step = max(check.atol, check.rtol * abs(now)) * 1.5 + 1e-300
+            node[check.path[-1]] = now * 10**step if check.log10 else now + step
         assert not _holds_everywhere(name, moved), check.what
 
 
