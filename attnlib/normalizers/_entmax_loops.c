@@ -111,7 +111,9 @@ INLINE void NAME(pass)(int q, int first, const REAL *restrict src, REAL m,
                        REAL *restrict gaps, int64_t cols, REAL c, REAL t, REAL qm1,
                        REAL *restrict buf, REAL *sum_w, REAL *sum_v)
 {
-    REAL sw = 0, sv = 0;
+    /* Summed in double: the vectorised sum's order (the machine's vector width, and
+     * whether -inf keys pad the row) then leaves no trace in a float32 result. */
+    double sw = 0, sv = 0;
     for (int64_t j = 0; j < cols; j++) {
         REAL z = src[j];
         if (first) {
@@ -125,8 +127,8 @@ INLINE void NAME(pass)(int q, int first, const REAL *restrict src, REAL m,
         sw += w;
         sv += v;
     }
-    *sum_w = sw;
-    *sum_v = sv;
+    *sum_w = (REAL)sw;
+    *sum_v = (REAL)sv;
 }
 
 /* α-entmax of each row of x (rows × cols, contiguous) into p. top holds the row maxima,
@@ -181,14 +183,14 @@ INLINE void NAME(backward)(int q, const REAL *p, const REAL *g, const double *am
         const REAL *pr = p + i * cols, *gr = g + i * cols;
         REAL *o = out + i * cols;
         const double a = am1[i];
-        REAL s_sum = 0, sg_sum = 0;
+        double s_sum = 0, sg_sum = 0; /* in double, as the forward pass's sums */
         for (int64_t j = 0; j < cols; j++) {
             REAL s = NAME(slope)(q, pr[j], a);
             o[j] = s;
             s_sum += s;
             sg_sum += s * gr[j];
         }
-        const REAL mean = sg_sum / s_sum;
+        const REAL mean = (REAL)(sg_sum / s_sum);
         for (int64_t j = 0; j < cols; j++)
             o[j] *= gr[j] - mean;
     }
