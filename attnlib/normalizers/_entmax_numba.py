@@ -122,13 +122,14 @@ def _forward_rows(x, top, am1, p, powers, root, keep):
         n = one
         for _ in range(_MAX_ITER):
             tt = dtype(t)
-            n = s = zero
+            sum_w = sum_v = 0.0  # in float64, as the C loops: no trace of the order
             for j in range(pr.shape[0]):
                 w, v = powers(max(c * (pr[j] - tt), zero), qm1, zero, one)
                 if keep:
                     buf[j] = w
-                n += w
-                s += v
+                sum_w += w
+                sum_v += v
+            n, s = dtype(sum_w), dtype(sum_v)
             step = (n - root(n, a)) / (a * s)  # (g - 1) / -g'(t), in units of x
             if step <= tol:  # t is the threshold
                 break
@@ -147,13 +148,13 @@ def _backward_rows(p, g, am1, out, slope):
     zero, one = p.dtype.type(0), p.dtype.type(1)
     for i in range(p.shape[0]):
         pr, gr, o = p[i], g[i], out[i]
-        s_sum = sg_sum = zero
+        s_sum = sg_sum = 0.0  # in float64, as the forward pass's sums
         for j in range(pr.shape[0]):
             s = slope(pr[j], am1[i], zero, one)
             o[j] = s
             s_sum += s
             sg_sum += s * gr[j]
-        mean = sg_sum / s_sum
+        mean = p.dtype.type(sg_sum / s_sum)
         for j in range(pr.shape[0]):
             o[j] *= gr[j] - mean
 
