@@ -1,5 +1,9 @@
 """A battery of bad inputs for every public callable of attnlib, data-driven.
 
+Every public callable outside the experiments: an idea's experiments (its chapter's
+runs, tasks and models) check a run once at its entrance, and one test attacks each run
+there (see :func:`library_modules`).
+
 The specs live in ``tests/battery/specs_*.py``, one module per library module
 (``MODULE`` names it, ``specs()`` returns its callables' specs); this runner collects
 every one of them, so that a new spec module needs no list edited here. The machinery
@@ -59,12 +63,7 @@ SPECS = {
 # --------------------------------------------------------------------------- the test
 #: Cases known to fail, as ``"module.callable(arg=label)"``: each is a strict xfail (the
 #: test fails once it passes, so that the entry is then removed).
-KNOWN: set[str] = {
-    # A learning rate of 1e30 (one step) or noise of 1e30 blows the patch distances up:
-    # the error names the image (denoise's overflow check), not lr or noise.
-    "denoise.experiments.cnn.baseline_run(lr=1e30)",
-    "denoise.experiments.cnn.baseline_run(noise=1e30)",
-}
+KNOWN: set[str] = set()
 
 
 def _case_id(case) -> str:
@@ -98,12 +97,6 @@ NOT_WALKED = {
     # The closed forms and quadrature behind continuous.attention, which checks their
     # inputs (battery/specs_continuous_attention.py attacks them through it).
     "continuous.integrals": "the integrals behind continuous.attention",
-    # Tables of the committed denoise results: their one argument is results.load's
-    # dictionary, checked (tests/test_denoise_experiments_tables.py), not user data.
-    "denoise.experiments.tables": "tables of a committed result",
-    # One seed of a committed sweep each (benchmarks/ runs them; tests/test_results.py
-    # recomputes a slice): their arguments are a seed, not user data (no spec yet).
-    "mux.experiments.runs": "one seed of chapter 08's committed sweep",
     # glue records any value for the book's prose; errors holds exception types.
     "notebook": "records any value",
     "errors": "exception types",
@@ -111,15 +104,28 @@ NOT_WALKED = {
 
 
 def library_modules() -> set[str]:
-    """Every public module and package of attnlib, dotted from the package (a private
-    package's modules, such as ``subspace._lasso.common``, are engines: they trust)."""
+    """Every public module and package of attnlib outside the experiments, dotted from
+    the package.
+
+    A private package's modules, such as ``subspace._lasso.common``, are engines: they
+    trust. An idea's experiments (``<idea>.experiments``, a module or a package) are the
+    chapters' scaffolding, not API that readers feed their own data: each run checks
+    its seed and sizes once, at its entrance, and trains its own models trusted
+    (issue 51). One test, ``test_a_run_refuses_nonsense_at_its_entrance`` in
+    tests/test_validate_once.py, attacks every run with a bad seed and a bad size; the
+    helpers are tested by tests/test_<idea>_experiments*.py.
+    """
     root = Path(importlib.import_module("attnlib").__file__).parent
     found = set()
     for p in root.rglob("*.py"):
         parts = p.relative_to(root).with_suffix("").parts
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        if parts and not any(part.startswith("_") for part in parts):
+        if (
+            parts
+            and not any(part.startswith("_") for part in parts)
+            and "experiments" not in parts
+        ):
             found.add(".".join(parts))
     return found
 
@@ -134,7 +140,10 @@ def _covered(module: str, walked) -> bool:
 
 
 def test_every_module_is_walked():
-    """A new module cannot escape the battery: it is walked or exempt with a reason."""
+    """A new module cannot escape the battery: it is walked or exempt with a reason.
+
+    Experiment modules are not walked: they are scaffolding, checked at each run's
+    entrance (:func:`library_modules` says how and where that is tested)."""
     walked = [*SPEC_FACTORIES, *NOT_WALKED]
     # A package is walked when all its modules are (continuous: module by module).
     missing = {
@@ -192,14 +201,8 @@ NOT_ATTACKED = {
     "utils": {"host_array", "available_memory", "public", "checking", "trusted"},
     # output_of unwraps what a model returned (any object); tested in test_attention.
     "functional": {"output_of"},
-    # Timing sweeps and grids of training runs: their arguments meet check_int and
-    # check_positive as the specced callables' do; one call costs seconds to minutes.
-    "continuous.experiments.readout_cost": {"read_out_times"},
-    "symmetry.experiments": {"sample_efficiency", "fit_tuned"},
-    # One seed of chapter 05's committed sweep each, and the median/range summary of
-    # such records: their arguments are a seed and the sweep's own records, not user
-    # data (no spec yet; benchmarks/ runs them, tests/test_results.py recomputes).
-    "subspace.experiments": {"held_out_run", "normalized_run", "stack_run"},
+    # The median/range summary of a committed sweep's records: its arguments are the
+    # sweep's own records, not user data (tests/test_results.py recomputes).
     "results": {"seed_summary", "seed_table"},
 }
 

@@ -24,14 +24,25 @@ valid call of a public callable. The rule, per call:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 import torch
 from test_battery import SPECS
 
+from attnlib.continuous.experiments import (
+    AlignmentModel,
+    DigitClassifier,
+    cluttered_digits,
+    fit_alignment,
+    fit_classifier,
+    monotone_alignment,
+)
 from attnlib.data import union_of_subspaces
+from attnlib.denoise.experiments import baseline_run
 from attnlib.functional import attention
 from attnlib.kernel_regression import (
     MetricNadarayaWatson,
@@ -41,8 +52,31 @@ from attnlib.kernel_regression import (
 )
 from attnlib.layers import MultiHeadAttention, TransformerEncoderLayer
 from attnlib.lle import LocallyLinearEmbedding, lle_attention, lle_weights
+from attnlib.mux.experiments import (
+    fit_linear_stack,
+    green_function,
+    pointer_run,
+    routing_run,
+    weekday_run,
+    wide_stack_run,
+)
 from attnlib.subspace import SubspaceClustering
+from attnlib.subspace.experiments import (
+    fit_learned_ista,
+    fit_self_expressive_net,
+    held_out_run,
+    normalized_run,
+    normalized_self_expression,
+    stack_run,
+)
 from attnlib.symmetry import KnowledgeAttention, knowledge_attention
+from attnlib.symmetry.experiments import (
+    fit_and_score,
+    fit_tuned,
+    knowledge_task,
+    make_teacher,
+    sample_efficiency,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -216,8 +250,8 @@ def test_the_counter_sees_checks_bound_by_name(check_calls):
 
 
 # ---------------------------------------------- every public callable, from the battery
-#: Families whose calls are not hot paths: plots, training loops and committed results;
-#: nor is any idea's experiment scaffolding (``<idea>.experiments``).
+#: Families whose calls are not hot paths: plots, training loops and committed results
+#: (the battery has no experiment scaffolding: its runs are counted below, per step).
 NOT_HOT = ("plotting.", "training.", "results.")
 #: Specs whose baseline is more than one call, or checks the entries of one argument
 #: each once: their names repeat without any input being checked twice.
@@ -237,9 +271,7 @@ BATTERY = [
     if name in RECHECKS
     else name
     for name in SPECS
-    if not name.startswith(NOT_HOT)
-    and "experiments" not in name.split(".")
-    and name not in SEVERAL
+    if not name.startswith(NOT_HOT) and name not in SEVERAL
 ]
 
 
@@ -257,3 +289,228 @@ def test_a_public_callable_checks_no_input_twice(name, check_calls):
     spec.call(**args)
     problems = judge(check_calls, inputs=None)
     assert not problems, f"{'; '.join(problems)}: {_report(check_calls)}"
+
+
+# --------------------------------------- experiment runs: checked once, at the entrance
+# An experiment run checks its seed, sizes and options at its entrance, then trains its
+# own models inside ``trusted()``: its tasks, models and losses check nothing at a step,
+# so a run makes as many checks at 2 steps as at 20. A run handed the caller's model
+# (``model=`` or ``make=``) trains it as the caller's code: the only checks of a step
+# are that model's own, those of one forward pass called from outside.
+@dataclasses.dataclass
+class Run:
+    """An experiment run, as the tests call it.
+
+    ``args()`` gives a small valid call without its steps, ``steps(n)`` the arguments
+    that make it train ``n`` steps; ``seed`` and ``size`` name an argument to attack;
+    ``forward(args)``, for a run handed the caller's model, makes one forward pass of
+    that model as its caller would.
+    """
+
+    fn: Callable
+    args: Callable[[], dict]
+    steps: Callable[[int], dict] | None
+    seed: str
+    size: str
+    forward: Callable[[dict], object] | None = None
+
+
+def _grid(n):
+    return {"grid": {"lr": (1e-2,), "weight_decay": (0.0,), "n_steps": (n,)}}
+
+
+def _digits_args():
+    d = cluttered_digits(8, seed=0)
+    torch.manual_seed(0)
+    model = DigitClassifier("continuous", n_side=4, channels=4)
+    return dict(model=model, inputs=d.images, labels=d.labels, batch=4, progress=False)
+
+
+def _alignment_args():
+    torch.manual_seed(0)
+    model = AlignmentModel(8, 6, 3, "continuous", dim=4, n_basis=4)
+    return dict(model=model, task=monotone_alignment(32, 6, 3, vocab=8, seed=1),
+                batch=4, progress=False)  # fmt: skip
+
+
+def _knowledge_data():
+    teacher = make_teacher(4, 2, seed=0)
+    return knowledge_task(teacher, 8, 5, seed=0), {"a": knowledge_task(teacher, 4, 5)}
+
+
+def _scored_args():
+    data, tests = _knowledge_data()
+    return dict(model=KnowledgeAttention(4, 2), train_data=data, test_data=tests)
+
+
+RUNS = {
+    "mux.routing_run": Run(
+        routing_run, lambda: dict(seed=0), lambda n: dict(n_steps=n), "seed", "n_steps"
+    ),
+    "mux.pointer_run": Run(
+        pointer_run, lambda: dict(seed=0), lambda n: dict(n_steps=n), "seed", "n_steps"
+    ),
+    "mux.weekday_run": Run(
+        weekday_run,
+        lambda: dict(seed=0),
+        lambda n: dict(n_steps=n),
+        "seed",
+        "n_friends",
+    ),  # fmt: skip
+    "mux.wide_stack_run": Run(
+        wide_stack_run,
+        lambda: dict(seed=0, depth=1, width=4),
+        lambda n: dict(n_steps=n),
+        "seed",
+        "width",
+    ),  # fmt: skip
+    "mux.fit_linear_stack": Run(
+        fit_linear_stack,
+        lambda: dict(target=green_function(6), depth=2, seeds=(0,)),
+        lambda n: dict(max_iter=n),
+        "seeds",
+        "depth",
+    ),  # fmt: skip
+    "subspace.stack_run": Run(
+        stack_run, lambda: dict(seed=0), lambda n: dict(n_steps=n), "seed", "n_steps"
+    ),
+    "subspace.held_out_run": Run(
+        held_out_run, lambda: dict(seed=0), None, "seed", "n_per_subspace"
+    ),
+    "subspace.normalized_run": Run(
+        normalized_run, lambda: dict(seed=0), None, "seed", "n_per_subspace"
+    ),
+    "subspace.fit_self_expressive_net": Run(
+        fit_self_expressive_net,
+        lambda: dict(X=SUBSPACES, hidden=4),
+        lambda n: dict(n_steps=n),
+        "seed",
+        "hidden",
+    ),  # fmt: skip
+    "subspace.fit_learned_ista": Run(
+        fit_learned_ista,
+        lambda: dict(X=SUBSPACES, n_iter=2),
+        lambda n: dict(n_steps=n),
+        "seed",
+        "n_iter",
+    ),  # fmt: skip
+    "subspace.normalized_self_expression": Run(
+        normalized_self_expression,
+        lambda: dict(X=SUBSPACES),
+        lambda n: dict(n_steps=n),
+        "seed",
+        "n_steps",
+    ),  # fmt: skip
+    "denoise.baseline_run": Run(
+        baseline_run,
+        lambda: dict(seed=0, widths=(2,), heads=(1,)),
+        lambda n: dict(n_steps=n),
+        "seed",
+        "n_steps",
+    ),  # fmt: skip
+    "symmetry.sample_efficiency": Run(
+        sample_efficiency,
+        lambda: dict(
+            sizes=[4],
+            seeds=[0],
+            learners=("KnowledgeAttention",),
+            embed_dim=4,
+            length=3,
+            n_knowledge=2,
+            test_lengths=(3,),
+            n_test=4,
+            progress=False,
+        ),
+        _grid,
+        "seeds",
+        "sizes",
+    ),  # fmt: skip
+    "symmetry.fit_tuned": Run(
+        fit_tuned,
+        lambda: (
+            dict(make=lambda: KnowledgeAttention(4, 2), train_data=_knowledge_data()[0])
+            | _grid(2)
+        ),
+        None,
+        "seed",
+        "val_fraction",
+    ),  # fmt: skip
+    "symmetry.fit_and_score": Run(
+        fit_and_score,
+        _scored_args,
+        lambda n: dict(n_steps=n),
+        "seed",
+        "n_steps",
+        forward=lambda a: a["model"](a["train_data"][0]),
+    ),  # fmt: skip
+    "continuous.fit_classifier": Run(
+        fit_classifier,
+        _digits_args,
+        lambda n: dict(n_steps=n),
+        "seed",
+        "batch",
+        forward=lambda a: a["model"](a["inputs"][: a["batch"]]),
+    ),  # fmt: skip
+    "continuous.fit_alignment": Run(
+        fit_alignment,
+        _alignment_args,
+        lambda n: dict(n_steps=n),
+        "seed",
+        "batch",
+        forward=lambda a: a["model"](a["task"].source[: a["batch"]]),
+    ),  # fmt: skip
+}
+
+
+def _count(check_calls, fn, **args) -> int:
+    check_calls.clear()
+    fn(**args)
+    return len(check_calls)
+
+
+@pytest.mark.parametrize("name", [n for n, r in RUNS.items() if r.steps is not None])
+@pytest.mark.filterwarnings("ignore:SSC stopped")
+def test_a_run_checks_as_often_at_2_steps_as_at_20(name, check_calls):
+    """Before this change chapter 08's routing_run made 28 checks a step (616 at 20
+    steps: its tasks, losses and routers checked every batch); now 20 at any length."""
+    run = RUNS[name]
+    counts = [
+        _count(check_calls, run.fn, **run.args(), **run.steps(n)) for n in (2, 20)
+    ]
+    own = 0
+    if run.forward is not None:  # the caller's model checks its own input
+        args = run.args()
+        own = _count(check_calls, lambda: run.forward(args))
+    assert counts[1] - counts[0] == 18 * own, (
+        f"{counts[0]} checks at 2 steps, {counts[1]} at 20 (the caller's model makes "
+        f"{own} a step): {_report(check_calls)}"
+    )
+
+
+def test_a_check_planted_in_a_training_loop_is_counted(check_calls, monkeypatch):
+    """The test above sees a check made at every step (one planted in the loss)."""
+    from attnlib.mux.experiments import runs, scores
+
+    def planted(model, task):
+        scores.check_type(task, "task", object, "anything")  # the counted helper
+        return scores.routing_loss(model, task)
+
+    monkeypatch.setattr(runs, "routing_loss", planted)
+    counts = [_count(check_calls, routing_run, seed=0, n_steps=n) for n in (2, 20)]
+    assert counts[1] - counts[0] == 18 * 4  # one a step of each of the four models
+
+
+@pytest.mark.parametrize("bad", ["seed", "size"])
+@pytest.mark.parametrize("name", RUNS)
+def test_a_run_refuses_nonsense_at_its_entrance(name, bad):
+    """A run refuses a negative seed or a zero size before it trains, naming it. The
+    runs' other arguments meet the same check helpers (the battery attacks those);
+    the runs themselves are scaffolding of the chapters, not in the battery."""
+    run = RUNS[name]
+    arg = run.seed if bad == "seed" else run.size
+    args = run.args() | (run.steps(1) if run.steps else {})
+    value = -1 if bad == "seed" else 0
+    if isinstance(args.get(arg), (list, tuple)):  # seeds=[0], sizes=[4]
+        value = [value]
+    with pytest.raises(ValueError, match=rf"^{arg} must"):
+        run.fn(**args | {arg: value})

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from ..utils import as_tensor, check_int, check_on_device, check_positive
+from ..utils.boundary import checking, public
 from ..utils.validation import module_input
 from .attention import _continuous_attention_1d, _continuous_attention_2d
 from .basis import GaussianRBF, _check_basis, _ridge_value_coefficients
@@ -71,6 +72,8 @@ class _ContinuousAttention(nn.Module):
         )
 
     def _tokens(self, H, ndim: int) -> torch.Tensor:
+        if not checking():  # a classifier of attnlib hands its own features
+            return H
         # With an encoder head, H feeds its Linear: it must have the head's dtype.
         if self.head is None:
             return as_tensor(H, "H", ndim=ndim)
@@ -84,26 +87,33 @@ class _ContinuousAttention(nn.Module):
                 "without in_features"
             )
         if weights is not None:
-            weights = as_tensor(weights, "weights", ndim=2, device=H.device)
+            if checking():
+                weights = as_tensor(weights, "weights", ndim=2, device=H.device)
             H, weights = _common(H, weights)
-            if weights.shape != H.shape[:2]:
-                raise ValueError(
-                    f"weights must have shape {tuple(H.shape[:2])}, got "
-                    f"{tuple(weights.shape)}"
-                )
-            # Moment matching reads them as a distribution over the positions.
-            # (loose enough for gradcheck's finite differences, 1e-6 a step)
-            tol = max(torch.finfo(weights.dtype).eps ** 0.5, 1e-4)
-            check_on_device(
-                (weights < 0).any() | ((weights.sum(-1) - 1).abs() > tol).any(),
-                "weights must be non-negative and sum to one along each row (discrete "
-                f"attention weights; within {tol:.1g})",
-            )
+            if checking():
+                self._check_weights(H, weights)
         elif H.shape[-1] != self.head.in_features:
             raise ValueError(
                 f"H must have {self.head.in_features} features, got {H.shape[-1]}"
             )
         return H, positions.to(H.dtype), weights
+
+    @staticmethod
+    def _check_weights(H, weights) -> None:
+        """Refuse weights that are not a distribution over the rows of ``H``."""
+        if weights.shape != H.shape[:2]:
+            raise ValueError(
+                f"weights must have shape {tuple(H.shape[:2])}, got "
+                f"{tuple(weights.shape)}"
+            )
+        # Moment matching reads them as a distribution over the positions.
+        # (loose enough for gradcheck's finite differences, 1e-6 a step)
+        tol = max(torch.finfo(weights.dtype).eps ** 0.5, 1e-4)
+        check_on_device(
+            (weights < 0).any() | ((weights.sum(-1) - 1).abs() > tol).any(),
+            "weights must be non-negative and sum to one along each row (discrete "
+            f"attention weights; within {tol:.1g})",
+        )
 
     def _context(self, H, positions, r):
         B = _ridge_value_coefficients(H, positions, self.basis, self.lam)
@@ -164,6 +174,7 @@ class ContinuousAttention1D(_ContinuousAttention):
     ):
         super().__init__(basis, 1, in_features, alpha, lam, min_var, 2)
 
+    @public
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
         """Attend over tokens ``H`` at evenly spaced positions of ``[0, 1]``.
 
@@ -245,6 +256,7 @@ class ContinuousAttention2D(_ContinuousAttention):
         height, width = check_int(height, "height"), check_int(width, "width")
         return _grid_positions(height, width, dtype, device)
 
+    @public
     def forward(self, H, weights=None) -> ContinuousAttentionOutput:
         """Attend over a feature map ``H`` placed on ``[0, 1]²``.
 

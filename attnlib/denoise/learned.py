@@ -13,6 +13,7 @@ from torch import nn
 
 from ..functional import SCORES, attend
 from ..utils import as_tensor, check_int, check_positive
+from ..utils.boundary import checking, public
 from ..utils.validation import SEED_MAX
 from .common import _odd_patch_size, _pixel_grid, _window_mask
 from .filters import _patch_tokens
@@ -120,26 +121,10 @@ class PatchAttentionDenoiser(nn.Module):
     def _as_batch(self, image) -> tuple[torch.Tensor, tuple[int, ...], bool]:
         """The input as ``(B, C, H, W)`` in the module's dtype.
 
-        Also its shape, and whether it was batched.
+        Also its shape, and whether it was batched. A tensor that a public function of
+        attnlib hands the layer (a training run's crop) is taken as it is.
         """
-        dtype = self.proj.dtype
-        if (
-            isinstance(image, torch.Tensor)
-            and image.is_floating_point()
-            and image.dtype != dtype
-        ):
-            raise ValueError(
-                f"image must have the module's dtype {dtype} (call .to() on one of "
-                f"them), got {image.dtype}"
-            )
-        x = as_tensor(
-            image,
-            "image",
-            min_ndim=2,
-            dtype=dtype,
-            device=self.proj.device,
-            allow_empty=True,
-        )
+        x = self._checked(image) if checking() else image
         c = self.channels
         layouts = {
             2: "(H, W)",
@@ -171,10 +156,32 @@ class PatchAttentionDenoiser(nn.Module):
                 "image must have at least one row and one column, got shape "
                 f"{tuple(x.shape)}"
             )
-        if not torch.isfinite(x).all():
+        if checking() and not torch.isfinite(x).all():
             raise ValueError("image contains NaN or infinite values")
         return bhwc.permute(0, 3, 1, 2), tuple(x.shape), batched
 
+    def _checked(self, image) -> torch.Tensor:
+        """``image`` as a tensor of the module's dtype, on its device."""
+        dtype = self.proj.dtype
+        if (
+            isinstance(image, torch.Tensor)
+            and image.is_floating_point()
+            and image.dtype != dtype
+        ):
+            raise ValueError(
+                f"image must have the module's dtype {dtype} (call .to() on one of "
+                f"them), got {image.dtype}"
+            )
+        return as_tensor(
+            image,
+            "image",
+            min_ndim=2,
+            dtype=dtype,
+            device=self.proj.device,
+            allow_empty=True,
+        )
+
+    @public
     def forward(self, image) -> torch.Tensor:
         """Denoise ``image``.
 
@@ -223,8 +230,8 @@ class PatchAttentionDenoiser(nn.Module):
         # (B, 1, n, C), shared by the heads
         values = bchw.reshape(b, 1, c, -1).transpose(-1, -2)
         out, _ = attend(
-            scores, scores, values, score=lambda s, _k: s, mask=mask, temperature=1.0
-        )
+            scores, scores, values, score=lambda s, _k: s, mask=mask
+        )  # the temperature of a score callable is 1 (its scores are scaled above)
         mixed = (torch.softmax(self.mix, 0)[:, None, None] * out).sum(1)  # (B, n, C)
         return mixed.reshape(b, hh, ww, c).reshape(shape)
 

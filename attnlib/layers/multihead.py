@@ -12,6 +12,7 @@ from torch.nn import functional as F
 
 from ..functional import AttentionResult, Normalizer, Score, attend, resolve
 from ..utils import as_tensor, check_int
+from ..utils.boundary import checking
 from . import _masks
 
 __all__ = ["MultiHeadAttention"]
@@ -207,8 +208,13 @@ class MultiHeadAttention(nn.Module):
         )
 
     def _tokens(self, x, name: str, features: int, like: torch.Tensor) -> torch.Tensor:
-        """``x`` as a checked tensor of the module's dtype, ``features`` wide."""
-        if not any(x is c for c in self._checked):  # else checked by our layer
+        """``x`` as a checked tensor of the module's dtype, ``features`` wide.
+
+        The module may run the caller's score or normalizer, so it is not public
+        (boundary): its input is checked unless our layer checked it, or a public
+        function of attnlib calls the module inside ``trusted()`` with its own tokens.
+        """
+        if checking() and not any(x is c for c in self._checked):
             floating = isinstance(x, torch.Tensor) and x.is_floating_point()
             if floating and x.dtype != like.dtype:
                 raise ValueError(

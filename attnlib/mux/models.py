@@ -12,6 +12,7 @@ from torch import nn
 
 from ..functional import attention
 from ..utils import check_int
+from ..utils.boundary import checking, public
 from ..utils.validation import module_input, names_input
 from .maps import _normalizer, _squeeze_query
 
@@ -75,6 +76,7 @@ class ConvRouter(nn.Module):
         self.readout = nn.Conv1d(width, n_out, 1)
         self.receptive_field = 1 + depth * (kernel_size - 1)
 
+    @public
     def forward(self, x) -> torch.Tensor:
         """Logits for every token.
 
@@ -88,7 +90,8 @@ class ConvRouter(nn.Module):
         torch.Tensor, shape (batch, length, n_out)
             The logits.
         """
-        x = module_input(x, "x", self.readout.weight, ndim=3)
+        if checking():
+            x = module_input(x, "x", self.readout.weight, ndim=3)
         h = x.transpose(1, 2)  # Conv1d wants channels before positions
         h = torch.relu(self.convs[0](h))
         for conv in self.convs[1:]:
@@ -145,12 +148,14 @@ class AttentionRouter(nn.Module):
         )
         self.readout = nn.Linear(d_model, n_out)
 
+    @public
     def attend(self, x):
         """The attention result: averaged values and ``[query, key]`` weights.
 
         The values are ``(batch, length, d_model)``.
         """
-        x = module_input(x, "x", self.readout.weight, ndim=3)
+        if checking():
+            x = module_input(x, "x", self.readout.weight, ndim=3)
         q, k, v = self.q(x), self.k(x), self.v(x)
         if self.pos is not None:
             if x.shape[1] > self.pos.shape[0]:
@@ -225,8 +230,22 @@ class WeekdayMux(nn.Module):
         """
         return self.Q.weight.T @ self.K.weight
 
+    @public
     def attend(self, friends, day):
         """The chosen tokens ``(batch, features)``, weights ``(batch, n_friends)``."""
+        if checking():
+            friends, day = self._checked(friends, day)
+        out, weights = attention(
+            self.Q(day)[:, None],
+            self.K(friends),
+            friends,
+            score="dot",
+            normalizer=self.normalize,
+        )
+        return _squeeze_query(out, weights)
+
+    def _checked(self, friends, day):
+        """``friends`` and ``day`` as tensors of the module's, of matching sizes."""
         w = self.readout.weight
         friends = module_input(friends, "friends", w, ndim=3)
         day = module_input(day, "day", w, ndim=2)
@@ -240,14 +259,7 @@ class WeekdayMux(nn.Module):
                 raise ValueError(
                     f"{name} must have {proj.in_features} features, got {x.shape[-1]}"
                 )
-        out, weights = attention(
-            self.Q(day)[:, None],
-            self.K(friends),
-            friends,
-            score="dot",
-            normalizer=self.normalize,
-        )
-        return _squeeze_query(out, weights)
+        return friends, day
 
     def forward(self, friends, day) -> torch.Tensor:
         """Restaurant logits for each example.

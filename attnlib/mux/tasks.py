@@ -15,6 +15,7 @@ from ..utils import (
     as_tensor,
     check_int,
 )
+from ..utils.boundary import checking, public
 from ..utils.validation import SEED_MAX
 
 __all__ = [
@@ -48,6 +49,7 @@ class RoutingTask(NamedTuple):
     marker: torch.Tensor  # (n,)
 
 
+@public
 def routing_task(
     n: int, length: int = 32, n_values: int = 8, *, seed: int = 0
 ) -> RoutingTask:
@@ -75,11 +77,11 @@ def routing_task(
     The "important piece of data that every part of the output should care about" of the
     attention note, as a supervised task.
     """
-    n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
-    n_values = check_int(n_values, "n_values", minimum=2)
-    g = torch.Generator().manual_seed(
-        check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
-    )
+    if checking():
+        n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
+        n_values = check_int(n_values, "n_values", minimum=2)
+        seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    g = torch.Generator().manual_seed(seed)
     values = torch.randint(n_values, (n, length), generator=g)
     marker = torch.randint(length, (n,), generator=g)
     x = torch.cat(
@@ -104,6 +106,7 @@ class WeekdayTask(NamedTuple):
     rota: torch.Tensor  # (n_friends,): rota[d] is the friend who decides on day d
 
 
+@public
 def weekday_task(
     n: int, n_friends: int = 7, n_restaurants: int = 5, *, seed: int = 0, rota=None
 ) -> WeekdayTask:
@@ -134,15 +137,33 @@ def weekday_task(
     The multiplexer example of the attention note: one friend of seven
     decides where to eat, according to the weekday.
     """
-    n = check_int(n, "n")
-    n_friends, n_restaurants = (
-        check_int(n_friends, "n_friends", minimum=2),
-        check_int(n_restaurants, "n_restaurants", minimum=2),
-    )
-    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    if checking():
+        n = check_int(n, "n")
+        n_friends, n_restaurants = (
+            check_int(n_friends, "n_friends", minimum=2),
+            check_int(n_restaurants, "n_restaurants", minimum=2),
+        )
+        seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
     g = torch.Generator().manual_seed(seed)
     if rota is None:
         rota = torch.randperm(n_friends, generator=torch.Generator().manual_seed(seed))
+    elif checking():
+        rota = _checked_rota(rota, n_friends)
+    prefs = torch.randint(n_restaurants, (n, n_friends), generator=g)
+    # slots[b, i]: friend in slot i
+    slots = torch.argsort(torch.rand(n, n_friends, generator=g), dim=1)
+    day = torch.randint(n_friends, (n,), generator=g)
+    dtype = torch.get_default_dtype()
+    friends = torch.cat(
+        [F.one_hot(slots, n_friends), F.one_hot(prefs.gather(1, slots), n_restaurants)],
+        -1,
+    ).to(dtype)
+    target = prefs.gather(1, rota[day][:, None]).squeeze(1)
+    return WeekdayTask(friends, F.one_hot(day, n_friends).to(dtype), target, rota)
+
+
+def _checked_rota(rota, n_friends: int) -> torch.Tensor:
+    """``rota`` as ``n_friends`` integer friend indices, a long tensor."""
     try:
         rota = torch.as_tensor(rota)
     except (TypeError, ValueError, RuntimeError) as err:
@@ -157,17 +178,7 @@ def weekday_task(
             f"rota must hold {n_friends} friends from range({n_friends}), got "
             f"{rota.tolist()}"
         )
-    prefs = torch.randint(n_restaurants, (n, n_friends), generator=g)
-    # slots[b, i]: friend in slot i
-    slots = torch.argsort(torch.rand(n, n_friends, generator=g), dim=1)
-    day = torch.randint(n_friends, (n,), generator=g)
-    dtype = torch.get_default_dtype()
-    friends = torch.cat(
-        [F.one_hot(slots, n_friends), F.one_hot(prefs.gather(1, slots), n_restaurants)],
-        -1,
-    ).to(dtype)
-    target = prefs.gather(1, rota[day][:, None]).squeeze(1)
-    return WeekdayTask(friends, F.one_hot(day, n_friends).to(dtype), target, rota)
+    return rota
 
 
 def translation_sequences(

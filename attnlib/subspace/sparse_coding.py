@@ -17,6 +17,7 @@ from torch import nn
 
 from ..functional import AttentionResult, attend
 from ..utils import as_tensor, check_int, check_positive
+from ..utils.boundary import checking, public
 from ..utils.validation import module_input, names_input
 from ._lasso.common import soft_threshold as _shrink
 
@@ -173,6 +174,7 @@ class UnrolledISTAAttention(nn.Module):
             torch.full((n_iter,), lam + math.log(-math.expm1(-lam)))
         )
 
+    @public
     def forward(self, x, key=None, value=None) -> AttentionResult:
         """Attend from ``x`` to ``key``/``value`` (default ``x``).
 
@@ -190,14 +192,19 @@ class UnrolledISTAAttention(nn.Module):
         AttentionResult
             ``output`` ``(..., n_q, embed_dim)``, the codes ``C`` ``(..., n_q, n_k)``.
         """
-        like = self.q_proj.weight
-        x = module_input(x, "x", like, min_ndim=2)
-        key = x if key is None else module_input(key, "key", like, min_ndim=2)
-        value = key if value is None else module_input(value, "value", like, min_ndim=2)
-        if x.shape[-1] != self.embed_dim:
-            raise ValueError(
-                f"x must have {self.embed_dim} features, got {x.shape[-1]}"
-            )
+        if checking():
+            like = self.q_proj.weight
+            x = module_input(x, "x", like, min_ndim=2)
+            if key is not None:
+                key = module_input(key, "key", like, min_ndim=2)
+            if value is not None:
+                value = module_input(value, "value", like, min_ndim=2)
+            if x.shape[-1] != self.embed_dim:
+                raise ValueError(
+                    f"x must have {self.embed_dim} features, got {x.shape[-1]}"
+                )
+        key = x if key is None else key
+        value = key if value is None else value
         q, k, v = self.q_proj(x), self.k_proj(key), self.v_proj(value)
         s = k if self.s_proj is None else self.s_proj(key)
         with names_input("x"):

@@ -13,6 +13,7 @@ from torch import nn
 
 from ..functional import AttentionResult, attend
 from ..utils import as_tensor, check_int, check_positive
+from ..utils.boundary import checking
 from ..utils.validation import names_input
 
 __all__ = ["HEAD_KERNELS", "knowledge_attention", "KnowledgeAttention"]
@@ -242,11 +243,16 @@ class KnowledgeAttention(nn.Module):
         torch.Tensor, shape (..., n, embed_dim)
             The new tokens.
         """
-        h = as_tensor(x, "x", min_ndim=2)
-        if h.shape[-1] != self.embed_dim:
-            raise ValueError(
-                f"x must have {self.embed_dim} features, got {h.shape[-1]}"
-            )
+        # The layer may run the caller's normalizer, so it is not public (boundary):
+        # its tokens are checked unless a public function of attnlib (a run of chapter
+        # 06) calls it inside trusted() with its own.
+        h = x
+        if checking():
+            h = as_tensor(x, "x", min_ndim=2)
+            if h.shape[-1] != self.embed_dim:
+                raise ValueError(
+                    f"x must have {self.embed_dim} features, got {h.shape[-1]}"
+                )
         z = (
             self.knowledge
             if knowledge is None

@@ -11,6 +11,11 @@ skips nested validation. So no function needs a checked twin and a trusted one
 A function that calls the user's code (a model, a callable it was handed) is not
 public in this sense, since what that code passes to attnlib is the user's again; it
 calls the library's public functions with values it computed inside ``with trusted():``.
+It may still check its own arguments in an ``if checking():`` block: they are checked
+when a user calls it, and skipped where the library calls it from inside a public
+function's ``with trusted():`` block (depth 2), as an experiment run calls
+:func:`attnlib.training.train` with its own models and losses, whose calls then trust
+too: the run checked its seed and sizes once, at its entrance.
 
 The depth is kept per thread. Under ``torch.compile`` (and ``torch.export``) the
 decorator steps aside and the checks run as traced code, where those that read values
@@ -37,7 +42,8 @@ def checking() -> bool:
     -------
     bool
         True in a public function called by a user (its checks run); False when another
-        public function of attnlib called it (its arguments are trusted).
+        public function of attnlib called it (its arguments are trusted). In a function
+        that is not public, False only inside a public function's ``trusted()`` block.
     """
     if torch.compiler.is_compiling():
         return True

@@ -89,11 +89,11 @@ def _checked_labels(labels, n: int) -> torch.Tensor:
     return labels
 
 
-def _check_classes(logits: torch.Tensor, labels: torch.Tensor) -> None:
-    if labels.numel() and labels.max() >= logits.shape[-1]:
+def _check_classes(logits: torch.Tensor, top: int) -> None:
+    """Refuse a largest label ``top`` (read once, before the loop) beyond the logits."""
+    if top >= logits.shape[-1]:
         raise ValueError(
-            f"labels must be below the model's {logits.shape[-1]} classes, "
-            f"got {int(labels.max())}"
+            f"labels must be below the model's {logits.shape[-1]} classes, got {top}"
         )
 
 
@@ -117,7 +117,7 @@ def accuracy(model: nn.Module, inputs, labels: torch.Tensor, batch: int = 512) -
         The accuracy, in [0, 1]; the model's mode is restored after.
     """
     inputs, labels = _checked(model, inputs, labels)
-    batch = check_int(batch, "batch")
+    batch, top = check_int(batch, "batch"), int(labels.max())
     n, hits = _length(inputs), 0
     param = next(model.parameters(), None)
     where = None if param is None else param.device  # as train() moves its batches
@@ -125,7 +125,7 @@ def accuracy(model: nn.Module, inputs, labels: torch.Tensor, batch: int = 512) -
         for i in range(0, n, batch):
             idx = slice(i, i + batch)
             logits = model(*to_device(_rows(inputs, idx), where))[0]
-            _check_classes(logits, labels)
+            _check_classes(logits, top)
             hits += (logits.argmax(-1) == labels[idx].to(logits.device)).sum().item()
     return hits / n
 
@@ -163,13 +163,14 @@ def fit_classifier(
         The loss at every step.
     """
     inputs, labels = _checked(model, inputs, labels)
+    top = int(labels.max())  # all of them: a batch may miss the largest
     batches = _row_batches(
         lambda idx: (_rows(inputs, idx), labels[idx]), _length(inputs), batch, seed
     )
 
     def loss(m, b):
         logits = m(*b[0])[0]
-        _check_classes(logits, labels)  # all of them: a batch may miss the largest
+        _check_classes(logits, top)
         return nn.functional.cross_entropy(logits, b[1])
 
     return train(

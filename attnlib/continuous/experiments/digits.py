@@ -17,6 +17,7 @@ from torch import nn
 from ...functional import attention
 from ...training import to_device
 from ...utils import check_int, check_positive
+from ...utils.boundary import checking, public
 from ...utils.validation import SEED_MAX, module_input
 from ..basis import GaussianRBF
 from ..densities import check_alpha
@@ -169,6 +170,7 @@ class DigitClassifier(nn.Module):
         )
         self.out = nn.Linear(channels, check_int(n_classes, "n_classes", minimum=2))
 
+    @public
     def forward(
         self, images: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, ContinuousAttentionOutput | None]:
@@ -188,7 +190,8 @@ class DigitClassifier(nn.Module):
         continuous : ContinuousAttentionOutput or None
             The continuous read-out (``kind="continuous"`` only).
         """
-        images = module_input(images, "images", self.key.weight, ndim=4)
+        if checking():
+            images = module_input(images, "images", self.key.weight, ndim=4)
         F = self.features(images).permute(0, 2, 3, 1)  # (batch, h, w, channels)
         cells = F.flatten(1, 2)
         normalizer = "softmax" if self.alpha == 1 else "sparsemax"

@@ -19,6 +19,7 @@ from torch import nn
 from ...functional import attention
 from ...training import to_device
 from ...utils import as_tensor, check_in_range, check_int, check_positive
+from ...utils.boundary import checking, public
 from ...utils.validation import SEED_MAX
 from ..basis import GaussianRBF
 from ..densities import check_alpha
@@ -213,11 +214,13 @@ class DocumentClassifier(nn.Module):
         self.out = nn.Linear(dim, check_int(n_classes, "n_classes", minimum=2))
 
     def _span_weights(self, start, length: int, like: torch.Tensor) -> torch.Tensor:
-        start = as_tensor(start, "start", ndim=1, device=like.device)
+        if checking():
+            start = as_tensor(start, "start", ndim=1, device=like.device)
         pos = torch.arange(length, device=like.device)
         inside = (pos >= start[:, None]) & (pos < start[:, None] + self.span)
         return inside.to(like.dtype) / self.span
 
+    @public
     def forward(
         self, tokens: torch.Tensor, start: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor | None, ContinuousAttentionOutput | None]:
@@ -241,8 +244,9 @@ class DocumentClassifier(nn.Module):
         """
         if (start is None) == (self.kind == "oracle"):
             raise ValueError("start must be given if and only if kind is 'oracle'")
-        vocab, device = self.embed.num_embeddings, self.embed.weight.device
-        tokens = _token_ids(tokens, "tokens", "length", vocab, device)
+        if checking():
+            vocab, device = self.embed.num_embeddings, self.embed.weight.device
+            tokens = _token_ids(tokens, "tokens", "length", vocab, device)
         emb = self.embed(tokens).transpose(1, 2)
         H = torch.relu(self.conv(emb)).transpose(1, 2)  # (batch, L, dim)
         weights = cont = None

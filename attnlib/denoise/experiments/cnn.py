@@ -20,6 +20,7 @@ from torch.nn import functional as F
 
 from ...training import evaluating, train
 from ...utils import check_int, check_positive, device_or_cpu
+from ...utils.boundary import checking, public, trusted
 from ...utils.validation import SEED_MAX, module_input
 from .. import PatchAttentionDenoiser, crop_batches, nonlocal_means, psnr
 
@@ -87,6 +88,7 @@ class SmallCNNDenoiser(nn.Module):
         nn.init.zeros_(self.convs[-1].weight)
         nn.init.zeros_(self.convs[-1].bias)
 
+    @public
     def forward(self, image) -> torch.Tensor:
         """Denoise a grey image.
 
@@ -100,16 +102,19 @@ class SmallCNNDenoiser(nn.Module):
         torch.Tensor, shape (H, W)
             The denoised image, in the module's dtype.
         """
-        x = module_input(image, "image", self.convs[0].weight)
-        if x.ndim != 2:
-            raise ValueError(
-                f"image must be a grey (H, W) array, got shape {tuple(x.shape)}"
-            )
         r = self.kernel_size // 2
-        if min(x.shape) <= r:
-            raise ValueError(
-                f"image must be larger than {r} pixels per side, got {tuple(x.shape)}"
-            )
+        x = image
+        if checking():
+            x = module_input(image, "image", self.convs[0].weight)
+            if x.ndim != 2:
+                raise ValueError(
+                    f"image must be a grey (H, W) array, got shape {tuple(x.shape)}"
+                )
+            if min(x.shape) <= r:
+                raise ValueError(
+                    f"image must be larger than {r} pixels per side, got "
+                    f"{tuple(x.shape)}"
+                )
         y = x[None, None]
         for i, conv in enumerate(self.convs):
             y = conv(F.pad(y, (r, r, r, r), mode="reflect"))
@@ -166,6 +171,7 @@ def training_images() -> list[np.ndarray]:
     ]
 
 
+@public
 def baseline_run(
     seed: int,
     *,
@@ -219,10 +225,24 @@ def baseline_run(
         trainable parameters of every learned model; with ``return_images``,
         ``"images"``: ``"clean"``, ``"noisy"`` and every method's output (arrays).
     """
-    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
-    n_steps = check_int(n_steps, "n_steps")
-    cnn_steps = n_steps if cnn_steps is None else check_int(cnn_steps, "cnn_steps")
-    lr, noise = check_positive(lr, "lr"), check_positive(noise, "noise")
+    if checking():
+        seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+        n_steps = check_int(n_steps, "n_steps")
+        if cnn_steps is not None:
+            cnn_steps = check_int(cnn_steps, "cnn_steps")
+        lr, noise = check_positive(lr, "lr"), check_positive(noise, "noise")
+    cnn_steps = n_steps if cnn_steps is None else cnn_steps
+    with trusted():
+        return _baseline(
+            seed, n_steps, cnn_steps, lr, widths, heads, noise, return_images, device
+        )
+
+
+def _baseline(
+    seed, n_steps, cnn_steps, lr, widths, heads, noise, return_images, device
+) -> dict:
+    """:func:`baseline_run` of checked arguments (the widths and heads are checked by
+    the models they build)."""
     where = device_or_cpu(device)
     clean = img_as_float(data.camera())[60:124, 200:264]
     noisy = clean + noise * np.random.default_rng(seed).standard_normal(clean.shape)

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 
 from ...training import to_device
 from ...utils import as_float_array, check_int
+from ...utils.boundary import checking, public
 from ...utils.validation import SEED_MAX
 
 __all__ = [
@@ -56,6 +57,7 @@ class PointerTask(NamedTuple):
     source: torch.Tensor  # (n, length)
 
 
+@public
 def pointer_task(
     n: int,
     length: int = 24,
@@ -98,14 +100,18 @@ def pointer_task(
     different input, chosen by content, so no single pooled summary answers every
     position.
     """
-    n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
-    n_values = check_int(n_values, "n_values", minimum=2)
-    n_labels = length if n_labels is None else check_int(n_labels, "n_labels")
-    if n_labels < length:
-        raise ValueError(f"n_labels must be at least length = {length}, got {n_labels}")
-    g = torch.Generator().manual_seed(
-        check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
-    )
+    if checking():
+        n, length = check_int(n, "n"), check_int(length, "length", minimum=2)
+        n_values = check_int(n_values, "n_values", minimum=2)
+        if n_labels is not None:
+            n_labels = check_int(n_labels, "n_labels")
+            if n_labels < length:
+                raise ValueError(
+                    f"n_labels must be at least length = {length}, got {n_labels}"
+                )
+        seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    n_labels = length if n_labels is None else n_labels
+    g = torch.Generator().manual_seed(seed)
     labels = torch.argsort(torch.rand(n, n_labels, generator=g), dim=1)[:, :length]
     values = torch.randint(n_values, (n, length), generator=g)
     source = torch.randint(length, (n, length), generator=g)

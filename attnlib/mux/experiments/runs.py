@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 from ...training import evaluating, to_device, train
 from ...utils import as_float_array, check_int, device_or_cpu
+from ...utils.boundary import checking, public, trusted
 from ...utils.validation import SEED_MAX
 from .. import AttentionRouter, ConvRouter, WeekdayMux, routing_task, weekday_task
 from .routing import green_function, pointer_task
@@ -114,12 +115,16 @@ def equivariant_reach_bound(target, reach: int) -> float:
 
 
 def _fit(model, loss, batches, *, n_steps: int, lr: float, seed: int, device):
-    """Train ``model`` on ``device`` by Adam as every run here does (seeded, silent)."""
+    """Train ``model`` on ``device`` by Adam as every run here does (seeded, silent).
+
+    Called inside a run's ``trusted()`` block: the run checked ``n_steps`` and
+    ``seed`` at its entrance, and its models, losses and tasks trust them.
+    """
     train(
         model.to(device),
         loss,
         batches,
-        n_steps=check_int(n_steps, "n_steps"),
+        n_steps=n_steps,
         lr=lr,
         seed=seed,
         device=device,
@@ -142,6 +147,13 @@ def _task_batches(task, seed: int, device, *args, **kwargs):
     )
 
 
+def _entrance(seed, n_steps) -> tuple[int, int]:
+    """A run's seed and its steps, checked once at its entrance."""
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    return seed, check_int(n_steps, "n_steps")
+
+
+@public
 def wide_stack_run(
     seed: int,
     depth: int,
@@ -174,12 +186,17 @@ def wide_stack_run(
     float
         The relative error.
     """
-    seed, depth = (
-        check_int(seed, "seed", minimum=0, maximum=SEED_MAX),
-        check_int(depth, "depth"),
-    )
-    n = check_int(n, "n", minimum=2)
+    if checking():
+        seed, n_steps = _entrance(seed, n_steps)
+        depth, width = check_int(depth, "depth"), check_int(width, "width")
+        n = check_int(n, "n", minimum=2)
     device = device_or_cpu(device)
+    with trusted():
+        return _wide_stack(seed, depth, width, n, n_steps, device)
+
+
+def _wide_stack(seed: int, depth: int, width: int, n: int, n_steps: int, device):
+    """:func:`wide_stack_run` of checked arguments."""
     G = torch.as_tensor(green_function(n), dtype=torch.float32, device=device)
     scale = G.norm() / n**0.5  # targets of unit scale, so one lr suits every n
 
@@ -192,9 +209,7 @@ def wide_stack_run(
         return f, (f[..., 0] @ G.T / scale)[..., None]
 
     torch.manual_seed(seed)
-    model = ConvRouter(
-        1, 1, kernel_size=5, depth=depth, width=check_int(width, "width")
-    )
+    model = ConvRouter(1, 1, kernel_size=5, depth=depth, width=width)
     loss = lambda m, b: ((m(b[0]) - b[1]) ** 2).mean()  # noqa: E731
     _fit(model, loss, batch, n_steps=n_steps, lr=3e-3, seed=seed, device=device)
     f = noise(2000, seed)
@@ -219,6 +234,7 @@ def _routers(seed: int, n_in: int, depths, width: int) -> dict:
     return models
 
 
+@public
 def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
     """The routing experiment for one seed: CNNs of 1, 2, 4 layers, one attention layer.
 
@@ -240,8 +256,15 @@ def routing_run(seed: int, *, n_steps: int = 250, device=None) -> dict:
     dict
         The numbers above, one key each, as floats.
     """
-    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    if checking():
+        seed, n_steps = _entrance(seed, n_steps)
     device = device_or_cpu(device)
+    with trusted():
+        return _routing(seed, n_steps, device)
+
+
+def _routing(seed: int, n_steps: int, device) -> dict:
+    """:func:`routing_run` of checked arguments."""
     batches = _task_batches(routing_task, seed, device, 32, LENGTH, N_VALUES)
     models = _routers(seed, N_VALUES + 1, (1, 2, 4), width=24)
     test = to_device(routing_task(1000, LENGTH, N_VALUES, seed=seed), device)
@@ -296,6 +319,7 @@ def _pointer_scores(name: str, model, test, distance, values) -> dict:
     return out
 
 
+@public
 def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
     """The pointer experiment for one seed: CNNs of 1, 2, 4, 12 layers, one attention.
 
@@ -318,8 +342,15 @@ def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
     dict
         The numbers above, one key each, as floats.
     """
-    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    if checking():
+        seed, n_steps = _entrance(seed, n_steps)
     device = device_or_cpu(device)
+    with trusted():
+        return _pointer(seed, n_steps, device)
+
+
+def _pointer(seed: int, n_steps: int, device) -> dict:
+    """:func:`pointer_run` of checked arguments."""
     n_in = 2 * LENGTH + N_VALUES
     batches = _task_batches(pointer_task, seed, device, 32, LENGTH, N_VALUES)
     models = _routers(seed, n_in, (1, 2, 4, 12), width=32)
@@ -334,6 +365,7 @@ def pointer_run(seed: int, *, n_steps: int = 300, device=None) -> dict:
     return out
 
 
+@public
 def weekday_run(
     seed: int, *, n_friends: int = 7, n_steps: int = 200, device=None
 ) -> dict:
@@ -361,9 +393,16 @@ def weekday_run(
     dict
         The numbers above, one key each, as floats.
     """
-    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
-    n_friends = check_int(n_friends, "n_friends", minimum=2)
+    if checking():
+        seed, n_steps = _entrance(seed, n_steps)
+        n_friends = check_int(n_friends, "n_friends", minimum=2)
     device = device_or_cpu(device)
+    with trusted():
+        return _weekday(seed, n_friends, n_steps, device)
+
+
+def _weekday(seed: int, n_friends: int, n_steps: int, device) -> dict:
+    """:func:`weekday_run` of checked arguments."""
     rota = weekday_task(1, n_friends, seed=seed).rota
     batches = _task_batches(weekday_task, seed, device, 64, n_friends, rota=rota)
     loss = lambda m, b: F.cross_entropy(m(b.friends, b.day), b.target)  # noqa: E731

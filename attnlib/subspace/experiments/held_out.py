@@ -18,6 +18,7 @@ from torch import nn
 
 from ...errors import TrainingDivergedError
 from ...utils import as_float_array, as_tensor, check_int, check_positive
+from ...utils.boundary import checking, public, trusted
 from ...utils.validation import SEED_MAX, module_input
 from .._lasso.common import soft_threshold  # unchecked: inner loops
 
@@ -68,6 +69,7 @@ class SelfExpressiveNet(nn.Module):
         self.raw_b = nn.Parameter(torch.tensor(-8.0))
         self.scale = check_positive(scale, "scale") / hidden
 
+    @public
     def forward(self, queries, keys, *, exclude_self: bool = False):
         """Coefficients of the queries over the keys.
 
@@ -85,17 +87,18 @@ class SelfExpressiveNet(nn.Module):
         torch.Tensor, shape (n_q, n_k)
             The coefficients ``C``.
         """
-        like = self.query[0].weight
-        queries, keys = (
-            module_input(x, name, like, ndim=2)
-            for x, name in ((queries, "queries"), (keys, "keys"))
-        )
-        for x, name in ((queries, "queries"), (keys, "keys")):
-            if x.shape[1] != like.shape[1]:
-                raise ValueError(
-                    f"{name} must have dim = {like.shape[1]} features, "
-                    f"got shape {tuple(x.shape)}"
-                )
+        if checking():
+            like = self.query[0].weight
+            queries, keys = (
+                module_input(x, name, like, ndim=2)
+                for x, name in ((queries, "queries"), (keys, "keys"))
+            )
+            for x, name in ((queries, "queries"), (keys, "keys")):
+                if x.shape[1] != like.shape[1]:
+                    raise ValueError(
+                        f"{name} must have dim = {like.shape[1]} features, "
+                        f"got shape {tuple(x.shape)}"
+                    )
         C = soft_threshold(
             self.scale * self.query(queries) @ self.key(keys).T,
             nn.functional.softplus(self.raw_b),
@@ -105,6 +108,7 @@ class SelfExpressiveNet(nn.Module):
         return C
 
 
+@public
 def fit_self_expressive_net(
     X,
     *,
@@ -145,21 +149,34 @@ def fit_self_expressive_net(
     losses : list of float
         The loss at every step.
     """
-    X = torch.as_tensor(as_float_array(X, "X"), dtype=torch.float32, device=device)
-    torch.manual_seed(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
-    return _fit_self_expression(
-        SelfExpressiveNet(X.shape[1], hidden).to(X.device), X, lam, n_steps, lr
-    )
+    if checking():
+        X, seed, (lam, n_steps, lr) = _entrance(X, seed, lam, n_steps, lr)
+        hidden = check_int(hidden, "hidden")
+    X = torch.as_tensor(np.asarray(X, np.float64), dtype=torch.float32, device=device)
+    torch.manual_seed(seed)
+    with trusted():
+        model = SelfExpressiveNet(X.shape[1], hidden).to(X.device)
+        return _fit_self_expression(model, X, lam, n_steps, lr)
+
+
+def _entrance(X, seed, lam, n_steps, lr) -> tuple:
+    """A fit's points, its seed and its loop's options, checked once at its entrance."""
+    X = as_float_array(X, "X")
+    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    lam, lr = check_positive(lam, "lam"), check_positive(lr, "lr")
+    return X, seed, (lam, check_int(n_steps, "n_steps"), lr)
 
 
 def _fit_self_expression(
     model: nn.Module, X: torch.Tensor, lam: float, n_steps: int, lr: float
 ):
-    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n``, ``C = model(X, X)``, diag 0."""
-    lam, lr = check_positive(lam, "lam"), check_positive(lr, "lr")
+    """Full-batch Adam on ``(½‖X − C X‖² + λ‖C‖₁) / n``, ``C = model(X, X)``, diag 0.
+
+    Its options are checked at the fits' entrance; it runs inside their ``trusted()``.
+    """
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
-    for step in range(check_int(n_steps, "n_steps")):
+    for step in range(n_steps):
         C = model(X, X, exclude_self=True)
         loss = (0.5 * ((X - C @ X) ** 2).sum() + lam * C.abs().sum()) / len(X)
         if not torch.isfinite(loss):
@@ -205,6 +222,7 @@ class LearnedISTACodes(nn.Module):
             torch.full((self.n_iter,), lam + float(np.log(-np.expm1(-lam))))
         )
 
+    @public
     def forward(self, queries, keys, *, exclude_self: bool = False):
         """Codes of the queries over the keys.
 
@@ -222,13 +240,14 @@ class LearnedISTACodes(nn.Module):
         torch.Tensor, shape (n_q, n_k)
             The codes, in the common dtype of the inputs and the parameters.
         """
-        keys = as_tensor(keys, "keys", ndim=2, device=self.raw_step.device)
-        queries = as_tensor(queries, "queries", ndim=2, device=keys.device)
-        if queries.shape[1] != keys.shape[1]:
-            raise ValueError(
-                f"queries must have the keys' {keys.shape[1]} features, "
-                f"got shape {tuple(queries.shape)}"
-            )
+        if checking():
+            keys = as_tensor(keys, "keys", ndim=2, device=self.raw_step.device)
+            queries = as_tensor(queries, "queries", ndim=2, device=keys.device)
+            if queries.shape[1] != keys.shape[1]:
+                raise ValueError(
+                    f"queries must have the keys' {keys.shape[1]} features, "
+                    f"got shape {tuple(queries.shape)}"
+                )
         # The common dtype, at least the parameters' (float32 for half inputs: the
         # spectral norm has no half kernel).
         dtype = torch.promote_types(
@@ -259,6 +278,7 @@ class LearnedISTACodes(nn.Module):
         return C
 
 
+@public
 def fit_learned_ista(
     X,
     *,
@@ -289,11 +309,14 @@ def fit_learned_ista(
     losses : list of float
         The loss at every step.
     """
-    X = torch.as_tensor(as_float_array(X, "X"), device=device)
-    torch.manual_seed(check_int(seed, "seed", minimum=0, maximum=SEED_MAX))
-    return _fit_self_expression(
-        LearnedISTACodes(n_iter, lam).to(X.device, X.dtype), X, lam, n_steps, lr
-    )
+    if checking():
+        X, seed, (lam, n_steps, lr) = _entrance(X, seed, lam, n_steps, lr)
+        n_iter = check_int(n_iter, "n_iter")
+    X = torch.as_tensor(np.asarray(X, np.float64), device=device)
+    torch.manual_seed(seed)
+    with trusted():
+        model = LearnedISTACodes(n_iter, lam).to(X.device, X.dtype)
+        return _fit_self_expression(model, X, lam, n_steps, lr)
 
 
 def assign_by_coefficients(C, train_labels, n_clusters: int) -> np.ndarray:

@@ -25,6 +25,7 @@ from ...data import union_of_subspaces
 from ...functional import attention
 from ...training import evaluating, train
 from ...utils import check_int
+from ...utils.boundary import checking, public, trusted
 from ...utils.validation import SEED_MAX
 from .. import (
     affinity,
@@ -66,6 +67,7 @@ NORMALIZED = (
 )
 
 
+@public
 def held_out_run(seed: int, *, n_per_subspace: int = 200) -> dict:
     """Held-out clustering accuracy of four ways to code new points, for one seed.
 
@@ -85,10 +87,21 @@ def held_out_run(seed: int, *, n_per_subspace: int = 200) -> dict:
     dict
         ``fit accuracy`` and one held-out accuracy per name of ``HELD_OUT``.
     """
+    if checking():
+        seed, n_per_subspace = _entrance(seed, n_per_subspace)
+    with trusted():
+        return _held_out(seed, n_per_subspace)
+
+
+def _entrance(seed, n_per_subspace) -> tuple[int, int]:
+    """A run's seed and its points per subspace, checked once at its entrance."""
     seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
-    data = union_of_subspaces(
-        5, 6, 9, check_int(n_per_subspace, "n_per_subspace"), seed=seed
-    )
+    return seed, check_int(n_per_subspace, "n_per_subspace")
+
+
+def _held_out(seed: int, n_per_subspace: int) -> dict:
+    """:func:`held_out_run` of checked arguments."""
+    data = union_of_subspaces(5, 6, 9, n_per_subspace, seed=seed)
     n = len(data.X)
     fit, new = np.random.default_rng(seed).permutation(n)[: 2 * (n // 2)].reshape(2, -1)
     X_fit, X_new = data.X[fit], data.X[new]
@@ -110,6 +123,7 @@ def held_out_run(seed: int, *, n_per_subspace: int = 200) -> dict:
     return out
 
 
+@public
 def normalized_run(seed: int, *, n_per_subspace: int = 60) -> dict:
     """Clustering accuracy of normalised self-expressive coefficients, for one seed.
 
@@ -126,10 +140,15 @@ def normalized_run(seed: int, *, n_per_subspace: int = 60) -> dict:
         One accuracy per name of ``NORMALIZED``, and ``cold keys``, the mean number
         of keys sparsemax keeps per point at tau = 0.1.
     """
-    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
-    d = union_of_subspaces(
-        5, 6, 9, check_int(n_per_subspace, "n_per_subspace"), seed=seed
-    )
+    if checking():
+        seed, n_per_subspace = _entrance(seed, n_per_subspace)
+    with trusted():
+        return _normalized(seed, n_per_subspace)
+
+
+def _normalized(seed: int, n_per_subspace: int) -> dict:
+    """:func:`normalized_run` of checked arguments."""
+    d = union_of_subspaces(5, 6, 9, n_per_subspace, seed=seed)
     n = len(d.X)
     C = np.abs(self_expressive(d.X, "ssc", 0.002))
     mask = ~torch.eye(n, dtype=torch.bool)
@@ -163,6 +182,7 @@ def normalized_run(seed: int, *, n_per_subspace: int = 60) -> dict:
     return out
 
 
+@public
 def stack_run(seed: int, *, n_steps: int = 200) -> dict:
     """Two-block stacks of three attentions on the sparse-combination task, one seed.
 
@@ -182,7 +202,15 @@ def stack_run(seed: int, *, n_steps: int = 200) -> dict:
         zeros and of ``|weight|`` on the right keys, and the parameter count, under keys
         ``"<kind> <quantity>"``.
     """
-    seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+    if checking():
+        seed = check_int(seed, "seed", minimum=0, maximum=SEED_MAX)
+        n_steps = check_int(n_steps, "n_steps")
+    with trusted():
+        return _stack(seed, n_steps)
+
+
+def _stack(seed: int, n_steps: int) -> dict:
+    """:func:`stack_run` of checked arguments."""
     test = sparse_combination_batch(-1 - seed, 512)
     loss_fn = lambda model, b: ((model(*b[:3])[0] - b[3]) ** 2).mean()  # noqa: E731
     batches = lambda step: sparse_combination_batch(1000 * seed + step)  # noqa: E731
@@ -194,7 +222,7 @@ def stack_run(seed: int, *, n_steps: int = 200) -> dict:
             model,
             loss_fn,
             batches,
-            n_steps=check_int(n_steps, "n_steps"),
+            n_steps=n_steps,
             lr=2e-2,
             seed=seed,
             device=test[0].device,

@@ -16,12 +16,14 @@ from torch import nn
 from ...layers import MultiHeadAttention
 from ...training import to_device
 from ...utils import as_tensor, check_int
+from ...utils.boundary import checking, public, trusted
 from ...utils.validation import module_input
 from ..sparse_coding import UnrolledISTAAttention
 
 __all__ = ["sparse_combination_batch", "combination_report", "AttentionStack"]
 
 
+@public
 def sparse_combination_batch(
     step: int,
     size: int = 64,
@@ -62,9 +64,11 @@ def sparse_combination_batch(
     # down to -10 000 keep the generator seeds they always had; below that (the test
     # sets of shifted seeds, ATTNLIB_SEED_OFFSET) they move far above every training
     # batch's seed, so that no held-out batch is ever a training batch.
-    step, size = check_int(step, "step", minimum=-(2**40)), check_int(size, "size")
-    n_keys = check_int(n_keys, "n_keys", minimum=2)  # two right keys per query
-    n_queries, dim = check_int(n_queries, "n_queries"), check_int(dim, "dim")
+    if checking():
+        step = check_int(step, "step", minimum=-(2**40))
+        size, dim = check_int(size, "size"), check_int(dim, "dim")
+        n_keys = check_int(n_keys, "n_keys", minimum=2)  # two right keys per query
+        n_queries = check_int(n_queries, "n_queries")
     g = torch.Generator().manual_seed(
         10_000 + step if step >= -10_000 else 2**41 - step
     )
@@ -190,6 +194,7 @@ class AttentionStack(nn.Module):
             for _ in range(n_layers)
         )
 
+    @public
     def forward(self, queries, keys, values):
         """Return the output and the first block's weights.
 
@@ -211,21 +216,28 @@ class AttentionStack(nn.Module):
         weights : torch.Tensor, shape (..., n_q, n_k)
             The first block's attention weights.
         """
+        if checking():
+            queries, keys, values = self._checked(queries, keys, values)
+        h, first = queries, None
+        with trusted():  # the blocks read the tokens checked here and their own
+            for attn, ff in zip(self.attn, self.ff):
+                out, weights = attn(h, keys, values, **self._per_head)
+                first = weights if first is None else first
+                h = h + out
+                h = h + ff(h)
+        return h, first
+
+    def _checked(self, queries, keys, values) -> tuple[torch.Tensor, ...]:
+        """The three inputs as tensors of the module's dtype, ``dim`` wide."""
         like = self.ff[0][0].weight
-        queries, keys, values = (
+        checked = tuple(
             module_input(x, name, like, min_ndim=2)
             for x, name in ((queries, "queries"), (keys, "keys"), (values, "values"))
         )
-        for x, name in ((queries, "queries"), (keys, "keys"), (values, "values")):
+        for x, name in zip(checked, ("queries", "keys", "values")):
             if x.shape[-1] != like.shape[1]:
                 raise ValueError(
                     f"{name} must have dim = {like.shape[1]} features, "
                     f"got shape {tuple(x.shape)}"
                 )
-        h, first = queries, None
-        for attn, ff in zip(self.attn, self.ff):
-            out, weights = attn(h, keys, values, **self._per_head)
-            first = weights if first is None else first
-            h = h + out
-            h = h + ff(h)
-        return h, first
+        return checked

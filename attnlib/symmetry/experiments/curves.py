@@ -23,6 +23,7 @@ from ...errors import TrainingDivergedError
 from ...functional import output_of
 from ...training import evaluating, train
 from ...utils import check_int, check_positive, device_or_cpu
+from ...utils.boundary import checking, public, trusted
 from ...utils.validation import SEED_MAX
 from .learners import CONTROLS, LEARNERS
 from .teachers import knowledge_task, make_teacher, relative_error
@@ -138,12 +139,20 @@ def _check_finite(sets: dict) -> None:
 
 
 def _checkpoints(grid: dict) -> list[int]:
-    """The sorted step counts of a checked ``grid`` (see :func:`fit_tuned`)."""
+    """The sorted step counts of ``grid``, its settings checked (see :func:`fit_tuned`).
+
+    The learning rates and weight decays are checked here, before any training: inside
+    :func:`sample_efficiency`'s ``trusted()`` block the training loop trusts them.
+    """
     if set(grid) != {"lr", "weight_decay", "n_steps"} or not all(grid.values()):
         raise ValueError(
             "grid must map lr, weight_decay and n_steps to non-empty sequences, "
             f"got {grid!r}"
         )
+    for lr in grid["lr"]:
+        check_positive(lr, "lr")
+    for weight_decay in grid["weight_decay"]:
+        check_positive(weight_decay, "weight_decay", allow_zero=True)
     return sorted({check_int(n, "n_steps") for n in grid["n_steps"]})
 
 
@@ -285,6 +294,7 @@ def _fit_learner(name: str, shape, where, data, *, seed: int, grid) -> tuple:
     return model, dict(lr=None, weight_decay=None, n_steps=None, val=None)
 
 
+@public
 def sample_efficiency(
     sizes,
     seeds,
@@ -352,16 +362,22 @@ def sample_efficiency(
     """
     sizes = [check_int(s, "sizes", minimum=2) for s in sizes]
     seeds = [check_int(s, "seeds", minimum=0) for s in seeds]
-    known = (*LEARNERS, *CONTROLS)
-    unknown = [name for name in learners if name not in known]
-    if unknown or not learners:
-        raise ValueError(f"learners must be names from {known}, got {list(learners)}")
     test_lengths = [check_int(n, "test_lengths") for n in test_lengths]
+    if checking():
+        known = (*LEARNERS, *CONTROLS)
+        unknown = [name for name in learners if name not in known]
+        if unknown or not learners:
+            raise ValueError(
+                f"learners must be names from {known}, got {list(learners)}"
+            )
+        _checkpoints(GRID if grid is None else grid)  # before any fit
     where = device_or_cpu(device)
     shape = (length, embed_dim, n_knowledge)
     jobs = [(seed, size, name) for seed in seeds for size in sizes for name in learners]
     rows, labellers = [], {}
-    with _one_thread():
+    # Its learners, losses and tasks are the library's own: the training loops trust
+    # the settings checked above.
+    with _one_thread(), trusted():
         for seed, size, name in tqdm(
             jobs, desc="learning curves", disable=not progress, mininterval=0.5
         ):

@@ -19,6 +19,7 @@ from torch import nn
 from ...functional import output_of
 from ...layers import MultiHeadAttention
 from ...utils import as_tensor, check_int
+from ...utils.boundary import checking, public
 from ...utils.validation import module_input
 from ..heads import KnowledgeAttention
 from .baselines import MeanBaseline, RidgeCVBaseline, ScaledInput, _fixed_length
@@ -55,6 +56,7 @@ class SequenceMLP(nn.Module):
             nn.Linear(hidden, size),
         )
 
+    @public
     def forward(self, x) -> torch.Tensor:
         """Map ``x`` to a sequence of the same shape.
 
@@ -68,7 +70,8 @@ class SequenceMLP(nn.Module):
         torch.Tensor, shape of ``x``
             The predicted sequences.
         """
-        x = module_input(x, "x", self.net[0].weight, min_ndim=2)
+        if checking():
+            x = module_input(x, "x", self.net[0].weight, min_ndim=2)
         x = _fixed_length(x, self.length, self.embed_dim)
         return self.net(x.flatten(-2)).unflatten(-1, (self.length, self.embed_dim))
 
@@ -106,7 +109,8 @@ class WithSkip(nn.Module):
             The model's output plus the skip term.
         """
         out = output_of(self.model(x))
-        x = as_tensor(x, "x", min_ndim=2, dtype=out.dtype, device=out.device)
+        if checking():  # wraps the caller's model, so not public (boundary)
+            x = as_tensor(x, "x", min_ndim=2, dtype=out.dtype, device=out.device)
         return out + self.skip.to(out) * x
 
 
