@@ -17,11 +17,11 @@ cache), so each row also records the ratio of the best rounds
 - attnlib against the entmax package (sorting, or bisection in ``entmax_bisect``, which
   takes
   seconds here): fewer rounds of (attnlib, package) pairs.
-- attnlib's C loops against its numba loops (the fallback where no C compiler is
-  present), in the same rounds as softmax: ``ratio_to_numba_loops``.
 - The first call of a new process (``first_call``): fresh interpreters import torch and
   attnlib.normalizers, then time their first sparsemax, 1.5-entmax and 1.3-entmax call
-  on a 4 × 16 input (the compiled loops already cached); medians over processes.
+  on a 4 × 16 input (the C loops already cached); medians over processes. ``loops``
+  says which engine served on the CPU: ``"c"`` (the C loops) or ``"torch"`` (no C
+  compiler built them).
 
     # the full run, writes attnlib/results/normalizers.json
     python benchmarks/normalizers.py
@@ -94,7 +94,7 @@ for name, fn in [("sparsemax", sparsemax), ("entmax15", lambda x: entmax(x, 1.5)
     fn(x)
     out[name] = [e - s for s, e in zip(a, clock())]
 from attnlib.normalizers import _entmax_loops as entmax_loops
-out["loops"] = entmax_loops.backend()
+out["loops"] = "c" if entmax_loops.available() else "torch"
 print(json.dumps(out))
 """
 
@@ -134,20 +134,6 @@ def paired_ratio(num: list, den: list) -> float:
     return statistics.median(a / b for a, b in zip(num, den))
 
 
-def with_numba_loops(fn):
-    """``fn`` run on the numba loops (the fallback) instead of the C loops."""
-    numba_loops = entmax_loops._NumbaLoops()
-
-    def run(x):
-        saved, entmax_loops._impl = entmax_loops._impl, numba_loops
-        try:
-            return fn(x)
-        finally:
-            entmax_loops._impl = saved
-
-    return run
-
-
 def first_call(n_processes: int) -> dict:
     """Median times (wall, CPU) of the first calls in ``n_processes`` new processes."""
     run = [sys.executable, "-c", FIRST_CALL]
@@ -171,9 +157,7 @@ def main(quick: bool = False) -> dict:
     # ratios.
     torch.set_num_threads(1)
     n_softmax, n_entmax = (3, 2) if quick else (21, 5)
-    loops = entmax_loops.backend()
-    # Where the C loops serve, the numba loops run beside them in the same rounds.
-    numba = {} if loops != "c" else {k: with_numba_loops(f) for k, f in OURS.items()}
+    loops = "c" if entmax_loops.available() else "torch"
     rows = []
     for shape in QUICK_SHAPES if quick else SHAPES:
         for scale in SCALES:
@@ -198,11 +182,7 @@ def main(quick: bool = False) -> dict:
                 for name, ours, theirs in METHODS
             }
             fast = rounds(
-                {
-                    "softmax": lambda x: torch.softmax(x, -1),
-                    **OURS,
-                    **{k + " (numba)": f for k, f in numba.items()},
-                },
+                {"softmax": lambda x: torch.softmax(x, -1), **OURS},
                 x,
                 g,
                 n_softmax,
@@ -223,10 +203,6 @@ def main(quick: bool = False) -> dict:
                     "ratio_to_softmax_of_minima": min(fast[ours])
                     / min(fast["softmax"]),
                 }
-                if numba:
-                    row["ratio_to_numba_loops"] = paired_ratio(
-                        fast[ours], fast[ours + " (numba)"]
-                    )
                 rows.append(row)
                 print(
                     f"{name:22s} {str(shape):14s} scale {scale:4.0f}: "
@@ -235,7 +211,6 @@ def main(quick: bool = False) -> dict:
                     f"softmax {row['softmax_ms']:7.2f} ms  "
                     f"ratio/entmax {row['ratio_to_entmax']:.2f}  "
                     f"ratio/softmax {row['ratio_to_softmax']:.2f}",
-                    f" C/numba {row.get('ratio_to_numba_loops', float('nan')):.2f}",
                     flush=True,
                 )
     first = first_call(3 if quick else 7)

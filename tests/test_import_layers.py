@@ -53,11 +53,6 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-#: Imports inside a function that are there for cost, not to dodge a cycle: numba takes
-#: about 0.2 s to import and is needed only on a machine without a C compiler.
-LAZY = {("attnlib.normalizers._entmax_loops", "attnlib.normalizers._entmax_numba")}
-
-
 def _package(module: str) -> str:
     """``attnlib.X`` for every module inside ``attnlib/X`` (or ``attnlib/X.py``)."""
     return ".".join(module.split(".")[:2])
@@ -124,9 +119,6 @@ def test_no_import_of_attnlib_inside_a_function():
                     target = _resolve(module, node, is_pkg)
                 else:
                     target = node.names[0].name
-                names = {f"{target}.{a.name}" for a in node.names} | {target}
-                if any((module, n) in LAZY for n in names):
-                    continue
                 assert not target.startswith("attnlib"), (
                     f"{module} imports {target} inside a function (line {node.lineno})"
                 )

@@ -373,12 +373,15 @@ def test_gradcheck_on_hard_rows(alpha):
 
 @pytest.mark.parametrize("alpha", [1.25, 1.5, 2.0])
 def test_bisection_off_the_cpu_agrees_with_the_package(alpha):
-    """Off the CPU (CUDA) every α is bisected by tensor ops; checked here on the CPU."""
-    import attnlib.normalizers.maps as N
+    """Off the CPU (CUDA) every α may be bisected by tensor ops; checked on the CPU."""
+    from attnlib.normalizers._entmax import entmax_bisect
 
     x = hard_rows(100)
     torch.testing.assert_close(
-        N._bisect_entmax(x, alpha), reference(x, alpha), atol=1e-6, rtol=0
+        entmax_bisect(x - x.amax(-1, keepdim=True), alpha),
+        reference(x, alpha),
+        atol=1e-6,
+        rtol=0,
     )
 
 
@@ -491,11 +494,12 @@ def test_empty_batch_returns_empty_like_torch_softmax(fn):
 @pytest.mark.parametrize("alpha", [1.25, 1.3, 1.5, 2.0, 2.5])
 @pytest.mark.parametrize("compiled", [True, False])
 def test_double_backward_is_exact(alpha, compiled, monkeypatch):
-    """gradgradcheck on the compiled CPU path and the tensor path (as off the CPU)."""
-    import attnlib.normalizers.maps as N
+    """gradgradcheck on the compiled CPU path and the torch engine (as off the CPU, or
+    on a CPU without a C compiler)."""
+    import attnlib.normalizers._entmax_loops as K
 
     if not compiled:
-        monkeypatch.setattr(N, "_entmax_cpu", lambda x, top, a: N._bisect_entmax(x, a))
+        monkeypatch.setattr(K, "available", lambda: False)
     x = hard_rows(48)[::4].clone().requires_grad_()
     assert torch.autograd.gradcheck(lambda x: ours(x, alpha), (x,))
     assert torch.autograd.gradgradcheck(lambda x: ours(x, alpha), (x,))
@@ -521,18 +525,6 @@ def test_half_precision_gradient_matches_float32(dtype):
 
 
 # ----------------------------------------------------------------------- compiled loops
-# Every family (q = 1, 2, 4 and any) in both dtypes, forward and backward.
-_EVERY_LOOP = (
-    "import torch\n"
-    "from attnlib.normalizers import _entmax_loops as K\n"
-    "from attnlib.normalizers import entmax\n"
-    "for dtype in (torch.float32, torch.float64):\n"
-    "    for a in (2.0, 1.5, 1.25, 1.3):\n"
-    "        x = torch.randn(4, 9, dtype=dtype, requires_grad=True)\n"
-    "        entmax(x, a).sum().backward()\n"
-)
-
-
 def _run(code, **env):
     import os
     import subprocess
@@ -556,41 +548,40 @@ def test_c_loops_are_built_once_and_loaded_by_a_new_process(tmp_path):
     import attnlib.normalizers._entmax_loops as K
 
     if shutil.which((os.environ.get("CC") or "cc").split()[0]) is None:
-        pytest.skip("no C compiler: the numba loops serve (tested below)")
-    code = _EVERY_LOOP + "print(K.backend(), K.builds, K._impl.path)\n"
+        pytest.skip("no C compiler: the torch engine serves (tested below)")
+    code = (  # every family (q = 1, 2, 4 and any) in both dtypes, forward and backward
+        "import torch\n"
+        "from attnlib.normalizers import _entmax_loops as K\n"
+        "from attnlib.normalizers import entmax\n"
+        "for dtype in (torch.float32, torch.float64):\n"
+        "    for a in (2.0, 1.5, 1.25, 1.3):\n"
+        "        x = torch.randn(4, 9, dtype=dtype, requires_grad=True)\n"
+        "        entmax(x, a).sum().backward()\n"
+        "print(K.available(), K.builds, K._loops().path)\n"
+    )
     first = _run(code, ATTNLIB_CACHE_DIR=str(tmp_path))
     second = _run(code, ATTNLIB_CACHE_DIR=str(tmp_path))
-    assert first[:2] == ["c", "1"] and second[:2] == ["c", "0"]
+    assert first[:2] == ["True", "1"] and second[:2] == ["True", "0"]
     assert first[2] == second[2] and os.path.dirname(second[2]) == str(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == [os.path.basename(second[2])]
     # The process running this test uses the C loops too (the suite tests them).
-    assert K.backend() == "c"
+    assert K.available()
 
 
-def test_numba_loops_load_from_the_cache_in_a_new_process():
-    """Without the C loops, a new process loads every numba loop from numba's cache."""
-    code = (
-        _EVERY_LOOP + "from attnlib.normalizers._entmax_numba import LOOPS\n"
-        "stats = [f.stats for pair in LOOPS.values() for f in pair]\n"
-        "print(K.backend(), sum(sum(s.cache_hits.values()) for s in stats),"
-        " sum(sum(s.cache_misses.values()) for s in stats))\n"
-    )
-    _run(code, ATTNLIB_LOOPS="numba")  # fills the cache
-    assert _run(code, ATTNLIB_LOOPS="numba") == ["numba", "16", "0"]
-
-
-def test_without_a_working_compiler_the_numba_loops_serve(tmp_path):
+def test_without_a_working_compiler_the_torch_engine_serves(tmp_path):
     code = (
         "import torch\n"
         "from attnlib.normalizers import _entmax_loops as K\n"
         "from attnlib.normalizers import sparsemax\n"
-        "p = sparsemax(torch.tensor([[1.0, 0.5, -2.0]]))\n"
-        "print(K.backend(), K.builds, *p[0].tolist())\n"
+        "x = torch.tensor([[1.0, 0.5, -2.0]], requires_grad=True)\n"
+        "p = sparsemax(x)\n"
+        "p.backward(torch.tensor([[1.0, 0.0, 0.0]]))\n"
+        "print(K.available(), K.builds, *p[0].tolist(), *x.grad[0].tolist())\n"
     )
     # `false` fails like a broken compiler; the other name is no compiler at all.
     for cc, builds in (("false", "1"), ("no-such-compiler-for-attnlib", "0")):
         out = _run(code, ATTNLIB_CACHE_DIR=str(tmp_path), CC=cc)
-        assert out == ["numba", builds, "0.75", "0.25", "0.0"]
+        assert out == ["False", builds, "0.75", "0.25", "0.0", "0.5", "-0.5", "0.0"]
     assert not list(tmp_path.iterdir())  # nothing half-built is left behind
 
 
@@ -607,27 +598,28 @@ def _loop_inputs(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, F64])
-def test_c_and_numba_loops_agree(dtype):
-    """The numba fallback computes what the C loops (checked above) compute."""
+def test_c_loops_agree_with_the_torch_engine(dtype):
+    """The C loops compute what the torch engine (their fallback, and the maps off the
+    CPU) computes, every family, forward and backward."""
     import attnlib.normalizers._entmax_loops as K
+    from attnlib.normalizers import _entmax as T
 
-    if K.backend() != "c":
-        pytest.skip("no C compiler: the suite above tests the numba loops")
-    loops = {"c": K._impl, "numba": K._NumbaLoops()}
+    if not K.available():
+        pytest.skip("no C compiler: the torch engine serves")
     tol = 1e-12 if dtype == F64 else 2e-6
     g = torch.randn(hard_rows(64).shape, generator=torch.Generator().manual_seed(5))
     g = g.to(dtype)
     for family, x, am1 in _loop_inputs(dtype):
-        p, grad = {}, {}
-        for name, impl in loops.items():
-            p[name] = torch.empty_like(x)
-            grad[name] = torch.empty_like(x)
-            impl.forward(x, x.amax(-1), am1, p[name], family)
-            impl.backward(p[name], g, am1, grad[name], family)
-        assert (p["c"][torch.isneginf(x)] == 0).all()
-        torch.testing.assert_close(p["c"].sum(-1), torch.ones(len(x), dtype=dtype))
-        torch.testing.assert_close(p["c"], p["numba"], atol=tol, rtol=0)
-        torch.testing.assert_close(grad["c"], grad["numba"], atol=tol, rtol=tol)
+        p, grad = torch.empty_like(x), torch.empty_like(x)
+        K.forward(x, x.amax(-1), am1, p, family)
+        K.backward(p, g, am1, grad, family)
+        alpha = (1 + am1).to(dtype)[:, None] if family == 0 else 1 + am1[0].item()
+        expected = T.threshold_map(x, x.amax(-1, keepdim=True), alpha, dtype)
+        assert (p[torch.isneginf(x)] == 0).all()
+        torch.testing.assert_close(p.sum(-1), torch.ones(len(x), dtype=dtype))
+        torch.testing.assert_close(p, expected, atol=tol, rtol=0)
+        vjp = T.entmax_vjp(expected, g, alpha, differentiable=False)
+        torch.testing.assert_close(grad, vjp, atol=tol, rtol=tol)
 
 
 def test_loops_reject_mismatched_tensors():

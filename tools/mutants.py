@@ -678,6 +678,14 @@ MUTANTS: list[Mutant] = [
         T_NORM,
     ),
     M(
+        "no-torch-fallback-without-a-compiler",
+        A + "normalizers/maps.py",
+        "ctx.compiled = newton and on_cpu and entmax_loops.available()",
+        "ctx.compiled = newton and on_cpu",
+        T_NORM + "::test_without_a_working_compiler_the_torch_engine_serves",
+        where="_Entmax.forward",
+    ),
+    M(
         "exp-beta-not-clamped",
         A + "normalizers/tsallis.py",
         "return (1 + (1 - beta) * u).clamp_min(0).pow(1 / (1 - beta))",

@@ -46,7 +46,6 @@ REPORT = ROOT / "tools" / "MUTATION.md"
 RESULTS = ROOT / "tools" / "mutation_results.json"
 HISTORY_MARK = "<!-- history: date | mutants | killed | timeouts | survived | score -->"
 NUMBA_FILES = {
-    "attnlib/normalizers/_entmax_numba.py",
     "attnlib/denoise/_nlm.py",
     "attnlib/kernel_regression/_kernelsums.py",
     "attnlib/utils/fastexp.py",

@@ -7,8 +7,9 @@ negentropy α-entmax, which puts exactly zero weight on low scores when α > 1.
 
 The threshold τ of sparsemax and entmax is found without sorting, by Newton's method
 from below (Michelot's algorithm at α = 2); on a CPU it runs as compiled loops over the
-rows (the private engines ``_entmax_loops`` and ``_entmax_numba``), so that each row is
-read from memory once.
+rows (the private engine ``_entmax_loops``, C compiled once per machine), so that each
+row is read from memory once; where no C compiler is present, and off the CPU, the torch
+engine ``_entmax`` sorts or bisects instead.
 :func:`attnlib.functional.attention` knows ``"sparsemax"`` and ``"entmax"`` (α = 1.5) as
 normalizers by name.
 

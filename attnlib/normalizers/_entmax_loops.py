@@ -2,13 +2,12 @@
 
 The loops (``_entmax_loops.c`` beside this file) are compiled once per machine with the
 system's C compiler (``$CC``, else ``cc``) and cached as a shared library; every later
-process loads that library with ctypes, which takes about a millisecond. numba compiles
-and caches the same loops as well, but a new process pays numba's own start-up (loading
-its typing and target registries, about 0.2 s of CPU) on its first jitted call even when
-every loop comes from its cache: longer than the call itself on any input a chapter
-passes. Where no C compiler is present, the build fails, or ``ATTNLIB_LOOPS=numba`` is
-set, the loops come from numba (``attnlib.normalizers._entmax_numba``) instead;
-``backend()`` says which is in use.
+process loads that library with ctypes, and its first sparsemax call takes about 4 ms.
+The same loops from numba, which compiles the library's other loops, cost a new process
+numba's own start-up on that first call even with every loop in its cache (0.25 s of
+CPU on a quiet machine, 1 s on a loaded one): longer than the call itself on any input
+a chapter passes. Where no C compiler is present or the build fails, :func:`available`
+is False and the maps run on the torch engine (``attnlib.normalizers._entmax``) instead.
 
 The library is cached in ``$ATTNLIB_CACHE_DIR`` if that is set, else in ``__pycache__``
 beside this file, else in the user's cache directory (``~/.cache/attnlib``), under a
@@ -21,6 +20,7 @@ between machines of one level stays valid.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -33,11 +33,12 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["forward", "backward", "backend"]
+__all__ = ["forward", "backward", "available"]
 
 _SOURCE = Path(__file__).with_name("_entmax_loops.c")
 # IEEE semantics except what the loops' reductions need to vectorise: no
-# -ffinite-math-only (-inf marks a masked key); the numba loops' fastmath flags.
+# -ffinite-math-only (-inf marks a masked key): the fastmath flags of the
+# library's numba loops.
 _FLAGS = [
     "-O3",
     "-fPIC",
@@ -53,7 +54,6 @@ _ISA = {"AVX512": "-march=x86-64-v4", "AVX2": "-march=x86-64-v3"}
 
 #: How many times this process ran the C compiler (a test reads it).
 builds = 0
-_impl = None
 
 
 def _isa_flags() -> list[str]:
@@ -124,29 +124,10 @@ class _CLoops:
         self.loops[p.dtype][1](family, *(t.data_ptr() for t in args), *p.shape)
 
 
-class _NumbaLoops:
-    """The same loops from numba, on NumPy views of the tensors."""
-
-    def __init__(self):
-        try:
-            from . import _entmax_numba as entmax_numba
-        except ImportError as err:  # the slim install has no numba
-            raise ImportError(
-                "sparsemax and entmax on the CPU need a C compiler (none built the "
-                "loops here) or numba: pip install 'attnlib[book]' (or numba)"
-            ) from err
-
-        self.loops = entmax_numba.LOOPS
-
-    def forward(self, x, top, am1, p, family):
-        self.loops[family][0](*(t.detach().numpy() for t in (x, top, am1, p)))
-
-    def backward(self, p, g, am1, out, family):
-        self.loops[family][1](*(t.detach().numpy() for t in (p, g, am1, out)))
-
-
-def _load_c():
-    """The C loops from the cache, built there first if absent; None if that fails."""
+@functools.cache
+def _loops() -> _CLoops | None:
+    """The C loops from the cache, built there first if absent (once per process);
+    None if that fails."""
     flags = [*_FLAGS, *_isa_flags()]
     key = hashlib.sha256(
         _SOURCE.read_bytes()
@@ -168,25 +149,15 @@ def _load_c():
     return None
 
 
-def _loops():
-    global _impl
-    if _impl is None:
-        if os.environ.get("ATTNLIB_LOOPS", "").lower() != "numba":
-            _impl = _load_c()
-        if _impl is None:
-            _impl = _NumbaLoops()
-    return _impl
-
-
-def backend() -> str:
-    """Where the loops of this process come from.
+def available() -> bool:
+    """Whether this process has the C loops (loaded from the cache or built).
 
     Returns
     -------
-    str
-        ``"c"`` (the shared library built from ``_entmax_loops.c``) or ``"numba"``.
+    bool
+        False where no C compiler built them: the maps then run on the torch engine.
     """
-    return "c" if isinstance(_loops(), _CLoops) else "numba"
+    return _loops() is not None
 
 
 def _check(rows, vectors) -> None:
@@ -206,7 +177,7 @@ def _check(rows, vectors) -> None:
 
 
 def forward(x, top, am1, p, family: int) -> None:
-    """α-entmax of the rows of ``x`` into ``p``.
+    """α-entmax of the rows of ``x`` into ``p`` (where :func:`available`).
 
     Parameters
     ----------
@@ -233,7 +204,8 @@ def forward(x, top, am1, p, family: int) -> None:
 
 
 def backward(p, g, am1, out, family: int) -> None:
-    """The vector-Jacobian product of α-entmax at its output ``p``, gradient ``g``.
+    """The vector-Jacobian product of α-entmax at its output ``p``, gradient ``g``
+    (where :func:`available`).
 
     Parameters
     ----------

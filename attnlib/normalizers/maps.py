@@ -105,15 +105,15 @@ def _softmax_last(x: torch.Tensor) -> torch.Tensor:
 # round to ``max(x)``.
 #
 # On a CPU the search runs as compiled loops over the rows
-# (normalizers._entmax_loops, compiled from C once per machine, or by numba where
-# no C compiler is present): a row is read from memory once, and every Newton pass over
-# it then runs in cache, vectorised. For α > 2 (where g is not convex) the threshold is
-# bisected with tensor operations. Off the CPU (CUDA) the maps come from
-# attnlib.normalizers._entmax: sparsemax and 1.5-entmax sort each row once and take the
-# threshold in closed form on every prefix; any other α is bisected a fixed number of
-# times; no step reads a value back to the host. Where Triton is installed, CUDA rows of
-# float32, float16 or bfloat16 go to the fused kernels of attnlib.normalizers.
-# _triton_entmax instead (one program per row, forward and backward).
+# (normalizers._entmax_loops, compiled from C once per machine): a row is read from
+# memory once, and every Newton pass over it then runs in cache, vectorised. Everywhere
+# else (α > 2, where g is not convex; a CPU without a C compiler; CUDA) the maps come
+# from the torch engine, attnlib.normalizers._entmax: sparsemax and 1.5-entmax sort each
+# row once and take the threshold in closed form on every prefix; any other α is
+# bisected a fixed number of times; no step reads a value back to the host. Where
+# Triton is installed, CUDA rows of float32, float16 or bfloat16 go to the fused kernels
+# of attnlib.normalizers._triton_entmax instead (one program per row, forward and
+# backward).
 
 
 def _family(alpha) -> int:
@@ -254,7 +254,7 @@ class _Entmax(torch.autograd.Function):
             if isinstance(alpha, torch.Tensor)
             else 1 < alpha <= 2
         )
-        ctx.compiled = newton and on_cpu
+        ctx.compiled = newton and on_cpu and entmax_loops.available()
         ctx.triton = False
         if not low and triton_entmax.accepts(x):  # after the torch engine's check
             p = triton_entmax.entmax_forward(x, alpha)
@@ -309,28 +309,17 @@ def _entmax_last(x: torch.Tensor, alpha, low: bool = False, name: str = "x"):
 
 
 def _torch_rows(x: torch.Tensor, top, alpha, cd: torch.dtype, compiled: bool):
-    """α-entmax of the rows of ``x`` (row maxima ``top``) by the torch engine, in the
-    compute dtype ``cd``: the compiled loops on the CPU, bisection beyond them, and off
-    the CPU the sort or fixed bisection of ``_entmax`` (no host-device
-    synchronisation)."""
-    if x.device.type != "cpu":
+    """α-entmax of the rows of ``x`` (row maxima ``top``) in the compute dtype ``cd``:
+    the compiled loops where ``compiled``, else the sort or fixed bisection of the
+    torch engine ``_entmax`` (no host-device synchronisation)."""
+    if not compiled:
         return entmax_engine.threshold_map(x, top, alpha, cd)
-    if compiled:
-        a = (
-            alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
-            if isinstance(alpha, torch.Tensor)
-            else alpha
-        )
-        return _entmax_cpu(_rows(x.to(cd)), top, a).view(x.shape)
-    return _bisect_entmax(x.to(cd), alpha, top.to(cd))
-
-
-def _bisect_entmax(x: torch.Tensor, alpha, top=None) -> torch.Tensor:
-    """α-entmax for any α by bisection on τ in Σ [(α-1)z - τ]₊^q = 1, per row if
-    ``alpha`` is a tensor, on the scores shifted by their row maxima ``top`` (as in the
-    compiled search)."""
-    top = x.amax(-1, keepdim=True) if top is None else top
-    return entmax_engine.entmax_bisect(x - top, alpha)
+    a = (
+        alpha.expand(*x.shape[:-1], 1).reshape(-1, 1)
+        if isinstance(alpha, torch.Tensor)
+        else alpha
+    )
+    return _entmax_cpu(_rows(x.to(cd)), top, a).view(x.shape)
 
 
 def _check_alpha(alpha, x: torch.Tensor, dim: int, low: bool = False):
